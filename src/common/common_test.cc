@@ -1,0 +1,57 @@
+#include <gtest/gtest.h>
+
+#include "common/files.h"
+#include "common/json_yaml.h"
+#include "common/time.h"
+
+namespace stoker {
+namespace {
+
+TEST(TimeTest, FormatsRfc3339InUtcWithMicros) {
+  EXPECT_EQ(FormatRfc3339(1716000000123456), "2024-05-18T02:40:00.123456Z");
+}
+
+TEST(TimeTest, ParsesDurationsWithAndWithoutSuffix) {
+  EXPECT_DOUBLE_EQ(ParseDuration("3600s", "f").value(), 3600);
+  EXPECT_DOUBLE_EQ(ParseDuration("0.5s", "f").value(), 0.5);
+  EXPECT_DOUBLE_EQ(ParseDuration("10", "f").value(), 10);
+  Result<double> bad = ParseDuration("1h", "scheduling.timeout");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("scheduling.timeout"), std::string::npos);
+  EXPECT_EQ(FormatDuration(604800), "604800s");
+}
+
+TEST(JsonYamlTest, KeepsQuotedNumbersAsStrings) {
+  auto j = ParseYamlOrJson("a: 1\nb: '1'\nc: [x, 2.5]\nd: true\n", "f.yaml");
+  ASSERT_TRUE(j.ok());
+  EXPECT_TRUE((*j)["a"].is_number_integer());
+  EXPECT_TRUE((*j)["b"].is_string());
+  EXPECT_TRUE((*j)["c"][1].is_number_float());
+  EXPECT_TRUE((*j)["d"].is_boolean());
+}
+
+TEST(JsonYamlTest, ParsesJsonToo) {
+  auto j = ParseYamlOrJson(R"({"displayName": "x", "n": "2"})", "f.json");
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ((*j)["displayName"], "x");
+  EXPECT_EQ((*j)["n"], "2");
+}
+
+TEST(JsonYamlTest, ReportsSyntaxErrorsWithSourceAndLine) {
+  auto j = ParseYamlOrJson("a: [1, 2\nb: c\n", "job.yaml");
+  ASSERT_FALSE(j.ok());
+  EXPECT_EQ(j.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(j.status().message().rfind("job.yaml:", 0), 0u);
+}
+
+TEST(FilesTest, WritesAtomicallyAndReadsBack) {
+  auto dir = std::filesystem::temp_directory_path() / ("stoker_files_" + std::to_string(::getpid()));
+  ASSERT_TRUE(MakeDirs(dir).ok());
+  ASSERT_TRUE(WriteFileAtomic(dir / "a.json", "{\"x\":1}").ok());
+  EXPECT_EQ(ReadFile(dir / "a.json").value(), "{\"x\":1}");
+  EXPECT_EQ(ReadFile(dir / "missing").status().code(), Code::kNotFound);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace stoker

@@ -1,0 +1,82 @@
+#include "common/files.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace stoker {
+namespace {
+
+Status ErrnoStatus(const std::string& what, const std::filesystem::path& path) {
+  int e = errno;
+  std::string msg = what + " " + path.string() + ": " + std::strerror(e);
+  if (e == ENOSPC || e == EDQUOT) return ResourceExhausted(msg + " (free space in the data dir)");
+  if (e == ENOENT) return NotFound(msg);
+  if (e == EACCES || e == EPERM) return PermissionDenied(msg);
+  return Internal(msg);
+}
+
+}  // namespace
+
+Result<std::string> ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return ErrnoStatus("cannot read", path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Status WriteFileAtomic(const std::filesystem::path& path, std::string_view data) {
+  std::filesystem::path tmp = path;
+  tmp += ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus("cannot create", tmp);
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      Status s = ErrnoStatus("cannot write", tmp);
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return s;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    Status s = ErrnoStatus("cannot sync", tmp);
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    Status s = ErrnoStatus("cannot rename into", path);
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  std::filesystem::path dir = path.parent_path();
+  if (dir.empty()) dir = ".";
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return OkStatus();
+}
+
+Status MakeDirs(const std::filesystem::path& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) {
+    errno = ec.value();
+    return ErrnoStatus("cannot create directory", path);
+  }
+  return OkStatus();
+}
+
+}  // namespace stoker

@@ -1,0 +1,67 @@
+#include "common/json_yaml.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <cstdlib>
+
+namespace stoker {
+namespace {
+
+using nlohmann::json;
+
+json ScalarToJson(const YAML::Node& node) {
+  const std::string& s = node.Scalar();
+  // A quoted scalar ("1") is a string; YAML tags it "!".
+  if (node.Tag() == "!") return s;
+  if (s == "true" || s == "True" || s == "TRUE") return true;
+  if (s == "false" || s == "False" || s == "FALSE") return false;
+  if (s == "null" || s == "Null" || s == "NULL" || s == "~") return nullptr;
+  if (!s.empty()) {
+    char* end = nullptr;
+    errno = 0;
+    long long i = std::strtoll(s.c_str(), &end, 10);
+    if (*end == '\0' && errno == 0) return i;
+    double d = std::strtod(s.c_str(), &end);
+    if (*end == '\0' && std::isfinite(d) && s.find_first_of("0123456789") != std::string::npos) {
+      return d;
+    }
+  }
+  return s;
+}
+
+json NodeToJson(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return nullptr;
+    case YAML::NodeType::Scalar:
+      return ScalarToJson(node);
+    case YAML::NodeType::Sequence: {
+      json arr = json::array();
+      for (const auto& item : node) arr.push_back(NodeToJson(item));
+      return arr;
+    }
+    case YAML::NodeType::Map: {
+      json obj = json::object();
+      for (const auto& kv : node) obj[kv.first.as<std::string>()] = NodeToJson(kv.second);
+      return obj;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Result<nlohmann::json> ParseYamlOrJson(const std::string& text, const std::string& source) {
+  try {
+    YAML::Node root = YAML::Load(text);
+    return NodeToJson(root);
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument(source + ":" + std::to_string(e.mark.line + 1) + ":" +
+                           std::to_string(e.mark.column + 1) + ": " + e.msg +
+                           " (the file must be valid YAML or JSON)");
+  }
+}
+
+}  // namespace stoker

@@ -1,0 +1,31 @@
+// Time formats of the Vertex wire: RFC 3339 timestamps and protobuf Durations.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+
+namespace stoker {
+
+using Clock = std::chrono::system_clock;
+using TimePoint = Clock::time_point;
+
+// Microseconds since the Unix epoch; how times are stored.
+int64_t ToMicros(TimePoint t);
+TimePoint FromMicros(int64_t us);
+int64_t NowMicros();
+
+// "2024-05-18T00:00:00.123456Z" (UTC, microseconds).
+std::string FormatRfc3339(int64_t micros);
+
+// Parses a protobuf Duration string ("3600s", "0.5s", "604800s") into
+// seconds. Also accepts a bare number of seconds. InvalidArgument otherwise,
+// the message naming `field`.
+Result<double> ParseDuration(const std::string& text, const std::string& field);
+
+// Formats seconds as a protobuf Duration ("3600s", "0.5s").
+std::string FormatDuration(double seconds);
+
+}  // namespace stoker

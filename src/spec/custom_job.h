@@ -1,0 +1,113 @@
+// The Vertex AI CustomJob model: parse, validate, normalize, print.
+//
+// Input is the JSON form of a job file (YAML is converted by
+// common/json_yaml.h first). Accepted shapes: a whole `CustomJob`
+// (`displayName`, `jobSpec`, `labels`, ...) or a bare `CustomJobSpec`
+// (`workerPoolSpecs`, ...), as gcloud's --config accepts. Keys are the REST
+// camelCase names of ../shared/reference/vertex.md; a snake_case key is an
+// error whose message gives the camelCase spelling. Unknown keys are errors.
+// Fields that Stoker accepts but cannot honour on its own machines are kept
+// verbatim in `passthrough` and listed by UnhonouredFields().
+//
+// All functions are pure and thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace stoker::spec {
+
+struct EnvVar {
+  std::string name;
+  std::string value;
+};
+
+struct MachineSpec {
+  std::string machine_type;             // required for non-empty pools
+  std::string accelerator_type;         // enum name; "" = none
+  int32_t accelerator_count = 0;
+  nlohmann::json extra = nlohmann::json::object();  // gpuPartitionSize, tpuTopology, reservationAffinity
+};
+
+struct ContainerSpec {
+  std::string image_uri;                // required
+  std::vector<std::string> command;
+  std::vector<std::string> args;
+  std::vector<EnvVar> env;
+};
+
+struct PythonPackageSpec {
+  std::string executor_image_uri;       // required
+  std::vector<std::string> package_uris;  // required, gs:// URIs
+  std::string python_module;            // required
+  std::vector<std::string> args;
+  std::vector<EnvVar> env;
+};
+
+struct WorkerPoolSpec {
+  // True for a placeholder pool given as `{}` (keeps positions 1..3).
+  bool empty = false;
+  MachineSpec machine_spec;
+  int64_t replica_count = 1;
+  std::optional<ContainerSpec> container_spec;        // exactly one of these two
+  std::optional<PythonPackageSpec> python_package_spec;
+  // diskSpec, nfsMounts, lustreMounts kept verbatim (JSON object or null).
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+struct Scheduling {
+  double timeout_seconds = 7 * 24 * 3600.0;  // Vertex default: 7 days
+  bool restart_job_on_worker_restart = false;
+  std::string strategy;                      // "" = unspecified
+  bool disable_retries = false;
+  std::optional<double> max_wait_seconds;
+};
+
+struct CustomJobSpec {
+  std::vector<WorkerPoolSpec> worker_pool_specs;  // trailing empty pools dropped
+  Scheduling scheduling;
+  std::string base_output_directory;  // baseOutputDirectory.outputUriPrefix; "" = unset
+  // Other known CustomJobSpec fields (serviceAccount, network, tensorboard, ...), verbatim.
+  nlohmann::json passthrough = nlohmann::json::object();
+};
+
+struct CustomJob {
+  std::string display_name;  // required, <= 128 characters
+  std::map<std::string, std::string> labels;
+  CustomJobSpec job_spec;
+  // Other known CustomJob input fields (encryptionSpec), verbatim.
+  nlohmann::json passthrough = nlohmann::json::object();
+};
+
+// Parses and validates a CustomJob or a bare CustomJobSpec. A bare spec gets
+// an empty display_name, which the caller fills (from --display-name) before
+// calling Validate(). Every problem found is reported in one InvalidArgument
+// status, one problem per line, each starting with its field path
+// ("workerPoolSpecs[0].machineSpec.machineType: required; ...").
+Result<CustomJob> ParseCustomJob(const nlohmann::json& j);
+
+// Parses a CustomJobSpec object found at `path` (used for trialJobSpec too).
+Result<CustomJobSpec> ParseCustomJobSpec(const nlohmann::json& j, const std::string& path);
+
+// Checks the rules that need the whole job (displayName present, pool 0
+// present with replicaCount 1, ...). ParseCustomJob does not call it when
+// the input was a bare spec without displayName.
+Status Validate(const CustomJob& job);
+
+// Canonical Vertex JSON (camelCase, replicaCount as a string, durations as
+// "Ns", enums by name). ParseCustomJob(ToJson(job)) == job.
+nlohmann::json ToJson(const CustomJob& job);
+nlohmann::json ToJson(const CustomJobSpec& spec);
+
+// Field paths that were given but that Stoker does not act on
+// (e.g. "jobSpec.network"), for a warning event on the job.
+std::vector<std::string> UnhonouredFields(const CustomJob& job);
+
+}  // namespace stoker::spec

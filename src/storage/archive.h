@@ -1,0 +1,45 @@
+// Package archives: tar.gz sdists, packed by the CLI and unpacked per replica.
+//
+// Extraction is hostile-input safe: absolute paths, `..` components, links
+// that point outside the destination, device files, fifos, and archives past
+// the size or entry limits are refused before anything is written outside
+// `dest`.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace stoker::storage {
+
+struct ArchiveLimits {
+  uint64_t max_total_bytes = 4ull << 30;  // sum of unpacked file sizes
+  uint64_t max_entries = 100000;
+};
+
+// Checks that `data` is a gzip-compressed tar whose entries all pass the
+// rules above, without writing anything. InvalidArgument naming `name` and
+// the offending entry otherwise.
+Status CheckTarGz(std::string_view data, const std::string& name, const ArchiveLimits& limits = {});
+
+// Unpacks a .tar.gz file into `dest` (created if missing), same rules.
+Status ExtractTarGz(const std::filesystem::path& archive, const std::filesystem::path& dest,
+                    const ArchiveLimits& limits = {});
+
+// Packs the Python package directory `package_dir` (e.g. ./trainer) as a
+// source distribution: a tar.gz whose single top directory `<name>-<version>/`
+// holds the package directory, a PKG-INFO, and a setup.py (the user's own
+// setup.py when one sits in `package_dir`'s parent, else a generated one).
+// Files are sorted and timestamps zeroed, so the same tree gives the same bytes.
+// __pycache__ directories and *.pyc files are skipped.
+Result<std::string> PackSdist(const std::filesystem::path& package_dir, const std::string& name,
+                              const std::string& version);
+
+// The top-level directories of an sdist unpacked in `dest`
+// (the directories that go on PYTHONPATH).
+std::vector<std::filesystem::path> SdistRoots(const std::filesystem::path& dest);
+
+}  // namespace stoker::storage

@@ -1,0 +1,79 @@
+// Local buckets behind gs:// URIs.
+//
+// A bucket is a directory: `<data_dir>/buckets/<name>/` unless the config maps
+// the name to another path. The reserved bucket `stoker-staging` is
+// `<data_dir>/staging/`, where package archives are kept by content hash.
+// Object names are relative paths inside the bucket; a name that would leave
+// the bucket (absolute, `..`, through a symlink) is refused.
+//
+// Thread-safe: the object holds no mutable state after construction; the
+// file system is the state.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace stoker::storage {
+
+inline constexpr char kStagingBucket[] = "stoker-staging";
+
+struct GsUri {
+  std::string bucket;
+  std::string object;  // "" for the bucket root; no leading '/'
+};
+
+// Parses "gs://bucket/path/to/obj". InvalidArgument (naming `field`) for a
+// URI that is not gs://, has no bucket, or a bucket name that breaks the
+// Cloud Storage rules (3-63 chars of a-z 0-9 - _ .).
+Result<GsUri> ParseGsUri(const std::string& uri, const std::string& field);
+
+struct ObjectInfo {
+  std::string name;   // object name relative to the bucket
+  uint64_t size = 0;
+  int64_t mtime_us = 0;
+};
+
+class Buckets {
+ public:
+  // `overrides` maps bucket names to directories (from the config).
+  Buckets(std::filesystem::path data_dir, std::map<std::string, std::filesystem::path> overrides);
+
+  // The directory of a bucket, whether or not it exists.
+  std::filesystem::path BucketDir(const std::string& bucket) const;
+  bool Exists(const std::string& bucket) const;
+  // Creates the bucket directory. Ok when it exists already.
+  Status Create(const std::string& bucket);
+  std::vector<std::string> ListBuckets() const;
+
+  // Resolves a gs:// URI to a local path inside an existing bucket.
+  // NotFound (naming `field` and how to create the bucket) when the bucket
+  // does not exist; InvalidArgument when the object name escapes the bucket.
+  Result<std::filesystem::path> Resolve(const std::string& uri, const std::string& field) const;
+
+  // Writes an object (creating parent directories) atomically.
+  Status Put(const std::string& bucket, const std::string& object, std::string_view data);
+  // Reads an object. NotFound if it does not exist.
+  Result<std::string> Get(const std::string& bucket, const std::string& object) const;
+  // Lists objects (files, recursively) whose names start with `prefix`, sorted by name.
+  Result<std::vector<ObjectInfo>> List(const std::string& bucket, const std::string& prefix) const;
+
+  // Stores an archive in the staging bucket under its SHA-256
+  // ("<hex>.tar.gz") and returns its gs:// URI. Storing the same bytes
+  // twice keeps one copy.
+  Result<std::string> Stage(std::string_view archive_bytes);
+
+ private:
+  std::filesystem::path data_dir_;
+  std::map<std::string, std::filesystem::path> overrides_;
+};
+
+// Replaces every "gs://bucket/obj" inside `text` (an argument, an env value)
+// by the local path of that object. Unknown buckets are left unchanged.
+std::string RewriteGsUris(const std::string& text, const Buckets& buckets);
+
+}  // namespace stoker::storage
