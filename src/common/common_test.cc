@@ -19,6 +19,7 @@ TEST(TimeTest, ParsesDurationsWithAndWithoutSuffix) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("scheduling.timeout"), std::string::npos);
   EXPECT_EQ(FormatDuration(604800), "604800s");
+  EXPECT_EQ(FormatDuration(1234567.5), "1234567.5s");
 }
 
 TEST(JsonYamlTest, KeepsQuotedNumbersAsStrings) {

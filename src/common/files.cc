@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -32,7 +33,9 @@ Result<std::string> ReadFile(const std::filesystem::path& path) {
 
 Status WriteFileAtomic(const std::filesystem::path& path, std::string_view data) {
   std::filesystem::path tmp = path;
-  tmp += ".tmp." + std::to_string(::getpid());
+  // Unique per process and call, so concurrent writers of one path never share a temp file.
+  static std::atomic<uint64_t> counter{0};
+  tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoStatus("cannot create", tmp);
   size_t done = 0;

@@ -48,7 +48,10 @@ std::string FormatDuration(double seconds) {
   if (seconds == std::floor(seconds) && std::fabs(seconds) < 1e15) {
     std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(seconds));
   } else {
-    std::snprintf(buf, sizeof buf, "%.6gs", seconds);
+    std::snprintf(buf, sizeof buf, "%.9f", seconds);
+    std::string s = buf;  // trim trailing zeros: "0.500000000" -> "0.5"
+    while (s.back() == '0') s.pop_back();
+    return s + "s";
   }
   return buf;
 }

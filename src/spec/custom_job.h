@@ -14,11 +14,10 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 
@@ -27,28 +26,37 @@ namespace stoker::spec {
 struct EnvVar {
   std::string name;
   std::string value;
+
+  bool operator==(const EnvVar&) const = default;
 };
 
 struct MachineSpec {
-  std::string machine_type;             // required for non-empty pools
-  std::string accelerator_type;         // enum name; "" = none
+  std::string machine_type;      // required for non-empty pools
+  std::string accelerator_type;  // enum name; "" = none
   int32_t accelerator_count = 0;
-  nlohmann::json extra = nlohmann::json::object();  // gpuPartitionSize, tpuTopology, reservationAffinity
+  // gpuPartitionSize, tpuTopology, reservationAffinity kept verbatim.
+  nlohmann::json extra = nlohmann::json::object();
+
+  bool operator==(const MachineSpec&) const = default;
 };
 
 struct ContainerSpec {
-  std::string image_uri;                // required
+  std::string image_uri;  // required
   std::vector<std::string> command;
   std::vector<std::string> args;
   std::vector<EnvVar> env;
+
+  bool operator==(const ContainerSpec&) const = default;
 };
 
 struct PythonPackageSpec {
-  std::string executor_image_uri;       // required
+  std::string executor_image_uri;         // required
   std::vector<std::string> package_uris;  // required, gs:// URIs
-  std::string python_module;            // required
+  std::string python_module;              // required
   std::vector<std::string> args;
   std::vector<EnvVar> env;
+
+  bool operator==(const PythonPackageSpec&) const = default;
 };
 
 struct WorkerPoolSpec {
@@ -56,18 +64,22 @@ struct WorkerPoolSpec {
   bool empty = false;
   MachineSpec machine_spec;
   int64_t replica_count = 1;
-  std::optional<ContainerSpec> container_spec;        // exactly one of these two
+  std::optional<ContainerSpec> container_spec;  // exactly one of these two
   std::optional<PythonPackageSpec> python_package_spec;
   // diskSpec, nfsMounts, lustreMounts kept verbatim (JSON object or null).
   nlohmann::json extra = nlohmann::json::object();
+
+  bool operator==(const WorkerPoolSpec&) const = default;
 };
 
 struct Scheduling {
   double timeout_seconds = 7 * 24 * 3600.0;  // Vertex default: 7 days
   bool restart_job_on_worker_restart = false;
-  std::string strategy;                      // "" = unspecified
+  std::string strategy;  // "" = unspecified
   bool disable_retries = false;
   std::optional<double> max_wait_seconds;
+
+  bool operator==(const Scheduling&) const = default;
 };
 
 struct CustomJobSpec {
@@ -76,6 +88,8 @@ struct CustomJobSpec {
   std::string base_output_directory;  // baseOutputDirectory.outputUriPrefix; "" = unset
   // Other known CustomJobSpec fields (serviceAccount, network, tensorboard, ...), verbatim.
   nlohmann::json passthrough = nlohmann::json::object();
+
+  bool operator==(const CustomJobSpec&) const = default;
 };
 
 struct CustomJob {
@@ -84,6 +98,9 @@ struct CustomJob {
   CustomJobSpec job_spec;
   // Other known CustomJob input fields (encryptionSpec), verbatim.
   nlohmann::json passthrough = nlohmann::json::object();
+
+  // Field-by-field equality; the round-trip contract of ToJson is stated with it.
+  bool operator==(const CustomJob&) const = default;
 };
 
 // Parses and validates a CustomJob or a bare CustomJobSpec. A bare spec gets

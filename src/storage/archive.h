@@ -25,7 +25,10 @@ struct ArchiveLimits {
 // the offending entry otherwise.
 Status CheckTarGz(std::string_view data, const std::string& name, const ArchiveLimits& limits = {});
 
-// Unpacks a .tar.gz file into `dest` (created if missing), same rules.
+// Unpacks a .tar.gz file into `dest` (created if missing), same rules. The
+// whole archive is checked before anything is written; a failure while
+// writing can leave a partial tree, so unpack into a fresh directory.
+// Owners are not restored; files get 0644 (0755 if executable), dirs 0755.
 Status ExtractTarGz(const std::filesystem::path& archive, const std::filesystem::path& dest,
                     const ArchiveLimits& limits = {});
 
@@ -39,7 +42,9 @@ Result<std::string> PackSdist(const std::filesystem::path& package_dir, const st
                               const std::string& version);
 
 // The top-level directories of an sdist unpacked in `dest`
-// (the directories that go on PYTHONPATH).
+// (the directories that go on PYTHONPATH), sorted. When `dest` itself holds
+// .py files or a package directory (one with __init__.py), i.e. the archive
+// was a bare package rather than an sdist, returns {dest}.
 std::vector<std::filesystem::path> SdistRoots(const std::filesystem::path& dest);
 
 }  // namespace stoker::storage

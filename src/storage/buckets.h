@@ -33,7 +33,7 @@ struct GsUri {
 Result<GsUri> ParseGsUri(const std::string& uri, const std::string& field);
 
 struct ObjectInfo {
-  std::string name;   // object name relative to the bucket
+  std::string name;  // object name relative to the bucket
   uint64_t size = 0;
   int64_t mtime_us = 0;
 };
@@ -53,6 +53,8 @@ class Buckets {
   // Resolves a gs:// URI to a local path inside an existing bucket.
   // NotFound (naming `field` and how to create the bucket) when the bucket
   // does not exist; InvalidArgument when the object name escapes the bucket.
+  // "gs://b" and "gs://b/" give the bucket directory; "gs://b/out/" gives
+  // `<bucket dir>/out` (no trailing '/'). The object need not exist.
   Result<std::filesystem::path> Resolve(const std::string& uri, const std::string& field) const;
 
   // Writes an object (creating parent directories) atomically.
@@ -74,6 +76,9 @@ class Buckets {
 
 // Replaces every "gs://bucket/obj" inside `text` (an argument, an env value)
 // by the local path of that object. Unknown buckets are left unchanged.
+// A URI runs from "gs://" to the next whitespace, quote, comma or the end;
+// one that fails to resolve (bad name, escape) is also left unchanged, and a
+// trailing '/' is kept.
 std::string RewriteGsUris(const std::string& text, const Buckets& buckets);
 
 }  // namespace stoker::storage

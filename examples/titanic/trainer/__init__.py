@@ -1,0 +1,1 @@
+"""Titanic survival trainer: a Vertex AI style PyTorch training package."""

@@ -1,0 +1,398 @@
+#include "api/api.h"
+
+#include <fstream>
+#include <regex>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "common/time.h"
+#include "scheduler/placement.h"
+#include "server/controller.h"
+#include "spec/custom_job.h"
+#include "storage/archive.h"
+
+namespace stoker::api {
+namespace {
+
+using nlohmann::json;
+using spec::JobState;
+
+constexpr size_t kMaxLogChunk = 1 << 20;
+
+const char* RpcStatusName(Code code) {
+  switch (code) {
+    case Code::kOk: return "OK";
+    case Code::kInvalidArgument: return "INVALID_ARGUMENT";
+    case Code::kNotFound: return "NOT_FOUND";
+    case Code::kAlreadyExists: return "ALREADY_EXISTS";
+    case Code::kFailedPrecondition: return "FAILED_PRECONDITION";
+    case Code::kPermissionDenied: return "PERMISSION_DENIED";
+    case Code::kResourceExhausted: return "RESOURCE_EXHAUSTED";
+    case Code::kUnavailable: return "UNAVAILABLE";
+    case Code::kDeadlineExceeded: return "DEADLINE_EXCEEDED";
+    case Code::kCancelled: return "CANCELLED";
+    case Code::kInternal: return "INTERNAL";
+  }
+  return "INTERNAL";
+}
+
+http::Response Json(const json& j, int status = 200) {
+  http::Response r;
+  r.status = status;
+  r.body = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  return r;
+}
+
+http::Response Error(const Status& s) {
+  int code = HttpStatusFor(s.code());
+  return Json({{"error", {{"code", code}, {"message", s.message()}, {"status", RpcStatusName(s.code())}}}},
+              code);
+}
+
+json RenderJob(const store::JobRecord& r) {
+  json j = r.spec;
+  j["name"] = "projects/" + r.project + "/locations/" + r.location + "/customJobs/" + std::to_string(r.id);
+  j["state"] = spec::JobStateName(r.state);
+  j["createTime"] = FormatRfc3339(r.create_time_us);
+  j["updateTime"] = FormatRfc3339(r.update_time_us);
+  if (r.start_time_us) j["startTime"] = FormatRfc3339(r.start_time_us);
+  if (r.end_time_us) j["endTime"] = FormatRfc3339(r.end_time_us);
+  if (r.error_code) j["error"] = {{"code", r.error_code}, {"message", r.error_message}};
+  return j;
+}
+
+Result<int64_t> ParseId(const std::string& s) {
+  char* end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || v <= 0) {
+    return NotFound("custom job '" + s + "' does not exist (job ids are numbers, see 'stoker jobs list')");
+  }
+  return static_cast<int64_t>(v);
+}
+
+// Every gs:// token in `text` must name an existing bucket.
+Status CheckUrisIn(const std::string& text, const std::string& field, const storage::Buckets& buckets) {
+  static const std::regex re(R"(gs://([^/\s,'"]*))");
+  for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it) {
+    std::string bucket = (*it)[1];
+    auto parsed = storage::ParseGsUri("gs://" + bucket, field);
+    if (!parsed.ok()) return parsed.status();
+    if (!buckets.Exists(bucket)) {
+      return InvalidArgument(field + ": bucket '" + bucket + "' does not exist; create it with 'stoker storage mb gs://" +
+                             bucket + "' or copy data into it with 'stoker storage cp'");
+    }
+  }
+  return OkStatus();
+}
+
+class Api {
+ public:
+  explicit Api(ApiDeps deps) : d_(deps) {}
+
+  http::Response Handle(const http::Request& req) {
+    static const std::regex kJobs(R"(^/v1/projects/([^/]+)/locations/([^/]+)/customJobs$)");
+    static const std::regex kJob(R"(^/v1/projects/([^/]+)/locations/([^/]+)/customJobs/([^/:]+)(:cancel|/events|/logs)?$)");
+    static const std::regex kObjects(R"(^/storage/v1/b/([^/]+)/o$)");
+    static const std::regex kObject(R"(^/storage/v1/b/([^/]+)/o/(.+)$)");
+    static const std::regex kUpload(R"(^/upload/storage/v1/b/([^/]+)/o$)");
+    std::smatch m;
+    const std::string& path = req.path;
+    const std::string& method = req.method;
+    if (path == "/healthz") return Json({{"status", "ok"}});
+    if (std::regex_match(path, m, kJobs)) {
+      if (method == "POST") return SubmitJob(m[1], m[2], req.body);
+      if (method == "GET") return ListJobs(req);
+      return MethodNotAllowed(req);
+    }
+    if (std::regex_match(path, m, kJob)) {
+      auto id = ParseId(m[3]);
+      if (!id.ok()) return Error(id.status());
+      std::string suffix = m[4];
+      if (suffix.empty() && method == "GET") return GetJob(*id);
+      if (suffix == ":cancel" && method == "POST") return CancelJob(*id);
+      if (suffix == "/events" && method == "GET") return JobEvents(*id);
+      if (suffix == "/logs" && method == "GET") return JobLogs(*id, req);
+      return MethodNotAllowed(req);
+    }
+    if (path == "/v1/stoker/staging" && method == "POST") {
+      auto uri = d_.buckets->Stage(req.body);
+      if (!uri.ok()) return Error(uri.status());
+      return Json({{"uri", *uri}});
+    }
+    if (path == "/storage/v1/b") {
+      if (method == "GET") {
+        json items = json::array();
+        for (const std::string& b : d_.buckets->ListBuckets()) items.push_back({{"name", b}});
+        return Json({{"items", items}});
+      }
+      if (method == "POST") {
+        json body = json::parse(req.body, nullptr, false);
+        if (!body.is_object() || !body["name"].is_string()) {
+          return Error(InvalidArgument("body: expected {\"name\": \"<bucket>\"}"));
+        }
+        std::string name = body["name"];
+        auto parsed = storage::ParseGsUri("gs://" + name, "name");
+        if (!parsed.ok()) return Error(parsed.status());
+        if (d_.buckets->Exists(name)) return Error(AlreadyExists("bucket '" + name + "' already exists"));
+        Status s = d_.buckets->Create(name);
+        if (!s.ok()) return Error(s);
+        return Json({{"name", name}});
+      }
+      return MethodNotAllowed(req);
+    }
+    if (std::regex_match(path, m, kUpload) && method == "POST") {
+      auto it = req.query.find("name");
+      if (it == req.query.end() || it->second.empty()) {
+        return Error(InvalidArgument("name: the object name is required (?name=path/in/bucket)"));
+      }
+      std::string bucket = m[1];
+      auto parsed = storage::ParseGsUri("gs://" + bucket + "/" + it->second, "name");
+      if (!parsed.ok()) return Error(parsed.status());
+      Status s = d_.buckets->Create(bucket);
+      if (s.ok()) s = d_.buckets->Put(bucket, parsed->object, req.body);
+      if (!s.ok()) return Error(s);
+      return Json({{"bucket", bucket}, {"name", parsed->object}, {"size", std::to_string(req.body.size())}});
+    }
+    if (std::regex_match(path, m, kObjects) && method == "GET") {
+      std::string bucket = m[1];
+      if (!d_.buckets->Exists(bucket)) return Error(NotFound("bucket '" + bucket + "' does not exist"));
+      auto prefix = req.query.count("prefix") ? req.query.at("prefix") : "";
+      auto list = d_.buckets->List(bucket, prefix);
+      if (!list.ok()) return Error(list.status());
+      json items = json::array();
+      for (const storage::ObjectInfo& o : *list) {
+        items.push_back({{"name", o.name}, {"size", std::to_string(o.size)}, {"updated", FormatRfc3339(o.mtime_us)}});
+      }
+      return Json({{"items", items}});
+    }
+    if (std::regex_match(path, m, kObject) && method == "GET") {
+      auto data = d_.buckets->Get(m[1], m[2]);
+      if (!data.ok()) return Error(data.status());
+      http::Response r;
+      r.content_type = "application/octet-stream";
+      r.body = std::move(data).value();
+      return r;
+    }
+    return Error(NotFound("no route for " + method + " " + path));
+  }
+
+ private:
+  http::Response MethodNotAllowed(const http::Request& req) {
+    return Error(InvalidArgument("method " + req.method + " is not supported on " + req.path));
+  }
+
+  // Everything that can be checked before a job is stored is checked here,
+  // so that a bad job is refused with a 4xx and nothing is written.
+  Status Admit(const spec::CustomJob& job) {
+    const spec::CustomJobSpec& spec = job.job_spec;
+    for (size_t p = 0; p < spec.worker_pool_specs.size(); ++p) {
+      const spec::WorkerPoolSpec& pool = spec.worker_pool_specs[p];
+      if (pool.empty) continue;
+      std::string field = "jobSpec.workerPoolSpecs[" + std::to_string(p) + "]";
+      const std::vector<spec::EnvVar>* env = nullptr;
+      const std::vector<std::string>* args = nullptr;
+      if (pool.python_package_spec) {
+        const spec::PythonPackageSpec& pkg = *pool.python_package_spec;
+        auto e = d_.environments->ForImage(pkg.executor_image_uri, field + ".pythonPackageSpec.executorImageUri");
+        if (!e.ok()) return e.status();
+        for (size_t i = 0; i < pkg.package_uris.size(); ++i) {
+          std::string f = field + ".pythonPackageSpec.packageUris[" + std::to_string(i) + "]";
+          auto path = d_.buckets->Resolve(pkg.package_uris[i], f);
+          if (!path.ok()) return InvalidArgument(path.status().message());
+          auto parsed = storage::ParseGsUri(pkg.package_uris[i], f);
+          auto data = d_.buckets->Get(parsed->bucket, parsed->object);
+          if (!data.ok()) {
+            return InvalidArgument(f + ": package " + pkg.package_uris[i] +
+                                   " does not exist; upload it with 'stoker storage cp' or use --package-path");
+          }
+          STOKER_RETURN_IF_ERROR(storage::CheckTarGz(*data, f + " (" + pkg.package_uris[i] + ")"));
+        }
+        env = &pkg.env;
+        args = &pkg.args;
+      } else {
+        const spec::ContainerSpec& c = *pool.container_spec;
+        auto e = d_.environments->ForImage(c.image_uri, field + ".containerSpec.imageUri");
+        if (!e.ok()) return e.status();
+        if (c.command.empty()) {
+          return InvalidArgument(field + ".containerSpec.command: required on Stoker, which runs the "
+                                 "container's command in a local environment and cannot read the "
+                                 "image's ENTRYPOINT; give it, e.g. [python3, -m, trainer.task]");
+        }
+        for (size_t i = 0; i < c.command.size(); ++i) {
+          STOKER_RETURN_IF_ERROR(CheckUrisIn(c.command[i], field + ".containerSpec.command[" + std::to_string(i) + "]", *d_.buckets));
+        }
+        env = &c.env;
+        args = &c.args;
+      }
+      std::string kind = pool.python_package_spec ? ".pythonPackageSpec" : ".containerSpec";
+      for (size_t i = 0; i < args->size(); ++i) {
+        STOKER_RETURN_IF_ERROR(CheckUrisIn((*args)[i], field + kind + ".args[" + std::to_string(i) + "]", *d_.buckets));
+      }
+      for (size_t i = 0; i < env->size(); ++i) {
+        STOKER_RETURN_IF_ERROR(CheckUrisIn((*env)[i].value, field + kind + ".env[" + std::to_string(i) + "].value", *d_.buckets));
+      }
+    }
+    if (!spec.base_output_directory.empty()) {
+      std::string f = "jobSpec.baseOutputDirectory.outputUriPrefix";
+      auto path = d_.buckets->Resolve(spec.base_output_directory, f);
+      if (!path.ok()) return InvalidArgument(path.status().message());
+    }
+    STOKER_ASSIGN_OR_RETURN(auto requests, scheduler::RequestsFor(spec, *d_.node, "jobSpec."));
+    return scheduler::CheckCanEverFit(requests, *d_.node, d_.placement, "jobSpec.");
+  }
+
+  http::Response SubmitJob(const std::string& project, const std::string& location, const std::string& body) {
+    json j = json::parse(body, nullptr, false);
+    if (j.is_discarded()) return Error(InvalidArgument("request body is not valid JSON (send a CustomJob)"));
+    if (!j.is_object() || !j.contains("jobSpec")) {
+      return Error(InvalidArgument("request body: expected a CustomJob object with 'displayName' and 'jobSpec'"));
+    }
+    auto job = spec::ParseCustomJob(j);
+    if (!job.ok()) return Error(job.status());
+    Status valid = spec::Validate(*job);
+    if (!valid.ok()) return Error(valid);
+    Status admitted = Admit(*job);
+    if (!admitted.ok()) return Error(admitted);
+    store::NewJob nj{project, location, job->display_name, spec::ToJson(*job), {}};
+    for (const std::string& f : spec::UnhonouredFields(*job)) {
+      nj.warnings.push_back("warning: " + f + " is accepted but has no effect on Stoker");
+    }
+    auto rec = d_.store->CreateJob(nj);
+    if (!rec.ok()) return Error(rec.status());
+    d_.controller->Submitted(*rec);
+    return Json(RenderJob(*rec));
+  }
+
+  http::Response ListJobs(const http::Request& req) {
+    store::ListOptions opts;
+    if (auto it = req.query.find("pageSize"); it != req.query.end()) {
+      opts.limit = std::clamp(std::atoi(it->second.c_str()), 1, 1000);
+    }
+    if (auto it = req.query.find("pageToken"); it != req.query.end() && !it->second.empty()) {
+      opts.after_id = std::atoll(it->second.c_str());
+    }
+    if (auto it = req.query.find("filter"); it != req.query.end() && !it->second.empty()) {
+      static const std::regex kState(R"re(^\s*state\s*=\s*"?([A-Z_]+)"?\s*$)re");
+      std::smatch m;
+      if (!std::regex_match(it->second, m, kState) || !spec::ParseJobState(m[1].str())) {
+        return Error(InvalidArgument("filter: only state=\"JOB_STATE_...\" is supported yet, got '" +
+                                     it->second + "'"));
+      }
+      opts.state = spec::ParseJobState(m[1].str());
+    }
+    auto jobs = d_.store->ListJobs(opts);
+    if (!jobs.ok()) return Error(jobs.status());
+    json out = {{"customJobs", json::array()}};
+    for (const store::JobRecord& r : *jobs) out["customJobs"].push_back(RenderJob(r));
+    if (static_cast<int>(jobs->size()) == opts.limit) out["nextPageToken"] = std::to_string(jobs->back().id);
+    return Json(out);
+  }
+
+  http::Response GetJob(int64_t id) {
+    auto rec = d_.store->GetJob(id);
+    if (!rec.ok()) return Error(rec.status());
+    return Json(RenderJob(*rec));
+  }
+
+  http::Response CancelJob(int64_t id) {
+    Status s = d_.store->RequestCancel(id);
+    if (!s.ok()) return Error(s);
+    d_.controller->CancelRequested(id);
+    return Json(json::object());
+  }
+
+  static std::vector<std::string> ReplicaNames(const store::JobRecord& r) {
+    std::vector<std::string> names;
+    if (r.allocation.is_object()) {
+      for (const json& x : r.allocation["replicas"]) names.push_back(x["name"]);
+    }
+    return names;
+  }
+
+  http::Response JobEvents(int64_t id) {
+    auto rec = d_.store->GetJob(id);
+    if (!rec.ok()) return Error(rec.status());
+    auto events = d_.store->Events(id);
+    if (!events.ok()) return Error(events.status());
+    json out = {{"events", json::array()}, {"waitReason", rec->wait_reason}, {"replicas", ReplicaNames(*rec)}};
+    for (const store::Event& e : *events) {
+      out["events"].push_back({{"time", FormatRfc3339(e.time_us)},
+                               {"from", spec::JobStateName(e.from)},
+                               {"to", spec::JobStateName(e.to)},
+                               {"reason", e.reason}});
+    }
+    if (rec->allocation.is_object()) out["allocation"] = rec->allocation;
+    return Json(out);
+  }
+
+  http::Response JobLogs(int64_t id, const http::Request& req) {
+    auto rec = d_.store->GetJob(id);
+    if (!rec.ok()) return Error(rec.status());
+    json out = {{"state", spec::JobStateName(rec->state)}};
+    std::vector<std::string> names = ReplicaNames(*rec);
+    auto it = req.query.find("replica");
+    if (it == req.query.end()) {
+      out["replicas"] = json::array();
+      for (const std::string& n : names) {
+        std::error_code ec;
+        auto size = std::filesystem::file_size(d_.executor->ReplicaDir(id, rec->attempt, n) / "output.log", ec);
+        out["replicas"].push_back({{"replica", n}, {"size", ec ? 0 : size}});
+      }
+      return Json(out);
+    }
+    if (std::find(names.begin(), names.end(), it->second) == names.end()) {
+      return Error(NotFound("replica '" + it->second + "' of job " + std::to_string(id) +
+                            " does not exist (yet); replicas: " + nlohmann::json(names).dump()));
+    }
+    uint64_t offset = req.query.count("offset") ? std::strtoull(req.query.at("offset").c_str(), nullptr, 10) : 0;
+    std::ifstream in(d_.executor->ReplicaDir(id, rec->attempt, it->second) / "output.log", std::ios::binary);
+    std::string data;
+    if (in) {
+      in.seekg(0, std::ios::end);
+      uint64_t size = static_cast<uint64_t>(in.tellg());
+      if (offset < size) {
+        data.resize(std::min<uint64_t>(size - offset, kMaxLogChunk));
+        in.seekg(static_cast<std::streamoff>(offset));
+        in.read(data.data(), static_cast<std::streamsize>(data.size()));
+        data.resize(static_cast<size_t>(in.gcount()));
+      }
+    }
+    out["replica"] = it->second;
+    out["nextOffset"] = offset + data.size();
+    out["data"] = std::move(data);
+    return Json(out);
+  }
+
+  ApiDeps d_;
+};
+
+}  // namespace
+
+int HttpStatusFor(Code code) {
+  switch (code) {
+    case Code::kOk: return 200;
+    case Code::kInvalidArgument: return 400;
+    case Code::kNotFound: return 404;
+    case Code::kAlreadyExists: return 409;
+    case Code::kFailedPrecondition: return 400;
+    case Code::kPermissionDenied: return 403;
+    case Code::kResourceExhausted: return 429;
+    case Code::kUnavailable: return 503;
+    case Code::kDeadlineExceeded: return 504;
+    case Code::kCancelled: return 499;
+    case Code::kInternal: return 500;
+  }
+  return 500;
+}
+
+http::Handler MakeHandler(ApiDeps deps) {
+  auto api = std::make_shared<Api>(deps);
+  return [api](const http::Request& req) {
+    http::Response r = api->Handle(req);
+    if (r.status >= 500) spdlog::error("{} {} -> {}: {}", req.method, req.path, r.status, r.body);
+    return r;
+  };
+}
+
+}  // namespace stoker::api

@@ -1,0 +1,142 @@
+#include "cli/connection.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "common/files.h"
+
+extern char** environ;
+
+namespace stoker::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+Code CodeForHttp(int status) {
+  switch (status) {
+    case 400: return Code::kInvalidArgument;
+    case 403: return Code::kPermissionDenied;
+    case 404: return Code::kNotFound;
+    case 409: return Code::kAlreadyExists;
+    case 413:
+    case 429: return Code::kResourceExhausted;
+    case 503: return Code::kUnavailable;
+    case 504: return Code::kDeadlineExceeded;
+    default: return Code::kInternal;
+  }
+}
+
+bool Healthy(const std::string& url) {
+  http::Client c(url);
+  auto r = c.Call("GET", "/healthz", "", {}, 2000);
+  return r.ok() && r->status == 200;
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+fs::path StokerdBinary() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  fs::path dir = ec ? fs::current_path() : exe.parent_path();
+  for (const fs::path& p : {dir / "stokerd", dir / "../server/stokerd"}) {
+    if (fs::exists(p)) return p;
+  }
+  return "stokerd";  // from PATH
+}
+
+// Starts stokerd detached (its own session; output to HOME/stokerd.log).
+Status StartDaemon(const fs::path& home) {
+  STOKER_RETURN_IF_ERROR(MakeDirs(home));
+  std::string bin = StokerdBinary().string();
+  std::string data = home.string();
+  std::string log = (home / "stokerd.log").string();
+  pid_t pid = ::fork();
+  if (pid < 0) return Internal("cannot fork to start stokerd");
+  if (pid == 0) {
+    ::setsid();
+    if (::fork() != 0) ::_exit(0);
+    int in = ::open("/dev/null", O_RDONLY);
+    int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (in >= 0) ::dup2(in, 0);
+    if (out >= 0) {
+      ::dup2(out, 1);
+      ::dup2(out, 2);
+    }
+    ::execl(bin.c_str(), bin.c_str(), "--data-dir", data.c_str(), "--listen", "127.0.0.1:0",
+            static_cast<char*>(nullptr));
+    ::execlp("stokerd", "stokerd", "--data-dir", data.c_str(), "--listen", "127.0.0.1:0",
+             static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status;
+  ::waitpid(pid, &status, 0);
+  return OkStatus();
+}
+
+}  // namespace
+
+fs::path StokerHome() {
+  if (const char* h = std::getenv("STOKER_HOME"); h && *h) return h;
+  const char* home = std::getenv("HOME");
+  return fs::path(home ? home : "/tmp") / ".local/share/stoker";
+}
+
+Connection::Connection(std::string url) : url_(url), client_(url) {}
+
+Result<std::unique_ptr<Connection>> Connection::Open(const std::string& server_flag) {
+  std::string url = server_flag;
+  if (url.empty()) {
+    if (const char* s = std::getenv("STOKER_SERVER"); s && *s) url = s;
+  }
+  if (!url.empty()) {
+    while (!url.empty() && url.back() == '/') url.pop_back();
+    return std::unique_ptr<Connection>(new Connection(url));
+  }
+  fs::path home = StokerHome();
+  fs::path addr = home / "stokerd.addr";
+  if (auto text = ReadFile(addr); text.ok() && Healthy(Trim(*text))) {
+    return std::unique_ptr<Connection>(new Connection(Trim(*text)));
+  }
+  STOKER_RETURN_IF_ERROR(StartDaemon(home));
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (auto text = ReadFile(addr); text.ok() && Healthy(Trim(*text))) {
+      return std::unique_ptr<Connection>(new Connection(Trim(*text)));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return Unavailable("started stokerd for " + home.string() + " but it did not answer within 20s; see " +
+                     (home / "stokerd.log").string());
+}
+
+Result<std::string> Connection::CallRaw(const std::string& method, const std::string& target,
+                                        const std::string& body) {
+  auto r = client_.Call(method, target, body, {{"content-type", "application/json"}}, 120000);
+  if (!r.ok()) return r.status();
+  if (r->status >= 200 && r->status < 300) return std::move(r->body);
+  nlohmann::json err = nlohmann::json::parse(r->body, nullptr, false);
+  std::string message = r->body;
+  if (err.is_object() && err.contains("error") && err["error"].contains("message")) {
+    message = err["error"]["message"].get<std::string>();
+  }
+  return Status(CodeForHttp(r->status), message);
+}
+
+Result<nlohmann::json> Connection::Call(const std::string& method, const std::string& target,
+                                        const std::string& body) {
+  STOKER_ASSIGN_OR_RETURN(std::string text, CallRaw(method, target, body));
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) return Internal("stokerd answered " + target + " with something that is not JSON");
+  return j;
+}
+
+}  // namespace stoker::cli

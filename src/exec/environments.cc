@@ -1,0 +1,101 @@
+#include "exec/environments.h"
+
+#include <fnmatch.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace stoker::exec {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool HasTorch(const std::string& python) {
+  if (::access(python.c_str(), X_OK) != 0) return false;
+  std::string cmd = "'" + python +
+                    "' -c \"import importlib.util,sys; sys.exit(0 if "
+                    "importlib.util.find_spec('torch') else 1)\" >/dev/null 2>&1";
+  int rc = std::system(cmd.c_str());
+  return rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0;
+}
+
+std::string OnPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  if (!path) return "";
+  std::string p = path;
+  size_t start = 0;
+  while (start <= p.size()) {
+    size_t end = p.find(':', start);
+    if (end == std::string::npos) end = p.size();
+    fs::path candidate = fs::path(p.substr(start, end - start)) / name;
+    if (!candidate.empty() && ::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+    start = end + 1;
+  }
+  return "";
+}
+
+}  // namespace
+
+Environments::Environments(std::vector<ImageMatch> rules, fs::path shim_root, fs::path helpers_dir,
+                           std::string config_file)
+    : rules_(std::move(rules)),
+      shim_root_(std::move(shim_root)),
+      helpers_dir_(std::move(helpers_dir)),
+      config_file_(std::move(config_file)) {
+  std::vector<std::string> candidates = {"/usr/bin/python3", OnPath("python3")};
+  for (const std::string& c : candidates) {
+    if (!c.empty() && HasTorch(c)) {
+      auto_python_ = c;
+      auto_reason_ = "it can import torch";
+      return;
+    }
+  }
+  for (const std::string& c : candidates) {
+    if (!c.empty() && ::access(c.c_str(), X_OK) == 0) {
+      auto_python_ = c;
+      auto_reason_ = "no Python 3 here can import torch (install python3-torch); using it anyway";
+      return;
+    }
+  }
+  auto_python_ = "/usr/bin/python3";
+  auto_reason_ = "no Python 3 found (install python3)";
+}
+
+Environment Environments::Build(const std::string& python) const {
+  Environment env;
+  env.python = python;
+  // bin/ with python and python3 pointing at the interpreter, first on PATH.
+  std::string key;
+  for (char ch : python) key += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  fs::path bin = shim_root_ / key / "bin";
+  std::error_code ec;
+  fs::create_directories(bin, ec);
+  for (const char* name : {"python", "python3"}) {
+    fs::path link = bin / name;
+    if (!fs::is_symlink(link, ec)) fs::create_symlink(python, link, ec);
+  }
+  env.base_env["PATH"] = bin.string() + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  env.base_env["PYTHONPATH"] = helpers_dir_.string();
+  env.base_env["PYTHONUNBUFFERED"] = "1";  // so logs stream while the trainer runs
+  for (const char* pass : {"HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TMPDIR"}) {
+    if (const char* v = std::getenv(pass)) env.base_env[pass] = v;
+  }
+  return env;
+}
+
+Result<Environment> Environments::ForImage(const std::string& image, const std::string& field) const {
+  for (const ImageMatch& r : rules_) {
+    if (::fnmatch(r.glob.c_str(), image.c_str(), 0) == 0) {
+      return Build(r.python == "auto" ? auto_python_ : r.python);
+    }
+  }
+  std::string where = config_file_.empty() ? "the daemon's config file (stokerd --config FILE)"
+                                           : config_file_;
+  return InvalidArgument(field + ": no environment is configured for image '" + image +
+                         "'; add a rule under 'images:' in " + where +
+                         ", e.g.\n  images:\n    - match: \"" + image +
+                         "\"\n      python: auto   # or a path such as /opt/venv/bin/python");
+}
+
+}  // namespace stoker::exec

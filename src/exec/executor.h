@@ -1,0 +1,79 @@
+// The executor boundary (DESIGN.md §4): launches the replicas of one
+// allocated job, reports their states when polled, cancels them, and after a
+// daemon restart answers for replicas it launched before.
+//
+// Contract shared by every implementation (local, Slurm):
+// - Launch is idempotent on (job_id, attempt, replica name): calling it again
+//   after a crash never starts a second trainer for the same replica.
+// - Poll never blocks on the trainers; it reads what the supervisors wrote.
+// - Cancel is graceful (SIGTERM to the trainer's process group, SIGKILL after
+//   the grace period given at launch) and idempotent.
+// Implementations are called from the control loop thread only, except
+// ReplicaDir, which is pure and thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace stoker::exec {
+
+struct ReplicaLaunch {
+  std::string name;  // "workerpool0-0"
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;  // the complete trainer environment
+  std::vector<std::string> packages;       // local .tar.gz paths to unpack first
+  double timeout_seconds = 0;              // 0 = none
+  double grace_seconds = 10;
+};
+
+struct JobLaunch {
+  int64_t job_id = 0;
+  int attempt = 0;
+  std::vector<ReplicaLaunch> replicas;
+};
+
+enum class ReplicaPhase {
+  kStarting,  // launched, the supervisor has not claimed it yet
+  kRunning,   // the trainer process exists
+  kEnded,     // the supervisor wrote the final status
+  kLost,      // the supervisor died without a final status
+};
+
+struct ReplicaStatus {
+  std::string name;
+  ReplicaPhase phase = ReplicaPhase::kStarting;
+  // For kEnded: the supervisor's state: exited, signaled, timeout, cancelled, launch_failed.
+  std::string end_state;
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  std::string message;
+  int64_t start_us = 0;  // trainer start; 0 if not started
+  int64_t end_us = 0;
+
+  bool Succeeded() const { return phase == ReplicaPhase::kEnded && end_state == "exited" && exit_code == 0; }
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+
+  // Where a replica's files live (log, status, metrics): known before launch.
+  virtual std::filesystem::path ReplicaDir(int64_t job_id, int attempt,
+                                           const std::string& replica) const = 0;
+
+  virtual Status Launch(const JobLaunch& launch) = 0;
+
+  // One status per name in `replicas`, in the same order.
+  virtual Result<std::vector<ReplicaStatus>> Poll(int64_t job_id, int attempt,
+                                                  const std::vector<std::string>& replicas) = 0;
+
+  virtual Status Cancel(int64_t job_id, int attempt, const std::vector<std::string>& replicas) = 0;
+};
+
+}  // namespace stoker::exec

@@ -1,0 +1,142 @@
+#include "exec/replica_env.h"
+
+#include <nlohmann/json.hpp>
+
+namespace stoker::exec {
+namespace {
+
+using nlohmann::json;
+
+// TensorFlow role of a pool (reference §3.2): chief, worker, ps, evaluator.
+const char* TfRole(int pool) {
+  static const char* kRoles[] = {"chief", "worker", "ps", "evaluator"};
+  return pool >= 0 && pool < 4 ? kRoles[pool] : "worker";
+}
+
+std::string JoinPath(const std::string& dir, const std::string& leaf) {
+  if (dir.empty()) return "";
+  std::string d = dir;
+  if (d.back() != '/') d += '/';
+  return d + leaf + "/";
+}
+
+}  // namespace
+
+std::string ReplicaName(int pool, int index) {
+  return "workerpool" + std::to_string(pool) + "-" + std::to_string(index);
+}
+
+std::string ExpandVars(const std::string& text, const std::map<std::string, std::string>& vars) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    if (text.compare(i, 3, "$$(") == 0) {
+      out += "$(";
+      i += 3;
+      continue;
+    }
+    if (text.compare(i, 2, "$(") == 0) {
+      size_t close = text.find(')', i + 2);
+      if (close != std::string::npos) {
+        std::string name = text.substr(i + 2, close - i - 2);
+        auto it = vars.find(name);
+        if (it != vars.end()) {
+          out += it->second;
+          i = close + 1;
+          continue;
+        }
+      }
+    }
+    out += text[i++];
+  }
+  return out;
+}
+
+ReplicaCommand BuildReplicaCommand(const ReplicaEnvInput& in) {
+  const spec::CustomJobSpec& spec = *in.spec;
+  const spec::WorkerPoolSpec& pool = spec.worker_pool_specs[in.place.pool];
+  auto rewrite = [&](const std::string& s) { return in.rewrite_uris ? in.rewrite_uris(s) : s; };
+
+  ReplicaCommand cmd;
+  std::map<std::string, std::string>& env = cmd.env;
+  env = in.base_env;
+
+  // Job description as the prebuilt images' runner sees it (a JSON string).
+  json job_desc = {{"python_module", ""}, {"package_uris", json::array()}, {"job_args", json::array()}};
+  if (pool.python_package_spec) {
+    job_desc["python_module"] = pool.python_package_spec->python_module;
+    job_desc["package_uris"] = pool.python_package_spec->package_uris;
+    job_desc["job_args"] = pool.python_package_spec->args;
+  } else if (pool.container_spec) {
+    job_desc["job_args"] = pool.container_spec->args;
+  }
+
+  json cluster = json::object();
+  json tf_cluster = json::object();
+  int world_size = 0;
+  std::vector<int> rank_base(in.addresses.size(), 0);
+  for (size_t p = 0; p < in.addresses.size(); ++p) {
+    rank_base[p] = world_size;
+    world_size += static_cast<int>(in.addresses[p].size());
+    if (in.addresses[p].empty()) continue;
+    cluster["workerpool" + std::to_string(p)] = in.addresses[p];
+    if (p != 3) tf_cluster[TfRole(static_cast<int>(p))] = in.addresses[p];
+  }
+  json task = {{"type", "workerpool" + std::to_string(in.place.pool)}, {"index", in.place.index}};
+  json tf_task = {{"type", TfRole(in.place.pool)}, {"index", in.place.index}};
+  if (!in.trial_id.empty()) {
+    task["trial"] = in.trial_id;
+    tf_task["trial"] = in.trial_id;
+  }
+  json cluster_spec = {{"cluster", cluster}, {"environment", "cloud"}, {"task", task},
+                       {"job", job_desc.dump()}};
+  json tf_config = {{"cluster", tf_cluster}, {"environment", "cloud"}, {"task", tf_task},
+                    {"job", job_desc.dump()}};
+  env["CLUSTER_SPEC"] = cluster_spec.dump();
+  env["TF_CONFIG"] = tf_config.dump();
+
+  const std::string& master = in.addresses.at(0).at(0);
+  size_t colon = master.rfind(':');
+  env["MASTER_ADDR"] = master.substr(0, colon);
+  env["MASTER_PORT"] = master.substr(colon + 1);
+  env["WORLD_SIZE"] = std::to_string(world_size);
+  env["RANK"] = std::to_string(rank_base[in.place.pool] + in.place.index);
+  env["LOCAL_RANK"] = "0";  // each replica is its own node and sees only its GPUs
+  env["LOCAL_WORLD_SIZE"] = "1";
+
+  std::string gpus;
+  for (int g : in.place.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
+  env["CUDA_VISIBLE_DEVICES"] = gpus;  // empty: no GPU for this replica
+
+  if (!in.output_dir.empty()) {
+    env["AIP_MODEL_DIR"] = JoinPath(in.output_dir, "model");
+    env["AIP_CHECKPOINT_DIR"] = JoinPath(in.output_dir, "checkpoints");
+    env["AIP_TENSORBOARD_LOG_DIR"] = JoinPath(in.output_dir, "logs");
+  }
+  env["CLOUD_ML_JOB_ID"] = in.job_id;
+  if (!in.trial_id.empty()) env["CLOUD_ML_TRIAL_ID"] = in.trial_id;
+  env["CLOUD_ML_PROJECT_ID"] = in.project;
+  env["CLOUD_ML_REGION"] = in.location;
+  env["CLOUD_ML_HP_METRIC_FILE"] = in.metric_file;
+
+  const std::vector<spec::EnvVar>& spec_env =
+      pool.python_package_spec ? pool.python_package_spec->env : pool.container_spec->env;
+  for (const spec::EnvVar& v : spec_env) env[v.name] = rewrite(ExpandVars(v.value, env));
+
+  auto expand_all = [&](const std::vector<std::string>& in_args) {
+    std::vector<std::string> out;
+    out.reserve(in_args.size());
+    for (const std::string& a : in_args) out.push_back(rewrite(ExpandVars(a, env)));
+    return out;
+  };
+  if (pool.python_package_spec) {
+    cmd.argv = {in.python, "-m", pool.python_package_spec->python_module};
+    for (std::string& a : expand_all(pool.python_package_spec->args)) cmd.argv.push_back(std::move(a));
+  } else {
+    cmd.argv = expand_all(pool.container_spec->command);
+    for (std::string& a : expand_all(pool.container_spec->args)) cmd.argv.push_back(std::move(a));
+  }
+  return cmd;
+}
+
+}  // namespace stoker::exec

@@ -1,0 +1,58 @@
+// The environment and command line of one replica (DESIGN.md §5,
+// reference/vertex.md §3). Pure: a function of the job, the replica's place
+// in it and paths chosen by the caller.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "spec/custom_job.h"
+
+namespace stoker::exec {
+
+struct ReplicaPlace {
+  int pool = 0;
+  int index = 0;
+  std::vector<int> gpus;  // indexes for CUDA_VISIBLE_DEVICES
+};
+
+// "workerpool<pool>-<index>", the replica's name in logs and CLUSTER_SPEC.
+std::string ReplicaName(int pool, int index);
+
+struct ReplicaEnvInput {
+  std::string job_id;
+  std::string trial_id;  // "" outside hyperparameter tuning
+  std::string project;
+  std::string location;
+  const spec::CustomJobSpec* spec = nullptr;
+  ReplicaPlace place;
+  // host:port of every replica, by pool then index (for CLUSTER_SPEC).
+  std::vector<std::vector<std::string>> addresses;
+  std::string output_dir;   // local directory of the job's base output ("" = none)
+  std::string metric_file;  // CLOUD_ML_HP_METRIC_FILE
+  // The environment the image rule gives (PATH, PYTHONPATH, HOME, ...).
+  std::map<std::string, std::string> base_env;
+  std::string python;  // interpreter for pythonPackageSpec
+  // Maps gs:// URIs inside args and env values to local paths.
+  std::function<std::string(const std::string&)> rewrite_uris;
+};
+
+struct ReplicaCommand {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+};
+
+// Builds the replica's argv and environment: service variables first
+// (AIP_*, CLOUD_ML_*, CLUSTER_SPEC, TF_CONFIG, MASTER_*, RANK, ...), then the
+// spec's env in order with $(VAR) expansion against what is defined so far,
+// then args and command expanded against the whole environment.
+ReplicaCommand BuildReplicaCommand(const ReplicaEnvInput& in);
+
+// Kubernetes/Vertex-style expansion: $(VAR) becomes the value of VAR when it
+// is defined, stays as written when it is not; $$(VAR) yields $(VAR).
+std::string ExpandVars(const std::string& text, const std::map<std::string, std::string>& vars);
+
+}  // namespace stoker::exec

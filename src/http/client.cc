@@ -1,0 +1,270 @@
+// Client: blocking calls built on Beast's asynchronous operations, because
+// beast::tcp_stream enforces its timeouts only on those. Each step starts one
+// operation and runs the private io_context until it completes.
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <limits>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+#include "http/http.h"
+
+namespace stoker::http {
+namespace {
+
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+constexpr uint32_t kHeaderLimit = 64 * 1024;
+
+bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() &&
+         beast::iequals(beast::string_view(s.data(), prefix.size()),
+                        beast::string_view(prefix.data(), prefix.size()));
+}
+
+// Errors that mean "the server closed this kept-alive connection before our
+// request reached it", after which resending is safe.
+bool IsStaleConnection(const beast::error_code& ec) {
+  return ec == bhttp::error::end_of_stream || ec == net::error::eof ||
+         ec == net::error::connection_reset || ec == net::error::broken_pipe ||
+         ec == net::error::connection_aborted || ec == net::error::not_connected;
+}
+
+}  // namespace
+
+struct Client::Impl {
+  std::string base_url;
+  Status config_error;  // set when base_url is unusable; every Call returns it
+  std::string host;     // without IPv6 brackets
+  std::string port;
+  std::string authority;  // the Host header
+  std::string prefix;     // path of base_url, prepended to every target
+
+  net::io_context ioc{1};
+  std::optional<beast::tcp_stream> stream;  // engaged while connected
+  beast::flat_buffer buffer;
+  std::optional<bhttp::response_parser<bhttp::string_body>> parser;
+
+  Status ParseBaseUrl() {
+    std::string_view url = base_url;
+    if (StartsWithNoCase(url, "https://")) return InvalidArgument("https is not supported yet");
+    const Status bad = InvalidArgument("server URL \"" + base_url +
+                                       "\" is not of the form http://HOST:PORT, like "
+                                       "http://127.0.0.1:8080");
+    if (!StartsWithNoCase(url, "http://")) return bad;
+    url.remove_prefix(7);
+    size_t slash = url.find('/');
+    std::string_view auth = url.substr(0, slash);
+    if (slash != std::string_view::npos) {
+      prefix = std::string(url.substr(slash));
+      while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+    }
+    if (auth.empty()) return bad;
+    std::string_view port_part;
+    if (auth.front() == '[') {
+      size_t close = auth.find(']');
+      if (close == std::string_view::npos) return bad;
+      host = std::string(auth.substr(1, close - 1));
+      std::string_view rest = auth.substr(close + 1);
+      if (!rest.empty() && rest.front() != ':') return bad;
+      if (!rest.empty()) port_part = rest.substr(1);
+    } else {
+      size_t colon = auth.rfind(':');
+      host = std::string(auth.substr(0, colon));
+      if (colon != std::string_view::npos) port_part = auth.substr(colon + 1);
+    }
+    if (host.empty()) return bad;
+    if (port_part.empty()) port_part = "80";
+    if (port_part.size() > 5 ||
+        !std::all_of(port_part.begin(), port_part.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+        std::stoi(std::string(port_part)) > 65535) {
+      return bad;
+    }
+    port = std::string(port_part);
+    authority = std::string(auth);
+    return OkStatus();
+  }
+
+  // Starts one asynchronous operation through `initiate(handler)` and runs
+  // the io_context until it and the stream's timer have completed.
+  template <typename Initiate>
+  beast::error_code Run(Initiate&& initiate) {
+    beast::error_code result;
+    initiate([&result](beast::error_code ec, auto&&...) { result = ec; });
+    ioc.restart();
+    ioc.run();
+    return result;
+  }
+
+  void Close() {
+    stream.reset();  // closes the socket
+    buffer.clear();
+  }
+
+  // True when the kept-alive connection is known to be unusable: the server
+  // closed or reset it, or sent something unasked (say, a timeout notice).
+  // Checking first avoids resending a non-idempotent request in the usual
+  // case; the retry in Call covers the race where it closes right after.
+  bool PeerClosed() {
+    if (buffer.size() != 0) return true;
+    char c;
+    ssize_t n = ::recv(stream->socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+    return true;
+  }
+
+  Status Connect(Clock::time_point deadline, int timeout_ms) {
+    tcp::resolver resolver(ioc);
+    beast::error_code ec;
+    auto endpoints = resolver.resolve(host, port, ec);
+    if (ec) {
+      return Unavailable("cannot reach stokerd at " + base_url + ": cannot resolve \"" + host +
+                         "\": " + ec.message());
+    }
+    stream.emplace(ioc);
+    stream->expires_at(deadline);
+    ec = Run([&](auto handler) { stream->async_connect(endpoints, std::move(handler)); });
+    if (ec) {
+      Close();
+      if (ec == beast::error::timeout) {
+        return DeadlineExceeded("cannot reach stokerd at " + base_url + ": no connection within " +
+                                std::to_string(timeout_ms) + " ms");
+      }
+      if (ec == net::error::connection_refused) {
+        return Unavailable("cannot reach stokerd at " + base_url + ": connection refused");
+      }
+      return Unavailable("cannot reach stokerd at " + base_url + ": " + ec.message());
+    }
+    stream->socket().set_option(tcp::no_delay(true), ec);
+    buffer.clear();
+    return OkStatus();
+  }
+
+  Status Timeout(const std::string& method, const std::string& target, int timeout_ms) {
+    return DeadlineExceeded("stokerd at " + base_url + " did not answer " + method + " " + target +
+                            " within " + std::to_string(timeout_ms) + " ms");
+  }
+};
+
+Client::Client(std::string base_url) : impl_(std::make_unique<Impl>()) {
+  impl_->base_url = std::move(base_url);
+  impl_->config_error = impl_->ParseBaseUrl();
+}
+
+Client::~Client() = default;
+
+Result<Response> Client::Call(const std::string& method, const std::string& target,
+                              const std::string& body,
+                              const std::map<std::string, std::string>& headers, int timeout_ms) {
+  Impl& im = *impl_;
+  if (!im.config_error.ok()) return im.config_error;
+  if (method.empty() || target.find_first_of(" \r\n") != std::string::npos ||
+      method.find_first_of(" \r\n") != std::string::npos) {
+    return InvalidArgument("cannot send \"" + method + " " + target +
+                           "\": the method must be a token and the target percent-encoded");
+  }
+  const Clock::time_point deadline =
+      timeout_ms > 0 ? Clock::now() + std::chrono::milliseconds(timeout_ms) : Clock::time_point::max();
+
+  bhttp::request<bhttp::string_body> req;
+  const bhttp::verb verb = bhttp::string_to_verb(method);
+  if (verb == bhttp::verb::unknown) {
+    req.method_string(method);
+  } else {
+    req.method(verb);
+  }
+  std::string full_target = im.prefix;
+  if (target.empty() || target.front() != '/') full_target.push_back('/');
+  full_target += target;
+  req.target(full_target);
+  req.version(11);
+  req.set(bhttp::field::host, im.authority);
+  req.set(bhttp::field::user_agent, "stoker");
+  if (!body.empty()) req.set(bhttp::field::content_type, "application/json");
+  for (const auto& [name, value] : headers) req.set(name, value);
+  if (!body.empty() || verb == bhttp::verb::post || verb == bhttp::verb::put ||
+      verb == bhttp::verb::patch) {
+    req.content_length(body.size());
+    req.body() = body;
+  }
+  req.keep_alive(true);
+
+  for (int attempt = 0;; ++attempt) {
+    bool reused = im.stream.has_value();
+    if (reused && im.PeerClosed()) {
+      im.Close();
+      reused = false;
+    }
+    if (!im.stream) STOKER_RETURN_IF_ERROR(im.Connect(deadline, timeout_ms));
+    const bool may_retry = reused && attempt == 0;
+
+    im.stream->expires_at(deadline);
+    beast::error_code ec =
+        im.Run([&](auto handler) { bhttp::async_write(*im.stream, req, std::move(handler)); });
+    if (ec) {
+      im.Close();
+      if (ec == beast::error::timeout) return im.Timeout(method, target, timeout_ms);
+      if (may_retry) continue;
+      return Unavailable("lost the connection to stokerd at " + im.base_url + " while sending " +
+                         method + " " + target + ": " + ec.message());
+    }
+
+    im.parser.emplace();
+    im.parser->header_limit(kHeaderLimit);
+    im.parser->body_limit(std::numeric_limits<uint64_t>::max());
+    if (verb == bhttp::verb::head) im.parser->skip(true);
+    ec = im.Run([&](auto handler) {
+      bhttp::async_read(*im.stream, im.buffer, *im.parser, std::move(handler));
+    });
+    if (ec) {
+      im.Close();
+      if (ec == beast::error::timeout) return im.Timeout(method, target, timeout_ms);
+      // Not one byte of the answer came back: the server closed the
+      // connection before it saw our request.
+      if (may_retry && !im.parser->got_some() && IsStaleConnection(ec)) continue;
+      return Unavailable("lost the connection to stokerd at " + im.base_url +
+                         " while waiting for the answer to " + method + " " + target + ": " +
+                         ec.message());
+    }
+
+    bhttp::response<bhttp::string_body>& msg = im.parser->get();
+    Response out;
+    out.status = static_cast<int>(msg.result_int());
+    out.content_type.clear();
+    for (const auto& field : msg) {
+      std::string name(field.name_string());
+      std::transform(name.begin(), name.end(), name.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      beast::string_view value = field.value();
+      auto [it, inserted] = out.headers.try_emplace(std::move(name), value.data(), value.size());
+      if (!inserted) {
+        it->second += ", ";
+        it->second.append(value.data(), value.size());
+      }
+    }
+    if (auto it = out.headers.find("content-type"); it != out.headers.end()) {
+      out.content_type = it->second;
+    }
+    out.body = std::move(msg.body());
+    const bool keep_alive = msg.keep_alive();
+    im.parser.reset();
+    if (!keep_alive) im.Close();
+    return out;
+  }
+}
+
+}  // namespace stoker::http

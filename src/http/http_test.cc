@@ -1,0 +1,352 @@
+#include "http/http.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "http/url.h"
+
+namespace stoker::http {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// "METHOD PATH\nk=v\nk=v\n\nBODY": everything the server decoded.
+Response Echo(const Request& req) {
+  Response r;
+  r.content_type = "text/plain";
+  r.body = req.method + " " + req.path + "\n";
+  for (const auto& [k, v] : req.query) r.body += k + "=" + v + "\n";
+  r.body += "\n" + req.body;
+  return r;
+}
+
+struct Running {
+  std::unique_ptr<Server> server;
+  int port = 0;
+  std::string url;
+};
+
+Running Start(Handler handler, ServerOptions options = {}, const std::string& host = "127.0.0.1",
+              int port = 0) {
+  Running r;
+  r.server = std::make_unique<Server>(std::move(handler), options);
+  Result<int> bound = r.server->Listen(host, port);
+  EXPECT_TRUE(bound.ok()) << bound.status().ToString();
+  r.port = bound.ok() ? *bound : 0;
+  r.url = "http://127.0.0.1:" + std::to_string(r.port);
+  r.server->Start();
+  return r;
+}
+
+TEST(UrlTest, EncodeKeepsOnlyUnreservedCharacters) {
+  EXPECT_EQ(UrlEncode("aZ09-_.~"), "aZ09-_.~");
+  EXPECT_EQ(UrlEncode("a b/c?d=e&f+g%"), "a%20b%2Fc%3Fd%3De%26f%2Bg%25");
+  EXPECT_EQ(UrlEncode("\xE2\x9C\x93"), "%E2%9C%93");
+}
+
+TEST(UrlTest, ParseTargetDecodesPathAndQuery) {
+  std::string path;
+  std::map<std::string, std::string> query;
+  internal::ParseTarget("/a%20b+c/%2f?x=1%2B1&y=hello+world&flag&&z=%zz%4&x=2", &path, &query);
+  EXPECT_EQ(path, "/a b+c//");
+  EXPECT_EQ(query, (std::map<std::string, std::string>{
+                       {"x", "2"}, {"y", "hello world"}, {"flag", ""}, {"z", "%zz%4"}}));
+  internal::ParseTarget("/plain", &path, &query);
+  EXPECT_EQ(path, "/plain");
+  EXPECT_TRUE(query.empty());
+}
+
+TEST(HttpTest, EchoesMethodPathQueryAndBody) {
+  Running s = Start(Echo);
+  Client client(s.url);
+  Result<Response> r = client.Call("POST", "/v1/jobs?name=a&n=3", "{\"x\":1}");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "POST /v1/jobs\nn=3\nname=a\n\n{\"x\":1}");
+  EXPECT_EQ(r->content_type, "text/plain");
+  EXPECT_EQ(r->headers["content-type"], "text/plain");
+  EXPECT_EQ(r->headers["server"], "stokerd");
+  EXPECT_EQ(r->headers["content-length"], std::to_string(r->body.size()));
+}
+
+TEST(HttpTest, PassesHeadersRemoteAddressAndCustomResponseHeaders) {
+  Running s = Start([](const Request& req) {
+    Response r;
+    r.status = 201;
+    r.body = req.headers.at("x-trace") + " " + req.remote_address + " " + req.target;
+    r.headers["X-Job-Id"] = "j1";
+    return r;
+  });
+  Client client(s.url);
+  Result<Response> r = client.Call("GET", "/x?a=%20", "", {{"X-Trace", "t1"}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 201);
+  EXPECT_EQ(r->body, "t1 127.0.0.1 /x?a=%20");
+  EXPECT_EQ(r->headers["x-job-id"], "j1");
+  EXPECT_EQ(r->content_type, "application/json");
+}
+
+TEST(HttpTest, DecodesPercentEscapes) {
+  Running s = Start(Echo);
+  Client client(s.url);
+  Result<Response> r = client.Call(
+      "GET", "/files/" + UrlEncode("a b/c.txt") + "?q=" + UrlEncode("x&y=z") + "&p=1+2");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->body, "GET /files/a b/c.txt\np=1 2\nq=x&y=z\n\n");
+}
+
+TEST(HttpTest, KeepAliveServesOneThousandSequentialCallsQuickly) {
+  Running s = Start(Echo);
+  Client client(s.url);
+  const int kCalls = 1000;
+  auto start = Clock::now();
+  for (int i = 0; i < kCalls; ++i) {
+    Result<Response> r = client.Call("POST", "/n?i=" + std::to_string(i), "{}");
+    ASSERT_TRUE(r.ok()) << "call " << i << ": " << r.status().ToString();
+    ASSERT_EQ(r->status, 200);
+  }
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  double rate = kCalls / seconds;
+  RecordProperty("sequential_requests_per_second", std::to_string(static_cast<int>(rate)));
+  std::printf("sequential keep-alive: %.0f requests/s (%.1f us each)\n", rate,
+              1e6 * seconds / kCalls);
+  EXPECT_GT(rate, 1000);
+}
+
+TEST(HttpTest, ClientReconnectsAfterServerRestart) {
+  Running first = Start(Echo);
+  Client client(first.url);
+  ASSERT_TRUE(client.Call("GET", "/before").ok());
+  first.server->Stop();
+  Running second = Start(Echo, {}, "127.0.0.1", first.port);
+  Result<Response> r = client.Call("POST", "/after", "{}");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->body, "POST /after\n\n{}");
+}
+
+TEST(HttpTest, RejectsBodyOverLimitWith413AndRecovers) {
+  ServerOptions options;
+  options.max_body_bytes = 1024;
+  Running s = Start(Echo, options);
+  Client client(s.url);
+  ASSERT_TRUE(client.Call("POST", "/ok", std::string(1024, 'x')).ok());
+  for (size_t size : {size_t{1025}, size_t{8} << 20}) {
+    Result<Response> r = client.Call("POST", "/big", std::string(size, 'x'));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->status, 413);
+    EXPECT_EQ(r->body,
+              "{\"error\":{\"code\":413,\"message\":\"request body larger than 1024 bytes\","
+              "\"status\":\"RESOURCE_EXHAUSTED\"}}");
+    Result<Response> after = client.Call("GET", "/after");
+    ASSERT_TRUE(after.ok()) << after.status().ToString();
+    EXPECT_EQ(after->status, 200);
+  }
+}
+
+TEST(HttpTest, HandlerExceptionBecomes500AndServerKeepsServing) {
+  Running s = Start([](const Request& req) -> Response {
+    if (req.path == "/throw") throw std::runtime_error("boom \"quoted\"");
+    if (req.path == "/throw-int") throw 7;
+    return Echo(req);
+  });
+  Client client(s.url);
+  Result<Response> r = client.Call("GET", "/throw");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 500);
+  EXPECT_EQ(r->body,
+            "{\"error\":{\"code\":500,\"message\":\"internal error while serving GET /throw: "
+            "boom \\\"quoted\\\"\",\"status\":\"INTERNAL\"}}");
+  r = client.Call("GET", "/throw-int");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 500);
+  r = client.Call("GET", "/fine");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST(HttpTest, ConnectionRefusedIsUnavailable) {
+  int port;
+  {
+    Running s = Start(Echo);
+    port = s.port;
+  }
+  std::string url = "http://127.0.0.1:" + std::to_string(port);
+  Client client(url);
+  Result<Response> r = client.Call("GET", "/");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kUnavailable);
+  EXPECT_EQ(r.status().message(), "cannot reach stokerd at " + url + ": connection refused");
+}
+
+TEST(HttpTest, RejectsHttpsAndMalformedUrls) {
+  Result<Response> r = Client("https://127.0.0.1:1").Call("GET", "/");
+  EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(r.status().message(), "https is not supported yet");
+  for (const char* url : {"127.0.0.1:80", "http://", "http://host:notaport", "http://[::1"}) {
+    EXPECT_EQ(Client(url).Call("GET", "/").status().code(), Code::kInvalidArgument) << url;
+  }
+}
+
+TEST(HttpTest, EightThreadsOfTwoHundredCallsAllSucceed) {
+  ServerOptions options;
+  options.threads = 4;
+  Running s = Start(Echo, options);
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      Client client(s.url);
+      for (int i = 0; i < 200; ++i) {
+        std::string body = std::to_string(t) + ":" + std::to_string(i);
+        Result<Response> r = client.Call("POST", "/c", body);
+        if (r.ok() && r->status == 200 && r->body == "POST /c\n\n" + body) ++ok;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 8 * 200);
+}
+
+TEST(HttpTest, StopWithConnectedClientReturnsPromptly) {
+  Running s = Start(Echo);
+  Client client(s.url);
+  ASSERT_TRUE(client.Call("GET", "/").ok());  // leaves a kept-alive connection
+  auto start = Clock::now();
+  s.server->Stop();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(1));
+  s.server->Stop();  // idempotent
+  Result<Response> r = client.Call("GET", "/");
+  EXPECT_EQ(r.status().code(), Code::kUnavailable) << r.status().ToString();
+}
+
+TEST(HttpTest, StopWithoutStartAndDestroyWithoutListenAreClean) {
+  Server listening(Echo, {});
+  ASSERT_TRUE(listening.Listen("127.0.0.1", 0).ok());
+  listening.Stop();
+  Server idle(Echo, {});
+}
+
+TEST(HttpTest, SlowAnswerIsDeadlineExceeded) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  Running s = Start([released](const Request& req) {
+    if (req.path == "/slow") released.wait();
+    return Echo(req);
+  });
+  Client client(s.url);
+  Result<Response> r = client.Call("GET", "/slow", "", {}, /*timeout_ms=*/100);
+  EXPECT_EQ(r.status().code(), Code::kDeadlineExceeded) << r.status().ToString();
+  release.set_value();
+  r = client.Call("GET", "/fast");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST(HttpTest, ListensOnLocalhostAndIpv6) {
+  Running s = Start(Echo, {}, "localhost");
+  Result<Response> r = Client("http://localhost:" + std::to_string(s.port)).Call("GET", "/l");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+
+  Server v6(Echo, {});
+  Result<int> port = v6.Listen("::1", 0);
+  if (!port.ok()) GTEST_SKIP() << "no IPv6 loopback: " << port.status().ToString();
+  v6.Start();
+  r = Client("http://[::1]:" + std::to_string(*port)).Call("GET", "/six");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->body, "GET /six\n\n");
+}
+
+// A server that answers the first request with keep-alive and then closes the
+// connection upon receiving the second, unanswered: the race in which a
+// server drops an idle connection just as a client reuses it.
+class DroppingServer {
+ public:
+  DroppingServer() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    EXPECT_EQ(::listen(fd_, 8), 0);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+  }
+  ~DroppingServer() { ::close(fd_); }
+  int port() const { return port_; }
+
+  // Serves `connections` connections; on each, answers `answered` requests
+  // and then reads one more and closes without answering.
+  std::thread Serve(int connections, int answered) {
+    return std::thread([this, connections, answered] {
+      for (int c = 0; c < connections; ++c) {
+        int conn = ::accept(fd_, nullptr, nullptr);
+        if (conn < 0) return;
+        for (int i = 0; i <= answered; ++i) {
+          if (!ReadRequest(conn)) break;
+          if (i == answered) break;
+          static const char kAnswer[] =
+              "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok";
+          (void)!::write(conn, kAnswer, sizeof kAnswer - 1);
+        }
+        ::close(conn);
+      }
+    });
+  }
+
+ private:
+  static bool ReadRequest(int conn) {  // requests here have no body
+    std::string data;
+    char buf[4096];
+    while (data.find("\r\n\r\n") == std::string::npos) {
+      ssize_t n = ::read(conn, buf, sizeof buf);
+      if (n <= 0) return false;
+      data.append(buf, n);
+    }
+    return true;
+  }
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+TEST(HttpTest, RetriesOnceWhenKeptAliveConnectionDiesMidCall) {
+  DroppingServer server;
+  std::thread serving = server.Serve(/*connections=*/2, /*answered=*/1);
+  {
+    Client client("http://127.0.0.1:" + std::to_string(server.port()));
+    Result<Response> r = client.Call("GET", "/one");
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    r = client.Call("GET", "/two");  // dropped on connection 1, answered on 2
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (r.ok()) {
+      EXPECT_EQ(r->body, "ok");
+    }
+  }  // closing the client ends connection 2
+  serving.join();
+}
+
+TEST(HttpTest, DoesNotRetryOnAFreshConnection) {
+  DroppingServer server;
+  std::thread serving = server.Serve(/*connections=*/1, /*answered=*/0);
+  Client client("http://127.0.0.1:" + std::to_string(server.port()));
+  Result<Response> r = client.Call("GET", "/dropped");
+  EXPECT_EQ(r.status().code(), Code::kUnavailable) << r.status().ToString();
+  serving.join();
+}
+
+}  // namespace
+}  // namespace stoker::http

@@ -1,0 +1,405 @@
+// Server: one io_context run by a fixed pool of threads. Every connection is
+// a Session on its own strand, so its reads, writes and timers never run
+// concurrently; the Handler runs synchronously on whichever pool thread
+// carries the session. Stop() stops the io_context, joins the threads and
+// then destroys it, which destroys every pending handler and with them every
+// Session and its socket: no connection outlives Stop().
+#include <algorithm>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <cctype>
+#include <chrono>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "http/http.h"
+#include "http/url.h"
+
+namespace stoker::http {
+namespace {
+
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+constexpr uint32_t kHeaderLimit = 64 * 1024;
+constexpr auto kIdleTimeout = std::chrono::seconds(60);
+// After an error response sent while part of the request may still be in
+// flight, the connection half-closes and discards input for at most this long
+// before closing. Closing at once would make the kernel answer the unread
+// bytes with a reset, and the client could lose the error response.
+constexpr auto kLingerTimeout = std::chrono::seconds(5);
+constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(20);
+
+void AppendJsonString(std::string* out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out->push_back('"');
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      default:
+        if (c < 0x20) {
+          out->append("\\u00");
+          out->push_back(kHex[c >> 4]);
+          out->push_back(kHex[c & 0xF]);
+        } else {
+          out->push_back(static_cast<char>(c));
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+// The error body every Stoker endpoint uses; see api/ for the other producers.
+Response ErrorResponse(int code, std::string_view status, std::string_view message) {
+  Response r;
+  r.status = code;
+  r.body = "{\"error\":{\"code\":" + std::to_string(code) + ",\"message\":";
+  AppendJsonString(&r.body, message);
+  r.body += ",\"status\":";
+  AppendJsonString(&r.body, status);
+  r.body += "}}";
+  return r;
+}
+
+const boost::system::error_category& HttpParseCategory() {
+  return bhttp::make_error_code(bhttp::error::bad_method).category();
+}
+
+// What every session needs from its server. Owned by Server::Impl, which
+// outlives every Session (see Server::Stop).
+struct Shared {
+  Handler handler;
+  uint64_t max_body_bytes = 0;
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, const Shared* shared)
+      : stream_(std::move(socket)), shared_(shared) {}
+
+  void Run() {
+    beast::error_code ec;
+    stream_.socket().set_option(tcp::no_delay(true), ec);
+    tcp::endpoint peer = stream_.socket().remote_endpoint(ec);
+    if (!ec) {
+      net::ip::address address = peer.address();
+      if (address.is_v6() && address.to_v6().is_v4_mapped()) {
+        address = net::ip::make_address_v4(net::ip::v4_mapped, address.to_v6());
+      }
+      remote_address_ = address.to_string();
+    }
+    net::dispatch(stream_.get_executor(),
+                  beast::bind_front_handler(&Session::ReadHeader, shared_from_this()));
+  }
+
+ private:
+  void ReadHeader() {
+    parser_.emplace();
+    parser_->header_limit(kHeaderLimit);
+    parser_->body_limit(shared_->max_body_bytes);
+    stream_.expires_after(kIdleTimeout);
+    bhttp::async_read_header(stream_, buffer_, *parser_,
+                             beast::bind_front_handler(&Session::OnHeader, shared_from_this()));
+  }
+
+  void OnHeader(beast::error_code ec, size_t) {
+    if (ec) return OnReadError(ec);
+    if (parser_->is_done()) return Dispatch();
+    if (beast::iequals(parser_->get()[bhttp::field::expect], "100-continue")) {
+      // curl sends this for bodies over 1 KiB and would otherwise wait 1 s.
+      continue_.emplace(bhttp::status::continue_, parser_->get().version());
+      bhttp::async_write(stream_, *continue_,
+                         beast::bind_front_handler(&Session::OnContinueSent, shared_from_this()));
+      return;
+    }
+    ReadBody();
+  }
+
+  void OnContinueSent(beast::error_code ec, size_t) {
+    continue_.reset();
+    if (ec) return;  // The peer is gone; dropping the last reference closes.
+    ReadBody();
+  }
+
+  // Reads the body piecewise so that the idle timeout restarts on progress:
+  // a large upload is fine as long as it keeps moving.
+  void ReadBody() {
+    stream_.expires_after(kIdleTimeout);
+    bhttp::async_read_some(stream_, buffer_, *parser_,
+                           beast::bind_front_handler(&Session::OnBody, shared_from_this()));
+  }
+
+  void OnBody(beast::error_code ec, size_t) {
+    if (ec) return OnReadError(ec);
+    if (parser_->is_done()) return Dispatch();
+    ReadBody();
+  }
+
+  void OnReadError(beast::error_code ec) {
+    if (ec == bhttp::error::body_limit) {
+      return SendError(ErrorResponse(
+          413, "RESOURCE_EXHAUSTED",
+          "request body larger than " + std::to_string(shared_->max_body_bytes) + " bytes"));
+    }
+    if (ec == bhttp::error::header_limit) {
+      return SendError(ErrorResponse(
+          431, "RESOURCE_EXHAUSTED",
+          "request header larger than " + std::to_string(kHeaderLimit) + " bytes"));
+    }
+    // A clean close between requests, a peer that vanished mid-request, a
+    // timeout: nobody is listening for an answer.
+    if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
+        ec.category() != HttpParseCategory()) {
+      return;
+    }
+    SendError(ErrorResponse(400, "INVALID_ARGUMENT", "malformed HTTP request: " + ec.message()));
+  }
+
+  void Dispatch() {
+    bhttp::request<bhttp::string_body>& msg = parser_->get();
+    Request req;
+    req.method = std::string(msg.method_string());
+    req.target = std::string(msg.target());
+    internal::ParseTarget(req.target, &req.path, &req.query);
+    for (const auto& field : msg) {
+      std::string name(field.name_string());
+      std::transform(name.begin(), name.end(), name.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      beast::string_view value = field.value();
+      auto [it, inserted] = req.headers.try_emplace(std::move(name), value.data(), value.size());
+      if (!inserted) {
+        it->second += ", ";
+        it->second.append(value.data(), value.size());
+      }
+    }
+    req.body = std::move(msg.body());
+    req.remote_address = remote_address_;
+    const bool keep_alive = msg.keep_alive();
+    const bool head = msg.method() == bhttp::verb::head;
+    const unsigned version = msg.version();
+    parser_.reset();
+
+    Response resp;
+    try {
+      resp = shared_->handler(req);
+    } catch (const std::exception& e) {
+      resp = ErrorResponse(500, "INTERNAL", "internal error while serving " + req.method + " " +
+                                                req.path + ": " + e.what());
+    } catch (...) {
+      resp = ErrorResponse(500, "INTERNAL", "internal error while serving " + req.method + " " +
+                                                req.path + ": unknown exception");
+    }
+    if (resp.status < 100 || resp.status > 999) {
+      resp = ErrorResponse(500, "INTERNAL",
+                           "handler for " + req.method + " " + req.path +
+                               " returned invalid HTTP status " + std::to_string(resp.status));
+    }
+    Write(std::move(resp), version, keep_alive, head, /*linger=*/false);
+  }
+
+  void SendError(Response resp) {
+    Write(std::move(resp), 11, /*keep_alive=*/false, /*head=*/false, /*linger=*/true);
+  }
+
+  void Write(Response&& resp, unsigned version, bool keep_alive, bool head, bool linger) {
+    res_.emplace();
+    res_->version(version);
+    res_->result(static_cast<unsigned>(resp.status));
+    res_->set(bhttp::field::server, "stokerd");
+    if (!resp.content_type.empty()) res_->set(bhttp::field::content_type, resp.content_type);
+    for (const auto& [name, value] : resp.headers) res_->set(name, value);
+    const bool bodiless = resp.status < 200 || resp.status == 204 || resp.status == 304;
+    if (bodiless) {
+      res_->erase(bhttp::field::content_length);
+    } else {
+      res_->content_length(resp.body.size());
+      if (!head) res_->body() = std::move(resp.body);
+    }
+    res_->keep_alive(keep_alive);
+    stream_.expires_after(kIdleTimeout);
+    bhttp::async_write(
+        stream_, *res_,
+        beast::bind_front_handler(&Session::OnWritten, shared_from_this(), keep_alive, linger));
+  }
+
+  void OnWritten(bool keep_alive, bool linger, beast::error_code ec, size_t) {
+    res_.reset();
+    if (ec) return;
+    if (keep_alive) return ReadHeader();
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (linger) {
+      buffer_.clear();
+      stream_.expires_after(kLingerTimeout);
+      Drain();
+    }
+    // Otherwise dropping the last reference closes the socket.
+  }
+
+  void Drain() {
+    stream_.async_read_some(buffer_.prepare(64 * 1024),
+                            [self = shared_from_this()](beast::error_code ec, size_t) {
+                              if (!ec) self->Drain();
+                            });
+  }
+
+  beast::tcp_stream stream_;
+  const Shared* shared_;
+  std::string remote_address_;
+  beast::flat_buffer buffer_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  std::optional<bhttp::response<bhttp::empty_body>> continue_;
+  std::optional<bhttp::response<bhttp::string_body>> res_;
+};
+
+}  // namespace
+
+struct Server::Impl {
+  Shared shared;
+  int threads = 1;
+
+  std::mutex mu;  // Serialises Listen, Start and Stop.
+  bool started = false;
+  bool stopped = false;
+  // Declared before everything that refers to it; Stop() destroys the others
+  // first and then this.
+  std::unique_ptr<net::io_context> ioc;
+  std::optional<tcp::acceptor> acceptor;
+  std::optional<net::steady_timer> accept_retry;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+  std::vector<std::thread> workers;
+
+  void Accept() {
+    acceptor->async_accept(net::make_strand(*ioc), [this](beast::error_code ec, tcp::socket s) {
+      if (ec == net::error::operation_aborted || !acceptor->is_open()) return;
+      if (ec) {
+        // Out of descriptors or memory: retry soon rather than spin.
+        accept_retry->expires_after(kAcceptRetryDelay);
+        accept_retry->async_wait([this](beast::error_code wait_ec) {
+          if (!wait_ec) Accept();
+        });
+        return;
+      }
+      std::make_shared<Session>(std::move(s), &shared)->Run();
+      Accept();
+    });
+  }
+};
+
+Server::Server(Handler handler, ServerOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->shared.handler = std::move(handler);
+  impl_->shared.max_body_bytes = options.max_body_bytes;
+  impl_->threads = std::max(1, options.threads);
+  impl_->ioc = std::make_unique<net::io_context>(impl_->threads);
+}
+
+Server::~Server() { Stop(); }
+
+Result<int> Server::Listen(const std::string& host, int port) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->acceptor || impl_->stopped) {
+    return FailedPrecondition("Server::Listen may be called once, before Stop()");
+  }
+  if (port < 0 || port > 65535) {
+    return InvalidArgument("listen port " + std::to_string(port) + " is not in 0..65535");
+  }
+  std::string name = host.empty() ? "0.0.0.0" : host;
+  if (name.size() > 2 && name.front() == '[' && name.back() == ']') {
+    name = name.substr(1, name.size() - 2);
+  }
+  const std::string where = host + ":" + std::to_string(port);
+  beast::error_code ec;
+  net::ip::address address = net::ip::make_address(name, ec);
+  if (ec) {
+    tcp::resolver resolver(*impl_->ioc);
+    auto results = resolver.resolve(name, std::to_string(port), tcp::resolver::passive, ec);
+    if (ec || results.empty()) {
+      return InvalidArgument("cannot listen on " + where + ": cannot resolve host \"" + name +
+                             "\"" + (ec ? ": " + ec.message() : ""));
+    }
+    // Prefer IPv4 for names like "localhost" that map to both families.
+    address = results.begin()->endpoint().address();
+    for (const auto& entry : results) {
+      if (entry.endpoint().address().is_v4()) {
+        address = entry.endpoint().address();
+        break;
+      }
+    }
+  }
+  tcp::endpoint endpoint(address, static_cast<unsigned short>(port));
+  tcp::acceptor acceptor(*impl_->ioc);
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    std::string message = "cannot listen on " + where + ": " + ec.message();
+    if (ec == net::error::address_in_use) {
+      return Unavailable(message + " (is another stokerd running? pick another port)");
+    }
+    if (ec == net::error::access_denied) return PermissionDenied(message);
+    return Unavailable(message);
+  }
+  int bound = acceptor.local_endpoint(ec).port();
+  if (ec) return Internal("cannot read the bound port of " + where + ": " + ec.message());
+  impl_->acceptor.emplace(std::move(acceptor));
+  return bound;
+}
+
+void Server::Start() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->started || impl_->stopped) return;
+  impl_->started = true;
+  if (impl_->acceptor) {
+    impl_->accept_retry.emplace(*impl_->ioc);
+    impl_->Accept();
+  }
+  impl_->work.emplace(impl_->ioc->get_executor());
+  net::io_context* ioc = impl_->ioc.get();
+  for (int i = 0; i < impl_->threads; ++i) {
+    impl_->workers.emplace_back([ioc] { ioc->run(); });
+  }
+}
+
+void Server::Stop() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->stopped) return;
+  impl_->stopped = true;
+  // Handlers already running finish; nothing else starts.
+  impl_->ioc->stop();
+  for (std::thread& t : impl_->workers) t.join();
+  impl_->workers.clear();
+  impl_->work.reset();
+  impl_->accept_retry.reset();
+  impl_->acceptor.reset();
+  // Destroys every pending operation, and with them every Session and its
+  // socket: connected clients see the connection close.
+  impl_->ioc.reset();
+}
+
+}  // namespace stoker::http

@@ -1,0 +1,461 @@
+#include "runner/supervisor.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/files.h"
+#include "common/time.h"
+#include "runner/launch.h"
+
+#if STOKER_RUNNER_HAVE_STORAGE
+#include "storage/archive.h"
+#endif
+
+namespace stoker::runner {
+namespace {
+
+namespace fs = std::filesystem;
+
+// How long the final clean-up keeps killing and reaping descendants before
+// giving up on ones that cannot die (uninterruptible sleep).
+constexpr int64_t kCleanupLimitMs = 30000;
+
+int64_t MonotonicMs() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+void Log(const std::string& line) {
+  std::string l = "stoker-run[" + std::to_string(::getpid()) + "]: " + line + "\n";
+  ssize_t n = ::write(STDERR_FILENO, l.data(), l.size());
+  (void)n;
+}
+
+std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+// Every process below `root` in the /proc parent tree, `root` excluded.
+std::vector<pid_t> Descendants(pid_t root) {
+  std::multimap<pid_t, pid_t> children;  // ppid -> pid
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return {};
+  while (dirent* e = ::readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[512];
+    ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n <= 0) continue;
+    buf[n] = '\0';
+    // "pid (comm) S ppid ...": comm may hold spaces and parentheses.
+    char* close_paren = std::strrchr(buf, ')');
+    if (close_paren == nullptr) continue;
+    char state = 0;
+    long ppid = 0;
+    if (std::sscanf(close_paren + 1, " %c %ld", &state, &ppid) != 2) continue;
+    children.emplace(static_cast<pid_t>(ppid), static_cast<pid_t>(pid));
+  }
+  ::closedir(proc);
+  std::vector<pid_t> out;
+  std::vector<pid_t> todo = {root};
+  while (!todo.empty()) {
+    pid_t p = todo.back();
+    todo.pop_back();
+    auto [lo, hi] = children.equal_range(p);
+    for (auto it = lo; it != hi; ++it) {
+      out.push_back(it->second);
+      todo.push_back(it->second);
+    }
+  }
+  return out;
+}
+
+// Appends `line` to the replica's output.log through the already open fd.
+void AppendLine(int fd, const std::string& line) {
+  if (fd < 0) return;
+  std::string l = line + "\n";
+  ssize_t n = ::write(fd, l.data(), l.size());
+  (void)n;
+}
+
+class Supervisor {
+ public:
+  explicit Supervisor(fs::path dir) : dir_(std::move(dir)) {}
+  ~Supervisor() {
+    for (int fd : {sfd_, lock_fd_, output_fd_, null_fd_}) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
+
+  int Run();
+
+ private:
+  // Returns false (after logging) when the claim is not ours to take:
+  // *exit_code then says how to exit.
+  bool Claim(int* exit_code);
+  Result<LaunchSpec> LoadLaunch();
+  Result<std::vector<fs::path>> UnpackPackages(const LaunchSpec& spec);
+  // Reaps on SIGCHLD; true when a cancel (SIGTERM, SIGINT, SIGHUP) came.
+  bool DrainSignals();
+  void StartTrainer(const LaunchSpec& spec, const std::vector<fs::path>& python_path);
+  void Supervise();
+  void BeginStop(EndState reason);
+  void ReapChildren();
+  void KillEverythingLeft();
+  int Finish();
+
+  fs::path dir_;
+  int sfd_ = -1;
+  int lock_fd_ = -1;
+  int output_fd_ = -1;
+  int null_fd_ = -1;
+  int64_t supervisor_start_us_ = 0;
+
+  double timeout_seconds_ = 0;
+  double grace_seconds_ = 10;
+  pid_t trainer_ = -1;
+  std::optional<int> trainer_status_;  // wait status once reaped
+  std::optional<EndState> stop_reason_;
+  int stop_signal_ = 0;
+  int64_t stop_at_ms_ = 0;  // when the SIGTERM went out
+
+  Outcome outcome_;
+};
+
+bool Supervisor::Claim(int* exit_code) {
+  fs::path lock = dir_ / "runner.lock";
+  lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd_ < 0) {
+    Log(Errno("cannot open " + lock.string()));
+    *exit_code = 1;
+    return false;
+  }
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      *exit_code = 0;  // another supervisor is alive and owns the replica
+    } else {
+      Log(Errno("cannot lock " + lock.string()));
+      *exit_code = 1;
+    }
+    return false;
+  }
+  fs::path claim = dir_ / "claim";
+  int fd = ::open(claim.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (errno == EEXIST) {
+      *exit_code = 0;  // a supervisor already ran for this replica
+    } else {
+      Log(Errno("cannot create " + claim.string()));
+      *exit_code = 1;
+    }
+    return false;
+  }
+  // The claim must survive a crash before the trainer may start.
+  bool synced = ::fsync(fd) == 0;
+  ::close(fd);
+  int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  synced = synced && dfd >= 0 && ::fsync(dfd) == 0;
+  if (dfd >= 0) ::close(dfd);
+  if (!synced) {
+    // Starting now could run the trainer twice after a crash; leave the
+    // claim in place so that no one else does either.
+    Log(Errno("cannot sync " + claim.string()));
+    *exit_code = 1;
+    return false;
+  }
+  return true;
+}
+
+Result<LaunchSpec> Supervisor::LoadLaunch() {
+  STOKER_ASSIGN_OR_RETURN(std::string text, ReadFile(dir_ / "launch.json"));
+  return ParseLaunchSpec(text);
+}
+
+Result<std::vector<fs::path>> Supervisor::UnpackPackages(const LaunchSpec& spec) {
+  std::vector<fs::path> roots;
+  for (size_t i = 0; i < spec.packages.size(); ++i) {
+#if STOKER_RUNNER_HAVE_STORAGE
+    fs::path dest = dir_ / "packages" / std::to_string(i);
+    Status s = storage::ExtractTarGz(spec.packages[i], dest);
+    if (!s.ok()) {
+      return Status(s.code(),
+                    "cannot unpack package " + spec.packages[i].string() + ": " + s.message());
+    }
+    for (auto& root : storage::SdistRoots(dest)) roots.push_back(root);
+#else
+    return FailedPrecondition("cannot unpack package " + spec.packages[i].string() +
+                              ": this stoker-run was built without package support");
+#endif
+  }
+  return roots;
+}
+
+bool Supervisor::DrainSignals() {
+  signalfd_siginfo si;
+  bool cancel = false;
+  while (::read(sfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+    if (si.ssi_signo != SIGCHLD) cancel = true;
+    if (si.ssi_signo == SIGCHLD) ReapChildren();
+  }
+  return cancel;
+}
+
+void Supervisor::StartTrainer(const LaunchSpec& spec, const std::vector<fs::path>& python_path) {
+  // Everything the child needs is prepared here: between fork and exec it
+  // only makes system calls.
+  std::vector<std::string> env = BuildTrainerEnv(spec.env, python_path);
+  auto path_it = spec.env.find("PATH");
+  std::vector<std::string> candidates =
+      ExecCandidates(spec.argv[0], path_it == spec.env.end() ? "" : path_it->second);
+  std::vector<char*> argv_p, env_p;
+  for (const auto& a : spec.argv) argv_p.push_back(const_cast<char*>(a.c_str()));
+  argv_p.push_back(nullptr);
+  for (const auto& e : env) env_p.push_back(const_cast<char*>(e.c_str()));
+  env_p.push_back(nullptr);
+  const char* dir = dir_.c_str();
+  const pid_t supervisor = ::getpid();
+
+  outcome_.start_time_us = NowMicros();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != supervisor) ::_exit(127);  // the supervisor died before prctl
+    struct sigaction dfl = {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::dup2(null_fd_, STDIN_FILENO);
+    ::dup2(output_fd_, STDOUT_FILENO);
+    ::dup2(output_fd_, STDERR_FILENO);
+    if (::chdir(dir) != 0) {
+      dprintf(STDERR_FILENO, "stoker-run: cannot enter %s: %s\n", dir, std::strerror(errno));
+      ::_exit(127);
+    }
+    int err = ENOENT;
+    bool denied = false;
+    for (const auto& c : candidates) {
+      ::execve(c.c_str(), argv_p.data(), env_p.data());
+      err = errno;
+      if (err == EACCES) denied = true;
+      if (err != ENOENT && err != ENOTDIR && err != EACCES) break;
+    }
+    if (denied && (err == ENOENT || err == ENOTDIR)) err = EACCES;
+    dprintf(STDERR_FILENO, "stoker-run: cannot execute '%s': %s\n", argv_p[0], std::strerror(err));
+    ::_exit(127);
+  }
+  if (pid < 0) {
+    outcome_.message = Errno("cannot fork the trainer");
+    return;
+  }
+  trainer_ = pid;
+  ::setpgid(pid, pid);  // also here, so that kill(-pid) works from now on
+
+  nlohmann::json trainer = {{"pid", pid}, {"pgid", pid}, {"start_time_us", outcome_.start_time_us}};
+  Status s = WriteFileAtomic(dir_ / "trainer.json", trainer.dump() + "\n");
+  if (!s.ok()) Log(s.ToString());
+  nlohmann::json runner = {{"pid", supervisor}, {"start_time_us", supervisor_start_us_}};
+  s = WriteFileAtomic(dir_ / "runner.json", runner.dump() + "\n");
+  if (!s.ok()) Log(s.ToString());
+}
+
+void Supervisor::BeginStop(EndState reason) {
+  if (stop_reason_ || trainer_status_) return;
+  stop_reason_ = reason;
+  stop_at_ms_ = MonotonicMs();
+  stop_signal_ = SIGTERM;
+  ::kill(-trainer_, SIGTERM);
+  if (grace_seconds_ <= 0) {
+    stop_signal_ = SIGKILL;
+    ::kill(-trainer_, SIGKILL);
+  }
+}
+
+void Supervisor::ReapChildren() {
+  if (trainer_ > 0 && !trainer_status_) {
+    // Kill the rest of the group while the trainer's zombie still pins the
+    // group id, so that the id cannot have been reused.
+    siginfo_t info = {};
+    if (::waitid(P_PID, trainer_, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid != 0) {
+      ::kill(-trainer_, SIGKILL);
+      int status = 0;
+      if (::waitpid(trainer_, &status, 0) == trainer_) trainer_status_ = status;
+    }
+  }
+  int status = 0;
+  pid_t p;
+  while ((p = ::waitpid(-1, &status, WNOHANG)) > 0) {
+    if (p == trainer_ && !trainer_status_) trainer_status_ = status;
+  }
+}
+
+void Supervisor::Supervise() {
+  const int64_t start_ms = MonotonicMs();
+  // Limits past ~300 years are as good as none, and would overflow.
+  auto to_ms = [](double seconds) { return static_cast<int64_t>(std::min(seconds, 1e10) * 1000); };
+  const int64_t timeout_ms = timeout_seconds_ > 0 ? start_ms + to_ms(timeout_seconds_) : -1;
+  const int64_t grace_ms = to_ms(grace_seconds_);
+  ReapChildren();
+  while (!trainer_status_) {
+    int64_t now = MonotonicMs();
+    if (timeout_ms >= 0 && now >= timeout_ms) BeginStop(EndState::kTimeout);
+    if (stop_signal_ == SIGTERM && now >= stop_at_ms_ + grace_ms) {
+      stop_signal_ = SIGKILL;
+      ::kill(-trainer_, SIGKILL);
+    }
+    int64_t next = -1;
+    if (timeout_ms >= 0 && !stop_reason_) next = timeout_ms;
+    if (stop_signal_ == SIGTERM) next = stop_at_ms_ + grace_ms;
+    int wait_ms = next < 0 ? -1 : static_cast<int>(std::clamp<int64_t>(next - now, 0, 3600000));
+    pollfd pfd = {sfd_, POLLIN, 0};
+    int n = ::poll(&pfd, 1, wait_ms);
+    if (n < 0 && errno != EINTR) {
+      Log(Errno("poll"));
+      ::kill(-trainer_, SIGKILL);  // cannot supervise: stop rather than lose track
+    }
+    if (DrainSignals()) BeginStop(EndState::kCancelled);
+    ReapChildren();
+  }
+}
+
+void Supervisor::KillEverythingLeft() {
+  const int64_t give_up = MonotonicMs() + kCleanupLimitMs;
+  while (true) {
+    ReapChildren();
+    std::vector<pid_t> left = Descendants(::getpid());
+    if (left.empty()) {
+      // No process below us: nothing to reap either once waitpid says so.
+      if (::waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD) return;
+    }
+    if (trainer_ > 0) ::kill(-trainer_, SIGKILL);
+    for (pid_t p : left) ::kill(p, SIGKILL);
+    if (MonotonicMs() > give_up) {
+      Log("giving up on " + std::to_string(left.size()) + " descendant(s) that would not die");
+      return;
+    }
+    // Wait for the next SIGCHLD (a death, or a reparented orphan dying), with
+    // a short bound: a process forked after the scan shows up only there.
+    pollfd pfd = {sfd_, POLLIN, 0};
+    ::poll(&pfd, 1, 20);
+    DrainSignals();
+  }
+}
+
+int Supervisor::Finish() {
+  outcome_.end_time_us = NowMicros();
+  if (outcome_.state == EndState::kLaunchFailed) {
+    AppendLine(output_fd_, "stoker-run: " + outcome_.message);
+  }
+  Status s = WriteFileAtomic(dir_ / "status.json", FormatStatusJson(outcome_));
+  if (!s.ok()) {
+    Log(s.ToString());
+    return 1;
+  }
+  return 0;
+}
+
+int Supervisor::Run() {
+  supervisor_start_us_ = NowMicros();
+  outcome_.start_time_us = supervisor_start_us_;
+
+  // Signals are read from a signalfd; an inherited SIG_IGN for SIGCHLD would
+  // make the kernel reap the trainer for us, so reset the dispositions first.
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) {
+    ::signal(sig, SIG_DFL);
+    sigaddset(&mask, sig);
+  }
+  ::sigprocmask(SIG_BLOCK, &mask, nullptr);
+  sfd_ = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sfd_ < 0) {
+    Log(Errno("signalfd"));
+    return 1;
+  }
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) Log(Errno("PR_SET_CHILD_SUBREAPER"));
+
+  int exit_code = 0;
+  if (!Claim(&exit_code)) return exit_code;
+
+  fs::path output = dir_ / "output.log";
+  output_fd_ = ::open(output.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  null_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (output_fd_ < 0 || null_fd_ < 0) {
+    outcome_.message = Errno("cannot open " + output.string());
+    return Finish();
+  }
+
+  Result<LaunchSpec> spec = LoadLaunch();
+  if (!spec.ok()) {
+    outcome_.message = spec.status().message();
+    return Finish();
+  }
+  timeout_seconds_ = spec->timeout_seconds;
+  grace_seconds_ = spec->grace_seconds;
+  outcome_.timeout_seconds = timeout_seconds_;
+  outcome_.grace_seconds = grace_seconds_;
+
+  Result<std::vector<fs::path>> python_path = UnpackPackages(*spec);
+  if (!python_path.ok()) {
+    outcome_.message = python_path.status().message();
+    return Finish();
+  }
+  if (DrainSignals()) {
+    outcome_.state = EndState::kCancelled;
+    return Finish();
+  }
+
+  StartTrainer(*spec, *python_path);
+  if (trainer_ < 0) return Finish();  // launch_failed, message set
+  Supervise();
+  KillEverythingLeft();
+
+  int st = *trainer_status_;
+  if (WIFEXITED(st)) {
+    outcome_.state = EndState::kExited;
+    outcome_.exit_code = WEXITSTATUS(st);
+  } else if (WIFSIGNALED(st)) {
+    outcome_.state = EndState::kSignaled;
+    outcome_.signal = WTERMSIG(st);
+  }
+  if (stop_reason_) {
+    outcome_.state = *stop_reason_;
+    outcome_.stop_signal = stop_signal_;
+  }
+  return Finish();
+}
+
+}  // namespace
+
+int RunSupervisor(const std::filesystem::path& dir) {
+  Supervisor supervisor(dir);
+  return supervisor.Run();
+}
+
+}  // namespace stoker::runner

@@ -1,0 +1,33 @@
+// The replica supervisor: the process side of stoker-run.
+//
+// One supervisor runs per replica directory, at most once in the directory's
+// life (see README.md for the file contract):
+//
+//   claim     flock(DIR/runner.lock) for the supervisor's whole life, then
+//             create DIR/claim with O_EXCL and fsync it. A held lock or an
+//             existing claim means another supervisor owns or owned DIR:
+//             RunSupervisor returns 0 without touching anything else, so a
+//             trainer never runs twice for one replica.
+//   launch    read DIR/launch.json, unpack packages, fork the trainer into
+//             its own process group with the exact environment given.
+//   supervise SIGTERM/SIGINT/SIGHUP (cancel) and the timeout stop the group with
+//             SIGTERM, then SIGKILL after the grace.
+//   clean up  once the trainer exits, SIGKILL every process left in its group
+//             and every other descendant (the supervisor is a child subreaper,
+//             so escaped grandchildren come back to it) and reap them.
+//   report    write DIR/status.json once, atomically.
+#pragma once
+
+#include <filesystem>
+
+namespace stoker::runner {
+
+// Runs the whole life above in the calling process, which must be
+// single-threaded (it forks, blocks signals and becomes a subreaper).
+// Returns the process exit code: 0 once status.json is written and also when
+// the claim shows another supervisor; 1 when the directory is unusable
+// (no lock, no claim, no status.json could be written), with the reason on
+// stderr.
+int RunSupervisor(const std::filesystem::path& dir);
+
+}  // namespace stoker::runner

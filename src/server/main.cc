@@ -1,0 +1,144 @@
+// stokerd: the Stoker control plane. Builds every component (the one place
+// that does) and runs until SIGTERM or SIGINT. Running replicas survive it.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "api/api.h"
+#include "common/files.h"
+#include "exec/environments.h"
+#include "exec/local_executor.h"
+#include "http/http.h"
+#include "server/config.h"
+#include "server/controller.h"
+#include "storage/buckets.h"
+#include "store/store.h"
+
+namespace fs = std::filesystem;
+using namespace stoker;
+
+namespace {
+
+fs::path DefaultHome() {
+  if (const char* h = std::getenv("STOKER_HOME"); h && *h) return h;
+  const char* home = std::getenv("HOME");
+  return fs::path(home ? home : "/tmp") / ".local/share/stoker";
+}
+
+fs::path ExeDir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::current_path() : exe.parent_path();
+}
+
+// The first of the candidates that exists, or the first one.
+fs::path FirstExisting(const std::vector<fs::path>& candidates) {
+  for (const fs::path& p : candidates) {
+    if (fs::exists(p)) return p;
+  }
+  return candidates.front();
+}
+
+int Fail(const std::string& what) {
+  std::cerr << "stokerd: " << what << "\n";
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"stokerd: the Stoker training service daemon"};
+  std::string data_dir = DefaultHome().string();
+  std::string listen;
+  std::string config_path;
+  std::string runner;
+  app.add_option("--data-dir", data_dir, "Where the store, buckets and job files live")
+      ->capture_default_str();
+  app.add_option("--listen", listen, "HOST:PORT to serve the API on (port 0 picks a free one)");
+  app.add_option("--config", config_path, "Config file (default: DATA_DIR/config.yaml)");
+  app.add_option("--runner", runner, "The stoker-run binary (default: beside stokerd)");
+  CLI11_PARSE(app, argc, argv);
+
+  fs::path data = fs::absolute(data_dir);
+  if (Status s = MakeDirs(data); !s.ok()) return Fail(s.message());
+
+  // One daemon per data dir: hold an exclusive lock on the pid file for life.
+  int pid_fd = ::open((data / "stokerd.pid").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (pid_fd < 0 || ::flock(pid_fd, LOCK_EX | LOCK_NB) != 0) {
+    return Fail("another stokerd is running on " + data.string() + " (see " +
+                (data / "stokerd.pid").string() + ")");
+  }
+  std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(pid_fd, 0) != 0 || ::write(pid_fd, pid.data(), pid.size()) < 0) {
+    return Fail("cannot write " + (data / "stokerd.pid").string());
+  }
+
+  bool explicit_config = !config_path.empty();
+  fs::path config_file = explicit_config ? fs::path(config_path) : data / "config.yaml";
+  auto config = server::LoadConfig(data, config_file, explicit_config);
+  if (!config.ok()) return Fail(config.status().message());
+  if (!listen.empty()) config->listen = listen;
+  fs::path exe_dir = ExeDir();
+  config->runner = !runner.empty() ? fs::path(runner)
+                                   : FirstExisting({exe_dir / "stoker-run", exe_dir / "../runner/stoker-run"});
+  config->python_helpers =
+      FirstExisting({exe_dir / "../share/stoker/python", fs::path(STOKER_SOURCE_DIR) / "src/python"});
+
+  auto store = store::Store::Open(data);
+  if (!store.ok()) return Fail(store.status().message());
+
+  resources::Node node = config->inventory ? *config->inventory : resources::DetectLocalNode();
+  std::vector<exec::ImageMatch> rules;
+  for (const server::ImageRule& r : config->images) rules.push_back({r.match, r.python});
+  exec::Environments environments(rules, data / "envs", config->python_helpers,
+                                  config->config_file.string());
+  spdlog::info("trainers for Vertex prebuilt images run with {} ({})", environments.auto_python(),
+               environments.auto_reason());
+  spdlog::info("node {}: {} CPUs, {:.1f} GB, {} GPU(s)", node.name, node.cpus,
+               node.memory_bytes / double(1ull << 30), node.gpus.size());
+
+  storage::Buckets buckets(data, config->buckets);
+  exec::LocalExecutor executor(data, config->runner);
+  server::Controller controller(*config, node, **store, executor, buckets, environments);
+
+  api::ApiDeps deps{store->get(), &buckets, &environments, &executor, &controller, &node,
+                    {config->cpu_oversubscription, config->accelerator_substitution}};
+  http::Server http_server(api::MakeHandler(deps), http::ServerOptions{});
+  std::string host = config->listen.substr(0, config->listen.rfind(':'));
+  int port = std::atoi(config->listen.substr(config->listen.rfind(':') + 1).c_str());
+  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+
+  // Block the stop signals before any thread starts, then wait for one.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  if (Status s = controller.Start(); !s.ok()) return Fail(s.message());
+  auto bound = http_server.Listen(host, port);
+  if (!bound.ok()) return Fail("cannot listen on " + config->listen + ": " + bound.status().message());
+  http_server.Start();
+  std::string url = "http://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+                    std::to_string(*bound);
+  if (Status s = WriteFileAtomic(data / "stokerd.addr", url + "\n"); !s.ok()) return Fail(s.message());
+  spdlog::info("stokerd serving {} with data in {}", url, data.string());
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  spdlog::info("stopping on signal {}; running replicas keep running", sig);
+  http_server.Stop();
+  controller.Stop();
+  std::error_code ec;
+  fs::remove(data / "stokerd.addr", ec);
+  return 0;
+}

@@ -1,0 +1,1109 @@
+#include "spec/custom_job.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string_view>
+#include <utility>
+
+#include "common/time.h"
+
+namespace stoker::spec {
+namespace {
+
+using nlohmann::json;
+using Names = std::vector<std::string_view>;
+// (key, what to do): keys that are not fields here but are fields somewhere else.
+using Misplaced = std::vector<std::pair<std::string_view, std::string_view>>;
+
+constexpr size_t kMaxPools = 4;
+constexpr size_t kMaxEnv = 100;
+constexpr size_t kMaxPackageUris = 100;
+constexpr size_t kMaxDisplayName = 128;
+constexpr size_t kMaxLabelLength = 64;
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+constexpr int64_t kInt32Min = std::numeric_limits<int32_t>::min();
+
+// Reference §1.8, without ACCELERATOR_TYPE_UNSPECIFIED (which means "none").
+const Names kAcceleratorTypes = {"NVIDIA_TESLA_K80",
+                                 "NVIDIA_TESLA_P100",
+                                 "NVIDIA_TESLA_V100",
+                                 "NVIDIA_TESLA_P4",
+                                 "NVIDIA_TESLA_T4",
+                                 "TPU_V2",
+                                 "TPU_V3",
+                                 "NVIDIA_TESLA_A100",
+                                 "NVIDIA_A100_80GB",
+                                 "TPU_V4_POD",
+                                 "NVIDIA_L4",
+                                 "TPU_V5_LITEPOD",
+                                 "NVIDIA_H100_80GB",
+                                 "NVIDIA_H100_MEGA_80GB",
+                                 "NVIDIA_H200_141GB",
+                                 "NVIDIA_B200",
+                                 "NVIDIA_GB200",
+                                 "NVIDIA_RTX_PRO_6000"};
+// Reference §1.7, without STRATEGY_UNSPECIFIED (which means STANDARD).
+const Names kStrategies = {"STANDARD", "SPOT", "FLEX_START", "ON_DEMAND", "LOW_COST"};
+
+const Names kJobFields = {"displayName", "jobSpec", "labels", "encryptionSpec"};
+// Output-only CustomJob fields: accepted and dropped, so `describe` output can be resubmitted.
+const Names kJobOutputOnly = {"name",         "state",       "createTime", "startTime",
+                              "endTime",      "updateTime",  "error",      "webAccessUris",
+                              "satisfiesPzs", "satisfiesPzi"};
+const Names kSpecFields = {"workerPoolSpecs",       "scheduling",
+                           "serviceAccount",        "network",
+                           "reservedIpRanges",      "pscInterfaceConfig",
+                           "baseOutputDirectory",   "protectedArtifactLocationId",
+                           "tensorboard",           "enableWebAccess",
+                           "enableDashboardAccess", "experiment",
+                           "experimentRun",         "models",
+                           "persistentResourceId"};
+const Names kPoolFields = {"containerSpec", "pythonPackageSpec", "machineSpec", "replicaCount",
+                           "nfsMounts",     "lustreMounts",      "diskSpec"};
+const Names kMachineFields = {"machineType",      "acceleratorType", "acceleratorCount",
+                              "gpuPartitionSize", "tpuTopology",     "reservationAffinity"};
+const Names kContainerFields = {"imageUri", "command", "args", "env"};
+const Names kPythonFields = {"executorImageUri", "packageUris", "pythonModule", "args", "env"};
+const Names kEnvFields = {"name", "value"};
+const Names kSchedulingFields = {"timeout", "restartJobOnWorkerRestart", "strategy",
+                                 "disableRetries", "maxWaitDuration"};
+
+// Spec fields that Stoker keeps verbatim and does not act on.
+const Names kUnhonouredSpecFields = {"serviceAccount",
+                                     "network",
+                                     "reservedIpRanges",
+                                     "pscInterfaceConfig",
+                                     "protectedArtifactLocationId",
+                                     "tensorboard",
+                                     "experiment",
+                                     "experimentRun",
+                                     "models",
+                                     "persistentResourceId"};
+
+bool Contains(const Names& names, std::string_view s) {
+  return std::find(names.begin(), names.end(), s) != names.end();
+}
+
+std::string JoinNames(const Names& names) {
+  std::string out;
+  for (auto n : names) {
+    if (!out.empty()) out += ", ";
+    out += n;
+  }
+  return out;
+}
+
+std::string Join(const std::string& base, std::string_view key) {
+  return base.empty() ? std::string(key) : base + "." + std::string(key);
+}
+
+std::string At(const std::string& base, size_t i) { return base + "[" + std::to_string(i) + "]"; }
+
+std::string TypeName(const json& v) {
+  switch (v.type()) {
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::boolean:
+      return "a boolean";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+    case json::value_t::number_float:
+      return "a number";
+    case json::value_t::array:
+      return "a list";
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::null:
+      return "null";
+    default:
+      return "an unsupported value";
+  }
+}
+
+// Where a string was expected: YAML turns unquoted 1, 1.5 and true into non-strings.
+std::string QuoteHint(const json& v) {
+  return (v.is_number() || v.is_boolean()) ? " (quote it in YAML)" : "";
+}
+
+// UTF-8 code points, as Vertex counts length limits.
+size_t Utf8Length(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+std::string SnakeToCamel(std::string_view key) {
+  std::string out;
+  bool upper = false;
+  for (char c : key) {
+    if (c == '_' && !out.empty()) {
+      upper = true;
+      continue;
+    }
+    out += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
+    upper = false;
+  }
+  return out;
+}
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
+                  std::tolower(static_cast<unsigned char>(b[j - 1]));
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (same ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// Every problem found in one input, in the order found. A problem recorded at
+// a path "covers" that path and everything under it, so that a follow-on
+// check (a required field whose value had the wrong type) stays quiet.
+class Problems {
+ public:
+  void Add(const std::string& path, const std::string& message) {
+    Note(path, message);
+    covered_.push_back(path);
+  }
+  // Adds a problem unless one was already reported at or above `path`.
+  void AddUnlessCovered(const std::string& path, const std::string& message) {
+    if (!Covered(path)) Add(path, message);
+  }
+  // Reports without covering `path`: an unknown key says nothing about the known ones.
+  void Note(const std::string& path, const std::string& message) {
+    lines_.push_back((path.empty() ? std::string("(top level)") : path) + ": " + message);
+  }
+  void Cover(const std::string& path) { covered_.push_back(path); }
+
+  bool Covered(const std::string& path) const {
+    for (const auto& c : covered_) {
+      if (c.empty() || path == c) return true;
+      if (path.size() > c.size() && path.compare(0, c.size(), c) == 0 &&
+          (path[c.size()] == '.' || path[c.size()] == '[')) {
+        return true;
+      }
+    }
+    return false;
+  }
+  bool empty() const { return lines_.empty(); }
+  Status ToStatus() const {
+    std::string m;
+    for (const auto& l : lines_) {
+      if (!m.empty()) m += "\n";
+      m += l;
+    }
+    return InvalidArgument(m);
+  }
+
+ private:
+  std::vector<std::string> lines_;
+  std::vector<std::string> covered_;
+};
+
+// Reports every key of `obj` (at `path`) that is not in `known` or `ignored`.
+void CheckKeys(const json& obj, const std::string& path, const Names& known, Problems& p,
+               const Misplaced& misplaced = {}, const Names& ignored = {}) {
+  for (const auto& [key, value] : obj.items()) {
+    if (Contains(known, key) || Contains(ignored, key)) continue;
+    std::string camel = SnakeToCamel(key);
+    if (camel != key && (Contains(known, camel) || Contains(ignored, camel))) {
+      p.Note(path, "'" + key + "' is not a field; use the camelCase spelling '" + camel + "'");
+      p.Cover(Join(path, camel));
+      continue;
+    }
+    std::string msg = "unknown field '" + key + "'";
+    auto m = std::find_if(misplaced.begin(), misplaced.end(),
+                          [&](const auto& e) { return e.first == key || e.first == camel; });
+    if (m != misplaced.end()) {
+      p.Note(path, msg + "; " + std::string(m->second));
+      continue;
+    }
+    std::string_view best;
+    size_t best_distance = 3;
+    for (auto name : known) {
+      size_t d = EditDistance(camel, name);
+      if (d < best_distance) {
+        best = name;
+        best_distance = d;
+      }
+    }
+    if (!best.empty()) {
+      p.Note(path, msg + "; did you mean '" + std::string(best) + "'?");
+      p.Cover(Join(path, best));
+    } else {
+      p.Note(path, msg + "; the fields here are " + JoinNames(known));
+    }
+  }
+}
+
+// The value of `key` in `obj`, or nullptr when absent or null (proto JSON reads null as unset).
+const json* Get(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+// Returns whether `key` was given.
+bool ReadString(const json& obj, const char* key, const std::string& path, Problems& p,
+                std::string* out) {
+  const json* v = Get(obj, key);
+  if (v == nullptr) return false;
+  if (!v->is_string()) {
+    p.Add(Join(path, key), "must be a string, got " + TypeName(*v) + QuoteHint(*v));
+  } else {
+    *out = v->get<std::string>();
+  }
+  return true;
+}
+
+bool CheckStringList(const json& v, const std::string& path, Problems& p,
+                     std::vector<std::string>* out) {
+  if (!v.is_array()) {
+    p.Add(path, "must be a list of strings, got " + TypeName(v));
+    return false;
+  }
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].is_string()) {
+      p.Add(At(path, i), "must be a string, got " + TypeName(v[i]) + QuoteHint(v[i]));
+      if (out != nullptr) out->emplace_back();  // keeps indices aligned with the input
+    } else if (out != nullptr) {
+      out->push_back(v[i].get<std::string>());
+    }
+  }
+  return true;
+}
+
+void ReadStringList(const json& obj, const char* key, const std::string& path, Problems& p,
+                    std::vector<std::string>* out) {
+  if (const json* v = Get(obj, key)) CheckStringList(*v, Join(path, key), p, out);
+}
+
+void ReadBool(const json& obj, const char* key, const std::string& path, Problems& p, bool* out) {
+  const json* v = Get(obj, key);
+  if (v == nullptr) return;
+  if (!v->is_boolean()) {
+    p.Add(Join(path, key), "must be true or false, got " + TypeName(*v));
+  } else {
+    *out = v->get<bool>();
+  }
+}
+
+// An integer given as a JSON number or a decimal string (proto JSON accepts both).
+std::optional<int64_t> ReadInteger(const json& v, const std::string& path, int64_t lo, int64_t hi,
+                                   Problems& p) {
+  auto out_of_range = [&] {
+    p.Add(path, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " +
+                    v.dump());
+    return std::nullopt;
+  };
+  int64_t n = 0;
+  if (v.is_number_unsigned()) {
+    uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(hi)) return out_of_range();
+    n = static_cast<int64_t>(u);
+  } else if (v.is_number_integer()) {
+    n = v.get<int64_t>();
+  } else if (v.is_number_float()) {
+    double d = v.get<double>();
+    if (!std::isfinite(d) || d != std::floor(d)) {
+      p.Add(path, "must be a whole number, got " + v.dump());
+      return std::nullopt;
+    }
+    if (d < static_cast<double>(lo) || d > static_cast<double>(hi)) return out_of_range();
+    n = static_cast<int64_t>(d);
+  } else if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+    if (ec == std::errc::result_out_of_range) return out_of_range();
+    if (s.empty() || ec != std::errc() || end != s.data() + s.size()) {
+      p.Add(path, "must be a whole number like 3 or \"3\", got '" + s + "'");
+      return std::nullopt;
+    }
+  } else {
+    p.Add(path, "must be a whole number like 3 or \"3\", got " + TypeName(v));
+    return std::nullopt;
+  }
+  if (n < lo || n > hi) return out_of_range();
+  return n;
+}
+
+// A protobuf Duration ("3600s"); a bare number of seconds is accepted too.
+std::optional<double> ReadDuration(const json& obj, const char* key, const std::string& path,
+                                   Problems& p) {
+  const json* v = Get(obj, key);
+  if (v == nullptr) return std::nullopt;
+  std::string field = Join(path, key);
+  if (v->is_number()) {
+    double d = v->get<double>();
+    if (std::isfinite(d) && d >= 0) return d;
+    p.Add(field, v->dump() + " is not a duration; write non-negative seconds like \"3600s\"");
+    return std::nullopt;
+  }
+  if (!v->is_string()) {
+    p.Add(field, "must be a duration like \"3600s\", got " + TypeName(*v));
+    return std::nullopt;
+  }
+  Result<double> d = ParseDuration(v->get<std::string>(), field);
+  if (!d.ok()) {
+    std::string m = d.status().message();
+    if (m.rfind(field + ": ", 0) == 0) m = m.substr(field.size() + 2);
+    p.Add(field, m);
+    return std::nullopt;
+  }
+  return *d;
+}
+
+// Exact decimal seconds ("3600s", "0.25s"); proto Durations have nanosecond precision.
+std::string FormatSeconds(double seconds) {
+  char buf[64];
+  if (seconds == std::floor(seconds) && std::fabs(seconds) < 1e15) {
+    std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(seconds));
+    return buf;
+  }
+  std::snprintf(buf, sizeof buf, "%.9f", seconds);
+  std::string s = buf;
+  while (!s.empty() && s.back() == '0') s.pop_back();
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s + "s";
+}
+
+// ---- Fields kept verbatim: checked for shape, then copied as given. ----
+
+enum class Kind { kString, kStrings, kBool, kInt32, kObject, kObjects };
+
+struct Shape {
+  std::string_view name;
+  Kind kind;
+  std::vector<Shape> fields = {};               // for kObject / kObjects
+  std::vector<std::string_view> required = {};  // for kObject / kObjects
+};
+
+void CheckShape(const json& v, const Shape& s, const std::string& path, Problems& p);
+
+void CheckObjectShape(const json& v, const Shape& s, const std::string& path, Problems& p) {
+  if (!v.is_object()) {
+    p.Add(path, "must be an object, got " + TypeName(v));
+    return;
+  }
+  Names known;
+  for (const auto& f : s.fields) known.push_back(f.name);
+  CheckKeys(v, path, known, p);
+  for (const auto& f : s.fields) {
+    std::string key(f.name);
+    if (const json* fv = Get(v, key.c_str())) {
+      CheckShape(*fv, f, Join(path, key), p);
+    } else if (Contains(s.required, f.name)) {
+      p.AddUnlessCovered(Join(path, key), "required");
+    }
+  }
+}
+
+void CheckShape(const json& v, const Shape& s, const std::string& path, Problems& p) {
+  switch (s.kind) {
+    case Kind::kString:
+      if (!v.is_string()) p.Add(path, "must be a string, got " + TypeName(v) + QuoteHint(v));
+      break;
+    case Kind::kStrings:
+      CheckStringList(v, path, p, nullptr);
+      break;
+    case Kind::kBool:
+      if (!v.is_boolean()) p.Add(path, "must be true or false, got " + TypeName(v));
+      break;
+    case Kind::kInt32:
+      (void)ReadInteger(v, path, kInt32Min, kInt32Max, p);
+      break;
+    case Kind::kObject:
+      CheckObjectShape(v, s, path, p);
+      break;
+    case Kind::kObjects:
+      if (!v.is_array()) {
+        p.Add(path, "must be a list of objects, got " + TypeName(v));
+        break;
+      }
+      for (size_t i = 0; i < v.size(); ++i) CheckObjectShape(v[i], s, At(path, i), p);
+      break;
+  }
+}
+
+// Checks and copies into `out` each field of `shapes` present in `obj`.
+void ReadVerbatim(const json& obj, const std::string& path, const std::vector<Shape>& shapes,
+                  Problems& p, json* out) {
+  for (const auto& s : shapes) {
+    std::string key(s.name);
+    if (const json* v = Get(obj, key.c_str())) {
+      CheckShape(*v, s, Join(path, key), p);
+      (*out)[key] = *v;
+    }
+  }
+}
+
+const std::vector<Shape>& SpecVerbatim() {
+  static const std::vector<Shape> shapes = {
+      {"serviceAccount", Kind::kString},
+      {"network", Kind::kString},
+      {"reservedIpRanges", Kind::kStrings},
+      {"pscInterfaceConfig",
+       Kind::kObject,
+       {{"networkAttachment", Kind::kString},
+        {"dnsPeeringConfigs",
+         Kind::kObjects,
+         {{"domain", Kind::kString},
+          {"targetProject", Kind::kString},
+          {"targetNetwork", Kind::kString}}}}},
+      {"protectedArtifactLocationId", Kind::kString},
+      {"tensorboard", Kind::kString},
+      {"enableWebAccess", Kind::kBool},
+      {"enableDashboardAccess", Kind::kBool},
+      {"experiment", Kind::kString},
+      {"experimentRun", Kind::kString},
+      {"models", Kind::kStrings},
+      {"persistentResourceId", Kind::kString},
+  };
+  return shapes;
+}
+
+const std::vector<Shape>& PoolVerbatim() {
+  static const std::vector<Shape> shapes = {
+      {"nfsMounts",
+       Kind::kObjects,
+       {{"server", Kind::kString}, {"path", Kind::kString}, {"mountPoint", Kind::kString}},
+       {"server", "path", "mountPoint"}},
+      {"lustreMounts",
+       Kind::kObjects,
+       {{"instanceIp", Kind::kString},
+        {"volumeHandle", Kind::kString},
+        {"filesystem", Kind::kString},
+        {"mountPoint", Kind::kString}}},
+      {"diskSpec",
+       Kind::kObject,
+       {{"bootDiskType", Kind::kString}, {"bootDiskSizeGb", Kind::kInt32}}},
+  };
+  return shapes;
+}
+
+const std::vector<Shape>& MachineVerbatim() {
+  static const std::vector<Shape> shapes = {
+      {"gpuPartitionSize", Kind::kString},
+      {"tpuTopology", Kind::kString},
+      {"reservationAffinity",
+       Kind::kObject,
+       {{"reservationAffinityType", Kind::kString},
+        {"key", Kind::kString},
+        {"values", Kind::kStrings}}},
+  };
+  return shapes;
+}
+
+const std::vector<Shape>& JobVerbatim() {
+  static const std::vector<Shape> shapes = {
+      {"encryptionSpec", Kind::kObject, {{"kmsKeyName", Kind::kString}}},
+  };
+  return shapes;
+}
+
+// ---- Parsing: types and keys. Rules about values live in the Check* functions below. ----
+
+std::vector<EnvVar> ParseEnv(const json& obj, const std::string& path, Problems& p) {
+  std::vector<EnvVar> env;
+  const json* v = Get(obj, "env");
+  if (v == nullptr) return env;
+  std::string fp = Join(path, "env");
+  if (!v->is_array()) {
+    p.Add(fp, "must be a list of {name, value} objects, got " + TypeName(*v));
+    return env;
+  }
+  for (size_t i = 0; i < v->size(); ++i) {
+    const json& e = (*v)[i];
+    std::string ep = At(fp, i);
+    EnvVar var;
+    if (!e.is_object()) {
+      p.Add(ep, "must be an object {name, value}, got " + TypeName(e));
+    } else {
+      CheckKeys(e, ep, kEnvFields, p);
+      ReadString(e, "name", ep, p, &var.name);
+      ReadString(e, "value", ep, p, &var.value);
+    }
+    env.push_back(std::move(var));  // placeholders keep indices aligned with the input
+  }
+  return env;
+}
+
+ContainerSpec ParseContainer(const json& v, const std::string& path, Problems& p) {
+  ContainerSpec c;
+  if (!v.is_object()) {
+    p.Add(path, "must be an object {imageUri, command, args, env}, got " + TypeName(v));
+    return c;
+  }
+  CheckKeys(v, path, kContainerFields, p,
+            {{"executorImageUri", "it belongs in pythonPackageSpec"},
+             {"packageUris", "it belongs in pythonPackageSpec"},
+             {"pythonModule", "it belongs in pythonPackageSpec"}});
+  ReadString(v, "imageUri", path, p, &c.image_uri);
+  ReadStringList(v, "command", path, p, &c.command);
+  ReadStringList(v, "args", path, p, &c.args);
+  c.env = ParseEnv(v, path, p);
+  return c;
+}
+
+PythonPackageSpec ParsePython(const json& v, const std::string& path, Problems& p) {
+  PythonPackageSpec py;
+  if (!v.is_object()) {
+    p.Add(path, "must be an object {executorImageUri, packageUris, pythonModule, args, env}, got " +
+                    TypeName(v));
+    return py;
+  }
+  CheckKeys(
+      v, path, kPythonFields, p,
+      {{"imageUri", "a pythonPackageSpec names its image as 'executorImageUri'"},
+       {"command", "a pythonPackageSpec runs 'pythonModule'; use containerSpec for a command"}});
+  ReadString(v, "executorImageUri", path, p, &py.executor_image_uri);
+  ReadStringList(v, "packageUris", path, p, &py.package_uris);
+  ReadString(v, "pythonModule", path, p, &py.python_module);
+  ReadStringList(v, "args", path, p, &py.args);
+  py.env = ParseEnv(v, path, p);
+  return py;
+}
+
+MachineSpec ParseMachine(const json& v, const std::string& path, Problems& p) {
+  MachineSpec m;
+  if (!v.is_object()) {
+    p.Add(path,
+          "must be an object {machineType, acceleratorType, acceleratorCount}, got " + TypeName(v));
+    return m;
+  }
+  CheckKeys(v, path, kMachineFields, p);
+  ReadString(v, "machineType", path, p, &m.machine_type);
+  ReadString(v, "acceleratorType", path, p, &m.accelerator_type);
+  if (m.accelerator_type == "ACCELERATOR_TYPE_UNSPECIFIED") m.accelerator_type.clear();
+  if (const json* c = Get(v, "acceleratorCount")) {
+    if (auto n = ReadInteger(*c, Join(path, "acceleratorCount"), kInt32Min, kInt32Max, p)) {
+      m.accelerator_count = static_cast<int32_t>(*n);
+    }
+  }
+  ReadVerbatim(v, path, MachineVerbatim(), p, &m.extra);
+  return m;
+}
+
+WorkerPoolSpec ParsePool(const json& v, const std::string& path, Problems& p) {
+  WorkerPoolSpec pool;
+  if (v.is_null() || (v.is_object() && v.empty())) {
+    pool.empty = true;
+    return pool;
+  }
+  if (!v.is_object()) {
+    p.Add(path, "must be an object ({} for an unused pool), got " + TypeName(v));
+    return pool;
+  }
+  CheckKeys(v, path, kPoolFields, p,
+            {{"imageUri", "it belongs in containerSpec"},
+             {"command", "it belongs in containerSpec"},
+             {"args", "it belongs in containerSpec or pythonPackageSpec"},
+             {"env", "it belongs in containerSpec or pythonPackageSpec"},
+             {"executorImageUri", "it belongs in pythonPackageSpec"},
+             {"packageUris", "it belongs in pythonPackageSpec"},
+             {"pythonModule", "it belongs in pythonPackageSpec"},
+             {"machineType", "it belongs in machineSpec"},
+             {"acceleratorType", "it belongs in machineSpec"},
+             {"acceleratorCount", "it belongs in machineSpec"}});
+  if (const json* m = Get(v, "machineSpec")) {
+    pool.machine_spec = ParseMachine(*m, Join(path, "machineSpec"), p);
+  }
+  if (const json* r = Get(v, "replicaCount")) {
+    if (auto n = ReadInteger(*r, Join(path, "replicaCount"), std::numeric_limits<int64_t>::min(),
+                             std::numeric_limits<int64_t>::max(), p)) {
+      pool.replica_count = *n;
+    }
+  }
+  if (const json* c = Get(v, "containerSpec")) {
+    pool.container_spec = ParseContainer(*c, Join(path, "containerSpec"), p);
+  }
+  if (const json* py = Get(v, "pythonPackageSpec")) {
+    pool.python_package_spec = ParsePython(*py, Join(path, "pythonPackageSpec"), p);
+  }
+  ReadVerbatim(v, path, PoolVerbatim(), p, &pool.extra);
+  return pool;
+}
+
+Scheduling ParseScheduling(const json& v, const std::string& path, Problems& p) {
+  Scheduling s;
+  if (!v.is_object()) {
+    p.Add(path, "must be an object {timeout, strategy, ...}, got " + TypeName(v));
+    return s;
+  }
+  CheckKeys(v, path, kSchedulingFields, p);
+  if (auto t = ReadDuration(v, "timeout", path, p)) s.timeout_seconds = *t;
+  ReadBool(v, "restartJobOnWorkerRestart", path, p, &s.restart_job_on_worker_restart);
+  ReadString(v, "strategy", path, p, &s.strategy);
+  if (s.strategy == "STRATEGY_UNSPECIFIED") s.strategy.clear();
+  ReadBool(v, "disableRetries", path, p, &s.disable_retries);
+  s.max_wait_seconds = ReadDuration(v, "maxWaitDuration", path, p);
+  return s;
+}
+
+// ---- Checks on the model (shared by parsing and Validate). ----
+
+bool IsEnvName(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+void CheckEnv(const std::vector<EnvVar>& env, const std::string& path, Problems& p) {
+  std::string fp = Join(path, "env");
+  if (env.size() > kMaxEnv) {
+    p.AddUnlessCovered(fp, "at most " + std::to_string(kMaxEnv) + " variables are allowed, got " +
+                               std::to_string(env.size()));
+  }
+  for (size_t i = 0; i < env.size(); ++i) {
+    std::string np = Join(At(fp, i), "name");
+    const std::string& name = env[i].name;
+    if (name.empty()) {
+      p.AddUnlessCovered(np, "required; give the variable's name");
+    } else if (!IsEnvName(name)) {
+      p.AddUnlessCovered(np, "'" + name +
+                                 "' is not a valid variable name; use letters, digits and '_', "
+                                 "not starting with a digit");
+    } else {
+      for (size_t k = 0; k < i; ++k) {
+        if (env[k].name == name) {
+          p.AddUnlessCovered(
+              np, "'" + name + "' is already set by " + At(fp, k) + "; give each variable once");
+          break;
+        }
+      }
+    }
+  }
+}
+
+void CheckMachine(const MachineSpec& m, const std::string& path, Problems& p) {
+  if (m.machine_type.empty()) {
+    p.AddUnlessCovered(Join(path, "machineType"),
+                       "required; give a machine type such as 'n1-standard-8'");
+  }
+  std::string type_path = Join(path, "acceleratorType");
+  std::string count_path = Join(path, "acceleratorCount");
+  bool type_ok = !m.accelerator_type.empty() && Contains(kAcceleratorTypes, m.accelerator_type);
+  if (!m.accelerator_type.empty() && !type_ok) {
+    p.AddUnlessCovered(type_path, "'" + m.accelerator_type +
+                                      "' is not an accelerator type; use one of " +
+                                      JoinNames(kAcceleratorTypes));
+  }
+  if (m.accelerator_count < 0) {
+    p.AddUnlessCovered(count_path,
+                       "must be at least 0, got " + std::to_string(m.accelerator_count));
+  } else if (!m.accelerator_type.empty() && m.accelerator_count == 0) {
+    p.AddUnlessCovered(count_path, "must be at least 1 when acceleratorType is set");
+  } else if (m.accelerator_type.empty() && m.accelerator_count > 0) {
+    p.AddUnlessCovered(type_path, "required when acceleratorCount is set; use one of " +
+                                      JoinNames(kAcceleratorTypes));
+  }
+  if (m.extra.is_object() && m.extra.contains("gpuPartitionSize") && m.accelerator_count != 1) {
+    p.AddUnlessCovered(Join(path, "gpuPartitionSize"),
+                       "requires acceleratorCount 1, got " + std::to_string(m.accelerator_count));
+  }
+}
+
+void CheckPool(const WorkerPoolSpec& pool, const std::string& path, bool primary, Problems& p) {
+  if (pool.empty) {
+    if (primary) {
+      p.AddUnlessCovered(path,
+                         "the primary pool cannot be empty; give its machineSpec and a "
+                         "containerSpec or pythonPackageSpec");
+    }
+    return;
+  }
+  std::string replicas = Join(path, "replicaCount");
+  if (primary && pool.replica_count != 1) {
+    p.AddUnlessCovered(replicas,
+                       "the primary pool runs exactly one replica; put more replicas in " +
+                           At(path.substr(0, path.rfind('[')), 1));
+  } else if (pool.replica_count < 0) {
+    p.AddUnlessCovered(replicas, "must be at least 0, got " + std::to_string(pool.replica_count));
+  }
+  CheckMachine(pool.machine_spec, Join(path, "machineSpec"), p);
+
+  std::string cpath = Join(path, "containerSpec");
+  std::string ppath = Join(path, "pythonPackageSpec");
+  bool has_c = pool.container_spec.has_value();
+  bool has_p = pool.python_package_spec.has_value();
+  if (has_c == has_p && !p.Covered(cpath) && !p.Covered(ppath)) {
+    p.Add(path, std::string(has_c ? "both containerSpec and pythonPackageSpec are given"
+                                  : "no task is given") +
+                    "; set exactly one of containerSpec or pythonPackageSpec");
+  }
+  if (has_c) {
+    const ContainerSpec& c = *pool.container_spec;
+    if (c.image_uri.empty()) {
+      p.AddUnlessCovered(Join(cpath, "imageUri"), "required; give the container image to run");
+    }
+    CheckEnv(c.env, cpath, p);
+  }
+  if (has_p) {
+    const PythonPackageSpec& py = *pool.python_package_spec;
+    if (py.executor_image_uri.empty()) {
+      p.AddUnlessCovered(Join(ppath, "executorImageUri"),
+                         "required; give the prebuilt training image that runs the package");
+    }
+    std::string uris = Join(ppath, "packageUris");
+    if (py.package_uris.empty()) {
+      p.AddUnlessCovered(uris, "required; give at least one gs:// URI of a Python source package");
+    } else if (py.package_uris.size() > kMaxPackageUris) {
+      p.AddUnlessCovered(uris, "at most " + std::to_string(kMaxPackageUris) +
+                                   " URIs are allowed, got " +
+                                   std::to_string(py.package_uris.size()));
+    }
+    for (size_t i = 0; i < py.package_uris.size(); ++i) {
+      if (py.package_uris[i].rfind("gs://", 0) != 0) {
+        p.AddUnlessCovered(At(uris, i), "'" + py.package_uris[i] +
+                                            "' is not a gs:// URI; give the package as "
+                                            "gs://BUCKET/path/package.tar.gz");
+      }
+    }
+    if (py.python_module.empty()) {
+      p.AddUnlessCovered(Join(ppath, "pythonModule"),
+                         "required; give the module to run, such as 'trainer.task'");
+    }
+    CheckEnv(py.env, ppath, p);
+  }
+  if (pool.extra.is_object() && pool.extra.contains("nfsMounts") &&
+      pool.extra["nfsMounts"].is_array()) {
+    const json& mounts = pool.extra["nfsMounts"];
+    for (size_t i = 0; i < mounts.size(); ++i) {
+      const json& m = mounts[i];
+      if (m.is_object() && m.contains("path") && m["path"].is_string() &&
+          m["path"].get<std::string>().rfind('/', 0) != 0) {
+        p.AddUnlessCovered(Join(At(Join(path, "nfsMounts"), i), "path"),
+                           "must start with '/', got '" + m["path"].get<std::string>() + "'");
+      }
+    }
+  }
+}
+
+void CheckSpec(const CustomJobSpec& spec, const std::string& path, Problems& p) {
+  std::string pools = Join(path, "workerPoolSpecs");
+  if (spec.worker_pool_specs.empty()) {
+    p.AddUnlessCovered(pools,
+                       "required; give at least the primary pool, workerPoolSpecs[0], with its "
+                       "machineSpec and a containerSpec or pythonPackageSpec");
+  } else if (spec.worker_pool_specs.size() > kMaxPools) {
+    p.AddUnlessCovered(pools,
+                       "at most 4 pools are allowed (primary, workers, servers, "
+                       "evaluators), got " +
+                           std::to_string(spec.worker_pool_specs.size()));
+  }
+  for (size_t i = 0; i < spec.worker_pool_specs.size(); ++i) {
+    CheckPool(spec.worker_pool_specs[i], At(pools, i), i == 0, p);
+  }
+  std::string sched = Join(path, "scheduling");
+  if (spec.scheduling.timeout_seconds <= 0) {
+    p.AddUnlessCovered(Join(sched, "timeout"),
+                       "must be positive, got " + FormatSeconds(spec.scheduling.timeout_seconds));
+  }
+  if (spec.scheduling.max_wait_seconds && *spec.scheduling.max_wait_seconds < 0) {
+    p.AddUnlessCovered(Join(sched, "maxWaitDuration"), "must not be negative");
+  }
+  const std::string& strategy = spec.scheduling.strategy;
+  if (!strategy.empty() && !Contains(kStrategies, strategy)) {
+    p.AddUnlessCovered(
+        Join(sched, "strategy"),
+        "'" + strategy + "' is not a scheduling strategy; use one of " + JoinNames(kStrategies));
+  }
+}
+
+void CheckDisplayName(const std::string& name, Problems& p) {
+  if (name.empty()) {
+    p.AddUnlessCovered("displayName", "required; name the job in at most 128 characters");
+  } else if (size_t n = Utf8Length(name); n > kMaxDisplayName) {
+    p.AddUnlessCovered("displayName",
+                       "is " + std::to_string(n) + " characters long; at most 128 are allowed");
+  }
+}
+
+// Lowercase letters, digits, '_' and '-'; bytes of non-ASCII characters pass (Vertex allows
+// international characters).
+bool IsLabelChar(unsigned char c) {
+  return c >= 0x80 || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+}
+
+void CheckLabels(const std::map<std::string, std::string>& labels, Problems& p) {
+  for (const auto& [key, value] : labels) {
+    std::string path = "labels." + key;
+    if (key.empty()) {
+      p.AddUnlessCovered(path, "label keys cannot be empty");
+      continue;
+    }
+    unsigned char first = static_cast<unsigned char>(key[0]);
+    if (!(first >= 0x80 || (first >= 'a' && first <= 'z')) ||
+        !std::all_of(key.begin(), key.end(), [](char c) { return IsLabelChar(c); })) {
+      p.AddUnlessCovered(path,
+                         "label keys must start with a lowercase letter and use only lowercase "
+                         "letters, digits, '_' and '-'");
+    } else if (Utf8Length(key) > kMaxLabelLength) {
+      p.AddUnlessCovered(path, "the key is " + std::to_string(Utf8Length(key)) +
+                                   " characters long; at most 64 are allowed");
+    }
+    if (!std::all_of(value.begin(), value.end(), [](char c) { return IsLabelChar(c); })) {
+      p.AddUnlessCovered(
+          path, "value '" + value + "' may use only lowercase letters, digits, '_' and '-'");
+    } else if (Utf8Length(value) > kMaxLabelLength) {
+      p.AddUnlessCovered(path, "the value is " + std::to_string(Utf8Length(value)) +
+                                   " characters long; at most 64 are allowed");
+    }
+  }
+}
+
+// ---- Top level. ----
+
+// `also_known`: top-level keys that the caller reads itself (a bare spec's displayName).
+CustomJobSpec ParseSpec(const json& v, const std::string& path, Problems& p,
+                        const Names& also_known = {}) {
+  CustomJobSpec spec;
+  if (!v.is_object()) {
+    p.Add(path, "must be an object {workerPoolSpecs: [...], ...}, got " + TypeName(v));
+    return spec;
+  }
+  Names known = kSpecFields;
+  known.insert(known.end(), also_known.begin(), also_known.end());
+  CheckKeys(v, path, known, p,
+            {{"displayName",
+              "it is a CustomJob field; give the whole CustomJob with this spec "
+              "under 'jobSpec'"},
+             {"labels",
+              "it is a CustomJob field; give the whole CustomJob with this spec under "
+              "'jobSpec'"},
+             {"encryptionSpec",
+              "it is a CustomJob field; give the whole CustomJob with this "
+              "spec under 'jobSpec'"},
+             {"machineSpec", "it belongs in a workerPoolSpecs entry"},
+             {"containerSpec", "it belongs in a workerPoolSpecs entry"},
+             {"pythonPackageSpec", "it belongs in a workerPoolSpecs entry"},
+             {"replicaCount", "it belongs in a workerPoolSpecs entry"},
+             {"timeout", "it belongs in scheduling"}});
+  std::string pools = Join(path, "workerPoolSpecs");
+  if (const json* w = Get(v, "workerPoolSpecs")) {
+    if (!w->is_array()) {
+      p.Add(pools, "must be a list of worker pools, got " + TypeName(*w));
+    } else {
+      for (size_t i = 0; i < w->size(); ++i) {
+        spec.worker_pool_specs.push_back(ParsePool((*w)[i], At(pools, i), p));
+      }
+      // Empty pools only hold later positions open; trailing ones hold nothing (as the SDK does).
+      while (spec.worker_pool_specs.size() > 1 && spec.worker_pool_specs.back().empty) {
+        spec.worker_pool_specs.pop_back();
+      }
+    }
+  }
+  if (const json* s = Get(v, "scheduling")) {
+    spec.scheduling = ParseScheduling(*s, Join(path, "scheduling"), p);
+  }
+  if (const json* b = Get(v, "baseOutputDirectory")) {
+    std::string bp = Join(path, "baseOutputDirectory");
+    if (!b->is_object()) {
+      p.Add(bp, "must be an object {outputUriPrefix: \"gs://BUCKET/dir\"}, got " + TypeName(*b));
+    } else {
+      CheckKeys(*b, bp, {"outputUriPrefix"}, p);
+      if (!ReadString(*b, "outputUriPrefix", bp, p, &spec.base_output_directory) ||
+          spec.base_output_directory.empty()) {
+        p.AddUnlessCovered(Join(bp, "outputUriPrefix"),
+                           "required; give the output directory, such as gs://BUCKET/dir");
+      }
+    }
+  }
+  ReadVerbatim(v, path, SpecVerbatim(), p, &spec.passthrough);
+  CheckSpec(spec, path, p);
+  return spec;
+}
+
+void ParseLabels(const json& obj, Problems& p, std::map<std::string, std::string>* labels) {
+  const json* v = Get(obj, "labels");
+  if (v == nullptr) return;
+  if (!v->is_object()) {
+    p.Add("labels", "must be an object of key: value strings, got " + TypeName(*v));
+    return;
+  }
+  for (const auto& [key, value] : v->items()) {
+    if (!value.is_string()) {
+      p.Add("labels." + key, "must be a string, got " + TypeName(value) + QuoteHint(value));
+    } else {
+      (*labels)[key] = value.get<std::string>();
+    }
+  }
+}
+
+// A bare CustomJobSpec has no jobSpec but has a CustomJobSpec field at the top.
+bool IsBareSpec(const json& j) {
+  if (j.contains("jobSpec")) return false;
+  for (const auto& [key, value] : j.items()) {
+    if (Contains(kSpecFields, key) || Contains(kSpecFields, SnakeToCamel(key))) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<CustomJob> ParseCustomJob(const json& j) {
+  if (!j.is_object()) {
+    return InvalidArgument(
+        "(top level): must be an object: a CustomJob {displayName, jobSpec: {workerPoolSpecs: "
+        "[...]}} or a bare CustomJobSpec {workerPoolSpecs: [...]}, got " +
+        TypeName(j));
+  }
+  Problems p;
+  CustomJob job;
+  if (IsBareSpec(j)) {
+    // gcloud's --config form. displayName and labels may ride along at the top.
+    bool named = ReadString(j, "displayName", "", p, &job.display_name);
+    ParseLabels(j, p, &job.labels);
+    job.job_spec = ParseSpec(j, "", p, {"displayName", "labels"});
+    if (named) CheckDisplayName(job.display_name, p);
+    CheckLabels(job.labels, p);
+  } else {
+    Misplaced misplaced;
+    for (auto f : kSpecFields) misplaced.emplace_back(f, "it belongs in jobSpec");
+    CheckKeys(j, "", kJobFields, p, misplaced, kJobOutputOnly);
+    ReadString(j, "displayName", "", p, &job.display_name);
+    ParseLabels(j, p, &job.labels);
+    if (const json* spec = Get(j, "jobSpec")) {
+      job.job_spec = ParseSpec(*spec, "jobSpec", p);
+    } else {
+      p.AddUnlessCovered("jobSpec",
+                         "required; give a CustomJob {displayName, jobSpec: {workerPoolSpecs: "
+                         "[...]}} or a bare CustomJobSpec {workerPoolSpecs: [...]}");
+    }
+    ReadVerbatim(j, "", JobVerbatim(), p, &job.passthrough);
+    CheckDisplayName(job.display_name, p);
+    CheckLabels(job.labels, p);
+  }
+  if (!p.empty()) return p.ToStatus();
+  return job;
+}
+
+Result<CustomJobSpec> ParseCustomJobSpec(const json& j, const std::string& path) {
+  Problems p;
+  CustomJobSpec spec = ParseSpec(j, path, p);
+  if (!p.empty()) return p.ToStatus();
+  return spec;
+}
+
+Status Validate(const CustomJob& job) {
+  Problems p;
+  CheckDisplayName(job.display_name, p);
+  CheckLabels(job.labels, p);
+  CheckSpec(job.job_spec, "jobSpec", p);
+  return p.empty() ? OkStatus() : p.ToStatus();
+}
+
+namespace {
+
+json EnvToJson(const std::vector<EnvVar>& env) {
+  json out = json::array();
+  for (const auto& e : env) out.push_back({{"name", e.name}, {"value", e.value}});
+  return out;
+}
+
+json PoolToJson(const WorkerPoolSpec& pool) {
+  if (pool.empty) return json::object();
+  json out = pool.extra.is_object() ? pool.extra : json::object();
+  const MachineSpec& m = pool.machine_spec;
+  json machine = m.extra.is_object() ? m.extra : json::object();
+  if (!m.machine_type.empty()) machine["machineType"] = m.machine_type;
+  if (!m.accelerator_type.empty()) machine["acceleratorType"] = m.accelerator_type;
+  if (!m.accelerator_type.empty() || m.accelerator_count != 0) {
+    machine["acceleratorCount"] = m.accelerator_count;
+  }
+  out["machineSpec"] = machine;
+  out["replicaCount"] = std::to_string(pool.replica_count);
+  if (pool.container_spec) {
+    const ContainerSpec& c = *pool.container_spec;
+    json cj = json::object();
+    if (!c.image_uri.empty()) cj["imageUri"] = c.image_uri;
+    if (!c.command.empty()) cj["command"] = c.command;
+    if (!c.args.empty()) cj["args"] = c.args;
+    if (!c.env.empty()) cj["env"] = EnvToJson(c.env);
+    out["containerSpec"] = cj;
+  }
+  if (pool.python_package_spec) {
+    const PythonPackageSpec& py = *pool.python_package_spec;
+    json pj = json::object();
+    if (!py.executor_image_uri.empty()) pj["executorImageUri"] = py.executor_image_uri;
+    if (!py.package_uris.empty()) pj["packageUris"] = py.package_uris;
+    if (!py.python_module.empty()) pj["pythonModule"] = py.python_module;
+    if (!py.args.empty()) pj["args"] = py.args;
+    if (!py.env.empty()) pj["env"] = EnvToJson(py.env);
+    out["pythonPackageSpec"] = pj;
+  }
+  return out;
+}
+
+}  // namespace
+
+json ToJson(const CustomJobSpec& spec) {
+  json out = spec.passthrough.is_object() ? spec.passthrough : json::object();
+  json pools = json::array();
+  for (const auto& pool : spec.worker_pool_specs) pools.push_back(PoolToJson(pool));
+  out["workerPoolSpecs"] = pools;
+  const Scheduling& s = spec.scheduling;
+  json sched = {{"timeout", FormatSeconds(s.timeout_seconds)}};
+  if (s.restart_job_on_worker_restart) sched["restartJobOnWorkerRestart"] = true;
+  if (!s.strategy.empty()) sched["strategy"] = s.strategy;
+  if (s.disable_retries) sched["disableRetries"] = true;
+  if (s.max_wait_seconds) sched["maxWaitDuration"] = FormatSeconds(*s.max_wait_seconds);
+  out["scheduling"] = sched;
+  if (!spec.base_output_directory.empty()) {
+    out["baseOutputDirectory"] = {{"outputUriPrefix", spec.base_output_directory}};
+  }
+  return out;
+}
+
+json ToJson(const CustomJob& job) {
+  json out = job.passthrough.is_object() ? job.passthrough : json::object();
+  out["displayName"] = job.display_name;
+  if (!job.labels.empty()) out["labels"] = job.labels;
+  out["jobSpec"] = ToJson(job.job_spec);
+  return out;
+}
+
+std::vector<std::string> UnhonouredFields(const CustomJob& job) {
+  std::vector<std::string> out;
+  if (job.passthrough.is_object() && job.passthrough.contains("encryptionSpec")) {
+    out.push_back("encryptionSpec");
+  }
+  const CustomJobSpec& spec = job.job_spec;
+  const json& pt = spec.passthrough.is_object() ? spec.passthrough : json::object();
+  for (auto f : kUnhonouredSpecFields) {
+    std::string key(f);
+    if (pt.contains(key)) out.push_back("jobSpec." + key);
+  }
+  for (const char* flag : {"enableWebAccess", "enableDashboardAccess"}) {
+    if (pt.contains(flag) && pt[flag] == true) out.push_back(std::string("jobSpec.") + flag);
+  }
+  for (size_t i = 0; i < spec.worker_pool_specs.size(); ++i) {
+    const WorkerPoolSpec& pool = spec.worker_pool_specs[i];
+    if (pool.empty) continue;
+    std::string path = At("jobSpec.workerPoolSpecs", i);
+    const json& mx = pool.machine_spec.extra;
+    for (const char* f : {"reservationAffinity", "tpuTopology"}) {
+      if (mx.is_object() && mx.contains(f)) out.push_back(path + ".machineSpec." + f);
+    }
+    for (const char* f : {"lustreMounts", "diskSpec"}) {
+      if (pool.extra.is_object() && pool.extra.contains(f)) out.push_back(path + "." + f);
+    }
+  }
+  if (spec.scheduling.strategy == "SPOT" || spec.scheduling.strategy == "FLEX_START") {
+    out.push_back("jobSpec.scheduling.strategy");
+  }
+  return out;
+}
+
+}  // namespace stoker::spec

@@ -1,0 +1,378 @@
+#include "store/store.h"
+
+#include <sqlite3.h>
+
+#include "common/files.h"
+#include "common/time.h"
+
+namespace stoker::store {
+namespace {
+
+using spec::JobState;
+
+// A prepared statement that finalizes itself.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) : db_(db) {
+    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+  }
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  bool prepared() const { return rc_ == SQLITE_OK; }
+  void Bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  void Bind(int i, const std::string& v) {
+    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
+  void BindNull(int i) { sqlite3_bind_null(stmt_, i); }
+  // SQLITE_ROW, SQLITE_DONE or an error code.
+  int Step() { return sqlite3_step(stmt_); }
+  int64_t Int(int col) { return sqlite3_column_int64(stmt_, col); }
+  std::string Text(int col) {
+    const unsigned char* p = sqlite3_column_text(stmt_, col);
+    return p ? std::string(reinterpret_cast<const char*>(p)) : std::string();
+  }
+  bool IsNull(int col) { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  sqlite3* db() const { return db_; }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_;
+};
+
+Status SqliteError(sqlite3* db, const std::string& what) {
+  int rc = sqlite3_errcode(db);
+  std::string msg = what + ": " + sqlite3_errmsg(db);
+  if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
+    return Unavailable(msg + " (the database is locked by another process; retry)");
+  }
+  if (rc == SQLITE_FULL) return ResourceExhausted(msg + " (free space in the data dir)");
+  if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) {
+    return FailedPrecondition(msg + " (the store is damaged; see docs/recovery.md)");
+  }
+  return Internal(msg);
+}
+
+constexpr char kJobColumns[] =
+    "id, project, location, display_name, state, spec, create_time, start_time, end_time, "
+    "update_time, error_code, error_message, attempt, allocation, cancel_requested, wait_reason";
+
+JobRecord ReadJob(Stmt& s) {
+  JobRecord r;
+  r.id = s.Int(0);
+  r.project = s.Text(1);
+  r.location = s.Text(2);
+  r.display_name = s.Text(3);
+  r.state = static_cast<JobState>(s.Int(4));
+  r.spec = nlohmann::json::parse(s.Text(5), nullptr, /*allow_exceptions=*/false);
+  r.create_time_us = s.Int(6);
+  r.start_time_us = s.Int(7);
+  r.end_time_us = s.Int(8);
+  r.update_time_us = s.Int(9);
+  r.error_code = static_cast<int>(s.Int(10));
+  r.error_message = s.Text(11);
+  r.attempt = static_cast<int>(s.Int(12));
+  if (!s.IsNull(13)) r.allocation = nlohmann::json::parse(s.Text(13), nullptr, false);
+  r.cancel_requested = s.Int(14) != 0;
+  r.wait_reason = s.Text(15);
+  return r;
+}
+
+constexpr char kSchema[] = R"sql(
+CREATE TABLE IF NOT EXISTS jobs(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  project TEXT NOT NULL,
+  location TEXT NOT NULL,
+  display_name TEXT NOT NULL,
+  state INTEGER NOT NULL,
+  spec TEXT NOT NULL,
+  create_time INTEGER NOT NULL,
+  start_time INTEGER NOT NULL DEFAULT 0,
+  end_time INTEGER NOT NULL DEFAULT 0,
+  update_time INTEGER NOT NULL,
+  error_code INTEGER NOT NULL DEFAULT 0,
+  error_message TEXT NOT NULL DEFAULT '',
+  attempt INTEGER NOT NULL DEFAULT 0,
+  allocation TEXT,
+  cancel_requested INTEGER NOT NULL DEFAULT 0,
+  wait_reason TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state);
+CREATE TABLE IF NOT EXISTS events(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  job_id INTEGER NOT NULL,
+  time INTEGER NOT NULL,
+  from_state INTEGER NOT NULL,
+  to_state INTEGER NOT NULL,
+  reason TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_by_job ON events(job_id);
+PRAGMA user_version = 1;
+)sql";
+
+// RAII transaction: rolls back unless committed.
+class Txn {
+ public:
+  explicit Txn(sqlite3* db) : db_(db) {
+    ok_ = sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
+  }
+  ~Txn() {
+    if (ok_ && !done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  bool begun() const { return ok_; }
+  Status Commit() {
+    done_ = true;
+    if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
+      Status s = SqliteError(db_, "commit");
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      return s;
+    }
+    return OkStatus();
+  }
+
+ private:
+  sqlite3* db_;
+  bool ok_ = false;
+  bool done_ = false;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> Store::Open(const std::filesystem::path& data_dir) {
+  STOKER_RETURN_IF_ERROR(MakeDirs(data_dir));
+  std::filesystem::path path = data_dir / "stoker.db";
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK) {
+    Status s = SqliteError(db, "cannot open " + path.string());
+    sqlite3_close(db);
+    return s;
+  }
+  sqlite3_busy_timeout(db, 5000);
+  std::unique_ptr<Store> store(new Store(db));
+  // Integrity first: refuse to run on a damaged store rather than make it worse.
+  {
+    Stmt check(db, "PRAGMA quick_check");
+    if (!check.prepared() || check.Step() != SQLITE_ROW || check.Text(0) != "ok") {
+      std::string detail = check.prepared() ? check.Text(0) : sqlite3_errmsg(db);
+      return FailedPrecondition(
+          path.string() + " is damaged (" + detail +
+          "); stop stokerd, keep a copy of the file, and recover it as docs/recovery.md says "
+          "(sqlite3 stoker.db '.recover' | sqlite3 recovered.db)");
+    }
+  }
+  STOKER_RETURN_IF_ERROR(store->Exec("PRAGMA journal_mode=WAL"));
+  STOKER_RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=FULL"));
+  STOKER_RETURN_IF_ERROR(store->Exec("PRAGMA foreign_keys=ON"));
+  STOKER_RETURN_IF_ERROR(store->Exec(kSchema));
+  return store;
+}
+
+Store::Store(sqlite3* db) : db_(db) {}
+Store::~Store() { sqlite3_close(db_); }
+
+Status Store::Exec(const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : "unknown error";
+    sqlite3_free(err);
+    return SqliteError(db_, std::string("store: ") + msg);
+  }
+  return OkStatus();
+}
+
+Status Store::InsertEvent(int64_t id, JobState from, JobState to, const std::string& reason,
+                          int64_t time_us) {
+  Stmt s(db_, "INSERT INTO events(job_id, time, from_state, to_state, reason) VALUES(?,?,?,?,?)");
+  s.Bind(1, id);
+  s.Bind(2, time_us);
+  s.Bind(3, static_cast<int64_t>(from));
+  s.Bind(4, static_cast<int64_t>(to));
+  s.Bind(5, reason);
+  if (s.Step() != SQLITE_DONE) return SqliteError(db_, "insert event");
+  return OkStatus();
+}
+
+Result<JobRecord> Store::CreateJob(const NewJob& job) {
+  std::lock_guard lock(mu_);
+  int64_t now = NowMicros();
+  Txn txn(db_);
+  if (!txn.begun()) return SqliteError(db_, "begin");
+  Stmt s(db_,
+         "INSERT INTO jobs(project, location, display_name, state, spec, create_time, "
+         "update_time) VALUES(?,?,?,?,?,?,?)");
+  s.Bind(1, job.project);
+  s.Bind(2, job.location);
+  s.Bind(3, job.display_name);
+  s.Bind(4, static_cast<int64_t>(JobState::kQueued));
+  s.Bind(5, job.spec.dump());
+  s.Bind(6, now);
+  s.Bind(7, now);
+  if (s.Step() != SQLITE_DONE) return SqliteError(db_, "insert job");
+  int64_t id = sqlite3_last_insert_rowid(db_);
+  STOKER_RETURN_IF_ERROR(InsertEvent(id, JobState::kUnspecified, JobState::kQueued, "submitted", now));
+  for (const std::string& w : job.warnings) {
+    STOKER_RETURN_IF_ERROR(InsertEvent(id, JobState::kQueued, JobState::kQueued, w, now));
+  }
+  STOKER_RETURN_IF_ERROR(txn.Commit());
+  JobRecord r;
+  r.id = id;
+  r.project = job.project;
+  r.location = job.location;
+  r.display_name = job.display_name;
+  r.state = JobState::kQueued;
+  r.spec = job.spec;
+  r.create_time_us = now;
+  r.update_time_us = now;
+  return r;
+}
+
+Result<JobRecord> Store::GetJob(int64_t id) {
+  std::lock_guard lock(mu_);
+  std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?";
+  Stmt s(db_, sql.c_str());
+  s.Bind(1, id);
+  int rc = s.Step();
+  if (rc == SQLITE_ROW) return ReadJob(s);
+  if (rc == SQLITE_DONE) return NotFound("job " + std::to_string(id) + " does not exist");
+  return SqliteError(db_, "get job");
+}
+
+Result<std::vector<JobRecord>> Store::ListJobs(const ListOptions& options) {
+  std::lock_guard lock(mu_);
+  std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id > ?";
+  if (options.state) sql += " AND state = ?";
+  sql += " ORDER BY id LIMIT ?";
+  Stmt s(db_, sql.c_str());
+  int i = 1;
+  s.Bind(i++, options.after_id);
+  if (options.state) s.Bind(i++, static_cast<int64_t>(*options.state));
+  s.Bind(i++, static_cast<int64_t>(options.limit));
+  std::vector<JobRecord> out;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) out.push_back(ReadJob(s));
+  if (rc != SQLITE_DONE) return SqliteError(db_, "list jobs");
+  return out;
+}
+
+Result<std::vector<JobRecord>> Store::ActiveJobs() {
+  std::lock_guard lock(mu_);
+  std::string sql = std::string("SELECT ") + kJobColumns +
+                    " FROM jobs WHERE state NOT IN (4, 5, 7) ORDER BY id";
+  Stmt s(db_, sql.c_str());
+  std::vector<JobRecord> out;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) out.push_back(ReadJob(s));
+  if (rc != SQLITE_DONE) return SqliteError(db_, "list active jobs");
+  return out;
+}
+
+Status Store::RequestCancel(int64_t id) {
+  std::lock_guard lock(mu_);
+  Txn txn(db_);
+  if (!txn.begun()) return SqliteError(db_, "begin");
+  Stmt get(db_, "SELECT state, cancel_requested FROM jobs WHERE id = ?");
+  get.Bind(1, id);
+  int rc = get.Step();
+  if (rc == SQLITE_DONE) return NotFound("job " + std::to_string(id) + " does not exist");
+  if (rc != SQLITE_ROW) return SqliteError(db_, "get job");
+  auto state = static_cast<JobState>(get.Int(0));
+  if (spec::IsTerminal(state)) {
+    return FailedPrecondition("job " + std::to_string(id) + " already ended in " +
+                              std::string(spec::JobStateName(state)) + "; nothing to cancel");
+  }
+  if (get.Int(1) != 0) return OkStatus();  // asked before: cancelling is idempotent
+  int64_t now = NowMicros();
+  Stmt s(db_, "UPDATE jobs SET cancel_requested = 1, update_time = ? WHERE id = ?");
+  s.Bind(1, now);
+  s.Bind(2, id);
+  if (s.Step() != SQLITE_DONE) return SqliteError(db_, "request cancel");
+  STOKER_RETURN_IF_ERROR(InsertEvent(id, state, state, "cancel requested", now));
+  return txn.Commit();
+}
+
+Status Store::Transition(int64_t id, JobState from, JobState to, const std::string& reason,
+                         const TransitionUpdate& update) {
+  std::lock_guard lock(mu_);
+  Txn txn(db_);
+  if (!txn.begun()) return SqliteError(db_, "begin");
+  int64_t now = NowMicros();
+  std::string sql = "UPDATE jobs SET state = ?, update_time = ?, wait_reason = ''";
+  if (update.start_time_us) sql += ", start_time = ?";
+  if (update.end_time_us) sql += ", end_time = ?";
+  if (update.error_code) sql += ", error_code = ?";
+  if (update.error_message) sql += ", error_message = ?";
+  if (update.allocation) sql += ", allocation = ?";
+  sql += " WHERE id = ? AND state = ?";
+  Stmt s(db_, sql.c_str());
+  int i = 1;
+  s.Bind(i++, static_cast<int64_t>(to));
+  s.Bind(i++, now);
+  if (update.start_time_us) s.Bind(i++, *update.start_time_us);
+  if (update.end_time_us) s.Bind(i++, *update.end_time_us);
+  if (update.error_code) s.Bind(i++, static_cast<int64_t>(*update.error_code));
+  if (update.error_message) s.Bind(i++, *update.error_message);
+  if (update.allocation) {
+    if (update.allocation->is_null()) {
+      s.BindNull(i++);
+    } else {
+      s.Bind(i++, update.allocation->dump());
+    }
+  }
+  s.Bind(i++, id);
+  s.Bind(i++, static_cast<int64_t>(from));
+  if (s.Step() != SQLITE_DONE) return SqliteError(db_, "transition");
+  if (sqlite3_changes(db_) != 1) {
+    return FailedPrecondition("job " + std::to_string(id) + " is not in " +
+                              std::string(spec::JobStateName(from)));
+  }
+  STOKER_RETURN_IF_ERROR(InsertEvent(id, from, to, reason, now));
+  return txn.Commit();
+}
+
+Status Store::AddEvent(int64_t id, const std::string& reason) {
+  std::lock_guard lock(mu_);
+  Stmt get(db_, "SELECT state FROM jobs WHERE id = ?");
+  get.Bind(1, id);
+  if (get.Step() != SQLITE_ROW) return NotFound("job " + std::to_string(id) + " does not exist");
+  auto state = static_cast<JobState>(get.Int(0));
+  return InsertEvent(id, state, state, reason, NowMicros());
+}
+
+Status Store::SetWaitReason(int64_t id, const std::string& reason) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_, "UPDATE jobs SET wait_reason = ? WHERE id = ? AND wait_reason != ?");
+  s.Bind(1, reason);
+  s.Bind(2, id);
+  s.Bind(3, reason);
+  if (s.Step() != SQLITE_DONE) return SqliteError(db_, "set wait reason");
+  return OkStatus();
+}
+
+Result<std::vector<Event>> Store::Events(int64_t id) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_,
+         "SELECT id, job_id, time, from_state, to_state, reason FROM events WHERE job_id = ? "
+         "ORDER BY id");
+  s.Bind(1, id);
+  std::vector<Event> out;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) {
+    Event e;
+    e.id = s.Int(0);
+    e.job_id = s.Int(1);
+    e.time_us = s.Int(2);
+    e.from = static_cast<JobState>(s.Int(3));
+    e.to = static_cast<JobState>(s.Int(4));
+    e.reason = s.Text(5);
+    out.push_back(std::move(e));
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db_, "list events");
+  return out;
+}
+
+}  // namespace stoker::store

@@ -1,0 +1,111 @@
+#include "store/store.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+
+namespace stoker::store {
+namespace {
+
+using spec::JobState;
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("stoker_store_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  NewJob Job(const std::string& name) {
+    return NewJob{"p", "l", name, nlohmann::json{{"displayName", name}}, {}};
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(StoreTest, CreatedJobIsQueuedWithAnEventAndSurvivesReopen) {
+  int64_t id;
+  {
+    auto store = Store::Open(dir_);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    auto job = (*store)->CreateJob(Job("a"));
+    ASSERT_TRUE(job.ok());
+    id = job->id;
+    EXPECT_EQ(job->state, JobState::kQueued);
+  }
+  auto store = Store::Open(dir_);
+  ASSERT_TRUE(store.ok());
+  auto job = (*store)->GetJob(id);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->display_name, "a");
+  EXPECT_EQ(job->spec["displayName"], "a");
+  auto events = (*store)->Events(id);
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 1u);
+  EXPECT_EQ((*events)[0].to, JobState::kQueued);
+}
+
+TEST_F(StoreTest, TransitionRequiresTheExpectedFromState) {
+  auto store = std::move(Store::Open(dir_)).value();
+  auto job = store->CreateJob(Job("a")).value();
+  ASSERT_TRUE(store->Transition(job.id, JobState::kQueued, JobState::kPending, "placed",
+                                {.allocation = nlohmann::json{{"cpus", 2}}})
+                  .ok());
+  Status lost = store->Transition(job.id, JobState::kQueued, JobState::kPending, "again");
+  EXPECT_EQ(lost.code(), Code::kFailedPrecondition);
+  auto got = store->GetJob(job.id).value();
+  EXPECT_EQ(got.state, JobState::kPending);
+  EXPECT_EQ(got.allocation["cpus"], 2);
+  EXPECT_EQ(store->Events(job.id)->size(), 2u);
+}
+
+TEST_F(StoreTest, ActiveJobsLeaveOutEndedOnes) {
+  auto store = std::move(Store::Open(dir_)).value();
+  auto a = store->CreateJob(Job("a")).value();
+  auto b = store->CreateJob(Job("b")).value();
+  ASSERT_TRUE(store->Transition(a.id, JobState::kQueued, JobState::kCancelled, "cancelled").ok());
+  auto active = store->ActiveJobs().value();
+  ASSERT_EQ(active.size(), 1u);
+  EXPECT_EQ(active[0].id, b.id);
+}
+
+TEST_F(StoreTest, CancelOfAnEndedJobIsRefusedAndOfAMissingJobIsNotFound) {
+  auto store = std::move(Store::Open(dir_)).value();
+  auto a = store->CreateJob(Job("a")).value();
+  ASSERT_TRUE(store->RequestCancel(a.id).ok());
+  ASSERT_TRUE(store->RequestCancel(a.id).ok());  // idempotent
+  EXPECT_TRUE(store->GetJob(a.id)->cancel_requested);
+  ASSERT_TRUE(store->Transition(a.id, JobState::kQueued, JobState::kCancelled, "cancelled").ok());
+  EXPECT_EQ(store->RequestCancel(a.id).code(), Code::kFailedPrecondition);
+  EXPECT_EQ(store->RequestCancel(999).code(), Code::kNotFound);
+}
+
+TEST_F(StoreTest, ListPagesByIdAndFiltersByState) {
+  auto store = std::move(Store::Open(dir_)).value();
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(store->CreateJob(Job("j" + std::to_string(i))).ok());
+  auto page = store->ListJobs({.after_id = 0, .limit = 2}).value();
+  ASSERT_EQ(page.size(), 2u);
+  auto next = store->ListJobs({.after_id = page.back().id, .limit = 10}).value();
+  EXPECT_EQ(next.size(), 3u);
+  ASSERT_TRUE(store->Transition(1, JobState::kQueued, JobState::kFailed, "x").ok());
+  auto failed = store->ListJobs({.state = JobState::kFailed}).value();
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].id, 1);
+}
+
+TEST_F(StoreTest, RefusesADamagedDatabaseWithRecoveryAdvice) {
+  std::filesystem::create_directories(dir_);
+  {
+    std::ofstream f(dir_ / "stoker.db", std::ios::binary);
+    f << "SQLite format 3" << std::string(1, '\0') << std::string(5000, 'x');
+  }
+  auto store = Store::Open(dir_);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(store.status().message().find("recovery"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace stoker::store
