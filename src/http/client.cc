@@ -90,7 +90,8 @@ struct Client::Impl {
     if (host.empty()) return bad;
     if (port_part.empty()) port_part = "80";
     if (port_part.size() > 5 ||
-        !std::all_of(port_part.begin(), port_part.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+        !std::all_of(port_part.begin(), port_part.end(),
+                     [](char c) { return c >= '0' && c <= '9'; }) ||
         std::stoi(std::string(port_part)) > 65535) {
       return bad;
     }
@@ -177,8 +178,9 @@ Result<Response> Client::Call(const std::string& method, const std::string& targ
     return InvalidArgument("cannot send \"" + method + " " + target +
                            "\": the method must be a token and the target percent-encoded");
   }
-  const Clock::time_point deadline =
-      timeout_ms > 0 ? Clock::now() + std::chrono::milliseconds(timeout_ms) : Clock::time_point::max();
+  const Clock::time_point deadline = timeout_ms > 0
+                                         ? Clock::now() + std::chrono::milliseconds(timeout_ms)
+                                         : Clock::time_point::max();
 
   bhttp::request<bhttp::string_body> req;
   const bhttp::verb verb = bhttp::string_to_verb(method);

@@ -124,7 +124,9 @@ TEST(HttpTest, KeepAliveServesOneThousandSequentialCallsQuickly) {
   RecordProperty("sequential_requests_per_second", std::to_string(static_cast<int>(rate)));
   std::printf("sequential keep-alive: %.0f requests/s (%.1f us each)\n", rate,
               1e6 * seconds / kCalls);
-  EXPECT_GT(rate, 1000);
+  // Generous so that sanitizer builds pass; a Nagle or delayed-ACK stall
+  // (40 ms per call) would still blow through it.
+  EXPECT_LT(seconds, 10.0);
 }
 
 TEST(HttpTest, ClientReconnectsAfterServerRestart) {

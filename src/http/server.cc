@@ -100,8 +100,7 @@ struct Shared {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const Shared* shared)
-      : stream_(std::move(socket)), shared_(shared) {}
+  Session(tcp::socket socket, const Shared* shared) : stream_(std::move(socket)), shared_(shared) {}
 
   void Run() {
     beast::error_code ec;
@@ -168,9 +167,9 @@ class Session : public std::enable_shared_from_this<Session> {
           "request body larger than " + std::to_string(shared_->max_body_bytes) + " bytes"));
     }
     if (ec == bhttp::error::header_limit) {
-      return SendError(ErrorResponse(
-          431, "RESOURCE_EXHAUSTED",
-          "request header larger than " + std::to_string(kHeaderLimit) + " bytes"));
+      return SendError(
+          ErrorResponse(431, "RESOURCE_EXHAUSTED",
+                        "request header larger than " + std::to_string(kHeaderLimit) + " bytes"));
     }
     // A clean close between requests, a peer that vanished mid-request, a
     // timeout: nobody is listening for an answer.
@@ -209,11 +208,13 @@ class Session : public std::enable_shared_from_this<Session> {
     try {
       resp = shared_->handler(req);
     } catch (const std::exception& e) {
-      resp = ErrorResponse(500, "INTERNAL", "internal error while serving " + req.method + " " +
-                                                req.path + ": " + e.what());
+      resp = ErrorResponse(
+          500, "INTERNAL",
+          "internal error while serving " + req.method + " " + req.path + ": " + e.what());
     } catch (...) {
-      resp = ErrorResponse(500, "INTERNAL", "internal error while serving " + req.method + " " +
-                                                req.path + ": unknown exception");
+      resp = ErrorResponse(
+          500, "INTERNAL",
+          "internal error while serving " + req.method + " " + req.path + ": unknown exception");
     }
     if (resp.status < 100 || resp.status > 999) {
       resp = ErrorResponse(500, "INTERNAL",
@@ -322,8 +323,8 @@ Server::~Server() { Stop(); }
 
 Result<int> Server::Listen(const std::string& host, int port) {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  if (impl_->acceptor || impl_->stopped) {
-    return FailedPrecondition("Server::Listen may be called once, before Stop()");
+  if (impl_->acceptor || impl_->started || impl_->stopped) {
+    return FailedPrecondition("Server::Listen may be called once, before Start()");
   }
   if (port < 0 || port > 65535) {
     return InvalidArgument("listen port " + std::to_string(port) + " is not in 0..65535");

@@ -153,10 +153,8 @@ TEST(FormatStatusJsonTest, WritesNullForMissingCodeAndSignal) {
 
 using Clock = std::chrono::steady_clock;
 
-std::string StokerRun() {
-  const char* build = std::getenv("STOKER_BUILD_DIR");
-  return std::string(build ? build : "build") + "/src/runner/stoker-run";
-}
+// The stoker-run binary built with this test (CMake passes its path).
+std::string StokerRun() { return STOKER_RUN_PATH; }
 
 // Polls `pred` (every few ms) until it holds or `seconds` pass.
 bool WaitFor(const std::function<bool()>& pred, double seconds = 20) {
@@ -206,13 +204,20 @@ class StokerRunTest : public ::testing::Test {
     dir_ = fs::canonical(tmpl);
   }
   void TearDown() override {
-    // Never leave a supervisor or trainer behind, even when a test failed.
-    auto runner = ReadJson("runner.json");
-    if (runner.contains("pid") && !fs::exists(dir_ / "status.json")) {
-      ::kill(runner["pid"].get<pid_t>(), SIGKILL);
+    // Never leave a supervisor or trainer behind, even when a test failed:
+    // cancel what is still running and let it clean up.
+    for (pid_t pid : unwaited_) {
+      ::kill(pid, SIGTERM);
+      if (!WaitFor([pid] { return ::waitpid(pid, nullptr, WNOHANG) != 0; })) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+      }
     }
-    auto trainer = ReadJson("trainer.json");
-    if (trainer.contains("pgid")) ::kill(-trainer["pgid"].get<pid_t>(), SIGKILL);
+    json runner = ReadJson("runner.json");
+    if (runner.contains("pid") && !fs::exists(dir_ / "status.json")) {
+      ::kill(runner["pid"].get<pid_t>(), SIGTERM);  // a detached supervisor
+      WaitForFile("status.json");
+    }
     fs::remove_all(dir_);
   }
 
@@ -235,6 +240,7 @@ class StokerRunTest : public ::testing::Test {
     argv.push_back(nullptr);
     pid_t pid = -1;
     EXPECT_EQ(::posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
+    unwaited_.push_back(pid);
     return pid;
   }
   pid_t SpawnSupervisor() { return Spawn({"--replica-dir", dir_.string()}); }
@@ -243,6 +249,7 @@ class StokerRunTest : public ::testing::Test {
   int Wait(pid_t pid) {
     int status = 0;
     EXPECT_EQ(::waitpid(pid, &status, 0), pid);
+    std::erase(unwaited_, pid);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 
@@ -257,6 +264,7 @@ class StokerRunTest : public ::testing::Test {
   }
 
   fs::path dir_;
+  std::vector<pid_t> unwaited_;  // spawned stoker-run processes not yet reaped
 };
 
 TEST_F(StokerRunTest, RecordsTheExitCodeAndBothOutputStreams) {
@@ -365,7 +373,9 @@ TEST_F(StokerRunTest, DetachReturnsAtOnceAndTheSupervisorOwnsItsSession) {
 TEST_F(StokerRunTest, CancelStopsTheWholeProcessGroup) {
   WriteLaunch({{"argv", {"sh", "-c", "sleep 1000 & sleep 1000 & touch ready; wait"}}});
   pid_t sup = SpawnSupervisor();
+  // The trainer may run before trainer.json is written: wait for both.
   ASSERT_TRUE(WaitForFile("ready"));
+  ASSERT_TRUE(WaitForFile("trainer.json"));
   pid_t pgid = ReadJson("trainer.json")["pgid"];
   EXPECT_EQ(GroupMembers(pgid).size(), 3u);
   ::kill(sup, SIGTERM);

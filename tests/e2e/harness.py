@@ -1,0 +1,181 @@
+"""Test harness: a real stokerd in a temp dir, the real CLI as a subprocess.
+
+Every test gets its own data dir and daemon on a free port (port 0). Waits
+poll with a deadline; nothing sleeps to synchronise.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+BIN = os.environ.get("STOKER_BIN_DIR") or os.path.join(
+    os.path.dirname(__file__), "..", "..", "build", "bin")
+SOURCE = os.environ.get("STOKER_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
+STOKER = os.path.join(BIN, "stoker")
+STOKERD = os.path.join(BIN, "stokerd")
+IMAGE = "us-docker.pkg.dev/vertex-ai/training/pytorch-cpu.2-1.py310:latest"
+
+DEFAULT_CONFIG = """
+images:
+  - match: "local/sh"
+    python: /bin/sh
+cancel_grace_seconds: 1
+poll_interval_ms: 20
+cpu_oversubscription: 16
+"""
+
+
+def wait_for(predicate, timeout=30.0, what="condition"):
+    """Polls `predicate` until it returns a truthy value; fails after `timeout`."""
+    deadline = time.monotonic() + timeout
+    delay = 0.005
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out after %.0fs waiting for %s" % (timeout, what))
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+
+
+def pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead for our purposes.
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def container_job(name, script, machine="e2-standard-2", extra_pool=None, env=None,
+                  timeout=None, accelerator=None, pools=None):
+    """A CustomJob whose primary pool runs `sh -c script`."""
+    pool = {
+        "machineSpec": {"machineType": machine},
+        "replicaCount": 1,
+        "containerSpec": {"imageUri": IMAGE, "command": ["/bin/sh", "-c", script]},
+    }
+    if accelerator:
+        pool["machineSpec"]["acceleratorType"] = accelerator[0]
+        pool["machineSpec"]["acceleratorCount"] = accelerator[1]
+    if env:
+        pool["containerSpec"]["env"] = [{"name": k, "value": v} for k, v in env]
+    job = {"displayName": name, "jobSpec": {"workerPoolSpecs": [pool] + (pools or [])}}
+    if timeout:
+        job["jobSpec"]["scheduling"] = {"timeout": timeout}
+    return job
+
+
+class Daemon:
+    """A stokerd process on a temp data dir."""
+
+    def __init__(self, data_dir, config=DEFAULT_CONFIG):
+        self.data_dir = data_dir
+        self.proc = None
+        with open(os.path.join(data_dir, "config.yaml"), "w") as f:
+            f.write(config)
+
+    def start(self):
+        addr = os.path.join(self.data_dir, "stokerd.addr")
+        if os.path.exists(addr):
+            os.unlink(addr)
+        self.log = open(os.path.join(self.data_dir, "stokerd.test.log"), "ab")
+        self.proc = subprocess.Popen(
+            [STOKERD, "--data-dir", self.data_dir, "--listen", "127.0.0.1:0"],
+            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.url = wait_for(lambda: self._healthy_url(addr), 20, "stokerd to answer /healthz")
+        return self
+
+    def _healthy_url(self, addr):
+        if self.proc.poll() is not None:
+            raise AssertionError("stokerd exited with %s; log:\n%s" % (
+                self.proc.returncode, open(self.log.name).read()[-3000:]))
+        try:
+            url = open(addr).read().strip()
+            with urllib.request.urlopen(url + "/healthz", timeout=2) as r:
+                return url if r.status == 200 else None
+        except (OSError, urllib.error.URLError):
+            return None
+
+    def kill(self, sig=signal.SIGKILL):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=30)
+        self.log.close()
+
+
+class StokerTestCase(unittest.TestCase):
+    """Starts a daemon per test; `stoker(...)` runs the CLI against it."""
+
+    config = DEFAULT_CONFIG
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="stoker-e2e-")
+        self.data = os.path.join(self.tmp, "data")
+        os.makedirs(self.data)
+        self.daemon = Daemon(self.data, self.config).start()
+        self.project_path = "/v1/projects/p/locations/l/customJobs"
+
+    def tearDown(self):
+        self.daemon.kill(signal.SIGTERM)
+        # No replica of any test may outlive it: stop supervisors still running.
+        subprocess.run(["pkill", "-KILL", "-f", "stoker-run.*" + self.data], check=False)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def stoker(self, *args, check=True, env=None, timeout=120):
+        full_env = dict(os.environ)
+        full_env.pop("STOKER_SERVER", None)
+        full_env["STOKER_HOME"] = os.path.join(self.tmp, "no-home")
+        if env:
+            full_env.update(env)
+        cmd = [STOKER, "--server", self.daemon.url, "--project", "p", "--region", "l"] + list(args)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=timeout)
+        if check and r.returncode != 0:
+            raise AssertionError("%s failed (%d):\n%s\n%s" % (cmd, r.returncode, r.stdout, r.stderr))
+        return r
+
+    def api(self, method, path, body=None, raw=None):
+        """Calls the REST API; returns (status, parsed JSON)."""
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        req = urllib.request.Request(self.daemon.url + path, data=data, method=method,
+                                     headers={"content-type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, json.loads(r.read() or b"{}")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}")
+
+    def submit(self, job):
+        status, body = self.api("POST", self.project_path, job)
+        self.assertEqual(status, 200, body)
+        return body["name"].rsplit("/", 1)[1]
+
+    def job(self, job_id):
+        status, body = self.api("GET", self.project_path + "/" + job_id)
+        self.assertEqual(status, 200, body)
+        return body
+
+    def wait_state(self, job_id, states=("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED",
+                                          "JOB_STATE_CANCELLED"), timeout=60):
+        return wait_for(lambda: (lambda j: j if j["state"] in states else None)(self.job(job_id)),
+                        timeout, "job %s to reach %s" % (job_id, states))
+
+    def replica_dir(self, job_id, replica="workerpool0-0"):
+        return os.path.join(self.data, "jobs", job_id, replica)
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path

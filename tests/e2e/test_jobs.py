@@ -1,0 +1,156 @@
+"""Submitting, running, watching and the trainer's environment."""
+import json
+import os
+import re
+
+from harness import IMAGE, StokerTestCase, container_job, wait_for
+
+
+class JobsTest(StokerTestCase):
+    config = StokerTestCase.config + """
+inventory:
+  cpus: 8
+  memory_gb: 32
+  gpus:
+    - {type: NVIDIA_TESLA_T4}
+    - {type: NVIDIA_TESLA_T4}
+"""
+
+    def test_submit_follow_runs_to_success_and_describe_shows_events(self):
+        path = self.write("job.yaml", """
+displayName: hello
+labels: {team: ml}
+jobSpec:
+  workerPoolSpecs:
+  - machineSpec: {machineType: n1-standard-4}
+    replicaCount: 1
+    containerSpec:
+      imageUri: %s
+      command: [python3, -c]
+      args: ["print('hello from stoker')"]
+""" % IMAGE)
+        r = self.stoker("jobs", "submit", "--config", path, "--follow")
+        self.assertIn("hello from stoker", r.stdout)
+        self.assertIn("JOB_STATE_SUCCEEDED", r.stdout)
+        job_id = re.search(r"Submitted job (\d+)", r.stdout).group(1)
+        d = self.stoker("jobs", "describe", job_id).stdout
+        for want in ("JOB_STATE_SUCCEEDED", "QUEUED -> PENDING", "PENDING -> RUNNING",
+                     "RUNNING -> SUCCEEDED", "submitted"):
+            self.assertIn(want, d)
+        j = json.loads(self.stoker("--format", "json", "jobs", "describe", job_id).stdout)
+        self.assertEqual(j["labels"], {"team": "ml"})
+        self.assertEqual(j["jobSpec"]["workerPoolSpecs"][0]["replicaCount"], "1")
+        for t in ("createTime", "startTime", "endTime", "updateTime"):
+            self.assertRegex(j[t], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+        listing = self.stoker("jobs", "list").stdout
+        self.assertRegex(listing, r"%s\s+hello\s+JOB_STATE_SUCCEEDED" % job_id)
+
+    def test_trainer_sees_the_vertex_environment(self):
+        self.stoker("storage", "mb", "gs://data")
+        self.stoker("storage", "mb", "gs://out")
+        job = container_job(
+            "env", "env > env.txt; echo \"$@\" > args.txt",
+            env=[("A", "one"), ("B", "$(A)-two"), ("DATA", "gs://data/x.csv"),
+                 ("KEEP", "$$(A)"), ("JOB", "$(CLOUD_ML_JOB_ID)")],
+            accelerator=("NVIDIA_TESLA_T4", 1))
+        pool = job["jobSpec"]["workerPoolSpecs"][0]
+        pool["containerSpec"]["command"] = ["/bin/sh", "-c", "env > env.txt; echo \"$@\" > args.txt", "sh"]
+        pool["containerSpec"]["args"] = ["--train=gs://data/train", "--model=$(AIP_MODEL_DIR)"]
+        job["jobSpec"]["baseOutputDirectory"] = {"outputUriPrefix": "gs://out/run1"}
+        job_id = self.submit(job)
+        self.assertEqual(self.wait_state(job_id)["state"], "JOB_STATE_SUCCEEDED")
+        rdir = self.replica_dir(job_id)
+        env = dict(line.split("=", 1) for line in open(os.path.join(rdir, "env.txt")).read().splitlines()
+                   if "=" in line)
+        out = os.path.join(self.data, "buckets", "out", "run1")
+        self.assertEqual(env["AIP_MODEL_DIR"], out + "/model/")
+        self.assertEqual(env["AIP_CHECKPOINT_DIR"], out + "/checkpoints/")
+        self.assertEqual(env["AIP_TENSORBOARD_LOG_DIR"], out + "/logs/")
+        self.assertEqual(env["CLOUD_ML_JOB_ID"], job_id)
+        self.assertEqual(env["CUDA_VISIBLE_DEVICES"], "0")
+        self.assertEqual(env["CLOUD_ML_HP_METRIC_FILE"], os.path.join(rdir, "hypertune", "output.metrics"))
+        self.assertEqual(env["B"], "one-two")
+        self.assertEqual(env["KEEP"], "$(A)")
+        self.assertEqual(env["JOB"], job_id)
+        self.assertEqual(env["DATA"], os.path.join(self.data, "buckets", "data", "x.csv"))
+        cluster = json.loads(env["CLUSTER_SPEC"])
+        self.assertEqual(cluster["task"], {"type": "workerpool0", "index": 0})
+        self.assertEqual(len(cluster["cluster"]["workerpool0"]), 1)
+        tf = json.loads(env["TF_CONFIG"])
+        self.assertEqual(tf["task"]["type"], "chief")
+        self.assertEqual((env["RANK"], env["WORLD_SIZE"]), ("0", "1"))
+        args = open(os.path.join(rdir, "args.txt")).read().split()
+        self.assertEqual(args, ["--train=" + os.path.join(self.data, "buckets", "data", "train"),
+                                "--model=" + out + "/model/"])
+        self.assertNotIn("STOKER_SERVER", env)
+
+    def test_logs_follow_streams_while_running_and_filters_replicas(self):
+        worker = {"machineSpec": {"machineType": "e2-standard-2"}, "replicaCount": 2,
+                  "containerSpec": {"imageUri": IMAGE,
+                                    "command": ["/bin/sh", "-c", "echo worker $RANK; sleep 0.3"]}}
+        job_id = self.submit(container_job(
+            "logs", "for i in 1 2 3; do echo line $i; sleep 0.3; done", pools=[worker]))
+        follow = self.stoker("jobs", "logs", job_id, "--follow").stdout
+        self.assertIn("workerpool0-0: line 3", follow)
+        self.assertIn("workerpool1-0: worker 1", follow)
+        self.assertIn("workerpool1-1: worker 2", follow)
+        self.assertEqual(self.job(job_id)["state"], "JOB_STATE_SUCCEEDED")
+        only = self.stoker("jobs", "logs", job_id, "--replica", "workerpool1-1").stdout
+        self.assertEqual(only.strip(), "worker 2")
+
+    def test_logs_arrive_before_the_job_ends(self):
+        marker = os.path.join(self.tmp, "release")
+        job_id = self.submit(container_job(
+            "stream", "echo first; while [ ! -e %s ]; do sleep 0.05; done; echo second" % marker))
+        import subprocess
+        proc = subprocess.Popen(
+            ["stoker" if False else os.path.join(os.environ.get("STOKER_BIN_DIR", ""), "stoker"),
+             "--server", self.daemon.url, "--project", "p", "--region", "l", "jobs", "logs", job_id,
+             "--follow"], stdout=subprocess.PIPE, text=True)
+        first = proc.stdout.readline()
+        self.assertEqual(first.strip(), "first")
+        self.assertIsNone(proc.poll(), "logs --follow returned before the job ended")
+        open(marker, "w").close()
+        rest = proc.stdout.read()
+        self.assertEqual(proc.wait(timeout=60), 0)
+        self.assertIn("second", rest)
+
+    def test_rest_api_lists_gets_and_filters_jobs(self):
+        a = self.submit(container_job("a", "true"))
+        b = self.submit(container_job("b", "exit 1"))
+        self.wait_state(a)
+        self.wait_state(b)
+        status, body = self.api("GET", self.project_path)
+        self.assertEqual(status, 200)
+        self.assertEqual([j["displayName"] for j in body["customJobs"]], ["a", "b"])
+        status, body = self.api("GET", self.project_path + '?filter=state%3D%22JOB_STATE_FAILED%22')
+        self.assertEqual([j["displayName"] for j in body["customJobs"]], ["b"])
+        status, body = self.api("GET", self.project_path + "?pageSize=1")
+        self.assertEqual(len(body["customJobs"]), 1)
+        status, page2 = self.api("GET", self.project_path + "?pageSize=1&pageToken=" + body["nextPageToken"])
+        self.assertEqual(page2["customJobs"][0]["displayName"], "b")
+        status, body = self.api("GET", self.project_path + "/999")
+        self.assertEqual(status, 404)
+        self.assertEqual(body["error"]["status"], "NOT_FOUND")
+        # Other project and location names work the same.
+        status, body = self.api("GET", "/v1/projects/other/locations/europe-west4/customJobs/" + a)
+        self.assertEqual(status, 200)
+
+    def test_args_flag_replaces_every_pools_args(self):
+        path = self.write("job.json", json.dumps(container_job("args", 'echo "$@"')))
+        job = json.loads(open(path).read())
+        job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["command"].append("sh")
+        job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"] = ["--old"]
+        open(path, "w").write(json.dumps(job))
+        r = self.stoker("jobs", "submit", "--config", path, "--args=--epochs=3,--lr=0.1", "--follow")
+        self.assertIn("--epochs=3 --lr=0.1", r.stdout)
+        self.assertNotIn("--old", r.stdout)
+
+    def test_bare_job_spec_needs_a_display_name_flag(self):
+        spec = container_job("x", "echo bare")["jobSpec"]
+        path = self.write("spec.yaml", json.dumps(spec))
+        r = self.stoker("jobs", "submit", "--config", path, check=False)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--display-name", r.stderr)
+        r = self.stoker("jobs", "submit", "--config", path, "--display-name", "bare", "--follow")
+        self.assertIn("echo bare".split()[1], r.stdout)

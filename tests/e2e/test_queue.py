@@ -1,0 +1,49 @@
+"""A FIFO queue that never over-commits GPUs."""
+import json
+import os
+
+from harness import StokerTestCase, container_job, wait_for
+
+
+class QueueTest(StokerTestCase):
+    config = StokerTestCase.config + """
+inventory:
+  cpus: 4
+  memory_gb: 16
+  gpus: [{type: NVIDIA_TESLA_T4}, {type: NVIDIA_TESLA_T4}]
+"""
+
+    def test_jobs_start_in_submission_order_and_never_share_a_gpu(self):
+        log = os.path.join(self.tmp, "gpu.log")
+        script = ("echo start $CUDA_VISIBLE_DEVICES $(date +%%s%%N) %s >> %s; sleep 0.3; "
+                  "echo end $CUDA_VISIBLE_DEVICES $(date +%%s%%N) %s >> %s")
+        ids = []
+        sizes = [2, 1, 1, 2, 1]
+        for i, gpus in enumerate(sizes):
+            name = "j%d" % i
+            ids.append(self.submit(container_job(name, script % (name, log, name, log),
+                                                 accelerator=("NVIDIA_TESLA_T4", gpus))))
+        # The second waits while the first holds both GPUs, and says why.
+        wait_for(lambda: self.job(ids[0])["state"] == "JOB_STATE_RUNNING", 30, "first job")
+        status, ev = self.api("GET", self.project_path + "/" + ids[1] + "/events")
+        if self.job(ids[1])["state"] == "JOB_STATE_QUEUED":
+            self.assertIn("NVIDIA_TESLA_T4", ev["waitReason"])
+        for job_id in ids:
+            self.assertEqual(self.wait_state(job_id)["state"], "JOB_STATE_SUCCEEDED")
+        # Replay the record: no GPU ever held by two jobs, starts in submission order.
+        holders = {}
+        starts = []
+        for line in open(log).read().splitlines():
+            kind, gpus, stamp, name = line.split()
+            for g in gpus.split(","):
+                if kind == "start":
+                    self.assertNotIn(g, holders, "GPU %s double-booked: %s and %s" % (g, holders.get(g), name))
+                    holders[g] = name
+                else:
+                    del holders[g]
+            if kind == "start":
+                starts.append(name)
+        self.assertEqual(starts, ["j0", "j1", "j2", "j3", "j4"])
+        # Gangs: a job's replicas are allocated together.
+        ev = self.api("GET", self.project_path + "/" + ids[0] + "/events")[1]
+        self.assertEqual(len(ev["allocation"]["replicas"][0]["gpus"]), 2)

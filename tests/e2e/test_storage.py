@@ -1,0 +1,44 @@
+"""Local buckets behind gs:// through the API."""
+import os
+
+from harness import StokerTestCase
+
+
+class StorageTest(StokerTestCase):
+
+    def test_copy_a_directory_up_list_it_and_copy_it_back(self):
+        src = os.path.join(self.tmp, "src")
+        os.makedirs(os.path.join(src, "sub"))
+        open(os.path.join(src, "a.txt"), "w").write("alpha")
+        open(os.path.join(src, "sub", "b.bin"), "wb").write(bytes(range(256)) * 100)
+        r = self.stoker("storage", "cp", src, "gs://data/set")
+        self.assertIn("Copied 2 file(s)", r.stdout)
+        listing = self.stoker("storage", "ls", "gs://data/set").stdout
+        self.assertIn("gs://data/set/a.txt", listing)
+        self.assertIn("gs://data/set/sub/b.bin", listing)
+        self.assertIn("gs://data/", self.stoker("storage", "ls").stdout)
+        back = os.path.join(self.tmp, "back")
+        self.stoker("storage", "cp", "gs://data/set", back)
+        self.assertEqual(open(os.path.join(back, "a.txt")).read(), "alpha")
+        self.assertEqual(open(os.path.join(back, "sub", "b.bin"), "rb").read(), bytes(range(256)) * 100)
+        # The bytes sit in the bucket directory under the data dir.
+        self.assertTrue(os.path.exists(os.path.join(self.data, "buckets", "data", "set", "sub", "b.bin")))
+
+    def test_copy_single_files_both_ways(self):
+        f = self.write("model.txt", "weights")
+        self.stoker("storage", "cp", f, "gs://mdl/models/")
+        self.stoker("storage", "cp", f, "gs://mdl/renamed.txt")
+        out = os.path.join(self.tmp, "out.txt")
+        self.stoker("storage", "cp", "gs://mdl/models/model.txt", out)
+        self.assertEqual(open(out).read(), "weights")
+        self.assertIn("gs://mdl/renamed.txt", self.stoker("storage", "ls", "gs://mdl/").stdout)
+
+    def test_missing_things_are_errors(self):
+        r = self.stoker("storage", "cp", "gs://nope/x", os.path.join(self.tmp, "x"), check=False)
+        self.assertEqual(r.returncode, 3)
+        r = self.stoker("storage", "cp", os.path.join(self.tmp, "absent"), "gs://b/x", check=False)
+        self.assertEqual(r.returncode, 2)
+        self.stoker("storage", "mb", "gs://made")
+        r = self.stoker("storage", "mb", "gs://made", check=False)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("already exists", r.stderr)
