@@ -73,8 +73,12 @@ MaxJobCount=100000
 $node_line NodeAddr=127.0.0.1 State=UNKNOWN
 PartitionName=bench Nodes=$host Default=YES MaxTime=INFINITE State=UP
 CONF
-# cgroup.conf is read by some plugins even when unused; make it harmless.
-[[ -e $conf_dir/cgroup.conf ]] || echo "CgroupPlugin=disabled" >"$conf_dir/cgroup.conf" 2>/dev/null || true
+# No cgroup.conf: slurmd 22.05 always loads a cgroup plugin (autodetected) and
+# rejects CgroupPlugin=disabled (only newer releases know it); with
+# proctrack/linuxproc and task/none nothing uses it.
+if [[ -e $conf_dir/cgroup.conf ]] && grep -q '^CgroupPlugin=disabled' "$conf_dir/cgroup.conf"; then
+  rm -f "$conf_dir/cgroup.conf"
+fi
 
 # -c: start with no jobs from an earlier run.
 slurmctld -c

@@ -377,7 +377,8 @@ TEST_F(StokerRunTest, CancelStopsTheWholeProcessGroup) {
   ASSERT_TRUE(WaitForFile("ready"));
   ASSERT_TRUE(WaitForFile("trainer.json"));
   pid_t pgid = ReadJson("trainer.json")["pgid"];
-  EXPECT_EQ(GroupMembers(pgid).size(), 3u);
+  // sh and its two sleeps (touch may still be on its way out).
+  EXPECT_TRUE(WaitFor([&] { return GroupMembers(pgid).size() == 3; }));
   ::kill(sup, SIGTERM);
   EXPECT_EQ(Wait(sup), 0);
   json status = ReadJson("status.json");

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what Stoker needs to build, test and run trainers, from Debian's archive.
+set -euo pipefail
+packages=(
+  build-essential cmake pkg-config git
+  libboost-dev nlohmann-json3-dev libyaml-cpp-dev libsqlite3-dev sqlite3 libcli11-dev
+  libspdlog-dev libarchive-dev libssl-dev libeigen3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-torch python3-numpy procps
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  echo "Installing: ${missing[*]}"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# From a fresh machine to a trained model: installs dependencies, builds,
+# starts the local daemon (the CLI does that on first use), and runs the
+# Titanic example, a PyTorch trainer written for Vertex AI, to completion.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+export PATH="$PWD/build/bin:$PATH"
+data=$(mktemp -d)
+/usr/bin/python3 examples/titanic/make_data.py --out "$data"
+stoker storage cp "$data" gs://titanic/data
+stoker jobs submit --config examples/titanic/job.yaml \
+  --package-path examples/titanic/trainer --module-name trainer.task --follow
+echo
+echo "The model is in gs://titanic/output/model/:"
+stoker storage ls gs://titanic/output/model/
+echo "(on disk: ${STOKER_HOME:-$HOME/.local/share/stoker}/buckets/titanic/output/model/)"
