@@ -2,6 +2,7 @@
 
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -223,6 +224,9 @@ std::string Controller::LogTail(const Active& a, const std::string& replica) con
 }
 
 void Controller::Tick() {
+  // Reap supervisors that exited (stokerd is their subreaper); their status is in files.
+  while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
   // Ended jobs whose replicas are still stopping hold their bookings until they are gone.
   for (auto it = draining_.begin(); it != draining_.end();) {
     auto st = executor_.Poll(it->first, it->second.attempt, it->second.replicas);

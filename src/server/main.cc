@@ -2,6 +2,7 @@
 // that does) and runs until SIGTERM or SIGINT. Running replicas survive it.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -123,6 +124,9 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
+  // Detached supervisors re-parent to us rather than to init while we run, so
+  // the controller reaps them even where init does not (containers).
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
 
   if (Status s = controller.Start(); !s.ok()) return Fail(s.message());
   auto bound = http_server.Listen(host, port);

@@ -129,8 +129,15 @@ class StokerTestCase(unittest.TestCase):
 
     def tearDown(self):
         self.daemon.kill(signal.SIGTERM)
-        # No replica of any test may outlive it: stop supervisors still running.
-        subprocess.run(["pkill", "-KILL", "-f", "stoker-run.*" + self.data], check=False)
+        # No replica of any test may outlive it: cancel supervisors still running
+        # (SIGTERM stops their whole process tree), then make sure.
+        pattern = "stoker-run.*" + self.data
+        subprocess.run(["pkill", "-TERM", "-f", pattern], check=False)
+        try:
+            wait_for(lambda: subprocess.run(["pgrep", "-f", pattern], capture_output=True).returncode != 0,
+                     10, "supervisors to stop")
+        except AssertionError:
+            subprocess.run(["pkill", "-KILL", "-f", pattern], check=False)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def stoker(self, *args, check=True, env=None, timeout=120):
