@@ -71,10 +71,12 @@ cleanup() {
   local d
   for d in "${daemons[@]}"; do stop_stokerd "$d"; done
   if [[ $slurm_started == 1 ]]; then "$repo/bench/slurm/teardown.sh" >/dev/null 2>&1 || true; fi
-  if [[ $keep == 0 && -z ${BENCH_OUT:-} ]]; then
-    echo "results kept in $out"
+  if [[ $keep == 0 ]]; then
+    # The daemons' data dirs go; the results stay.
     find "$tmp" -mindepth 1 -maxdepth 1 ! -name results -exec rm -rf {} +
+    [[ -n ${BENCH_OUT:-} ]] && rmdir "$tmp" 2>/dev/null
   fi
+  echo "results in $out"
 }
 trap cleanup EXIT
 

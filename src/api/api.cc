@@ -1,10 +1,10 @@
 #include "api/api.h"
 
-#include <fstream>
-#include <regex>
-
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
 
 #include "common/time.h"
 #include "scheduler/placement.h"
@@ -22,17 +22,28 @@ constexpr size_t kMaxLogChunk = 1 << 20;
 
 const char* RpcStatusName(Code code) {
   switch (code) {
-    case Code::kOk: return "OK";
-    case Code::kInvalidArgument: return "INVALID_ARGUMENT";
-    case Code::kNotFound: return "NOT_FOUND";
-    case Code::kAlreadyExists: return "ALREADY_EXISTS";
-    case Code::kFailedPrecondition: return "FAILED_PRECONDITION";
-    case Code::kPermissionDenied: return "PERMISSION_DENIED";
-    case Code::kResourceExhausted: return "RESOURCE_EXHAUSTED";
-    case Code::kUnavailable: return "UNAVAILABLE";
-    case Code::kDeadlineExceeded: return "DEADLINE_EXCEEDED";
-    case Code::kCancelled: return "CANCELLED";
-    case Code::kInternal: return "INTERNAL";
+    case Code::kOk:
+      return "OK";
+    case Code::kInvalidArgument:
+      return "INVALID_ARGUMENT";
+    case Code::kNotFound:
+      return "NOT_FOUND";
+    case Code::kAlreadyExists:
+      return "ALREADY_EXISTS";
+    case Code::kFailedPrecondition:
+      return "FAILED_PRECONDITION";
+    case Code::kPermissionDenied:
+      return "PERMISSION_DENIED";
+    case Code::kResourceExhausted:
+      return "RESOURCE_EXHAUSTED";
+    case Code::kUnavailable:
+      return "UNAVAILABLE";
+    case Code::kDeadlineExceeded:
+      return "DEADLINE_EXCEEDED";
+    case Code::kCancelled:
+      return "CANCELLED";
+    case Code::kInternal:
+      return "INTERNAL";
   }
   return "INTERNAL";
 }
@@ -46,13 +57,15 @@ http::Response Json(const json& j, int status = 200) {
 
 http::Response Error(const Status& s) {
   int code = HttpStatusFor(s.code());
-  return Json({{"error", {{"code", code}, {"message", s.message()}, {"status", RpcStatusName(s.code())}}}},
-              code);
+  return Json(
+      {{"error", {{"code", code}, {"message", s.message()}, {"status", RpcStatusName(s.code())}}}},
+      code);
 }
 
 json RenderJob(const store::JobRecord& r) {
   json j = r.spec;
-  j["name"] = "projects/" + r.project + "/locations/" + r.location + "/customJobs/" + std::to_string(r.id);
+  j["name"] =
+      "projects/" + r.project + "/locations/" + r.location + "/customJobs/" + std::to_string(r.id);
   j["state"] = spec::JobStateName(r.state);
   j["createTime"] = FormatRfc3339(r.create_time_us);
   j["updateTime"] = FormatRfc3339(r.update_time_us);
@@ -66,21 +79,24 @@ Result<int64_t> ParseId(const std::string& s) {
   char* end = nullptr;
   long long v = std::strtoll(s.c_str(), &end, 10);
   if (s.empty() || *end != '\0' || v <= 0) {
-    return NotFound("custom job '" + s + "' does not exist (job ids are numbers, see 'stoker jobs list')");
+    return NotFound("custom job '" + s +
+                    "' does not exist (job ids are numbers, see 'stoker jobs list')");
   }
   return static_cast<int64_t>(v);
 }
 
 // Every gs:// token in `text` must name an existing bucket.
-Status CheckUrisIn(const std::string& text, const std::string& field, const storage::Buckets& buckets) {
+Status CheckUrisIn(const std::string& text, const std::string& field,
+                   const storage::Buckets& buckets) {
   static const std::regex re(R"(gs://([^/\s,'"]*))");
   for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it) {
     std::string bucket = (*it)[1];
     auto parsed = storage::ParseGsUri("gs://" + bucket, field);
     if (!parsed.ok()) return parsed.status();
     if (!buckets.Exists(bucket)) {
-      return InvalidArgument(field + ": bucket '" + bucket + "' does not exist; create it with 'stoker storage mb gs://" +
-                             bucket + "' or copy data into it with 'stoker storage cp'");
+      return InvalidArgument(field + ": bucket '" + bucket +
+                             "' does not exist; create it with 'stoker storage mb gs://" + bucket +
+                             "' or copy data into it with 'stoker storage cp'");
     }
   }
   return OkStatus();
@@ -92,7 +108,8 @@ class Api {
 
   http::Response Handle(const http::Request& req) {
     static const std::regex kJobs(R"(^/v1/projects/([^/]+)/locations/([^/]+)/customJobs$)");
-    static const std::regex kJob(R"(^/v1/projects/([^/]+)/locations/([^/]+)/customJobs/([^/:]+)(:cancel|/events|/logs)?$)");
+    static const std::regex kJob(
+        R"(^/v1/projects/([^/]+)/locations/([^/]+)/customJobs/([^/:]+)(:cancel|/events|/logs)?$)");
     static const std::regex kObjects(R"(^/storage/v1/b/([^/]+)/o$)");
     static const std::regex kObject(R"(^/storage/v1/b/([^/]+)/o/(.+)$)");
     static const std::regex kUpload(R"(^/upload/storage/v1/b/([^/]+)/o$)");
@@ -134,7 +151,8 @@ class Api {
         std::string name = body["name"];
         auto parsed = storage::ParseGsUri("gs://" + name, "name");
         if (!parsed.ok()) return Error(parsed.status());
-        if (d_.buckets->Exists(name)) return Error(AlreadyExists("bucket '" + name + "' already exists"));
+        if (d_.buckets->Exists(name))
+          return Error(AlreadyExists("bucket '" + name + "' already exists"));
         Status s = d_.buckets->Create(name);
         if (!s.ok()) return Error(s);
         return Json({{"name", name}});
@@ -152,17 +170,22 @@ class Api {
       Status s = d_.buckets->Create(bucket);
       if (s.ok()) s = d_.buckets->Put(bucket, parsed->object, req.body);
       if (!s.ok()) return Error(s);
-      return Json({{"bucket", bucket}, {"name", parsed->object}, {"size", std::to_string(req.body.size())}});
+      return Json({{"bucket", bucket},
+                   {"name", parsed->object},
+                   {"size", std::to_string(req.body.size())}});
     }
     if (std::regex_match(path, m, kObjects) && method == "GET") {
       std::string bucket = m[1];
-      if (!d_.buckets->Exists(bucket)) return Error(NotFound("bucket '" + bucket + "' does not exist"));
+      if (!d_.buckets->Exists(bucket))
+        return Error(NotFound("bucket '" + bucket + "' does not exist"));
       auto prefix = req.query.count("prefix") ? req.query.at("prefix") : "";
       auto list = d_.buckets->List(bucket, prefix);
       if (!list.ok()) return Error(list.status());
       json items = json::array();
       for (const storage::ObjectInfo& o : *list) {
-        items.push_back({{"name", o.name}, {"size", std::to_string(o.size)}, {"updated", FormatRfc3339(o.mtime_us)}});
+        items.push_back({{"name", o.name},
+                         {"size", std::to_string(o.size)},
+                         {"updated", FormatRfc3339(o.mtime_us)}});
       }
       return Json({{"items", items}});
     }
@@ -194,7 +217,8 @@ class Api {
       const std::vector<std::string>* args = nullptr;
       if (pool.python_package_spec) {
         const spec::PythonPackageSpec& pkg = *pool.python_package_spec;
-        auto e = d_.environments->ForImage(pkg.executor_image_uri, field + ".pythonPackageSpec.executorImageUri");
+        auto e = d_.environments->ForImage(pkg.executor_image_uri,
+                                           field + ".pythonPackageSpec.executorImageUri");
         if (!e.ok()) return e.status();
         for (size_t i = 0; i < pkg.package_uris.size(); ++i) {
           std::string f = field + ".pythonPackageSpec.packageUris[" + std::to_string(i) + "]";
@@ -203,8 +227,9 @@ class Api {
           auto parsed = storage::ParseGsUri(pkg.package_uris[i], f);
           auto data = d_.buckets->Get(parsed->bucket, parsed->object);
           if (!data.ok()) {
-            return InvalidArgument(f + ": package " + pkg.package_uris[i] +
-                                   " does not exist; upload it with 'stoker storage cp' or use --package-path");
+            return InvalidArgument(
+                f + ": package " + pkg.package_uris[i] +
+                " does not exist; upload it with 'stoker storage cp' or use --package-path");
           }
           STOKER_RETURN_IF_ERROR(storage::CheckTarGz(*data, f + " (" + pkg.package_uris[i] + ")"));
         }
@@ -215,22 +240,27 @@ class Api {
         auto e = d_.environments->ForImage(c.image_uri, field + ".containerSpec.imageUri");
         if (!e.ok()) return e.status();
         if (c.command.empty()) {
-          return InvalidArgument(field + ".containerSpec.command: required on Stoker, which runs the "
+          return InvalidArgument(field +
+                                 ".containerSpec.command: required on Stoker, which runs the "
                                  "container's command in a local environment and cannot read the "
                                  "image's ENTRYPOINT; give it, e.g. [python3, -m, trainer.task]");
         }
         for (size_t i = 0; i < c.command.size(); ++i) {
-          STOKER_RETURN_IF_ERROR(CheckUrisIn(c.command[i], field + ".containerSpec.command[" + std::to_string(i) + "]", *d_.buckets));
+          STOKER_RETURN_IF_ERROR(
+              CheckUrisIn(c.command[i], field + ".containerSpec.command[" + std::to_string(i) + "]",
+                          *d_.buckets));
         }
         env = &c.env;
         args = &c.args;
       }
       std::string kind = pool.python_package_spec ? ".pythonPackageSpec" : ".containerSpec";
       for (size_t i = 0; i < args->size(); ++i) {
-        STOKER_RETURN_IF_ERROR(CheckUrisIn((*args)[i], field + kind + ".args[" + std::to_string(i) + "]", *d_.buckets));
+        STOKER_RETURN_IF_ERROR(CheckUrisIn(
+            (*args)[i], field + kind + ".args[" + std::to_string(i) + "]", *d_.buckets));
       }
       for (size_t i = 0; i < env->size(); ++i) {
-        STOKER_RETURN_IF_ERROR(CheckUrisIn((*env)[i].value, field + kind + ".env[" + std::to_string(i) + "].value", *d_.buckets));
+        STOKER_RETURN_IF_ERROR(CheckUrisIn(
+            (*env)[i].value, field + kind + ".env[" + std::to_string(i) + "].value", *d_.buckets));
       }
     }
     if (!spec.base_output_directory.empty()) {
@@ -242,11 +272,14 @@ class Api {
     return scheduler::CheckCanEverFit(requests, *d_.node, d_.placement, "jobSpec.");
   }
 
-  http::Response SubmitJob(const std::string& project, const std::string& location, const std::string& body) {
+  http::Response SubmitJob(const std::string& project, const std::string& location,
+                           const std::string& body) {
     json j = json::parse(body, nullptr, false);
-    if (j.is_discarded()) return Error(InvalidArgument("request body is not valid JSON (send a CustomJob)"));
+    if (j.is_discarded())
+      return Error(InvalidArgument("request body is not valid JSON (send a CustomJob)"));
     if (!j.is_object() || !j.contains("jobSpec")) {
-      return Error(InvalidArgument("request body: expected a CustomJob object with 'displayName' and 'jobSpec'"));
+      return Error(InvalidArgument(
+          "request body: expected a CustomJob object with 'displayName' and 'jobSpec'"));
     }
     auto job = spec::ParseCustomJob(j);
     if (!job.ok()) return Error(job.status());
@@ -276,8 +309,8 @@ class Api {
       static const std::regex kState(R"re(^\s*state\s*=\s*"?([A-Z_]+)"?\s*$)re");
       std::smatch m;
       if (!std::regex_match(it->second, m, kState) || !spec::ParseJobState(m[1].str())) {
-        return Error(InvalidArgument("filter: only state=\"JOB_STATE_...\" is supported yet, got '" +
-                                     it->second + "'"));
+        return Error(InvalidArgument(
+            "filter: only state=\"JOB_STATE_...\" is supported yet, got '" + it->second + "'"));
       }
       opts.state = spec::ParseJobState(m[1].str());
     }
@@ -285,7 +318,8 @@ class Api {
     if (!jobs.ok()) return Error(jobs.status());
     json out = {{"customJobs", json::array()}};
     for (const store::JobRecord& r : *jobs) out["customJobs"].push_back(RenderJob(r));
-    if (static_cast<int>(jobs->size()) == opts.limit) out["nextPageToken"] = std::to_string(jobs->back().id);
+    if (static_cast<int>(jobs->size()) == opts.limit)
+      out["nextPageToken"] = std::to_string(jobs->back().id);
     return Json(out);
   }
 
@@ -315,7 +349,9 @@ class Api {
     if (!rec.ok()) return Error(rec.status());
     auto events = d_.store->Events(id);
     if (!events.ok()) return Error(events.status());
-    json out = {{"events", json::array()}, {"waitReason", rec->wait_reason}, {"replicas", ReplicaNames(*rec)}};
+    json out = {{"events", json::array()},
+                {"waitReason", rec->wait_reason},
+                {"replicas", ReplicaNames(*rec)}};
     for (const store::Event& e : *events) {
       out["events"].push_back({{"time", FormatRfc3339(e.time_us)},
                                {"from", spec::JobStateName(e.from)},
@@ -336,7 +372,8 @@ class Api {
       out["replicas"] = json::array();
       for (const std::string& n : names) {
         std::error_code ec;
-        auto size = std::filesystem::file_size(d_.executor->ReplicaDir(id, rec->attempt, n) / "output.log", ec);
+        auto size = std::filesystem::file_size(
+            d_.executor->ReplicaDir(id, rec->attempt, n) / "output.log", ec);
         out["replicas"].push_back({{"replica", n}, {"size", ec ? 0 : size}});
       }
       return Json(out);
@@ -345,8 +382,10 @@ class Api {
       return Error(NotFound("replica '" + it->second + "' of job " + std::to_string(id) +
                             " does not exist (yet); replicas: " + nlohmann::json(names).dump()));
     }
-    uint64_t offset = req.query.count("offset") ? std::strtoull(req.query.at("offset").c_str(), nullptr, 10) : 0;
-    std::ifstream in(d_.executor->ReplicaDir(id, rec->attempt, it->second) / "output.log", std::ios::binary);
+    uint64_t offset =
+        req.query.count("offset") ? std::strtoull(req.query.at("offset").c_str(), nullptr, 10) : 0;
+    std::ifstream in(d_.executor->ReplicaDir(id, rec->attempt, it->second) / "output.log",
+                     std::ios::binary);
     std::string data;
     if (in) {
       in.seekg(0, std::ios::end);
@@ -371,17 +410,28 @@ class Api {
 
 int HttpStatusFor(Code code) {
   switch (code) {
-    case Code::kOk: return 200;
-    case Code::kInvalidArgument: return 400;
-    case Code::kNotFound: return 404;
-    case Code::kAlreadyExists: return 409;
-    case Code::kFailedPrecondition: return 400;
-    case Code::kPermissionDenied: return 403;
-    case Code::kResourceExhausted: return 429;
-    case Code::kUnavailable: return 503;
-    case Code::kDeadlineExceeded: return 504;
-    case Code::kCancelled: return 499;
-    case Code::kInternal: return 500;
+    case Code::kOk:
+      return 200;
+    case Code::kInvalidArgument:
+      return 400;
+    case Code::kNotFound:
+      return 404;
+    case Code::kAlreadyExists:
+      return 409;
+    case Code::kFailedPrecondition:
+      return 400;
+    case Code::kPermissionDenied:
+      return 403;
+    case Code::kResourceExhausted:
+      return 429;
+    case Code::kUnavailable:
+      return 503;
+    case Code::kDeadlineExceeded:
+      return 504;
+    case Code::kCancelled:
+      return 499;
+    case Code::kInternal:
+      return 500;
   }
   return 500;
 }

@@ -5,15 +5,14 @@
 // Routes:
 //   GET  /healthz
 //   POST /v1/projects/{p}/locations/{l}/customJobs            body: CustomJob
-//   GET  /v1/projects/{p}/locations/{l}/customJobs            ?filter=state="..."&pageSize=&pageToken=
-//   GET  /v1/projects/{p}/locations/{l}/customJobs/{id}
-//   POST /v1/projects/{p}/locations/{l}/customJobs/{id}:cancel
-//   GET  /v1/projects/{p}/locations/{l}/customJobs/{id}/events   (Stoker) events and wait reason
-//   GET  /v1/projects/{p}/locations/{l}/customJobs/{id}/logs     (Stoker) ?replica=&offset=
-//   POST /v1/stoker/staging                                     (Stoker) body: tar.gz -> {"uri"}
-//   GET  /storage/v1/b                                          list buckets
-//   POST /storage/v1/b                                          body {"name"}: create bucket
-//   GET  /storage/v1/b/{bucket}/o                               ?prefix=
+//   GET  /v1/projects/{p}/locations/{l}/customJobs ?filter=state="..."&pageSize=&pageToken= GET
+//   /v1/projects/{p}/locations/{l}/customJobs/{id} POST
+//   /v1/projects/{p}/locations/{l}/customJobs/{id}:cancel GET
+//   /v1/projects/{p}/locations/{l}/customJobs/{id}/events   (Stoker) events and wait reason GET
+//   /v1/projects/{p}/locations/{l}/customJobs/{id}/logs     (Stoker) ?replica=&offset= POST
+//   /v1/stoker/staging                                     (Stoker) body: tar.gz -> {"uri"} GET
+//   /storage/v1/b                                          list buckets POST /storage/v1/b body
+//   {"name"}: create bucket GET  /storage/v1/b/{bucket}/o                               ?prefix=
 //   GET  /storage/v1/b/{bucket}/o/{object}                      ?alt=media: the bytes
 //   POST /upload/storage/v1/b/{bucket}/o                        ?name=OBJECT, body: the bytes
 // Errors: {"error": {"code": <http>, "message": "...", "status": "INVALID_ARGUMENT"}}.

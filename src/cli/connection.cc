@@ -20,15 +20,23 @@ namespace fs = std::filesystem;
 
 Code CodeForHttp(int status) {
   switch (status) {
-    case 400: return Code::kInvalidArgument;
-    case 403: return Code::kPermissionDenied;
-    case 404: return Code::kNotFound;
-    case 409: return Code::kAlreadyExists;
+    case 400:
+      return Code::kInvalidArgument;
+    case 403:
+      return Code::kPermissionDenied;
+    case 404:
+      return Code::kNotFound;
+    case 409:
+      return Code::kAlreadyExists;
     case 413:
-    case 429: return Code::kResourceExhausted;
-    case 503: return Code::kUnavailable;
-    case 504: return Code::kDeadlineExceeded;
-    default: return Code::kInternal;
+    case 429:
+      return Code::kResourceExhausted;
+    case 503:
+      return Code::kUnavailable;
+    case 504:
+      return Code::kDeadlineExceeded;
+    default:
+      return Code::kInternal;
   }
 }
 
@@ -114,8 +122,8 @@ Result<std::unique_ptr<Connection>> Connection::Open(const std::string& server_f
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return Unavailable("started stokerd for " + home.string() + " but it did not answer within 20s; see " +
-                     (home / "stokerd.log").string());
+  return Unavailable("started stokerd for " + home.string() +
+                     " but it did not answer within 20s; see " + (home / "stokerd.log").string());
 }
 
 Result<std::string> Connection::CallRaw(const std::string& method, const std::string& target,
@@ -135,7 +143,8 @@ Result<nlohmann::json> Connection::Call(const std::string& method, const std::st
                                         const std::string& body) {
   STOKER_ASSIGN_OR_RETURN(std::string text, CallRaw(method, target, body));
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded()) return Internal("stokerd answered " + target + " with something that is not JSON");
+  if (j.is_discarded())
+    return Internal("stokerd answered " + target + " with something that is not JSON");
   return j;
 }
 

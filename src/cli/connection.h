@@ -8,9 +8,8 @@
 
 #include <filesystem>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "common/status.h"
 #include "http/http.h"

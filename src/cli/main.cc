@@ -1,496 +1,27 @@
 // stoker: the command-line client. A thin HTTP client of stokerd; it
 // validates job files locally for early, precise errors, and packs trainer
-// packages. Exit codes: 0 ok; 1 failure (including a followed job that did
-// not succeed); 2 bad input; 3 not found; 4 daemon unavailable.
+// packages. Commands live in *_commands.cc; this file wires the flags.
 #include <unistd.h>
 
-#include <chrono>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <thread>
-
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
+#include <filesystem>
 
-#include "cli/connection.h"
-#include "common/files.h"
-#include "common/json_yaml.h"
-#include "common/time.h"
-#include "http/http.h"
-#include "spec/custom_job.h"
-#include "spec/job_state.h"
-#include "storage/archive.h"
-#include "storage/buckets.h"
+#include "cli/commands.h"
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 using namespace stoker;
-
-namespace {
-
-constexpr char kDefaultImage[] = "us-docker.pkg.dev/vertex-ai/training/pytorch-cpu.2-1.py310:latest";
-
-struct Globals {
-  std::string server;
-  std::string project = "local";
-  std::string region = "local";
-  std::string format = "text";
-};
-
-// The one place where error codes become exit codes.
-int ExitCodeFor(const Status& s) {
-  switch (s.code()) {
-    case Code::kOk: return 0;
-    case Code::kInvalidArgument:
-    case Code::kFailedPrecondition:
-    case Code::kAlreadyExists: return 2;
-    case Code::kNotFound: return 3;
-    case Code::kUnavailable: return 4;
-    default: return 1;
-  }
-}
-
-int Report(const Status& s) {
-  std::cerr << "ERROR: " << s.message() << "\n";
-  return ExitCodeFor(s);
-}
-
-std::string JobsPath(const Globals& g) {
-  return "/v1/projects/" + http::UrlEncode(g.project) + "/locations/" + http::UrlEncode(g.region) +
-         "/customJobs";
-}
-
-std::string IdOf(const json& job) {
-  std::string name = job.value("name", "");
-  return name.substr(name.rfind('/') + 1);
-}
-
-std::string Since(const std::string& a, const std::string& b) {
-  // Both RFC 3339 with micros; compute the difference roughly via std::tm.
-  auto parse = [](const std::string& t) -> double {
-    std::tm tm{};
-    double frac = 0;
-    if (std::sscanf(t.c_str(), "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                    &tm.tm_min, &tm.tm_sec) != 6) {
-      return 0;
-    }
-    if (auto dot = t.find('.'); dot != std::string::npos) frac = std::atof(("0" + t.substr(dot, 7)).c_str());
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    return static_cast<double>(timegm(&tm)) + frac;
-  };
-  double d = parse(b) - parse(a);
-  char buf[32];
-  if (d < 120) {
-    std::snprintf(buf, sizeof buf, "%.1fs", d);
-  } else {
-    std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(d) / 60, static_cast<int>(d) % 60);
-  }
-  return buf;
-}
-
-Result<std::unique_ptr<cli::Connection>> Connect(const Globals& g) { return cli::Connection::Open(g.server); }
-
-// ---- jobs submit ----------------------------------------------------------
-
-struct SubmitFlags {
-  std::string config;
-  std::string display_name;
-  std::vector<std::string> args;
-  bool args_given = false;
-  std::string package_path;
-  std::string module_name;
-  std::string machine_type = "n1-standard-4";
-  std::string executor_image = kDefaultImage;
-  bool follow = false;
-};
-
-Result<json> LoadJobFile(const std::string& path) {
-  auto text = ReadFile(path);
-  if (!text.ok()) return InvalidArgument("--config: cannot read " + path);
-  STOKER_ASSIGN_OR_RETURN(json j, ParseYamlOrJson(*text, path));
-  if (!j.is_object()) return InvalidArgument(path + ": expected a CustomJob or CustomJobSpec mapping");
-  if (j.contains("workerPoolSpecs")) j = json{{"jobSpec", j}};  // a bare CustomJobSpec
-  if (!j.contains("jobSpec")) {
-    return InvalidArgument(path + ": expected a CustomJob (with 'jobSpec') or a CustomJobSpec (with 'workerPoolSpecs')");
-  }
-  return j;
-}
-
-Result<std::string> StagePackage(cli::Connection& conn, const std::string& package_path) {
-  fs::path dir = fs::absolute(package_path).lexically_normal();
-  if (dir.filename().empty()) dir = dir.parent_path();
-  if (!fs::is_directory(dir)) {
-    return InvalidArgument("--package-path: " + package_path + " is not a directory (give the trainer package, e.g. ./trainer)");
-  }
-  STOKER_ASSIGN_OR_RETURN(std::string archive, storage::PackSdist(dir, dir.filename().string(), "0.0.0"));
-  STOKER_ASSIGN_OR_RETURN(json staged, conn.Call("POST", "/v1/stoker/staging", archive));
-  return staged["uri"].get<std::string>();
-}
-
-void PrintLogs(cli::Connection& conn, const Globals& g, const std::string& id, const std::string& only,
-               bool follow, std::string* final_state);
-
-int Submit(const Globals& g, const SubmitFlags& f) {
-  json job;
-  if (!f.config.empty()) {
-    auto loaded = LoadJobFile(f.config);
-    if (!loaded.ok()) return Report(loaded.status());
-    job = *loaded;
-  } else if (!f.package_path.empty()) {
-    job = {{"jobSpec",
-            {{"workerPoolSpecs",
-              {{{"machineSpec", {{"machineType", f.machine_type}}},
-                {"replicaCount", 1},
-                {"pythonPackageSpec",
-                 {{"executorImageUri", f.executor_image}, {"packageUris", json::array()}, {"pythonModule", f.module_name}}}}}}}}};
-  } else {
-    return Report(InvalidArgument("give --config JOB_FILE, or --package-path DIR with --module-name MODULE"));
-  }
-  if (!f.display_name.empty()) job["displayName"] = f.display_name;
-  if (!job.contains("displayName")) {
-    if (!f.config.empty() && job["jobSpec"].is_object() && !job.contains("displayName")) {
-      return Report(InvalidArgument("displayName: required; pass --display-name NAME or set displayName in " + f.config));
-    }
-    job["displayName"] = fs::path(f.package_path).filename().string();
-  }
-  if (!f.package_path.empty() && f.module_name.empty()) {
-    return Report(InvalidArgument("--module-name: required with --package-path (e.g. --module-name trainer.task)"));
-  }
-  json& pools = job["jobSpec"]["workerPoolSpecs"];
-  if (f.args_given && pools.is_array()) {
-    for (json& pool : pools) {
-      for (const char* kind : {"pythonPackageSpec", "containerSpec"}) {
-        if (pool.is_object() && pool.contains(kind)) pool[kind]["args"] = f.args;
-      }
-    }
-  }
-  auto conn = Connect(g);
-  if (!conn.ok()) return Report(conn.status());
-  if (!f.package_path.empty()) {
-    bool any = false;
-    for (json& pool : pools) {
-      if (pool.is_object() && pool.contains("pythonPackageSpec")) any = true;
-    }
-    if (!any) {
-      return Report(InvalidArgument("--package-path: the job has no pythonPackageSpec pool to put the package in"));
-    }
-    // Validate before uploading anything.
-    json probe = job;
-    for (json& pool : probe["jobSpec"]["workerPoolSpecs"]) {
-      if (pool.is_object() && pool.contains("pythonPackageSpec")) {
-        pool["pythonPackageSpec"]["packageUris"] = {"gs://stoker-staging/pending.tar.gz"};
-        if (!f.module_name.empty()) pool["pythonPackageSpec"]["pythonModule"] = f.module_name;
-      }
-    }
-    auto parsed = spec::ParseCustomJob(probe);
-    if (!parsed.ok()) return Report(parsed.status());
-    auto uri = StagePackage(**conn, f.package_path);
-    if (!uri.ok()) return Report(uri.status());
-    for (json& pool : pools) {
-      if (pool.is_object() && pool.contains("pythonPackageSpec")) {
-        pool["pythonPackageSpec"]["packageUris"] = {*uri};
-        pool["pythonPackageSpec"]["pythonModule"] = f.module_name;
-      }
-    }
-    std::cerr << "Packed " << f.package_path << " into " << *uri << "\n";
-  }
-  auto parsed = spec::ParseCustomJob(job);
-  if (!parsed.ok()) return Report(parsed.status());
-  if (Status s = spec::Validate(*parsed); !s.ok()) return Report(s);
-  auto created = (*conn)->Call("POST", JobsPath(g), spec::ToJson(*parsed).dump());
-  if (!created.ok()) return Report(created.status());
-  std::string id = IdOf(*created);
-  if (g.format == "json") {
-    std::cout << created->dump(2) << "\n";
-  } else {
-    std::cout << "Submitted job " << id << " (" << (*created)["displayName"].get<std::string>() << "): "
-              << (*created)["state"].get<std::string>() << "\n";
-    if (!f.follow) {
-      std::cout << "  stoker jobs describe " << id << "\n  stoker jobs logs " << id << " --follow\n";
-    }
-  }
-  if (!f.follow) return 0;
-  std::string state;
-  PrintLogs(**conn, g, id, "", true, &state);
-  auto final_job = (*conn)->Call("GET", JobsPath(g) + "/" + id);
-  if (!final_job.ok()) return Report(final_job.status());
-  std::cout << "Job " << id << " ended: " << (*final_job)["state"].get<std::string>() << "\n";
-  if (final_job->contains("error")) std::cout << (*final_job)["error"]["message"].get<std::string>() << "\n";
-  auto events = (*conn)->Call("GET", JobsPath(g) + "/" + id + "/events");
-  return (*final_job)["state"] == "JOB_STATE_SUCCEEDED" ? 0 : 1;
-}
-
-// ---- jobs logs ------------------------------------------------------------
-
-void PrintLogs(cli::Connection& conn, const Globals& g, const std::string& id, const std::string& only,
-               bool follow, std::string* final_state) {
-  std::map<std::string, uint64_t> offsets;
-  std::map<std::string, std::string> partial;  // unterminated last line per replica
-  std::string base = JobsPath(g) + "/" + id + "/logs";
-  int idle_ms = 50;
-  while (true) {
-    auto listing = conn.Call("GET", base);
-    if (!listing.ok()) {
-      std::cerr << "ERROR: " << listing.status().message() << "\n";
-      return;
-    }
-    std::string state = (*listing)["state"];
-    bool ended = spec::IsTerminal(*spec::ParseJobState(state));
-    std::vector<std::string> names;
-    for (const json& r : (*listing)["replicas"]) names.push_back(r["replica"]);
-    bool prefix = only.empty() && names.size() > 1;
-    bool got = false;
-    for (const std::string& name : names) {
-      if (!only.empty() && name != only) continue;
-      while (true) {
-        auto chunk = conn.Call("GET", base + "?replica=" + http::UrlEncode(name) + "&offset=" +
-                                          std::to_string(offsets[name]));
-        if (!chunk.ok()) break;
-        std::string data = (*chunk)["data"];
-        if (data.empty()) break;
-        got = true;
-        offsets[name] = (*chunk)["nextOffset"].get<uint64_t>();
-        if (!prefix) {
-          std::cout << data;
-        } else {
-          std::string text = partial[name] + data;
-          size_t start = 0, nl;
-          while ((nl = text.find('\n', start)) != std::string::npos) {
-            std::cout << name << ": " << text.substr(start, nl - start + 1);
-            start = nl + 1;
-          }
-          partial[name] = text.substr(start);
-        }
-        std::cout.flush();
-      }
-    }
-    if (!follow || (ended && !got)) {
-      for (auto& [name, rest] : partial) {
-        if (!rest.empty()) std::cout << name << ": " << rest << "\n";
-      }
-      if (final_state) *final_state = state;
-      return;
-    }
-    idle_ms = got ? 50 : std::min(idle_ms * 2, 500);
-    std::this_thread::sleep_for(std::chrono::milliseconds(idle_ms));
-  }
-}
-
-// ---- jobs list / describe / cancel ----------------------------------------
-
-int List(const Globals& g, const std::string& filter) {
-  auto conn = Connect(g);
-  if (!conn.ok()) return Report(conn.status());
-  json all = json::array();
-  std::string token;
-  do {
-    std::string target = JobsPath(g) + "?pageSize=1000";
-    if (!filter.empty()) target += "&filter=" + http::UrlEncode(filter);
-    if (!token.empty()) target += "&pageToken=" + token;
-    auto page = (*conn)->Call("GET", target);
-    if (!page.ok()) return Report(page.status());
-    for (json& j : (*page)["customJobs"]) all.push_back(std::move(j));
-    token = page->value("nextPageToken", "");
-  } while (!token.empty());
-  if (g.format == "json") {
-    std::cout << json{{"customJobs", all}}.dump(2) << "\n";
-    return 0;
-  }
-  std::printf("%-6s %-24s %-22s %-28s %s\n", "ID", "NAME", "STATE", "CREATED", "DURATION");
-  for (const json& j : all) {
-    std::string dur = j.contains("startTime")
-                          ? Since(j["startTime"], j.value("endTime", FormatRfc3339(NowMicros())))
-                          : "-";
-    std::printf("%-6s %-24s %-22s %-28s %s\n", IdOf(j).c_str(), j["displayName"].get<std::string>().substr(0, 24).c_str(),
-                j["state"].get<std::string>().c_str(), j["createTime"].get<std::string>().c_str(), dur.c_str());
-  }
-  return 0;
-}
-
-int Describe(const Globals& g, const std::string& id) {
-  auto conn = Connect(g);
-  if (!conn.ok()) return Report(conn.status());
-  auto job = (*conn)->Call("GET", JobsPath(g) + "/" + http::UrlEncode(id));
-  if (!job.ok()) return Report(job.status());
-  if (g.format == "json") {
-    std::cout << job->dump(2) << "\n";
-    return 0;
-  }
-  auto events = (*conn)->Call("GET", JobsPath(g) + "/" + http::UrlEncode(id) + "/events");
-  const json& j = *job;
-  std::cout << "Job " << IdOf(j) << "  " << j["displayName"].get<std::string>() << "\n";
-  std::cout << "  name:     " << j["name"].get<std::string>() << "\n";
-  std::cout << "  state:    " << j["state"].get<std::string>() << "\n";
-  if (events.ok() && !(*events)["waitReason"].get<std::string>().empty()) {
-    std::cout << "  waiting:  " << (*events)["waitReason"].get<std::string>() << "\n";
-  }
-  std::cout << "  created:  " << j["createTime"].get<std::string>() << "\n";
-  if (j.contains("startTime")) std::cout << "  started:  " << j["startTime"].get<std::string>() << "\n";
-  if (j.contains("endTime")) {
-    std::cout << "  ended:    " << j["endTime"].get<std::string>();
-    if (j.contains("startTime")) std::cout << "  (ran " << Since(j["startTime"], j["endTime"]) << ")";
-    std::cout << "\n";
-  }
-  const json& spec = j["jobSpec"];
-  if (spec.contains("baseOutputDirectory")) {
-    std::cout << "  output:   " << spec["baseOutputDirectory"]["outputUriPrefix"].get<std::string>() << "\n";
-  }
-  int p = 0;
-  for (const json& pool : spec["workerPoolSpecs"]) {
-    if (!pool.empty()) {
-      std::cout << "  workerpool" << p << ": " << pool.value("replicaCount", "1") << " x "
-                << pool["machineSpec"].value("machineType", "?");
-      if (pool["machineSpec"].contains("acceleratorType")) {
-        std::cout << " + " << pool["machineSpec"].value("acceleratorCount", 0) << " x "
-                  << pool["machineSpec"]["acceleratorType"].get<std::string>();
-      }
-      if (pool.contains("pythonPackageSpec")) {
-        std::cout << ", python -m " << pool["pythonPackageSpec"]["pythonModule"].get<std::string>();
-      } else if (pool.contains("containerSpec")) {
-        std::cout << ", image " << pool["containerSpec"]["imageUri"].get<std::string>();
-      }
-      std::cout << "\n";
-    }
-    ++p;
-  }
-  if (j.contains("error")) {
-    std::cout << "  error:    " << j["error"]["message"].get<std::string>() << "\n";
-  }
-  if (events.ok()) {
-    std::cout << "Events:\n";
-    for (const json& e : (*events)["events"]) {
-      std::string from = e["from"], to = e["to"];
-      std::string change = from == to ? "" : (from == "JOB_STATE_UNSPECIFIED" ? "" : from.substr(10) + " -> ") + to.substr(10);
-      std::printf("  %s  %-22s %s\n", e["time"].get<std::string>().c_str(), change.c_str(),
-                  e["reason"].get<std::string>().c_str());
-    }
-  }
-  return 0;
-}
-
-int Cancel(const Globals& g, const std::string& id) {
-  auto conn = Connect(g);
-  if (!conn.ok()) return Report(conn.status());
-  auto r = (*conn)->Call("POST", JobsPath(g) + "/" + http::UrlEncode(id) + ":cancel", "{}");
-  if (!r.ok()) return Report(r.status());
-  std::cout << "Cancel requested for job " << id << "\n";
-  return 0;
-}
-
-// ---- storage --------------------------------------------------------------
-
-bool IsGs(const std::string& s) { return s.rfind("gs://", 0) == 0; }
-
-int StorageCp(const Globals& g, const std::string& src, const std::string& dst) {
-  auto conn = Connect(g);
-  if (!conn.ok()) return Report(conn.status());
-  if (!IsGs(src) && IsGs(dst)) {
-    auto to = storage::ParseGsUri(dst, "DESTINATION");
-    if (!to.ok()) return Report(to.status());
-    std::vector<std::pair<fs::path, std::string>> files;  // local file, object name
-    std::error_code ec;
-    if (fs::is_directory(src, ec)) {
-      std::string prefix = to->object;
-      if (!prefix.empty() && prefix.back() != '/') prefix += '/';
-      for (const auto& e : fs::recursive_directory_iterator(src)) {
-        if (e.is_regular_file()) files.push_back({e.path(), prefix + fs::relative(e.path(), src).generic_string()});
-      }
-      std::sort(files.begin(), files.end());
-    } else if (fs::is_regular_file(src, ec)) {
-      std::string object = to->object;
-      if (object.empty() || object.back() == '/') object += fs::path(src).filename().string();
-      files.push_back({src, object});
-    } else {
-      return Report(InvalidArgument("SOURCE: " + src + " does not exist"));
-    }
-    uint64_t bytes = 0;
-    for (const auto& [path, object] : files) {
-      auto data = ReadFile(path);
-      if (!data.ok()) return Report(data.status());
-      auto r = (*conn)->Call("POST", "/upload/storage/v1/b/" + http::UrlEncode(to->bucket) +
-                                         "/o?name=" + http::UrlEncode(object), *data);
-      if (!r.ok()) return Report(r.status());
-      bytes += data->size();
-    }
-    std::cout << "Copied " << files.size() << " file(s), " << bytes << " bytes, to gs://" << to->bucket << "/"
-              << (files.size() == 1 ? files[0].second : to->object) << "\n";
-    return 0;
-  }
-  if (IsGs(src) && !IsGs(dst)) {
-    auto from = storage::ParseGsUri(src, "SOURCE");
-    if (!from.ok()) return Report(from.status());
-    std::string prefix = from->object;
-    auto list = (*conn)->Call("GET", "/storage/v1/b/" + http::UrlEncode(from->bucket) + "/o?prefix=" + http::UrlEncode(prefix));
-    if (!list.ok()) return Report(list.status());
-    int n = 0;
-    for (const json& item : (*list)["items"]) {
-      std::string name = item["name"];
-      fs::path out;
-      if (name == prefix) {
-        out = fs::is_directory(dst) ? fs::path(dst) / fs::path(name).filename() : fs::path(dst);
-      } else {
-        std::string dir_prefix = prefix.empty() || prefix.back() == '/' ? prefix : prefix + "/";
-        if (name.rfind(dir_prefix, 0) != 0) continue;  // "data" must not match "database"
-        out = fs::path(dst) / name.substr(dir_prefix.size());
-      }
-      auto data = (*conn)->CallRaw("GET", "/storage/v1/b/" + http::UrlEncode(from->bucket) + "/o/" + http::UrlEncode(name) + "?alt=media");
-      if (!data.ok()) return Report(data.status());
-      if (out.has_parent_path()) fs::create_directories(out.parent_path());
-      std::ofstream f(out, std::ios::binary);
-      f << *data;
-      if (!f) return Report(Internal("cannot write " + out.string()));
-      ++n;
-    }
-    if (n == 0) return Report(NotFound("SOURCE: no objects match " + src));
-    std::cout << "Copied " << n << " file(s) to " << dst << "\n";
-    return 0;
-  }
-  return Report(InvalidArgument("cp copies between a local path and gs://BUCKET/PATH; give one of each"));
-}
-
-int StorageLs(const Globals& g, const std::string& uri) {
-  auto conn = Connect(g);
-  if (!conn.ok()) return Report(conn.status());
-  if (uri.empty()) {
-    auto r = (*conn)->Call("GET", "/storage/v1/b");
-    if (!r.ok()) return Report(r.status());
-    for (const json& b : (*r)["items"]) std::cout << "gs://" << b["name"].get<std::string>() << "/\n";
-    return 0;
-  }
-  auto at = storage::ParseGsUri(uri, "URI");
-  if (!at.ok()) return Report(at.status());
-  auto r = (*conn)->Call("GET", "/storage/v1/b/" + http::UrlEncode(at->bucket) + "/o?prefix=" + http::UrlEncode(at->object));
-  if (!r.ok()) return Report(r.status());
-  for (const json& o : (*r)["items"]) {
-    std::printf("%12s  %s  gs://%s/%s\n", o["size"].get<std::string>().c_str(), o["updated"].get<std::string>().c_str(),
-                at->bucket.c_str(), o["name"].get<std::string>().c_str());
-  }
-  return 0;
-}
-
-int StorageMb(const Globals& g, const std::string& uri) {
-  auto at = storage::ParseGsUri(uri, "URI");
-  if (!at.ok()) return Report(at.status());
-  auto conn = Connect(g);
-  if (!conn.ok()) return Report(conn.status());
-  auto r = (*conn)->Call("POST", "/storage/v1/b", json{{"name", at->bucket}}.dump());
-  if (!r.ok()) return Report(r.status());
-  std::cout << "Created gs://" << at->bucket << "/\n";
-  return 0;
-}
-
-}  // namespace
+using namespace stoker::cli;
 
 int main(int argc, char** argv) {
   CLI::App app{"stoker: run Vertex AI-style training jobs on your own machines"};
   app.require_subcommand(1);
   Globals g;
-  app.add_option("--server", g.server, "stokerd URL (default: $STOKER_SERVER, else the local daemon)");
-  app.add_option("--project", g.project, "Project name used in resource names")->capture_default_str();
-  app.add_option("--region", g.region, "Location name used in resource names")->capture_default_str();
+  app.add_option("--server", g.server,
+                 "stokerd URL (default: $STOKER_SERVER, else the local daemon)");
+  app.add_option("--project", g.project, "Project name used in resource names")
+      ->capture_default_str();
+  app.add_option("--region", g.region, "Location name used in resource names")
+      ->capture_default_str();
   app.add_option("--format", g.format, "Output format: text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
@@ -505,12 +36,17 @@ int main(int argc, char** argv) {
   submit->add_option("--args", sf.args, "Replace every pool's args: --args=--epochs=10,--lr=0.01")
       ->delimiter(',')
       ->each([&](const std::string&) { sf.args_given = true; });
-  submit->add_option("--package-path", sf.package_path, "Pack this directory as the trainer package");
+  submit->add_option("--package-path", sf.package_path,
+                     "Pack this directory as the trainer package");
   submit->add_option("--module-name", sf.module_name, "Python module to run (with --package-path)");
-  submit->add_option("--machine-type", sf.machine_type, "Without --config: the machine type")->capture_default_str();
-  submit->add_option("--executor-image-uri", sf.executor_image, "Without --config: the executor image")
+  submit->add_option("--machine-type", sf.machine_type, "Without --config: the machine type")
       ->capture_default_str();
-  submit->add_flag("--follow", sf.follow, "Stream logs until the job ends; exit 1 unless it succeeded");
+  submit
+      ->add_option("--executor-image-uri", sf.executor_image,
+                   "Without --config: the executor image")
+      ->capture_default_str();
+  submit->add_flag("--follow", sf.follow,
+                   "Stream logs until the job ends; exit 1 unless it succeeded");
   submit->callback([&] { rc = Submit(g, sf); });
 
   std::string filter;
@@ -529,19 +65,7 @@ int main(int argc, char** argv) {
   logs->add_option("ID", id)->required();
   logs->add_option("--replica", replica, "Only this replica, e.g. workerpool0-0");
   logs->add_flag("--follow,-f", follow, "Keep streaming until the job ends");
-  logs->callback([&] {
-    auto conn = Connect(g);
-    if (!conn.ok()) {
-      rc = Report(conn.status());
-      return;
-    }
-    auto job = (*conn)->Call("GET", JobsPath(g) + "/" + http::UrlEncode(id));
-    if (!job.ok()) {
-      rc = Report(job.status());
-      return;
-    }
-    PrintLogs(**conn, g, id, replica, follow, nullptr);
-  });
+  logs->callback([&] { rc = Logs(g, id, replica, follow); });
 
   auto* cancel = jobs->add_subcommand("cancel", "Cancel a job");
   cancel->add_option("ID", id)->required();
@@ -554,7 +78,8 @@ int main(int argc, char** argv) {
   cp->add_option("SOURCE", src)->required();
   cp->add_option("DESTINATION", dst)->required();
   bool recursive = false;
-  cp->add_flag("-r,--recursive", recursive, "Accepted for gsutil compatibility; directories always copy recursively");
+  cp->add_flag("-r,--recursive", recursive,
+               "Accepted for gsutil compatibility; directories always copy recursively");
   cp->callback([&] { rc = StorageCp(g, src, dst); });
   std::string uri;
   auto* ls = st->add_subcommand("ls", "List buckets, or objects under gs://BUCKET/PREFIX");
@@ -564,12 +89,14 @@ int main(int argc, char** argv) {
   mb->add_option("URI", uri)->required();
   mb->callback([&] { rc = StorageMb(g, uri); });
 
-  auto* server = app.add_subcommand("server", "Run stokerd in the foreground (arguments pass through)");
+  auto* server =
+      app.add_subcommand("server", "Run stokerd in the foreground (arguments pass through)");
   server->allow_extras();
   server->callback([&] {
     std::error_code ec;
     fs::path dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
-    std::string bin = fs::exists(dir / "stokerd") ? (dir / "stokerd").string() : (dir / "../server/stokerd").string();
+    std::string bin = fs::exists(dir / "stokerd") ? (dir / "stokerd").string()
+                                                  : (dir / "../server/stokerd").string();
     std::vector<std::string> args = {bin};
     for (const std::string& a : server->remaining()) args.push_back(a);
     std::vector<char*> cargs;

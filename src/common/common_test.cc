@@ -46,7 +46,8 @@ TEST(JsonYamlTest, ReportsSyntaxErrorsWithSourceAndLine) {
 }
 
 TEST(FilesTest, WritesAtomicallyAndReadsBack) {
-  auto dir = std::filesystem::temp_directory_path() / ("stoker_files_" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("stoker_files_" + std::to_string(::getpid()));
   ASSERT_TRUE(MakeDirs(dir).ok());
   ASSERT_TRUE(WriteFileAtomic(dir / "a.json", "{\"x\":1}").ok());
   EXPECT_EQ(ReadFile(dir / "a.json").value(), "{\"x\":1}");

@@ -1,9 +1,8 @@
 // Reading job files: YAML or JSON text into nlohmann::json.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "common/status.h"
 

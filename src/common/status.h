@@ -52,7 +52,9 @@ inline Status OkStatus() { return Status(); }
 inline Status InvalidArgument(std::string m) { return {Code::kInvalidArgument, std::move(m)}; }
 inline Status NotFound(std::string m) { return {Code::kNotFound, std::move(m)}; }
 inline Status AlreadyExists(std::string m) { return {Code::kAlreadyExists, std::move(m)}; }
-inline Status FailedPrecondition(std::string m) { return {Code::kFailedPrecondition, std::move(m)}; }
+inline Status FailedPrecondition(std::string m) {
+  return {Code::kFailedPrecondition, std::move(m)};
+}
 inline Status PermissionDenied(std::string m) { return {Code::kPermissionDenied, std::move(m)}; }
 inline Status ResourceExhausted(std::string m) { return {Code::kResourceExhausted, std::move(m)}; }
 inline Status Unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
@@ -63,7 +65,7 @@ inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; 
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {  // NOLINT
     assert(!std::get<Status>(v_).ok() && "Result built from an ok Status");
   }
@@ -88,9 +90,9 @@ class [[nodiscard]] Result {
 }  // namespace stoker
 
 // Return early from the enclosing function when `expr` (a Status) is not ok.
-#define STOKER_RETURN_IF_ERROR(expr)           \
-  do {                                         \
-    ::stoker::Status stoker_status_ = (expr);  \
+#define STOKER_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::stoker::Status stoker_status_ = (expr);        \
     if (!stoker_status_.ok()) return stoker_status_; \
   } while (0)
 

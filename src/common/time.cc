@@ -32,7 +32,8 @@ Result<double> ParseDuration(const std::string& text, const std::string& field) 
   std::string t = text;
   if (!t.empty() && t.back() == 's') t.pop_back();
   if (t.empty()) {
-    return InvalidArgument(field + ": '" + text + "' is not a duration; write seconds like \"3600s\"");
+    return InvalidArgument(field + ": '" + text +
+                           "' is not a duration; write seconds like \"3600s\"");
   }
   char* end = nullptr;
   double v = std::strtod(t.c_str(), &end);

@@ -75,7 +75,8 @@ Environment Environments::Build(const std::string& python) const {
     fs::path link = bin / name;
     if (!fs::is_symlink(link, ec)) fs::create_symlink(python, link, ec);
   }
-  env.base_env["PATH"] = bin.string() + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  env.base_env["PATH"] =
+      bin.string() + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
   env.base_env["PYTHONPATH"] = helpers_dir_.string();
   env.base_env["PYTHONUNBUFFERED"] = "1";  // so logs stream while the trainer runs
   for (const char* pass : {"HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TMPDIR"}) {
@@ -84,14 +85,15 @@ Environment Environments::Build(const std::string& python) const {
   return env;
 }
 
-Result<Environment> Environments::ForImage(const std::string& image, const std::string& field) const {
+Result<Environment> Environments::ForImage(const std::string& image,
+                                           const std::string& field) const {
   for (const ImageMatch& r : rules_) {
     if (::fnmatch(r.glob.c_str(), image.c_str(), 0) == 0) {
       return Build(r.python == "auto" ? auto_python_ : r.python);
     }
   }
-  std::string where = config_file_.empty() ? "the daemon's config file (stokerd --config FILE)"
-                                           : config_file_;
+  std::string where =
+      config_file_.empty() ? "the daemon's config file (stokerd --config FILE)" : config_file_;
   return InvalidArgument(field + ": no environment is configured for image '" + image +
                          "'; add a rule under 'images:' in " + where +
                          ", e.g.\n  images:\n    - match: \"" + image +

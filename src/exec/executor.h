@@ -56,7 +56,9 @@ struct ReplicaStatus {
   int64_t start_us = 0;  // trainer start; 0 if not started
   int64_t end_us = 0;
 
-  bool Succeeded() const { return phase == ReplicaPhase::kEnded && end_state == "exited" && exit_code == 0; }
+  bool Succeeded() const {
+    return phase == ReplicaPhase::kEnded && end_state == "exited" && exit_code == 0;
+  }
 };
 
 class Executor {

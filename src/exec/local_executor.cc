@@ -152,9 +152,9 @@ Status LocalExecutor::Cancel(int64_t job_id, int attempt,
     int fd = ::open((dir / "claim").c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
     if (fd >= 0) {
       ::close(fd);
-      json st = {{"state", "cancelled"},   {"exit_code", nullptr},
-                 {"signal", nullptr},      {"start_time_us", 0},
-                 {"end_time_us", 0},       {"message", "cancelled before it started"}};
+      json st = {{"state", "cancelled"}, {"exit_code", nullptr},
+                 {"signal", nullptr},    {"start_time_us", 0},
+                 {"end_time_us", 0},     {"message", "cancelled before it started"}};
       STOKER_RETURN_IF_ERROR(WriteFileAtomic(dir / "status.json", st.dump()));
     }
   }

@@ -62,7 +62,8 @@ ReplicaCommand BuildReplicaCommand(const ReplicaEnvInput& in) {
   env = in.base_env;
 
   // Job description as the prebuilt images' runner sees it (a JSON string).
-  json job_desc = {{"python_module", ""}, {"package_uris", json::array()}, {"job_args", json::array()}};
+  json job_desc = {
+      {"python_module", ""}, {"package_uris", json::array()}, {"job_args", json::array()}};
   if (pool.python_package_spec) {
     job_desc["python_module"] = pool.python_package_spec->python_module;
     job_desc["package_uris"] = pool.python_package_spec->package_uris;
@@ -88,9 +89,11 @@ ReplicaCommand BuildReplicaCommand(const ReplicaEnvInput& in) {
     task["trial"] = in.trial_id;
     tf_task["trial"] = in.trial_id;
   }
-  json cluster_spec = {{"cluster", cluster}, {"environment", "cloud"}, {"task", task},
-                       {"job", job_desc.dump()}};
-  json tf_config = {{"cluster", tf_cluster}, {"environment", "cloud"}, {"task", tf_task},
+  json cluster_spec = {
+      {"cluster", cluster}, {"environment", "cloud"}, {"task", task}, {"job", job_desc.dump()}};
+  json tf_config = {{"cluster", tf_cluster},
+                    {"environment", "cloud"},
+                    {"task", tf_task},
                     {"job", job_desc.dump()}};
   env["CLUSTER_SPEC"] = cluster_spec.dump();
   env["TF_CONFIG"] = tf_config.dump();
@@ -131,7 +134,8 @@ ReplicaCommand BuildReplicaCommand(const ReplicaEnvInput& in) {
   };
   if (pool.python_package_spec) {
     cmd.argv = {in.python, "-m", pool.python_package_spec->python_module};
-    for (std::string& a : expand_all(pool.python_package_spec->args)) cmd.argv.push_back(std::move(a));
+    for (std::string& a : expand_all(pool.python_package_spec->args))
+      cmd.argv.push_back(std::move(a));
   } else {
     cmd.argv = expand_all(pool.container_spec->command);
     for (std::string& a : expand_all(pool.container_spec->args)) cmd.argv.push_back(std::move(a));

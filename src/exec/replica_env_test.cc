@@ -12,7 +12,9 @@ spec::CustomJobSpec TwoPoolSpec() {
   spec::WorkerPoolSpec chief;
   chief.machine_spec.machine_type = "n1-standard-4";
   chief.python_package_spec = spec::PythonPackageSpec{
-      "img", {"gs://b/p.tar.gz"}, "trainer.task",
+      "img",
+      {"gs://b/p.tar.gz"},
+      "trainer.task",
       {"--data=gs://b/data", "--model-dir=$(AIP_MODEL_DIR)", "--keep=$$(AIP_MODEL_DIR)"},
       {{"A", "x"}, {"B", "$(A)-y"}, {"C", "$(UNDEFINED)"}}};
   spec::WorkerPoolSpec worker = chief;
@@ -64,7 +66,10 @@ TEST(ReplicaEnvTest, ExpandsSpecEnvInOrderAndLeavesUnknownReferences) {
 TEST(ReplicaEnvTest, BuildsPythonModuleCommandWithExpandedAndRewrittenArgs) {
   auto s = TwoPoolSpec();
   ReplicaCommand c = BuildReplicaCommand(Input(s, 0, 0));
-  std::vector<std::string> want = {"/usr/bin/python3", "-m", "trainer.task", "--data=/data/buckets/b/data",
+  std::vector<std::string> want = {"/usr/bin/python3",
+                                   "-m",
+                                   "trainer.task",
+                                   "--data=/data/buckets/b/data",
                                    "--model-dir=/data/buckets/b/out/model/",
                                    "--keep=$(AIP_MODEL_DIR)"};
   EXPECT_EQ(c.argv, want);
@@ -91,7 +96,8 @@ TEST(ReplicaEnvTest, ClusterSpecAndRanksFollowPoolOrder) {
 TEST(ReplicaEnvTest, ContainerCommandAndArgsAreJoined) {
   spec::CustomJobSpec s;
   spec::WorkerPoolSpec chief;
-  chief.container_spec = spec::ContainerSpec{"img", {"python3", "-c", "print(1)"}, {"--x=$(CLOUD_ML_JOB_ID)"}, {}};
+  chief.container_spec =
+      spec::ContainerSpec{"img", {"python3", "-c", "print(1)"}, {"--x=$(CLOUD_ML_JOB_ID)"}, {}};
   s.worker_pool_specs = {chief};
   auto in = Input(s, 0, 0);
   in.addresses = {{"127.0.0.1:5000"}};

@@ -91,11 +91,11 @@ std::optional<MachineShape> LookupMachineType(const std::string& name) {
 
 uint64_t AcceleratorMemoryBytes(const std::string& t) {
   static const std::map<std::string, double> kGb = {
-      {"NVIDIA_TESLA_K80", 12},   {"NVIDIA_TESLA_P100", 16},    {"NVIDIA_TESLA_V100", 16},
-      {"NVIDIA_TESLA_P4", 8},     {"NVIDIA_TESLA_T4", 16},      {"NVIDIA_TESLA_A100", 40},
-      {"NVIDIA_A100_80GB", 80},   {"NVIDIA_L4", 24},            {"NVIDIA_H100_80GB", 80},
-      {"NVIDIA_H100_MEGA_80GB", 80}, {"NVIDIA_H200_141GB", 141}, {"NVIDIA_B200", 180},
-      {"NVIDIA_GB200", 186},      {"NVIDIA_RTX_PRO_6000", 96},
+      {"NVIDIA_TESLA_K80", 12},      {"NVIDIA_TESLA_P100", 16},   {"NVIDIA_TESLA_V100", 16},
+      {"NVIDIA_TESLA_P4", 8},        {"NVIDIA_TESLA_T4", 16},     {"NVIDIA_TESLA_A100", 40},
+      {"NVIDIA_A100_80GB", 80},      {"NVIDIA_L4", 24},           {"NVIDIA_H100_80GB", 80},
+      {"NVIDIA_H100_MEGA_80GB", 80}, {"NVIDIA_H200_141GB", 141},  {"NVIDIA_B200", 180},
+      {"NVIDIA_GB200", 186},         {"NVIDIA_RTX_PRO_6000", 96},
   };
   auto it = kGb.find(t);
   return it == kGb.end() ? 0 : static_cast<uint64_t>(it->second * kGiB);

@@ -11,10 +11,10 @@
 namespace stoker::resources {
 
 struct Gpu {
-  int index = 0;               // the CUDA_VISIBLE_DEVICES index
-  std::string type;            // Vertex AcceleratorType name, e.g. NVIDIA_TESLA_T4
+  int index = 0;     // the CUDA_VISIBLE_DEVICES index
+  std::string type;  // Vertex AcceleratorType name, e.g. NVIDIA_TESLA_T4
   uint64_t memory_bytes = 0;
-  std::string uuid;            // "" for declared GPUs
+  std::string uuid;  // "" for declared GPUs
 };
 
 struct Node {

@@ -43,7 +43,8 @@ Result<std::vector<ReplicaRequest>> RequestsFor(const spec::CustomJobSpec& spec,
     r.pool = static_cast<int>(p);
     double want_mem = shape->memory_gb * kGiB;
     r.cpus = std::min(shape->vcpus, node.cpus);
-    r.memory_bytes = static_cast<uint64_t>(std::min(want_mem, static_cast<double>(node.memory_bytes)));
+    r.memory_bytes =
+        static_cast<uint64_t>(std::min(want_mem, static_cast<double>(node.memory_bytes)));
     r.clamped = shape->vcpus > node.cpus || want_mem > static_cast<double>(node.memory_bytes);
     if (pool.machine_spec.accelerator_count > 0) {
       r.gpus = pool.machine_spec.accelerator_count;
@@ -75,8 +76,8 @@ std::optional<std::vector<ReplicaPlacement>> PlaceGang(const std::vector<Replica
     ReplicaPlacement p{r.name, r.cpus, r.memory_bytes, {}, {}};
     if (cpus + r.cpus > cpu_cap + 1e-9) {
       if (why) {
-        *why = "needs " + std::to_string(static_cast<int>(std::ceil(r.cpus))) + " CPUs for " + r.name +
-               ", " + std::to_string(std::max(0.0, cpu_cap - cpus)) + " free";
+        *why = "needs " + std::to_string(static_cast<int>(std::ceil(r.cpus))) + " CPUs for " +
+               r.name + ", " + std::to_string(std::max(0.0, cpu_cap - cpus)) + " free";
       }
       return std::nullopt;
     }
@@ -97,8 +98,8 @@ std::optional<std::vector<ReplicaPlacement>> PlaceGang(const std::vector<Replica
         p.gpus.push_back(g.index);
         busy.insert(g.index);
         if (!exact) {
-          p.substitutions.push_back(r.gpu_type + " served by GPU " + std::to_string(g.index) + " (" +
-                                    g.type + ")");
+          p.substitutions.push_back(r.gpu_type + " served by GPU " + std::to_string(g.index) +
+                                    " (" + g.type + ")");
         }
       }
     }
@@ -131,12 +132,12 @@ Status CheckCanEverFit(const std::vector<ReplicaRequest>& requests, const resour
     return InvalidArgument(field_prefix + "workerPoolSpecs[" + std::to_string(r.pool) +
                            "].machineSpec.acceleratorCount: the job needs " + why +
                            " even on an idle machine; this machine has " +
-                           std::to_string(node.gpus.size()) + " GPU(s), " + std::to_string(serving) +
-                           " of which can serve " + r.gpu_type +
+                           std::to_string(node.gpus.size()) + " GPU(s), " +
+                           std::to_string(serving) + " of which can serve " + r.gpu_type +
                            " (declare GPUs under inventory: in the config, or ask for fewer)");
   }
-  return InvalidArgument(field_prefix + "workerPoolSpecs: the job cannot fit on this machine: " + why +
-                         " (raise cpu_oversubscription in the config or use fewer replicas)");
+  return InvalidArgument(field_prefix + "workerPoolSpecs: the job cannot fit on this machine: " +
+                         why + " (raise cpu_oversubscription in the config or use fewer replicas)");
 }
 
 }  // namespace stoker::scheduler

@@ -16,14 +16,14 @@
 namespace stoker::scheduler {
 
 struct ReplicaRequest {
-  std::string name;       // workerpool<i>-<j>
+  std::string name;  // workerpool<i>-<j>
   int pool = 0;
   int index = 0;
-  double cpus = 0;        // already clamped to the node
+  double cpus = 0;  // already clamped to the node
   uint64_t memory_bytes = 0;
   int gpus = 0;
-  std::string gpu_type;   // Vertex enum name; "" when gpus == 0
-  bool clamped = false;   // the machine type asked for more than the node has
+  std::string gpu_type;  // Vertex enum name; "" when gpus == 0
+  bool clamped = false;  // the machine type asked for more than the node has
 };
 
 // What the replicas of one job ask for. InvalidArgument naming the field for

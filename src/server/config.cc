@@ -7,8 +7,10 @@ namespace stoker::server {
 
 std::vector<ImageRule> DefaultImageRules() {
   std::vector<ImageRule> rules;
-  for (const char* registry : {"*-docker.pkg.dev/vertex-ai/training/", "gcr.io/cloud-aiplatform/training/"}) {
-    for (const char* framework : {"pytorch-*", "tf-*", "scikit-learn-*", "sklearn-*", "xgboost-*"}) {
+  for (const char* registry :
+       {"*-docker.pkg.dev/vertex-ai/training/", "gcr.io/cloud-aiplatform/training/"}) {
+    for (const char* framework :
+         {"pytorch-*", "tf-*", "scikit-learn-*", "sklearn-*", "xgboost-*"}) {
       rules.push_back({std::string(registry) + framework, "auto"});
     }
   }
@@ -37,8 +39,9 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
           for (size_t i = 0; i < value.size(); ++i) {
             const auto& r = value[i];
             if (!r.contains("match") || !r.contains("python")) {
-              return InvalidArgument(where + "images[" + std::to_string(i) +
-                                     "]: needs 'match' (an image glob) and 'python' (a path or auto)");
+              return InvalidArgument(
+                  where + "images[" + std::to_string(i) +
+                  "]: needs 'match' (an image glob) and 'python' (a path or auto)");
             }
             user_rules.push_back({r["match"].get<std::string>(), r["python"].get<std::string>()});
           }
@@ -48,16 +51,18 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
           resources::Node node = resources::DetectLocalNode();
           if (value.contains("cpus")) node.cpus = value["cpus"].get<double>();
           if (value.contains("memory_gb")) {
-            node.memory_bytes = static_cast<uint64_t>(value["memory_gb"].get<double>() * (1ull << 30));
+            node.memory_bytes =
+                static_cast<uint64_t>(value["memory_gb"].get<double>() * (1ull << 30));
           }
           int index = 0;
           for (const auto& g : value.value("gpus", nlohmann::json::array())) {
             resources::Gpu gpu;
             gpu.index = index++;
             gpu.type = g.at("type").get<std::string>();
-            gpu.memory_bytes = g.contains("memory_gb")
-                                   ? static_cast<uint64_t>(g["memory_gb"].get<double>() * (1ull << 30))
-                                   : resources::AcceleratorMemoryBytes(gpu.type);
+            gpu.memory_bytes =
+                g.contains("memory_gb")
+                    ? static_cast<uint64_t>(g["memory_gb"].get<double>() * (1ull << 30))
+                    : resources::AcceleratorMemoryBytes(gpu.type);
             node.gpus.push_back(gpu);
           }
           c.inventory = node;

@@ -1,14 +1,13 @@
 #include "server/controller.h"
 
 #include <netinet/in.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
-
-#include <spdlog/spdlog.h>
 
 #include "common/files.h"
 #include "common/time.h"
@@ -230,9 +229,10 @@ void Controller::Tick() {
   // Ended jobs whose replicas are still stopping hold their bookings until they are gone.
   for (auto it = draining_.begin(); it != draining_.end();) {
     auto st = executor_.Poll(it->first, it->second.attempt, it->second.replicas);
-    bool done = st.ok() && std::all_of(st->begin(), st->end(), [](const exec::ReplicaStatus& r) {
-                  return r.phase == exec::ReplicaPhase::kEnded || r.phase == exec::ReplicaPhase::kLost;
-                });
+    bool done =
+        st.ok() && std::all_of(st->begin(), st->end(), [](const exec::ReplicaStatus& r) {
+          return r.phase == exec::ReplicaPhase::kEnded || r.phase == exec::ReplicaPhase::kLost;
+        });
     if (done) {
       Book(it->second.booked, -1);
       it = draining_.erase(it);
@@ -253,10 +253,11 @@ void Controller::Tick() {
     }
     if (!a.replicas.empty()) {
       auto st = executor_.Poll(a.rec.id, a.rec.attempt, a.replicas);
-      bool running = !st.ok() || std::any_of(st->begin(), st->end(), [](const exec::ReplicaStatus& r) {
-                       return r.phase == exec::ReplicaPhase::kRunning ||
-                              r.phase == exec::ReplicaPhase::kStarting;
-                     });
+      bool running =
+          !st.ok() || std::any_of(st->begin(), st->end(), [](const exec::ReplicaStatus& r) {
+            return r.phase == exec::ReplicaPhase::kRunning ||
+                   r.phase == exec::ReplicaPhase::kStarting;
+          });
       if (running) {
         Status s = executor_.Cancel(a.rec.id, a.rec.attempt, a.replicas);
         if (!s.ok()) spdlog::warn("job {}: stopping replicas: {}", a.rec.id, s.ToString());
@@ -305,7 +306,8 @@ void Controller::PollJob(Active& a) {
   bool all_ended = true;
   for (const exec::ReplicaStatus& r : st) {
     if (r.start_us > 0 && (first_start == 0 || r.start_us < first_start)) first_start = r.start_us;
-    if (r.phase != exec::ReplicaPhase::kEnded && r.phase != exec::ReplicaPhase::kLost) all_ended = false;
+    if (r.phase != exec::ReplicaPhase::kEnded && r.phase != exec::ReplicaPhase::kLost)
+      all_ended = false;
   }
   if (a.rec.state == JobState::kPending && first_start > 0) {
     Move(a, JobState::kRunning, "replicas started", {.start_time_us = first_start});
@@ -319,7 +321,8 @@ void Controller::PollJob(Active& a) {
     if (r.Succeeded()) {
       if (r.name == "workerpool0-0") {
         if (a.rec.start_time_us == 0) {
-          Move(a, JobState::kRunning, "replicas started", {.start_time_us = r.start_us ? r.start_us : NowMicros()});
+          Move(a, JobState::kRunning, "replicas started",
+               {.start_time_us = r.start_us ? r.start_us : NowMicros()});
         }
         Finish(a, JobState::kSucceeded, "workerpool0-0 exited with status 0", 0, "");
         return;
@@ -354,7 +357,8 @@ void Controller::PollJob(Active& a) {
       what = "The replica " + r.name + " was killed by signal " + std::to_string(*r.signal) + " (" +
              SignalName(*r.signal) + ").";
     } else if (r.end_state == "cancelled") {
-      what = "The replica " + r.name + " was stopped from outside Stoker (SIGTERM to its supervisor).";
+      what =
+          "The replica " + r.name + " was stopped from outside Stoker (SIGTERM to its supervisor).";
     } else {
       what = "The replica " + r.name + " exited with a non-zero status of " +
              std::to_string(r.exit_code.value_or(-1)) + ".";
@@ -363,7 +367,8 @@ void Controller::PollJob(Active& a) {
     std::string message = what;
     if (!tail.empty()) message += " Last lines of its log:\n" + tail;
     if (a.rec.state == JobState::kPending) {
-      Move(a, JobState::kRunning, "replicas started", {.start_time_us = r.start_us ? r.start_us : NowMicros()});
+      Move(a, JobState::kRunning, "replicas started",
+           {.start_time_us = r.start_us ? r.start_us : NowMicros()});
     }
     Finish(a, JobState::kFailed, what, code, message);
     return;
@@ -421,7 +426,8 @@ void Controller::Schedule() {
     }
     json allocation = {{"node", node_.name}, {"replicas", replicas}};
     for (const std::string& n : notes) (void)store_.AddEvent(id, n);
-    if (!Move(a, JobState::kPending, "resources allocated on " + node_.name, {.allocation = allocation})) {
+    if (!Move(a, JobState::kPending, "resources allocated on " + node_.name,
+              {.allocation = allocation})) {
       return;
     }
     a.rec.allocation = allocation;
@@ -443,9 +449,11 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
   std::string output_uri = OutputUri(a.job, a.rec.id);
   auto parsed = storage::ParseGsUri(output_uri, "jobSpec.baseOutputDirectory.outputUriPrefix");
   if (!parsed.ok()) return parsed.status();
-  if (parsed->bucket == kDefaultOutputBucket) STOKER_RETURN_IF_ERROR(buckets_.Create(kDefaultOutputBucket));
-  STOKER_ASSIGN_OR_RETURN(std::filesystem::path output_dir,
-                          buckets_.Resolve(output_uri, "jobSpec.baseOutputDirectory.outputUriPrefix"));
+  if (parsed->bucket == kDefaultOutputBucket)
+    STOKER_RETURN_IF_ERROR(buckets_.Create(kDefaultOutputBucket));
+  STOKER_ASSIGN_OR_RETURN(
+      std::filesystem::path output_dir,
+      buckets_.Resolve(output_uri, "jobSpec.baseOutputDirectory.outputUriPrefix"));
   STOKER_RETURN_IF_ERROR(MakeDirs(output_dir));
 
   std::vector<std::vector<std::string>> addresses(spec.worker_pool_specs.size());

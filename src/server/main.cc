@@ -2,16 +2,15 @@
 // that does) and runs until SIGTERM or SIGINT. Running replicas survive it.
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
+#include <spdlog/spdlog.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
-#include <spdlog/spdlog.h>
 
 #include "api/api.h"
 #include "common/files.h"
@@ -88,10 +87,11 @@ int main(int argc, char** argv) {
   if (!config.ok()) return Fail(config.status().message());
   if (!listen.empty()) config->listen = listen;
   fs::path exe_dir = ExeDir();
-  config->runner = !runner.empty() ? fs::path(runner)
-                                   : FirstExisting({exe_dir / "stoker-run", exe_dir / "../runner/stoker-run"});
-  config->python_helpers =
-      FirstExisting({exe_dir / "../share/stoker/python", fs::path(STOKER_SOURCE_DIR) / "src/python"});
+  config->runner = !runner.empty()
+                       ? fs::path(runner)
+                       : FirstExisting({exe_dir / "stoker-run", exe_dir / "../runner/stoker-run"});
+  config->python_helpers = FirstExisting(
+      {exe_dir / "../share/stoker/python", fs::path(STOKER_SOURCE_DIR) / "src/python"});
 
   auto store = store::Store::Open(data);
   if (!store.ok()) return Fail(store.status().message());
@@ -110,7 +110,12 @@ int main(int argc, char** argv) {
   exec::LocalExecutor executor(data, config->runner);
   server::Controller controller(*config, node, **store, executor, buckets, environments);
 
-  api::ApiDeps deps{store->get(), &buckets, &environments, &executor, &controller, &node,
+  api::ApiDeps deps{store->get(),
+                    &buckets,
+                    &environments,
+                    &executor,
+                    &controller,
+                    &node,
                     {config->cpu_oversubscription, config->accelerator_substitution}};
   http::Server http_server(api::MakeHandler(deps), http::ServerOptions{});
   std::string host = config->listen.substr(0, config->listen.rfind(':'));
@@ -130,11 +135,13 @@ int main(int argc, char** argv) {
 
   if (Status s = controller.Start(); !s.ok()) return Fail(s.message());
   auto bound = http_server.Listen(host, port);
-  if (!bound.ok()) return Fail("cannot listen on " + config->listen + ": " + bound.status().message());
+  if (!bound.ok())
+    return Fail("cannot listen on " + config->listen + ": " + bound.status().message());
   http_server.Start();
-  std::string url = "http://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
-                    std::to_string(*bound);
-  if (Status s = WriteFileAtomic(data / "stokerd.addr", url + "\n"); !s.ok()) return Fail(s.message());
+  std::string url = "http://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) +
+                    ":" + std::to_string(*bound);
+  if (Status s = WriteFileAtomic(data / "stokerd.addr", url + "\n"); !s.ok())
+    return Fail(s.message());
   spdlog::info("stokerd serving {} with data in {}", url, data.string());
 
   int sig = 0;

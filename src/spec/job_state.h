@@ -20,14 +20,22 @@ enum class JobState {
 
 inline std::string_view JobStateName(JobState s) {
   switch (s) {
-    case JobState::kUnspecified: return "JOB_STATE_UNSPECIFIED";
-    case JobState::kQueued: return "JOB_STATE_QUEUED";
-    case JobState::kPending: return "JOB_STATE_PENDING";
-    case JobState::kRunning: return "JOB_STATE_RUNNING";
-    case JobState::kSucceeded: return "JOB_STATE_SUCCEEDED";
-    case JobState::kFailed: return "JOB_STATE_FAILED";
-    case JobState::kCancelling: return "JOB_STATE_CANCELLING";
-    case JobState::kCancelled: return "JOB_STATE_CANCELLED";
+    case JobState::kUnspecified:
+      return "JOB_STATE_UNSPECIFIED";
+    case JobState::kQueued:
+      return "JOB_STATE_QUEUED";
+    case JobState::kPending:
+      return "JOB_STATE_PENDING";
+    case JobState::kRunning:
+      return "JOB_STATE_RUNNING";
+    case JobState::kSucceeded:
+      return "JOB_STATE_SUCCEEDED";
+    case JobState::kFailed:
+      return "JOB_STATE_FAILED";
+    case JobState::kCancelling:
+      return "JOB_STATE_CANCELLING";
+    case JobState::kCancelled:
+      return "JOB_STATE_CANCELLED";
   }
   return "JOB_STATE_UNSPECIFIED";
 }

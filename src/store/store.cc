@@ -144,9 +144,9 @@ Result<std::unique_ptr<Store>> Store::Open(const std::filesystem::path& data_dir
   STOKER_RETURN_IF_ERROR(MakeDirs(data_dir));
   std::filesystem::path path = data_dir / "stoker.db";
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                           nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     Status s = SqliteError(db, "cannot open " + path.string());
     sqlite3_close(db);
@@ -214,7 +214,8 @@ Result<JobRecord> Store::CreateJob(const NewJob& job) {
   s.Bind(7, now);
   if (s.Step() != SQLITE_DONE) return SqliteError(db_, "insert job");
   int64_t id = sqlite3_last_insert_rowid(db_);
-  STOKER_RETURN_IF_ERROR(InsertEvent(id, JobState::kUnspecified, JobState::kQueued, "submitted", now));
+  STOKER_RETURN_IF_ERROR(
+      InsertEvent(id, JobState::kUnspecified, JobState::kQueued, "submitted", now));
   for (const std::string& w : job.warnings) {
     STOKER_RETURN_IF_ERROR(InsertEvent(id, JobState::kQueued, JobState::kQueued, w, now));
   }
@@ -261,8 +262,8 @@ Result<std::vector<JobRecord>> Store::ListJobs(const ListOptions& options) {
 
 Result<std::vector<JobRecord>> Store::ActiveJobs() {
   std::lock_guard lock(mu_);
-  std::string sql = std::string("SELECT ") + kJobColumns +
-                    " FROM jobs WHERE state NOT IN (4, 5, 7) ORDER BY id";
+  std::string sql =
+      std::string("SELECT ") + kJobColumns + " FROM jobs WHERE state NOT IN (4, 5, 7) ORDER BY id";
   Stmt s(db_, sql.c_str());
   std::vector<JobRecord> out;
   int rc;

@@ -15,11 +15,10 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "spec/job_state.h"
@@ -44,7 +43,7 @@ struct JobRecord {
   int attempt = 0;
   nlohmann::json allocation;  // the placement of the current attempt; null when none
   bool cancel_requested = false;
-  std::string wait_reason;    // why a QUEUED job waits; "" otherwise
+  std::string wait_reason;  // why a QUEUED job waits; "" otherwise
 };
 
 struct Event {

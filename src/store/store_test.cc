@@ -50,8 +50,9 @@ TEST_F(StoreTest, CreatedJobIsQueuedWithAnEventAndSurvivesReopen) {
 TEST_F(StoreTest, TransitionRequiresTheExpectedFromState) {
   auto store = std::move(Store::Open(dir_)).value();
   auto job = store->CreateJob(Job("a")).value();
-  ASSERT_TRUE(store->Transition(job.id, JobState::kQueued, JobState::kPending, "placed",
-                                {.allocation = nlohmann::json{{"cpus", 2}}})
+  ASSERT_TRUE(store
+                  ->Transition(job.id, JobState::kQueued, JobState::kPending, "placed",
+                               {.allocation = nlohmann::json{{"cpus", 2}}})
                   .ok());
   Status lost = store->Transition(job.id, JobState::kQueued, JobState::kPending, "again");
   EXPECT_EQ(lost.code(), Code::kFailedPrecondition);

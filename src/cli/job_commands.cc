@@ -1,0 +1,391 @@
+// Job commands: submit, list, describe, logs, cancel.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cli/commands.h"
+#include "common/files.h"
+#include "common/json_yaml.h"
+#include "common/time.h"
+#include "http/http.h"
+#include "spec/custom_job.h"
+#include "spec/job_state.h"
+#include "storage/archive.h"
+#include "storage/buckets.h"
+
+namespace stoker::cli {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+int ExitCodeFor(const Status& s) {
+  switch (s.code()) {
+    case Code::kOk:
+      return 0;
+    case Code::kInvalidArgument:
+    case Code::kFailedPrecondition:
+    case Code::kAlreadyExists:
+      return 2;
+    case Code::kNotFound:
+      return 3;
+    case Code::kUnavailable:
+      return 4;
+    default:
+      return 1;
+  }
+}
+
+int Report(const Status& s) {
+  std::cerr << "ERROR: " << s.message() << "\n";
+  return ExitCodeFor(s);
+}
+
+std::string JobsPath(const Globals& g) {
+  return "/v1/projects/" + http::UrlEncode(g.project) + "/locations/" + http::UrlEncode(g.region) +
+         "/customJobs";
+}
+
+std::string IdOf(const json& job) {
+  std::string name = job.value("name", "");
+  return name.substr(name.rfind('/') + 1);
+}
+
+std::string Since(const std::string& a, const std::string& b) {
+  // Both RFC 3339 with micros; compute the difference roughly via std::tm.
+  auto parse = [](const std::string& t) -> double {
+    std::tm tm{};
+    double frac = 0;
+    if (std::sscanf(t.c_str(), "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                    &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6) {
+      return 0;
+    }
+    if (auto dot = t.find('.'); dot != std::string::npos)
+      frac = std::atof(("0" + t.substr(dot, 7)).c_str());
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    return static_cast<double>(timegm(&tm)) + frac;
+  };
+  double d = parse(b) - parse(a);
+  char buf[32];
+  if (d < 120) {
+    std::snprintf(buf, sizeof buf, "%.1fs", d);
+  } else {
+    std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(d) / 60, static_cast<int>(d) % 60);
+  }
+  return buf;
+}
+
+Result<std::unique_ptr<Connection>> Connect(const Globals& g) { return Connection::Open(g.server); }
+
+// ---- jobs submit ----------------------------------------------------------
+
+static Result<json> LoadJobFile(const std::string& path) {
+  auto text = ReadFile(path);
+  if (!text.ok()) return InvalidArgument("--config: cannot read " + path);
+  STOKER_ASSIGN_OR_RETURN(json j, ParseYamlOrJson(*text, path));
+  if (!j.is_object())
+    return InvalidArgument(path + ": expected a CustomJob or CustomJobSpec mapping");
+  if (j.contains("workerPoolSpecs")) j = json{{"jobSpec", j}};  // a bare CustomJobSpec
+  if (!j.contains("jobSpec")) {
+    return InvalidArgument(
+        path +
+        ": expected a CustomJob (with 'jobSpec') or a CustomJobSpec (with 'workerPoolSpecs')");
+  }
+  return j;
+}
+
+Result<std::string> StagePackage(Connection& conn, const std::string& package_path) {
+  fs::path dir = fs::absolute(package_path).lexically_normal();
+  if (dir.filename().empty()) dir = dir.parent_path();
+  if (!fs::is_directory(dir)) {
+    return InvalidArgument("--package-path: " + package_path +
+                           " is not a directory (give the trainer package, e.g. ./trainer)");
+  }
+  STOKER_ASSIGN_OR_RETURN(std::string archive,
+                          storage::PackSdist(dir, dir.filename().string(), "0.0.0"));
+  STOKER_ASSIGN_OR_RETURN(json staged, conn.Call("POST", "/v1/stoker/staging", archive));
+  return staged["uri"].get<std::string>();
+}
+
+int Submit(const Globals& g, const SubmitFlags& f) {
+  json job;
+  if (!f.config.empty()) {
+    auto loaded = LoadJobFile(f.config);
+    if (!loaded.ok()) return Report(loaded.status());
+    job = *loaded;
+  } else if (!f.package_path.empty()) {
+    job = {{"jobSpec",
+            {{"workerPoolSpecs",
+              {{{"machineSpec", {{"machineType", f.machine_type}}},
+                {"replicaCount", 1},
+                {"pythonPackageSpec",
+                 {{"executorImageUri", f.executor_image},
+                  {"packageUris", json::array()},
+                  {"pythonModule", f.module_name}}}}}}}}};
+  } else {
+    return Report(
+        InvalidArgument("give --config JOB_FILE, or --package-path DIR with --module-name MODULE"));
+  }
+  if (!f.display_name.empty()) job["displayName"] = f.display_name;
+  if (!job.contains("displayName")) {
+    if (!f.config.empty() && job["jobSpec"].is_object() && !job.contains("displayName")) {
+      return Report(InvalidArgument(
+          "displayName: required; pass --display-name NAME or set displayName in " + f.config));
+    }
+    job["displayName"] = fs::path(f.package_path).filename().string();
+  }
+  if (!f.package_path.empty() && f.module_name.empty()) {
+    return Report(InvalidArgument(
+        "--module-name: required with --package-path (e.g. --module-name trainer.task)"));
+  }
+  json& pools = job["jobSpec"]["workerPoolSpecs"];
+  if (f.args_given && pools.is_array()) {
+    for (json& pool : pools) {
+      for (const char* kind : {"pythonPackageSpec", "containerSpec"}) {
+        if (pool.is_object() && pool.contains(kind)) pool[kind]["args"] = f.args;
+      }
+    }
+  }
+  auto conn = Connect(g);
+  if (!conn.ok()) return Report(conn.status());
+  if (!f.package_path.empty()) {
+    bool any = false;
+    for (json& pool : pools) {
+      if (pool.is_object() && pool.contains("pythonPackageSpec")) any = true;
+    }
+    if (!any) {
+      return Report(InvalidArgument(
+          "--package-path: the job has no pythonPackageSpec pool to put the package in"));
+    }
+    // Validate before uploading anything.
+    json probe = job;
+    for (json& pool : probe["jobSpec"]["workerPoolSpecs"]) {
+      if (pool.is_object() && pool.contains("pythonPackageSpec")) {
+        pool["pythonPackageSpec"]["packageUris"] = {"gs://stoker-staging/pending.tar.gz"};
+        if (!f.module_name.empty()) pool["pythonPackageSpec"]["pythonModule"] = f.module_name;
+      }
+    }
+    auto parsed = spec::ParseCustomJob(probe);
+    if (!parsed.ok()) return Report(parsed.status());
+    auto uri = StagePackage(**conn, f.package_path);
+    if (!uri.ok()) return Report(uri.status());
+    for (json& pool : pools) {
+      if (pool.is_object() && pool.contains("pythonPackageSpec")) {
+        pool["pythonPackageSpec"]["packageUris"] = {*uri};
+        pool["pythonPackageSpec"]["pythonModule"] = f.module_name;
+      }
+    }
+    std::cerr << "Packed " << f.package_path << " into " << *uri << "\n";
+  }
+  return SubmitJobJson(g, **conn, job, f.follow);
+}
+
+// ---- jobs logs ------------------------------------------------------------
+
+void PrintLogs(Connection& conn, const Globals& g, const std::string& id, const std::string& only,
+               bool follow, std::string* final_state) {
+  std::map<std::string, uint64_t> offsets;
+  std::map<std::string, std::string> partial;  // unterminated last line per replica
+  std::string base = JobsPath(g) + "/" + id + "/logs";
+  int idle_ms = 50;
+  while (true) {
+    auto listing = conn.Call("GET", base);
+    if (!listing.ok()) {
+      std::cerr << "ERROR: " << listing.status().message() << "\n";
+      return;
+    }
+    std::string state = (*listing)["state"];
+    bool ended = spec::IsTerminal(*spec::ParseJobState(state));
+    std::vector<std::string> names;
+    for (const json& r : (*listing)["replicas"]) names.push_back(r["replica"]);
+    bool prefix = only.empty() && names.size() > 1;
+    bool got = false;
+    for (const std::string& name : names) {
+      if (!only.empty() && name != only) continue;
+      while (true) {
+        auto chunk = conn.Call("GET", base + "?replica=" + http::UrlEncode(name) +
+                                          "&offset=" + std::to_string(offsets[name]));
+        if (!chunk.ok()) break;
+        std::string data = (*chunk)["data"];
+        if (data.empty()) break;
+        got = true;
+        offsets[name] = (*chunk)["nextOffset"].get<uint64_t>();
+        if (!prefix) {
+          std::cout << data;
+        } else {
+          std::string text = partial[name] + data;
+          size_t start = 0, nl;
+          while ((nl = text.find('\n', start)) != std::string::npos) {
+            std::cout << name << ": " << text.substr(start, nl - start + 1);
+            start = nl + 1;
+          }
+          partial[name] = text.substr(start);
+        }
+        std::cout.flush();
+      }
+    }
+    if (!follow || (ended && !got)) {
+      for (auto& [name, rest] : partial) {
+        if (!rest.empty()) std::cout << name << ": " << rest << "\n";
+      }
+      if (final_state) *final_state = state;
+      return;
+    }
+    idle_ms = got ? 50 : std::min(idle_ms * 2, 500);
+    std::this_thread::sleep_for(std::chrono::milliseconds(idle_ms));
+  }
+}
+
+// ---- jobs list / describe / cancel ----------------------------------------
+
+int List(const Globals& g, const std::string& filter) {
+  auto conn = Connect(g);
+  if (!conn.ok()) return Report(conn.status());
+  json all = json::array();
+  std::string token;
+  do {
+    std::string target = JobsPath(g) + "?pageSize=1000";
+    if (!filter.empty()) target += "&filter=" + http::UrlEncode(filter);
+    if (!token.empty()) target += "&pageToken=" + token;
+    auto page = (*conn)->Call("GET", target);
+    if (!page.ok()) return Report(page.status());
+    for (json& j : (*page)["customJobs"]) all.push_back(std::move(j));
+    token = page->value("nextPageToken", "");
+  } while (!token.empty());
+  if (g.format == "json") {
+    std::cout << json{{"customJobs", all}}.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%-6s %-24s %-22s %-28s %s\n", "ID", "NAME", "STATE", "CREATED", "DURATION");
+  for (const json& j : all) {
+    std::string dur = j.contains("startTime")
+                          ? Since(j["startTime"], j.value("endTime", FormatRfc3339(NowMicros())))
+                          : "-";
+    std::printf("%-6s %-24s %-22s %-28s %s\n", IdOf(j).c_str(),
+                j["displayName"].get<std::string>().substr(0, 24).c_str(),
+                j["state"].get<std::string>().c_str(), j["createTime"].get<std::string>().c_str(),
+                dur.c_str());
+  }
+  return 0;
+}
+
+int Describe(const Globals& g, const std::string& id) {
+  auto conn = Connect(g);
+  if (!conn.ok()) return Report(conn.status());
+  auto job = (*conn)->Call("GET", JobsPath(g) + "/" + http::UrlEncode(id));
+  if (!job.ok()) return Report(job.status());
+  if (g.format == "json") {
+    std::cout << job->dump(2) << "\n";
+    return 0;
+  }
+  auto events = (*conn)->Call("GET", JobsPath(g) + "/" + http::UrlEncode(id) + "/events");
+  const json& j = *job;
+  std::cout << "Job " << IdOf(j) << "  " << j["displayName"].get<std::string>() << "\n";
+  std::cout << "  name:     " << j["name"].get<std::string>() << "\n";
+  std::cout << "  state:    " << j["state"].get<std::string>() << "\n";
+  if (events.ok() && !(*events)["waitReason"].get<std::string>().empty()) {
+    std::cout << "  waiting:  " << (*events)["waitReason"].get<std::string>() << "\n";
+  }
+  std::cout << "  created:  " << j["createTime"].get<std::string>() << "\n";
+  if (j.contains("startTime"))
+    std::cout << "  started:  " << j["startTime"].get<std::string>() << "\n";
+  if (j.contains("endTime")) {
+    std::cout << "  ended:    " << j["endTime"].get<std::string>();
+    if (j.contains("startTime"))
+      std::cout << "  (ran " << Since(j["startTime"], j["endTime"]) << ")";
+    std::cout << "\n";
+  }
+  const json& spec = j["jobSpec"];
+  if (spec.contains("baseOutputDirectory")) {
+    std::cout << "  output:   " << spec["baseOutputDirectory"]["outputUriPrefix"].get<std::string>()
+              << "\n";
+  }
+  int p = 0;
+  for (const json& pool : spec["workerPoolSpecs"]) {
+    if (!pool.empty()) {
+      std::cout << "  workerpool" << p << ": " << pool.value("replicaCount", "1") << " x "
+                << pool["machineSpec"].value("machineType", "?");
+      if (pool["machineSpec"].contains("acceleratorType")) {
+        std::cout << " + " << pool["machineSpec"].value("acceleratorCount", 0) << " x "
+                  << pool["machineSpec"]["acceleratorType"].get<std::string>();
+      }
+      if (pool.contains("pythonPackageSpec")) {
+        std::cout << ", python -m " << pool["pythonPackageSpec"]["pythonModule"].get<std::string>();
+      } else if (pool.contains("containerSpec")) {
+        std::cout << ", image " << pool["containerSpec"]["imageUri"].get<std::string>();
+      }
+      std::cout << "\n";
+    }
+    ++p;
+  }
+  if (j.contains("error")) {
+    std::cout << "  error:    " << j["error"]["message"].get<std::string>() << "\n";
+  }
+  if (events.ok()) {
+    std::cout << "Events:\n";
+    for (const json& e : (*events)["events"]) {
+      std::string from = e["from"], to = e["to"];
+      std::string change =
+          from == to
+              ? ""
+              : (from == "JOB_STATE_UNSPECIFIED" ? "" : from.substr(10) + " -> ") + to.substr(10);
+      std::printf("  %s  %-22s %s\n", e["time"].get<std::string>().c_str(), change.c_str(),
+                  e["reason"].get<std::string>().c_str());
+    }
+  }
+  return 0;
+}
+
+int Cancel(const Globals& g, const std::string& id) {
+  auto conn = Connect(g);
+  if (!conn.ok()) return Report(conn.status());
+  auto r = (*conn)->Call("POST", JobsPath(g) + "/" + http::UrlEncode(id) + ":cancel", "{}");
+  if (!r.ok()) return Report(r.status());
+  std::cout << "Cancel requested for job " << id << "\n";
+  return 0;
+}
+
+int SubmitJobJson(const Globals& g, Connection& conn, const json& job, bool follow) {
+  auto parsed = spec::ParseCustomJob(job);
+  if (!parsed.ok()) return Report(parsed.status());
+  if (Status s = spec::Validate(*parsed); !s.ok()) return Report(s);
+  auto created = conn.Call("POST", JobsPath(g), spec::ToJson(*parsed).dump());
+  if (!created.ok()) return Report(created.status());
+  std::string id = IdOf(*created);
+  if (g.format == "json") {
+    std::cout << created->dump(2) << "\n";
+  } else {
+    std::cout << "Submitted job " << id << " (" << (*created)["displayName"].get<std::string>()
+              << "): " << (*created)["state"].get<std::string>() << "\n";
+    if (!follow) {
+      std::cout << "  stoker jobs describe " << id << "\n  stoker jobs logs " << id
+                << " --follow\n";
+    }
+  }
+  if (!follow) return 0;
+  std::string state;
+  PrintLogs(conn, g, id, "", true, &state);
+  auto final_job = conn.Call("GET", JobsPath(g) + "/" + id);
+  if (!final_job.ok()) return Report(final_job.status());
+  std::cout << "Job " << id << " ended: " << (*final_job)["state"].get<std::string>() << "\n";
+  if (final_job->contains("error"))
+    std::cout << (*final_job)["error"]["message"].get<std::string>() << "\n";
+  return (*final_job)["state"] == "JOB_STATE_SUCCEEDED" ? 0 : 1;
+}
+
+int Logs(const Globals& g, const std::string& id, const std::string& replica, bool follow) {
+  auto conn = Connect(g);
+  if (!conn.ok()) return Report(conn.status());
+  auto job = (*conn)->Call("GET", JobsPath(g) + "/" + http::UrlEncode(id));
+  if (!job.ok()) return Report(job.status());
+  PrintLogs(**conn, g, id, replica, follow, nullptr);
+  return 0;
+}
+
+}  // namespace stoker::cli

@@ -1,0 +1,170 @@
+// Internal to spec/: the helpers every spec parser uses to read camelCase JSON
+// fields and to collect every problem of one input with its field path.
+// Not a public header; only spec/*.cc include it.
+//
+// Conventions shared by the parsers built on it:
+// - A path is the full field path of a value ("jobSpec.workerPoolSpecs[0]");
+//   "" is the top level.
+// - Read* functions report a wrong type at the field's path and leave `out`
+//   unchanged; they never report a missing field (the caller knows whether it
+//   is required).
+// - Problems collects lines "path: what is wrong; what to do".
+//
+// All functions are pure and thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+
+namespace stoker::spec::internal {
+
+using Names = std::vector<std::string_view>;
+// (key, what to do): keys that are not fields here but are fields somewhere else.
+using Misplaced = std::vector<std::pair<std::string_view, std::string_view>>;
+
+constexpr size_t kMaxDisplayName = 128;
+constexpr size_t kMaxLabelLength = 64;
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+constexpr int64_t kInt32Min = std::numeric_limits<int32_t>::min();
+
+bool Contains(const Names& names, std::string_view s);
+// "a, b, c".
+std::string JoinNames(const Names& names);
+// The path of field `key` under `base` ("a.b"; just "b" at the top level).
+std::string Join(const std::string& base, std::string_view key);
+// The path of element `i` of the list at `base` ("a[3]").
+std::string At(const std::string& base, size_t i);
+// "a string", "a number", "a list", ... for messages.
+std::string TypeName(const nlohmann::json& v);
+// Where a string was expected: YAML turns unquoted 1, 1.5 and true into non-strings.
+std::string QuoteHint(const nlohmann::json& v);
+// UTF-8 code points, as Vertex counts length limits.
+size_t Utf8Length(const std::string& s);
+std::string SnakeToCamel(std::string_view key);
+// Case-insensitive Levenshtein distance, for "did you mean".
+size_t EditDistance(std::string_view a, std::string_view b);
+
+// Every problem found in one input, in the order found. A problem recorded at
+// a path "covers" that path and everything under it, so that a follow-on
+// check (a required field whose value had the wrong type) stays quiet.
+class Problems {
+ public:
+  void Add(const std::string& path, const std::string& message) {
+    Note(path, message);
+    covered_.push_back(path);
+  }
+  // Adds a problem unless one was already reported at or above `path`.
+  void AddUnlessCovered(const std::string& path, const std::string& message) {
+    if (!Covered(path)) Add(path, message);
+  }
+  // Reports without covering `path`: an unknown key says nothing about the known ones.
+  void Note(const std::string& path, const std::string& message) {
+    lines_.push_back((path.empty() ? std::string("(top level)") : path) + ": " + message);
+  }
+  void Cover(const std::string& path) { covered_.push_back(path); }
+  // Adds each line of a non-ok `status` from another parser (whose lines already
+  // start with their full paths) and covers `path`, the value that parser read.
+  void AddStatus(const std::string& path, const Status& status) {
+    const std::string& m = status.message();
+    size_t start = 0;
+    while (start <= m.size()) {
+      size_t end = m.find('\n', start);
+      if (end == std::string::npos) end = m.size();
+      if (end > start) lines_.push_back(m.substr(start, end - start));
+      start = end + 1;
+    }
+    covered_.push_back(path);
+  }
+
+  bool Covered(const std::string& path) const {
+    for (const auto& c : covered_) {
+      if (c.empty() || path == c) return true;
+      if (path.size() > c.size() && path.compare(0, c.size(), c) == 0 &&
+          (path[c.size()] == '.' || path[c.size()] == '[')) {
+        return true;
+      }
+    }
+    return false;
+  }
+  bool empty() const { return lines_.empty(); }
+  Status ToStatus() const {
+    std::string m;
+    for (const auto& l : lines_) {
+      if (!m.empty()) m += "\n";
+      m += l;
+    }
+    return InvalidArgument(m);
+  }
+
+ private:
+  std::vector<std::string> lines_;
+  std::vector<std::string> covered_;
+};
+
+// Reports every key of `obj` (at `path`) that is not in `known` or `ignored`:
+// a snake_case spelling of a known key gets its camelCase spelling, a key in
+// `misplaced` gets its advice, a near miss gets "did you mean", anything else
+// the list of fields.
+void CheckKeys(const nlohmann::json& obj, const std::string& path, const Names& known,
+               Problems& p, const Misplaced& misplaced = {}, const Names& ignored = {});
+
+// The value of `key` in `obj`, or nullptr when absent or null (proto JSON reads null as unset).
+const nlohmann::json* Get(const nlohmann::json& obj, const char* key);
+
+// Returns whether `key` was given.
+bool ReadString(const nlohmann::json& obj, const char* key, const std::string& path, Problems& p,
+                std::string* out);
+// Checks that `v` (at `path`) is a list of strings; appends them to `out` when not null,
+// with "" for a wrong element so that indices stay aligned. Returns whether `v` is a list.
+bool CheckStringList(const nlohmann::json& v, const std::string& path, Problems& p,
+                     std::vector<std::string>* out);
+void ReadStringList(const nlohmann::json& obj, const char* key, const std::string& path,
+                    Problems& p, std::vector<std::string>* out);
+void ReadBool(const nlohmann::json& obj, const char* key, const std::string& path, Problems& p,
+              bool* out);
+// An integer in [lo, hi] given as a JSON number or a decimal string (proto JSON accepts both).
+std::optional<int64_t> ReadInteger(const nlohmann::json& v, const std::string& path, int64_t lo,
+                                   int64_t hi, Problems& p);
+// A protobuf Duration ("3600s"); a bare number of seconds is accepted too.
+std::optional<double> ReadDuration(const nlohmann::json& obj, const char* key,
+                                   const std::string& path, Problems& p);
+// Exact decimal seconds ("3600s", "0.25s"); proto Durations have nanosecond precision.
+std::string FormatSeconds(double seconds);
+
+// ---- Fields kept verbatim: checked for shape, then copied as given. ----
+
+enum class Kind { kString, kStrings, kBool, kInt32, kObject, kObjects, kInt64, kDouble };
+
+struct Shape {
+  std::string_view name;
+  Kind kind;
+  std::vector<Shape> fields = {};               // for kObject / kObjects
+  std::vector<std::string_view> required = {};  // for kObject / kObjects
+};
+
+void CheckShape(const nlohmann::json& v, const Shape& s, const std::string& path, Problems& p);
+// Checks and copies into `out` each field of `shapes` present in `obj`.
+void ReadVerbatim(const nlohmann::json& obj, const std::string& path,
+                  const std::vector<Shape>& shapes, Problems& p, nlohmann::json* out);
+
+// ---- Fields shared by the job resources (CustomJob, HyperparameterTuningJob). ----
+
+// displayName: required, at most 128 characters.
+void CheckDisplayName(const std::string& name, Problems& p);
+// Reads the top-level `labels` object of `obj`.
+void ParseLabels(const nlohmann::json& obj, Problems& p,
+                 std::map<std::string, std::string>* labels);
+// Vertex label rules (lowercase keys and values, at most 64 characters).
+void CheckLabels(const std::map<std::string, std::string>& labels, Problems& p);
+
+}  // namespace stoker::spec::internal

@@ -1,0 +1,228 @@
+#include "tune/gp.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "tune/space.h"
+
+namespace stoker::tune {
+namespace {
+
+constexpr double kSqrt5 = 2.23606797749979;
+constexpr double kJitter = 1e-9;
+// Priors (on the log scale, inputs in the unit cube, outputs standardised).
+constexpr double kLogLengthSd = 1.5;
+constexpr double kLogSignalMean = 0.0, kLogSignalSd = 1.0;
+constexpr double kLogNoiseMean = -7.0, kLogNoiseSd = 2.5;  // e^-7 ≈ 1e-3
+
+double LogLengthMean(int d) { return std::log(0.5) + 0.5 * std::log(std::max(1, d)); }
+
+// δ_j(a, b) of gp.h.
+inline double Delta(double a, double b, bool categorical) {
+  bool ia = a == kInactive, ib = b == kInactive;
+  if (ia || ib) return ia == ib ? 0.0 : 1.0;
+  if (categorical) return a == b ? 0.0 : 1.0;
+  double d = a - b;
+  return d * d;
+}
+
+// Matérn-5/2 correlation of r², and the factor (5/3)(1+√5 r)e^{-√5 r} of its
+// derivative with respect to log l_j (times δ_j / l_j²).
+inline double Matern(double r2) {
+  double r = std::sqrt(std::max(r2, 0.0));
+  return (1.0 + kSqrt5 * r + 5.0 / 3.0 * r2) * std::exp(-kSqrt5 * r);
+}
+inline double MaternGradFactor(double r2) {
+  double r = std::sqrt(std::max(r2, 0.0));
+  return 5.0 / 3.0 * (1.0 + kSqrt5 * r) * std::exp(-kSqrt5 * r);
+}
+
+}  // namespace
+
+GaussianProcess::GaussianProcess(std::vector<bool> categorical)
+    : categorical_(std::move(categorical)) {
+  theta_ = PriorMode();
+}
+
+Eigen::VectorXd GaussianProcess::PriorMode() const {
+  const int d = dims();
+  Eigen::VectorXd t(d + 2);
+  t.head(d).setConstant(LogLengthMean(d));
+  t[d] = kLogSignalMean;
+  t[d + 1] = kLogNoiseMean;
+  return t;
+}
+
+void GaussianProcess::ThetaBounds(Eigen::VectorXd* lo, Eigen::VectorXd* hi) const {
+  const int d = dims();
+  lo->resize(d + 2);
+  hi->resize(d + 2);
+  lo->head(d).setConstant(std::log(0.01));
+  hi->head(d).setConstant(std::log(100.0));
+  (*lo)[d] = std::log(0.01);
+  (*hi)[d] = std::log(100.0);
+  (*lo)[d + 1] = std::log(1e-6);
+  (*hi)[d + 1] = std::log(2.0);
+}
+
+Eigen::MatrixXd GaussianProcess::Cross(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) const {
+  const int d = dims();
+  Eigen::VectorXd w(d);
+  for (int j = 0; j < d; ++j) w[j] = std::exp(-2.0 * theta_[j]);
+  const double s2 = std::exp(theta_[d]);
+  Eigen::MatrixXd k(a.cols(), b.cols());
+  for (int c = 0; c < b.cols(); ++c) {
+    for (int i = 0; i < a.cols(); ++i) {
+      double r2 = 0;
+      for (int j = 0; j < d; ++j) r2 += w[j] * Delta(a(j, i), b(j, c), categorical_[j]);
+      k(i, c) = s2 * Matern(r2);
+    }
+  }
+  return k;
+}
+
+double GaussianProcess::NegLogPosterior(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
+                                        const Eigen::VectorXd& theta,
+                                        Eigen::VectorXd* grad) const {
+  const int d = dims();
+  const int n = static_cast<int>(x.cols());
+  // Pairwise δ per dimension (upper triangle used; symmetric).
+  std::vector<Eigen::MatrixXd> delta(d, Eigen::MatrixXd::Zero(n, n));
+  for (int j = 0; j < d; ++j) {
+    for (int c = 0; c < n; ++c) {
+      for (int i = 0; i < c; ++i) {
+        double v = Delta(x(j, i), x(j, c), categorical_[j]);
+        delta[j](i, c) = v;
+        delta[j](c, i) = v;
+      }
+    }
+  }
+  Eigen::VectorXd w(d);
+  for (int j = 0; j < d; ++j) w[j] = std::exp(-2.0 * theta[j]);
+  const double s2 = std::exp(theta[d]);
+  const double n2 = std::exp(theta[d + 1]);
+  Eigen::MatrixXd r2 = Eigen::MatrixXd::Zero(n, n);
+  for (int j = 0; j < d; ++j) r2.noalias() += w[j] * delta[j];
+  Eigen::MatrixXd kf(n, n), gf(n, n);
+  for (int c = 0; c < n; ++c) {
+    for (int i = 0; i < n; ++i) {
+      kf(i, c) = s2 * Matern(r2(i, c));
+      gf(i, c) = s2 * MaternGradFactor(r2(i, c));
+    }
+  }
+  Eigen::MatrixXd k = kf;
+  k.diagonal().array() += n2 + kJitter;
+  Eigen::LLT<Eigen::MatrixXd> llt(k);
+  if (llt.info() != Eigen::Success) return std::numeric_limits<double>::infinity();
+  Eigen::VectorXd alpha = llt.solve(y);
+  const Eigen::MatrixXd& l = llt.matrixLLT();
+  double logdet = 0;
+  for (int i = 0; i < n; ++i) logdet += std::log(l(i, i));
+  double nlp = 0.5 * y.dot(alpha) + logdet + 0.5 * n * std::log(2 * M_PI);
+  // Priors.
+  const double mu_l = LogLengthMean(d);
+  for (int j = 0; j < d; ++j) nlp += 0.5 * std::pow((theta[j] - mu_l) / kLogLengthSd, 2);
+  nlp += 0.5 * std::pow((theta[d] - kLogSignalMean) / kLogSignalSd, 2);
+  nlp += 0.5 * std::pow((theta[d + 1] - kLogNoiseMean) / kLogNoiseSd, 2);
+  if (grad != nullptr) {
+    grad->resize(d + 2);
+    Eigen::MatrixXd wm = llt.solve(Eigen::MatrixXd::Identity(n, n));
+    wm.noalias() -= alpha * alpha.transpose();  // W = K⁻¹ − ααᵀ
+    Eigen::MatrixXd wg = wm.cwiseProduct(gf);
+    for (int j = 0; j < d; ++j) {
+      (*grad)[j] = 0.5 * w[j] * wg.cwiseProduct(delta[j]).sum() +
+                   (theta[j] - mu_l) / (kLogLengthSd * kLogLengthSd);
+    }
+    (*grad)[d] = 0.5 * wm.cwiseProduct(kf).sum() +
+                 (theta[d] - kLogSignalMean) / (kLogSignalSd * kLogSignalSd);
+    (*grad)[d + 1] = 0.5 * n2 * wm.trace() +
+                     (theta[d + 1] - kLogNoiseMean) / (kLogNoiseSd * kLogNoiseSd);
+  }
+  return nlp;
+}
+
+bool GaussianProcess::Fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
+                          const GpFitOptions& options, const Eigen::VectorXd& warm, Rng& rng) {
+  const int n = static_cast<int>(x.cols());
+  const int d = dims();
+  // The fitting subset: the best half and a random half of the rest.
+  Eigen::MatrixXd xf = x;
+  Eigen::VectorXd yf = y;
+  if (n > options.max_fit_points) {
+    std::vector<int> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return y[a] < y[b]; });
+    int keep_best = options.max_fit_points / 2;
+    std::shuffle(order.begin() + keep_best, order.end(), rng);
+    order.resize(options.max_fit_points);
+    std::sort(order.begin(), order.end());
+    xf.resize(x.rows(), order.size());
+    yf.resize(order.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      xf.col(i) = x.col(order[i]);
+      yf[i] = y[order[i]];
+    }
+  }
+  Eigen::VectorXd lo, hi;
+  ThetaBounds(&lo, &hi);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  Eigen::VectorXd best_theta = theta_;
+  double best = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < std::max(1, options.restarts); ++r) {
+    Eigen::VectorXd t;
+    if (r == 0) {
+      t = warm.size() == d + 2 ? warm : PriorMode();
+    } else if (r == 1 && warm.size() == d + 2) {
+      t = PriorMode();
+    } else {
+      t = PriorMode();
+      for (int j = 0; j < d; ++j) t[j] += kLogLengthSd * normal(rng);
+      t[d] += 0.5 * normal(rng);
+      t[d + 1] += 1.5 * normal(rng);
+    }
+    auto f = [&](const Eigen::VectorXd& th, Eigen::VectorXd& g) {
+      return NegLogPosterior(xf, yf, th, &g);
+    };
+    double v = MinimizeLbfgsBox(f, t, lo, hi, options.max_iterations);
+    if (v < best) {
+      best = v;
+      best_theta = t;
+    }
+  }
+  if (!std::isfinite(best)) return false;
+  theta_ = best_theta;
+  return SetData(x, y);
+}
+
+bool GaussianProcess::SetData(const Eigen::MatrixXd& x, const Eigen::VectorXd& y) {
+  const int d = dims();
+  x_ = x;
+  Eigen::MatrixXd k = Cross(x, x);
+  k.diagonal().array() += std::exp(theta_[d + 1]) + kJitter;
+  llt_.compute(k);
+  if (llt_.info() != Eigen::Success) {
+    // Add noise until positive definite; a broken fit must not stop tuning.
+    for (double extra = 1e-6; extra < 1.0 && llt_.info() != Eigen::Success; extra *= 10) {
+      k.diagonal().array() += extra;
+      llt_.compute(k);
+    }
+    if (llt_.info() != Eigen::Success) return false;
+  }
+  alpha_ = llt_.solve(y);
+  return true;
+}
+
+void GaussianProcess::Predict(const Eigen::MatrixXd& xs, Eigen::VectorXd* mean,
+                              Eigen::VectorXd* var) const {
+  const int d = dims();
+  Eigen::MatrixXd ks = Cross(x_, xs);
+  *mean = ks.transpose() * alpha_;
+  llt_.matrixL().solveInPlace(ks);
+  *var = (std::exp(theta_[d]) - ks.colwise().squaredNorm().transpose().array())
+             .cwiseMax(1e-12)
+             .matrix();
+}
+
+}  // namespace stoker::tune

@@ -1,0 +1,78 @@
+// Gaussian-process regression on unit points (see space.h) for GpBoSampler.
+//
+// Kernel: Matérn-5/2 with ARD, k(a, b) = s2 (1 + √5 r + 5/3 r²) exp(-√5 r),
+//   r² = Σ_j δ_j(a_j, b_j) / l_j², where δ_j is
+//     (a_j - b_j)²   for numeric slots,
+//     [a_j != b_j]   for categorical slots (a Hamming distance, so each
+//                    categorical parameter costs one length scale, not K),
+//     0 / 1          when both / exactly one of a_j, b_j is kInactive.
+// Observation noise variance n2 is added on the diagonal. The mean is zero:
+// callers standardise the outputs.
+//
+// Hyperparameters θ = (log l_1..log l_D, log s2, log n2) maximise the log
+// marginal likelihood plus log-normal priors (a MAP fit), within bounds,
+// by projected L-BFGS from several starts. Not thread-safe; pure.
+#pragma once
+
+#include <Eigen/Dense>
+#include <random>
+#include <vector>
+
+namespace stoker::tune {
+
+using Rng = std::mt19937_64;
+
+struct GpFitOptions {
+  int restarts = 3;         // L-BFGS starts: the warm start (or prior mode) + random
+  int max_iterations = 80;  // per start
+  // Fit hyperparameters on at most this many points (half the best, half at
+  // random); the posterior then conditions on all of them.
+  int max_fit_points = 200;
+};
+
+class GaussianProcess {
+ public:
+  // categorical[j]: slot j is compared for equality only.
+  explicit GaussianProcess(std::vector<bool> categorical);
+
+  // Points are columns of x (D × n). `warm` (size D + 2, may be empty) is the
+  // first start. Returns false when no start gave a positive-definite kernel.
+  bool Fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, const GpFitOptions& options,
+           const Eigen::VectorXd& warm, Rng& rng);
+  // Conditions on (x, y) with the current hyperparameters.
+  bool SetData(const Eigen::MatrixXd& x, const Eigen::VectorXd& y);
+  // Posterior mean and latent-function variance at the columns of xs.
+  void Predict(const Eigen::MatrixXd& xs, Eigen::VectorXd* mean, Eigen::VectorXd* var) const;
+
+  // θ as above; settable for tests and warm starts.
+  const Eigen::VectorXd& theta() const { return theta_; }
+  void set_theta(const Eigen::VectorXd& theta) { theta_ = theta; }
+  int dims() const { return static_cast<int>(categorical_.size()); }
+
+  // Negative log posterior of θ on (x, y) and its gradient (for tests).
+  double NegLogPosterior(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
+                         const Eigen::VectorXd& theta, Eigen::VectorXd* grad) const;
+  // Lower and upper bounds of θ.
+  void ThetaBounds(Eigen::VectorXd* lo, Eigen::VectorXd* hi) const;
+  Eigen::VectorXd PriorMode() const;
+
+ private:
+  Eigen::MatrixXd Cross(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) const;
+
+  std::vector<bool> categorical_;
+  Eigen::VectorXd theta_;
+  Eigen::MatrixXd x_;
+  Eigen::VectorXd alpha_;
+  Eigen::LLT<Eigen::MatrixXd> llt_;
+};
+
+// Minimises f within [lo, hi] by L-BFGS with projection onto the box and a
+// backtracking Armijo line search. f(x, grad) returns the value (may be +inf
+// outside its domain) and fills grad. Returns the best value; x is updated.
+template <typename F>
+double MinimizeLbfgsBox(F&& f, Eigen::VectorXd& x, const Eigen::VectorXd& lo,
+                        const Eigen::VectorXd& hi, int max_iterations);
+
+}  // namespace stoker::tune
+
+#include "tune/lbfgs_inl.h"

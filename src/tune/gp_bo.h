@@ -1,0 +1,68 @@
+// GpBoSampler: Gaussian-process Bayesian optimisation, the default algorithm
+// (Vertex ALGORITHM_UNSPECIFIED).
+//
+// Per call (see README.md for the reasoning and the papers):
+//  1. While fewer than `initial_points` trials exist (done + pending), or
+//     fewer than 2 feasible ones, suggest points of a scrambled Halton design
+//     (seeded by options.seed, continued across calls).
+//  2. Warp the objectives (lower is better): half-rank warping of the worse
+//     half onto a Gaussian tail, then z-scoring; infeasible trials take the
+//     worst warped value.
+//  3. Fit a Matérn-5/2 ARD GP (gp.h) by MAP: L-BFGS restarts, warm-started
+//     from the previous call's fit; above max_fit_points observations the
+//     hyperparameters are fitted on a subset.
+//  4. Maximise log expected improvement over the unit representation with
+//     a batched multi-start local search: random + Halton candidates and
+//     perturbations of the best observations seed adaptive-step moves
+//     (Gaussian steps in continuous slots, ±1-level moves in integer and
+//     discrete ones, category swaps, children activated by parent moves).
+//  5. Batches and pending trials: kriging believer — each pending point and
+//     each point already chosen in this call is added with the GP mean as
+//     its value, so the next choice moves away from it. No suggestion equals
+//     a done, pending or already chosen one.
+// Deterministic for a given options.seed, call sequence and Rng state.
+#pragma once
+
+#include <Eigen/Dense>
+
+#include "tune/gp.h"
+#include "tune/sampler.h"
+
+namespace stoker::tune {
+
+enum class OutputWarping { kNone, kHalfRank, kRank };
+
+struct GpBoOptions {
+  uint64_t seed = 0;         // scramble of the initial quasi-random design
+  int initial_points = 0;    // 0: clamp(D + 1, 5, 10) for D encoded slots
+  GpFitOptions fit;          // hyperparameter fitting
+  // Restarts once a previous fit exists (its θ is the first start).
+  int warm_restarts = 1;
+  // Acquisition evaluations per suggestion at small n; scaled down as n²
+  // grows so that a call stays well under a second at 1000 observations.
+  int acquisition_evaluations = 3000;
+  OutputWarping warping = OutputWarping::kHalfRank;
+};
+
+class GpBoSampler final : public Sampler {
+ public:
+  explicit GpBoSampler(GpBoOptions options = {}) : options_(options) {}
+  std::vector<Assignment> Suggest(const Space& space, const std::vector<Observation>& done,
+                                  const std::vector<Assignment>& pending, int count,
+                                  Rng& rng) override;
+
+ private:
+  GpBoOptions options_;
+  Eigen::VectorXd last_theta_;  // warm start; only its size is checked
+};
+
+// The warped, standardised objectives (lower is better) used as GP targets.
+std::vector<double> WarpObjectives(const std::vector<double>& y, OutputWarping warping);
+
+// log E[max(best - f, 0)] for f ~ N(mean, sd²): accurate far into the tail.
+double LogExpectedImprovement(double best, double mean, double sd);
+
+// Φ⁻¹(p) for p in (0, 1) (Acklam's rational approximation, refined once).
+double NormalQuantile(double p);
+
+}  // namespace stoker::tune
