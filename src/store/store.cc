@@ -57,7 +57,8 @@ Status SqliteError(sqlite3* db, const std::string& what) {
 
 constexpr char kJobColumns[] =
     "id, project, location, display_name, state, spec, create_time, start_time, end_time, "
-    "update_time, error_code, error_message, attempt, allocation, cancel_requested, wait_reason";
+    "update_time, error_code, error_message, attempt, allocation, cancel_requested, wait_reason, "
+    "study_id, trial_id";
 
 JobRecord ReadJob(Stmt& s) {
   JobRecord r;
@@ -77,6 +78,8 @@ JobRecord ReadJob(Stmt& s) {
   if (!s.IsNull(13)) r.allocation = nlohmann::json::parse(s.Text(13), nullptr, false);
   r.cancel_requested = s.Int(14) != 0;
   r.wait_reason = s.Text(15);
+  r.study_id = s.Int(16);
+  r.trial_id = s.Text(17);
   return r;
 }
 
@@ -97,7 +100,38 @@ CREATE TABLE IF NOT EXISTS jobs(
   attempt INTEGER NOT NULL DEFAULT 0,
   allocation TEXT,
   cancel_requested INTEGER NOT NULL DEFAULT 0,
-  wait_reason TEXT NOT NULL DEFAULT ''
+  wait_reason TEXT NOT NULL DEFAULT '',
+  study_id INTEGER NOT NULL DEFAULT 0,
+  trial_id TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS studies(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  project TEXT NOT NULL,
+  location TEXT NOT NULL,
+  display_name TEXT NOT NULL,
+  state INTEGER NOT NULL,
+  spec TEXT NOT NULL,
+  create_time INTEGER NOT NULL,
+  start_time INTEGER NOT NULL DEFAULT 0,
+  end_time INTEGER NOT NULL DEFAULT 0,
+  update_time INTEGER NOT NULL,
+  error_code INTEGER NOT NULL DEFAULT 0,
+  error_message TEXT NOT NULL DEFAULT '',
+  cancel_requested INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS trials(
+  study_id INTEGER NOT NULL,
+  trial_id INTEGER NOT NULL,
+  job_id INTEGER NOT NULL,
+  state INTEGER NOT NULL,
+  parameters TEXT NOT NULL,
+  measurements TEXT NOT NULL,
+  final_measurement TEXT,
+  infeasible_reason TEXT NOT NULL DEFAULT '',
+  stopped_early INTEGER NOT NULL DEFAULT 0,
+  start_time INTEGER NOT NULL DEFAULT 0,
+  end_time INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY(study_id, trial_id)
 );
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state);
 CREATE TABLE IF NOT EXISTS events(
@@ -197,14 +231,10 @@ Status Store::InsertEvent(int64_t id, JobState from, JobState to, const std::str
   return OkStatus();
 }
 
-Result<JobRecord> Store::CreateJob(const NewJob& job) {
-  std::lock_guard lock(mu_);
-  int64_t now = NowMicros();
-  Txn txn(db_);
-  if (!txn.begun()) return SqliteError(db_, "begin");
+Result<JobRecord> Store::InsertJob(const NewJob& job, int64_t now) {
   Stmt s(db_,
          "INSERT INTO jobs(project, location, display_name, state, spec, create_time, "
-         "update_time) VALUES(?,?,?,?,?,?,?)");
+         "update_time, study_id, trial_id) VALUES(?,?,?,?,?,?,?,?,?)");
   s.Bind(1, job.project);
   s.Bind(2, job.location);
   s.Bind(3, job.display_name);
@@ -212,6 +242,8 @@ Result<JobRecord> Store::CreateJob(const NewJob& job) {
   s.Bind(5, job.spec.dump());
   s.Bind(6, now);
   s.Bind(7, now);
+  s.Bind(8, job.study_id);
+  s.Bind(9, job.trial_id);
   if (s.Step() != SQLITE_DONE) return SqliteError(db_, "insert job");
   int64_t id = sqlite3_last_insert_rowid(db_);
   STOKER_RETURN_IF_ERROR(
@@ -219,7 +251,6 @@ Result<JobRecord> Store::CreateJob(const NewJob& job) {
   for (const std::string& w : job.warnings) {
     STOKER_RETURN_IF_ERROR(InsertEvent(id, JobState::kQueued, JobState::kQueued, w, now));
   }
-  STOKER_RETURN_IF_ERROR(txn.Commit());
   JobRecord r;
   r.id = id;
   r.project = job.project;
@@ -229,6 +260,17 @@ Result<JobRecord> Store::CreateJob(const NewJob& job) {
   r.spec = job.spec;
   r.create_time_us = now;
   r.update_time_us = now;
+  r.study_id = job.study_id;
+  r.trial_id = job.trial_id;
+  return r;
+}
+
+Result<JobRecord> Store::CreateJob(const NewJob& job) {
+  std::lock_guard lock(mu_);
+  Txn txn(db_);
+  if (!txn.begun()) return SqliteError(db_, "begin");
+  STOKER_ASSIGN_OR_RETURN(JobRecord r, InsertJob(job, NowMicros()));
+  STOKER_RETURN_IF_ERROR(txn.Commit());
   return r;
 }
 
@@ -373,6 +415,245 @@ Result<std::vector<Event>> Store::Events(int64_t id) {
     out.push_back(std::move(e));
   }
   if (rc != SQLITE_DONE) return SqliteError(db_, "list events");
+  return out;
+}
+
+// ---- studies and trials ----------------------------------------------------
+
+std::string_view TrialStateName(TrialState s) {
+  switch (s) {
+    case TrialState::kUnspecified: return "STATE_UNSPECIFIED";
+    case TrialState::kRequested: return "REQUESTED";
+    case TrialState::kActive: return "ACTIVE";
+    case TrialState::kStopping: return "STOPPING";
+    case TrialState::kSucceeded: return "SUCCEEDED";
+    case TrialState::kInfeasible: return "INFEASIBLE";
+  }
+  return "STATE_UNSPECIFIED";
+}
+
+namespace {
+
+constexpr char kStudyColumns[] =
+    "id, project, location, display_name, state, spec, create_time, start_time, end_time, "
+    "update_time, error_code, error_message, cancel_requested";
+
+StudyRecord ReadStudy(Stmt& s) {
+  StudyRecord r;
+  r.id = s.Int(0);
+  r.project = s.Text(1);
+  r.location = s.Text(2);
+  r.display_name = s.Text(3);
+  r.state = static_cast<JobState>(s.Int(4));
+  r.spec = nlohmann::json::parse(s.Text(5), nullptr, false);
+  r.create_time_us = s.Int(6);
+  r.start_time_us = s.Int(7);
+  r.end_time_us = s.Int(8);
+  r.update_time_us = s.Int(9);
+  r.error_code = static_cast<int>(s.Int(10));
+  r.error_message = s.Text(11);
+  r.cancel_requested = s.Int(12) != 0;
+  return r;
+}
+
+constexpr char kTrialColumns[] =
+    "study_id, trial_id, job_id, state, parameters, measurements, final_measurement, "
+    "infeasible_reason, stopped_early, start_time, end_time";
+
+TrialRecord ReadTrial(Stmt& s) {
+  TrialRecord t;
+  t.study_id = s.Int(0);
+  t.trial_id = s.Int(1);
+  t.job_id = s.Int(2);
+  t.state = static_cast<TrialState>(s.Int(3));
+  t.parameters = nlohmann::json::parse(s.Text(4), nullptr, false);
+  t.measurements = nlohmann::json::parse(s.Text(5), nullptr, false);
+  if (!s.IsNull(6)) t.final_measurement = nlohmann::json::parse(s.Text(6), nullptr, false);
+  t.infeasible_reason = s.Text(7);
+  t.stopped_early = s.Int(8) != 0;
+  t.start_time_us = s.Int(9);
+  t.end_time_us = s.Int(10);
+  return t;
+}
+
+}  // namespace
+
+Result<StudyRecord> Store::CreateStudy(const std::string& project, const std::string& location,
+                                       const std::string& display_name, const nlohmann::json& spec) {
+  std::lock_guard lock(mu_);
+  int64_t now = NowMicros();
+  Stmt s(db_,
+         "INSERT INTO studies(project, location, display_name, state, spec, create_time, "
+         "update_time) VALUES(?,?,?,?,?,?,?)");
+  s.Bind(1, project);
+  s.Bind(2, location);
+  s.Bind(3, display_name);
+  s.Bind(4, static_cast<int64_t>(JobState::kQueued));
+  s.Bind(5, spec.dump());
+  s.Bind(6, now);
+  s.Bind(7, now);
+  if (s.Step() != SQLITE_DONE) return SqliteError(db_, "insert study");
+  StudyRecord r;
+  r.id = sqlite3_last_insert_rowid(db_);
+  r.project = project;
+  r.location = location;
+  r.display_name = display_name;
+  r.spec = spec;
+  r.create_time_us = now;
+  r.update_time_us = now;
+  return r;
+}
+
+Result<StudyRecord> Store::GetStudy(int64_t id) {
+  std::lock_guard lock(mu_);
+  std::string sql = std::string("SELECT ") + kStudyColumns + " FROM studies WHERE id = ?";
+  Stmt s(db_, sql.c_str());
+  s.Bind(1, id);
+  int rc = s.Step();
+  if (rc == SQLITE_ROW) return ReadStudy(s);
+  if (rc == SQLITE_DONE) {
+    return NotFound("hyperparameter tuning job " + std::to_string(id) + " does not exist");
+  }
+  return SqliteError(db_, "get study");
+}
+
+Result<std::vector<StudyRecord>> Store::ListStudies(const ListOptions& options) {
+  std::lock_guard lock(mu_);
+  std::string sql = std::string("SELECT ") + kStudyColumns + " FROM studies WHERE id > ?";
+  if (options.state) sql += " AND state = ?";
+  sql += " ORDER BY id LIMIT ?";
+  Stmt s(db_, sql.c_str());
+  int i = 1;
+  s.Bind(i++, options.after_id);
+  if (options.state) s.Bind(i++, static_cast<int64_t>(*options.state));
+  s.Bind(i++, static_cast<int64_t>(options.limit));
+  std::vector<StudyRecord> out;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) out.push_back(ReadStudy(s));
+  if (rc != SQLITE_DONE) return SqliteError(db_, "list studies");
+  return out;
+}
+
+Result<std::vector<StudyRecord>> Store::ActiveStudies() {
+  std::lock_guard lock(mu_);
+  std::string sql = std::string("SELECT ") + kStudyColumns +
+                    " FROM studies WHERE state NOT IN (4, 5, 7) ORDER BY id";
+  Stmt s(db_, sql.c_str());
+  std::vector<StudyRecord> out;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) out.push_back(ReadStudy(s));
+  if (rc != SQLITE_DONE) return SqliteError(db_, "list active studies");
+  return out;
+}
+
+Status Store::RequestStudyCancel(int64_t id) {
+  std::lock_guard lock(mu_);
+  Stmt get(db_, "SELECT state FROM studies WHERE id = ?");
+  get.Bind(1, id);
+  int rc = get.Step();
+  if (rc == SQLITE_DONE) {
+    return NotFound("hyperparameter tuning job " + std::to_string(id) + " does not exist");
+  }
+  if (rc != SQLITE_ROW) return SqliteError(db_, "get study");
+  auto state = static_cast<JobState>(get.Int(0));
+  if (spec::IsTerminal(state)) {
+    return FailedPrecondition("hyperparameter tuning job " + std::to_string(id) +
+                              " already ended in " + std::string(spec::JobStateName(state)) +
+                              "; nothing to cancel");
+  }
+  Stmt s(db_, "UPDATE studies SET cancel_requested = 1, update_time = ? WHERE id = ?");
+  s.Bind(1, NowMicros());
+  s.Bind(2, id);
+  if (s.Step() != SQLITE_DONE) return SqliteError(db_, "request study cancel");
+  return OkStatus();
+}
+
+Status Store::TransitionStudy(int64_t id, JobState from, JobState to,
+                              const TransitionUpdate& update) {
+  std::lock_guard lock(mu_);
+  std::string sql = "UPDATE studies SET state = ?, update_time = ?";
+  if (update.start_time_us) sql += ", start_time = ?";
+  if (update.end_time_us) sql += ", end_time = ?";
+  if (update.error_code) sql += ", error_code = ?";
+  if (update.error_message) sql += ", error_message = ?";
+  sql += " WHERE id = ? AND state = ?";
+  Stmt s(db_, sql.c_str());
+  int i = 1;
+  s.Bind(i++, static_cast<int64_t>(to));
+  s.Bind(i++, NowMicros());
+  if (update.start_time_us) s.Bind(i++, *update.start_time_us);
+  if (update.end_time_us) s.Bind(i++, *update.end_time_us);
+  if (update.error_code) s.Bind(i++, static_cast<int64_t>(*update.error_code));
+  if (update.error_message) s.Bind(i++, *update.error_message);
+  s.Bind(i++, id);
+  s.Bind(i++, static_cast<int64_t>(from));
+  if (s.Step() != SQLITE_DONE) return SqliteError(db_, "transition study");
+  if (sqlite3_changes(db_) != 1) {
+    return FailedPrecondition("study " + std::to_string(id) + " is not in " +
+                              std::string(spec::JobStateName(from)));
+  }
+  return OkStatus();
+}
+
+Result<JobRecord> Store::CreateTrial(const TrialRecord& trial, const NewJob& job) {
+  std::lock_guard lock(mu_);
+  Txn txn(db_);
+  if (!txn.begun()) return SqliteError(db_, "begin");
+  int64_t now = NowMicros();
+  STOKER_ASSIGN_OR_RETURN(JobRecord rec, InsertJob(job, now));
+  Stmt s(db_,
+         "INSERT INTO trials(study_id, trial_id, job_id, state, parameters, measurements) "
+         "VALUES(?,?,?,?,?,?)");
+  s.Bind(1, trial.study_id);
+  s.Bind(2, trial.trial_id);
+  s.Bind(3, rec.id);
+  s.Bind(4, static_cast<int64_t>(trial.state));
+  s.Bind(5, trial.parameters.dump());
+  s.Bind(6, trial.measurements.dump());
+  int rc = s.Step();
+  if (rc == SQLITE_CONSTRAINT) {
+    return AlreadyExists("trial " + std::to_string(trial.trial_id) + " of study " +
+                         std::to_string(trial.study_id) + " exists");
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db_, "insert trial");
+  STOKER_RETURN_IF_ERROR(txn.Commit());
+  return rec;
+}
+
+Status Store::UpdateTrial(const TrialRecord& t) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_,
+         "UPDATE trials SET state = ?, measurements = ?, final_measurement = ?, "
+         "infeasible_reason = ?, stopped_early = ?, start_time = ?, end_time = ? "
+         "WHERE study_id = ? AND trial_id = ?");
+  s.Bind(1, static_cast<int64_t>(t.state));
+  s.Bind(2, t.measurements.dump());
+  if (t.final_measurement.is_null()) {
+    s.BindNull(3);
+  } else {
+    s.Bind(3, t.final_measurement.dump());
+  }
+  s.Bind(4, t.infeasible_reason);
+  s.Bind(5, static_cast<int64_t>(t.stopped_early));
+  s.Bind(6, t.start_time_us);
+  s.Bind(7, t.end_time_us);
+  s.Bind(8, t.study_id);
+  s.Bind(9, t.trial_id);
+  if (s.Step() != SQLITE_DONE) return SqliteError(db_, "update trial");
+  if (sqlite3_changes(db_) != 1) return NotFound("trial " + std::to_string(t.trial_id) + " does not exist");
+  return OkStatus();
+}
+
+Result<std::vector<TrialRecord>> Store::Trials(int64_t study_id) {
+  std::lock_guard lock(mu_);
+  std::string sql = std::string("SELECT ") + kTrialColumns +
+                    " FROM trials WHERE study_id = ? ORDER BY trial_id";
+  Stmt s(db_, sql.c_str());
+  s.Bind(1, study_id);
+  std::vector<TrialRecord> out;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) out.push_back(ReadTrial(s));
+  if (rc != SQLITE_DONE) return SqliteError(db_, "list trials");
   return out;
 }
 

@@ -44,6 +44,8 @@ struct JobRecord {
   nlohmann::json allocation;  // the placement of the current attempt; null when none
   bool cancel_requested = false;
   std::string wait_reason;  // why a QUEUED job waits; "" otherwise
+  int64_t study_id = 0;  // the tuning job that owns this trial job; 0 = none
+  std::string trial_id;  // its trial id ("1", "2", ...); "" = not a trial
 };
 
 struct Event {
@@ -61,6 +63,43 @@ struct NewJob {
   std::string display_name;
   nlohmann::json spec;
   std::vector<std::string> warnings;  // recorded as events on the new job
+  int64_t study_id = 0;
+  std::string trial_id;
+};
+
+// A HyperparameterTuningJob (a study) as stored.
+struct StudyRecord {
+  int64_t id = 0;
+  std::string project;
+  std::string location;
+  std::string display_name;
+  spec::JobState state = spec::JobState::kQueued;
+  nlohmann::json spec;  // canonical HyperparameterTuningJob JSON (input fields)
+  int64_t create_time_us = 0;
+  int64_t start_time_us = 0;
+  int64_t end_time_us = 0;
+  int64_t update_time_us = 0;
+  int error_code = 0;
+  std::string error_message;
+  bool cancel_requested = false;
+};
+
+// Trial states (reference §2.3).
+enum class TrialState { kUnspecified = 0, kRequested = 1, kActive = 2, kStopping = 3, kSucceeded = 4, kInfeasible = 5 };
+std::string_view TrialStateName(TrialState s);
+
+struct TrialRecord {
+  int64_t study_id = 0;
+  int64_t trial_id = 0;  // 1, 2, ... within the study
+  int64_t job_id = 0;    // its custom job
+  TrialState state = TrialState::kRequested;
+  nlohmann::json parameters = nlohmann::json::array();    // [{parameterId, value}]
+  nlohmann::json measurements = nlohmann::json::array();  // [{stepCount, elapsedDuration, metrics}]
+  nlohmann::json final_measurement;                       // null until known
+  std::string infeasible_reason;
+  bool stopped_early = false;
+  int64_t start_time_us = 0;
+  int64_t end_time_us = 0;
 };
 
 // What a state change writes besides the state itself.
@@ -107,9 +146,29 @@ class Store {
 
   Result<std::vector<Event>> Events(int64_t id);
 
+  // ---- studies (HyperparameterTuningJob) and their trials ----
+  Result<StudyRecord> CreateStudy(const std::string& project, const std::string& location,
+                                  const std::string& display_name, const nlohmann::json& spec);
+  Result<StudyRecord> GetStudy(int64_t id);
+  Result<std::vector<StudyRecord>> ListStudies(const ListOptions& options);
+  Result<std::vector<StudyRecord>> ActiveStudies();
+  Status RequestStudyCancel(int64_t id);
+  // Moves a study between states (control loop only); guarded like Transition.
+  Status TransitionStudy(int64_t id, spec::JobState from, spec::JobState to,
+                         const TransitionUpdate& update = {});
+
+  // Creates trial `trial.trial_id` and its custom job in one transaction.
+  // Returns the job. AlreadyExists if the trial exists (a retried suggestion).
+  Result<JobRecord> CreateTrial(const TrialRecord& trial, const NewJob& job);
+  // Replaces a trial's mutable fields (state, measurements, final, reason, times).
+  Status UpdateTrial(const TrialRecord& trial);
+  Result<std::vector<TrialRecord>> Trials(int64_t study_id);
+
  private:
   explicit Store(sqlite3* db);
   Status Exec(const char* sql);
+  // Inserts a job and its first events; the caller holds mu_ and a transaction.
+  Result<JobRecord> InsertJob(const NewJob& job, int64_t now);
   Status InsertEvent(int64_t id, spec::JobState from, spec::JobState to, const std::string& reason,
                      int64_t time_us);
 

@@ -110,3 +110,63 @@ TEST_F(StoreTest, RefusesADamagedDatabaseWithRecoveryAdvice) {
 
 }  // namespace
 }  // namespace stoker::store
+
+namespace stoker::store {
+namespace {
+
+class StudyStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("stoker_study_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    store_ = std::move(Store::Open(dir_)).value();
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(StudyStoreTest, TrialAndItsJobAreCreatedTogetherAndOnlyOnce) {
+  auto study = store_->CreateStudy("p", "l", "s", nlohmann::json{{"displayName", "s"}}).value();
+  TrialRecord t;
+  t.study_id = study.id;
+  t.trial_id = 1;
+  t.parameters = nlohmann::json::array({{{"parameterId", "lr"}, {"value", 0.1}}});
+  NewJob job{"p", "l", "s-trial-1", nlohmann::json{{"displayName", "x"}}, {}, study.id, "1"};
+  auto rec = store_->CreateTrial(t, job);
+  ASSERT_TRUE(rec.ok()) << rec.status().ToString();
+  EXPECT_EQ(rec->trial_id, "1");
+  EXPECT_EQ(store_->GetJob(rec->id)->study_id, study.id);
+  auto again = store_->CreateTrial(t, job);
+  EXPECT_EQ(again.status().code(), Code::kAlreadyExists);
+  // The failed second insert left no orphan job behind.
+  EXPECT_EQ(store_->ListJobs({}).value().size(), 1u);
+  t.state = TrialState::kSucceeded;
+  t.final_measurement = {{"stepCount", "3"}};
+  ASSERT_TRUE(store_->UpdateTrial(t).ok());
+  auto trials = store_->Trials(study.id).value();
+  ASSERT_EQ(trials.size(), 1u);
+  EXPECT_EQ(trials[0].state, TrialState::kSucceeded);
+  EXPECT_EQ(trials[0].job_id, rec->id);
+  EXPECT_EQ(trials[0].parameters[0]["parameterId"], "lr");
+}
+
+TEST_F(StudyStoreTest, StudiesTransitionAndCancelLikeJobs) {
+  auto study = store_->CreateStudy("p", "l", "s", nlohmann::json::object()).value();
+  EXPECT_EQ(store_->ActiveStudies().value().size(), 1u);
+  ASSERT_TRUE(store_->TransitionStudy(study.id, JobState::kQueued, JobState::kRunning,
+                                      {.start_time_us = 5}).ok());
+  EXPECT_EQ(store_->TransitionStudy(study.id, JobState::kQueued, JobState::kRunning).code(),
+            Code::kFailedPrecondition);
+  ASSERT_TRUE(store_->RequestStudyCancel(study.id).ok());
+  EXPECT_TRUE(store_->GetStudy(study.id)->cancel_requested);
+  ASSERT_TRUE(store_->TransitionStudy(study.id, JobState::kRunning, JobState::kCancelled).ok());
+  EXPECT_EQ(store_->RequestStudyCancel(study.id).code(), Code::kFailedPrecondition);
+  EXPECT_TRUE(store_->ActiveStudies().value().empty());
+  EXPECT_EQ(store_->GetStudy(99).status().code(), Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace stoker::store
