@@ -6,6 +6,7 @@
 #
 #   bench/run.sh [--with-slurm] [--jobs 200] [--rate-jobs 5000] [--clients 8]
 #                [--slurm-jobs 50] [--slurm-rate-jobs 1000] [--build-dir build-bench] [--keep]
+#                [--no-build]   (use the binaries already in the build dir)
 #
 # --slurm-jobs is smaller than --jobs by default: with Slurm's default
 # scheduler settings each sequential job waits for a periodic scheduling pass
@@ -23,6 +24,7 @@ slurm_rate_jobs=1000
 slurm_jobs=50
 with_slurm=0
 keep=0
+no_build=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --with-slurm) with_slurm=1 ;;
@@ -33,7 +35,8 @@ while [[ $# -gt 0 ]]; do
     --slurm-jobs) slurm_jobs=$2; shift ;;
     --build-dir) build=$2; shift ;;
     --keep) keep=1 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --no-build) no_build=1 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
@@ -80,12 +83,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
+newest() { ls -t "$@" 2>/dev/null | head -1 || true; }
+
 # ---- build -----------------------------------------------------------------
+if [[ $no_build == 1 ]]; then
+  bench_bin=$(newest "$build/bin/stoker-bench" "$build/bench/stoker-bench")
+else
 echo "== build (Release, -j2) in $build"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 if grep -q 'add_subdirectory(bench)' CMakeLists.txt; then
   cmake --build "$build" -j2 --target stokerd stoker-run stoker-bench >/dev/null
-  bench_bin=$(find "$build" -name stoker-bench -type f -perm -u+x | head -1)
+  bench_bin=$(newest "$build/bin/stoker-bench" "$build/bench/stoker-bench")
 else
   # Not wired into the top-level build yet: compile the driver by hand.
   cmake --build "$build" -j2 --target stokerd stoker-run stoker_http stoker_common >/dev/null
@@ -97,8 +105,12 @@ else
       -lyaml-cpp -lpthread -o "$bench_bin"
   fi
 fi
-stokerd=$build/src/server/stokerd
-[[ -x $stokerd && -x $build/src/runner/stoker-run && -x $bench_bin ]] || {
+fi
+# Binaries sit in $build/bin (CMAKE_RUNTIME_OUTPUT_DIRECTORY) or, in older
+# trees, beside their sources; take the newest.
+stokerd=$(newest "$build/bin/stokerd" "$build/src/server/stokerd")
+runner=$(newest "$build/bin/stoker-run" "$build/src/runner/stoker-run")
+[[ -x $stokerd && -x $runner && -x $bench_bin ]] || {
   echo "run.sh: build did not produce stokerd, stoker-run and stoker-bench" >&2; exit 1; }
 
 # start_stokerd NAME EXTRA_CONFIG: a fresh daemon in $tmp/NAME; sets url, dir.
@@ -107,7 +119,8 @@ start_stokerd() {
   mkdir -p "$dir"
   printf 'images: [{match: "bench/*", python: /usr/bin/python3}]\ncpu_oversubscription: 64\n%s\n' "$2" \
     >"$dir/config.yaml"
-  "$stokerd" --data-dir "$dir" --listen 127.0.0.1:0 --config "$dir/config.yaml" >"$dir/stokerd.log" 2>&1 &
+  "$stokerd" --data-dir "$dir" --listen 127.0.0.1:0 --config "$dir/config.yaml" --runner "$runner" \
+    >"$dir/stokerd.log" 2>&1 &
   daemons+=("$dir")
   for _ in $(seq 100); do [[ -s $dir/stokerd.addr ]] && break; sleep 0.05; done
   [[ -s $dir/stokerd.addr ]] || { echo "stokerd did not start; see $dir/stokerd.log" >&2; exit 1; }

@@ -91,6 +91,10 @@ Flags ParseFlags(int argc, char** argv) {
   if (argc < 2) Die(std::string("no mode given\n") + kUsage);
   Flags f;
   f.mode = argv[1];
+  if (f.mode == "-h" || f.mode == "--help") {
+    std::cout << kUsage;
+    std::exit(0);
+  }
   auto value = [&](int& i) -> std::string {
     if (i + 1 >= argc) Die(std::string(argv[i]) + " needs a value");
     return argv[++i];

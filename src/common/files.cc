@@ -31,7 +31,8 @@ Result<std::string> ReadFile(const std::filesystem::path& path) {
   return ss.str();
 }
 
-Status WriteFileAtomic(const std::filesystem::path& path, std::string_view data) {
+Status WriteFileAtomic(const std::filesystem::path& path, std::string_view data,
+                       Durability durability) {
   std::filesystem::path tmp = path;
   // Unique per process and call, so concurrent writers of one path never share a temp file.
   static std::atomic<uint64_t> counter{0};
@@ -50,7 +51,7 @@ Status WriteFileAtomic(const std::filesystem::path& path, std::string_view data)
     }
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0) {
+  if (durability == Durability::kSync && ::fsync(fd) != 0) {
     Status s = ErrnoStatus("cannot sync", tmp);
     ::close(fd);
     ::unlink(tmp.c_str());
@@ -62,6 +63,7 @@ Status WriteFileAtomic(const std::filesystem::path& path, std::string_view data)
     ::unlink(tmp.c_str());
     return s;
   }
+  if (durability == Durability::kNoSync) return OkStatus();
   std::filesystem::path dir = path.parent_path();
   if (dir.empty()) dir = ".";
   int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

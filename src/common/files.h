@@ -12,10 +12,17 @@ namespace stoker {
 // Reads a whole file. NotFound when it does not exist.
 Result<std::string> ReadFile(const std::filesystem::path& path);
 
+enum class Durability {
+  kSync,    // fsync the file and its directory: survives a power loss
+  kNoSync,  // atomic for readers and for a process crash, not for a power loss
+};
+
 // Writes `data` so that a reader sees either the old file or the whole new
-// one, never a part: write to a temp file beside it, fsync, rename, fsync the
-// directory. After it returns ok the content survives a power loss.
-Status WriteFileAtomic(const std::filesystem::path& path, std::string_view data);
+// one, never a part: write to a temp file beside it, (fsync,) rename, (fsync
+// the directory). With kSync, after it returns ok the content survives a
+// power loss.
+Status WriteFileAtomic(const std::filesystem::path& path, std::string_view data,
+                       Durability durability = Durability::kSync);
 
 // Creates the directory and its parents (like mkdir -p). Ok if it exists.
 Status MakeDirs(const std::filesystem::path& path);

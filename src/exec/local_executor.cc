@@ -27,23 +27,33 @@ std::optional<json> ReadJson(const fs::path& path) {
   return j;
 }
 
-// Starts `stoker-run --detach --replica-dir DIR` and reaps the short-lived
-// intermediate process, so the supervisor is not our child.
+// Starts `stoker-run --replica-dir DIR` in a session of its own, with its
+// output in DIR/runner.log. stokerd is the child subreaper of its
+// supervisors and reaps them; should stokerd die they re-parent to init and
+// keep running.
 Status SpawnSupervisor(const fs::path& runner, const fs::path& dir) {
   std::string runner_s = runner.string(), dir_s = dir.string();
-  std::vector<char*> argv = {runner_s.data(), const_cast<char*>("--detach"),
-                             const_cast<char*>("--replica-dir"), dir_s.data(), nullptr};
+  std::string log = (dir / "runner.log").string();
+  std::vector<char*> argv = {runner_s.data(), const_cast<char*>("--replica-dir"), dir_s.data(),
+                             nullptr};
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&files, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&files, 1, 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
   pid_t pid;
-  int rc = posix_spawn(&pid, runner_s.c_str(), nullptr, nullptr, argv.data(), environ);
+  int rc = posix_spawn(&pid, runner_s.c_str(), &files, &attr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&files);
+  posix_spawnattr_destroy(&attr);
   if (rc != 0) {
     return Internal("cannot start " + runner_s + ": " + std::strerror(rc) +
                     " (check --runner or that stoker-run sits beside stokerd)");
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return Internal(runner_s + " --detach failed for " + dir_s);
   }
   return OkStatus();
 }
@@ -78,7 +88,9 @@ Status LocalExecutor::Launch(const JobLaunch& launch) {
                  {"packages", r.packages},
                  {"timeout_seconds", r.timeout_seconds},
                  {"grace_seconds", r.grace_seconds}};
-    STOKER_RETURN_IF_ERROR(WriteFileAtomic(dir / "launch.json", spec.dump(2)));
+    // Not synced: the PENDING commit in the store is the durable record, and
+    // recovery writes launch.json again for a replica that has no claim.
+    STOKER_RETURN_IF_ERROR(WriteFileAtomic(dir / "launch.json", spec.dump(2), Durability::kNoSync));
     STOKER_RETURN_IF_ERROR(SpawnSupervisor(runner_path_, dir));
   }
   return OkStatus();

@@ -86,8 +86,9 @@ int main(int argc, char** argv) {
     std::filesystem::path abs = std::filesystem::absolute(dir, ec);
     if (!ec && ::chdir("/") == 0) dir = abs.string();
   } else {
-    // Descriptors leaked by whoever started us must not reach the trainer.
-    ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+    // Descriptors leaked by whoever started us (stokerd's listening socket,
+    // its database) must neither reach the trainer nor be held open by us.
+    ::close_range(3, ~0U, 0);
   }
   return stoker::runner::RunSupervisor(dir);
 }

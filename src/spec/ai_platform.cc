@@ -5,6 +5,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <string_view>
 #include <utility>
 
@@ -18,14 +19,32 @@ using nlohmann::json;
 using Names = std::vector<std::string_view>;
 
 // Reference §6, TrainingInput, in the discovery document's order.
-const Names kTrainingInputFields = {
-    "scaleTier",       "masterType",           "masterConfig",          "workerType",
-    "workerConfig",    "workerCount",          "parameterServerType",   "parameterServerConfig",
-    "parameterServerCount", "evaluatorType",   "evaluatorConfig",       "evaluatorCount",
-    "packageUris",     "pythonModule",         "args",                  "hyperparameters",
-    "region",          "jobDir",               "runtimeVersion",        "pythonVersion",
-    "scheduling",      "network",              "serviceAccount",        "useChiefInTfConfig",
-    "encryptionConfig", "enableWebAccess"};
+const Names kTrainingInputFields = {"scaleTier",
+                                    "masterType",
+                                    "masterConfig",
+                                    "workerType",
+                                    "workerConfig",
+                                    "workerCount",
+                                    "parameterServerType",
+                                    "parameterServerConfig",
+                                    "parameterServerCount",
+                                    "evaluatorType",
+                                    "evaluatorConfig",
+                                    "evaluatorCount",
+                                    "packageUris",
+                                    "pythonModule",
+                                    "args",
+                                    "hyperparameters",
+                                    "region",
+                                    "jobDir",
+                                    "runtimeVersion",
+                                    "pythonVersion",
+                                    "scheduling",
+                                    "network",
+                                    "serviceAccount",
+                                    "useChiefInTfConfig",
+                                    "encryptionConfig",
+                                    "enableWebAccess"};
 const Names kReplicaConfigFields = {"acceleratorConfig", "imageUri",   "containerCommand",
                                     "containerArgs",     "diskConfig", "tpuTfVersion"};
 const Names kAcceleratorConfigFields = {"count", "type"};
@@ -40,10 +59,10 @@ const Names kJobOutputOnly = {"createTime",   "startTime",      "endTime",    "s
                               "errorMessage", "trainingOutput", "jobPosition"};
 // GPU types a legacy acceleratorConfig may name: the legacy enum's NVIDIA types (§6) and,
 // as a Stoker extension, the newer Vertex ones (§1.8). TPUs are refused.
-const Names kGpuTypes = {"NVIDIA_TESLA_K80",      "NVIDIA_TESLA_P100", "NVIDIA_TESLA_V100",
-                         "NVIDIA_TESLA_P4",       "NVIDIA_TESLA_T4",   "NVIDIA_TESLA_A100",
-                         "NVIDIA_A100_80GB",      "NVIDIA_L4",         "NVIDIA_H100_80GB",
-                         "NVIDIA_H100_MEGA_80GB", "NVIDIA_H200_141GB", "NVIDIA_B200",
+const Names kGpuTypes = {"NVIDIA_TESLA_K80",      "NVIDIA_TESLA_P100",  "NVIDIA_TESLA_V100",
+                         "NVIDIA_TESLA_P4",       "NVIDIA_TESLA_T4",    "NVIDIA_TESLA_A100",
+                         "NVIDIA_A100_80GB",      "NVIDIA_L4",          "NVIDIA_H100_80GB",
+                         "NVIDIA_H100_MEGA_80GB", "NVIDIA_H200_141GB",  "NVIDIA_B200",
                          "NVIDIA_GB200",          "NVIDIA_RTX_PRO_6000"};
 constexpr double kMinMaxWaitSeconds = 1800;  // §6 Scheduling.maxWaitTime minimum
 constexpr size_t kMaxJobId = 128;
@@ -196,8 +215,8 @@ bool ReadString(const json& obj, const char* key, const std::string& path, Probl
   const json* v = Get(obj, key);
   if (v == nullptr) return false;
   if (!v->is_string()) {
-    p.Add(Join(path, key), "must be a string, got " + TypeName(*v) +
-                               (v->is_number() ? " (quote it in YAML)" : ""));
+    p.Add(Join(path, key),
+          "must be a string, got " + TypeName(*v) + (v->is_number() ? " (quote it in YAML)" : ""));
     return false;
   }
   *out = v->get<std::string>();
@@ -208,9 +227,8 @@ std::optional<std::vector<std::string>> ReadStrings(const json& obj, const char*
                                                     const std::string& path, Problems& p) {
   const json* v = Get(obj, key);
   if (v == nullptr) return std::nullopt;
-  if (!v->is_array() || !std::all_of(v->begin(), v->end(), [](const json& e) {
-        return e.is_string();
-      })) {
+  if (!v->is_array() ||
+      !std::all_of(v->begin(), v->end(), [](const json& e) { return e.is_string(); })) {
     p.Add(Join(path, key), "must be a list of strings");
     return std::nullopt;
   }
@@ -402,8 +420,9 @@ Result<LegacyTraining> FromTrainingInput(const std::string& job_id, const json& 
   LegacyTraining out;
   CheckJobId(job_id, p);
   if (!ti.is_object()) {
-    p.Add(prefix, "must be an object {scaleTier, masterType, packageUris, pythonModule, ...}, got " +
-                      TypeName(ti));
+    p.Add(prefix,
+          "must be an object {scaleTier, masterType, packageUris, pythonModule, ...}, got " +
+              TypeName(ti));
     return p.ToStatus();
   }
   CheckKeys(ti, prefix, kTrainingInputFields, p);
@@ -413,9 +432,9 @@ Result<LegacyTraining> FromTrainingInput(const std::string& job_id, const json& 
   if (ReadString(ti, "scaleTier", prefix, p, &tier) && !Contains(kScaleTiers, tier)) {
     std::string upper = tier;
     for (char& c : upper) c = c == '-' ? '_' : static_cast<char>(std::toupper(c));
-    p.Add(path("scaleTier"),
-          "'" + tier + "' is not a scale tier; use one of " + JoinNames(kScaleTiers) +
-              (Contains(kScaleTiers, upper) ? " (here: " + upper + ")" : ""));
+    p.Add(path("scaleTier"), "'" + tier + "' is not a scale tier; use one of " +
+                                 JoinNames(kScaleTiers) +
+                                 (Contains(kScaleTiers, upper) ? " (here: " + upper + ")" : ""));
     tier.clear();
   }
 
@@ -499,16 +518,32 @@ Result<LegacyTraining> FromTrainingInput(const std::string& job_id, const json& 
     }
   }
 
+  // Container fields, checked for every *Config given, whether or not its pool runs.
+  const ReplicaConfig& master = config[0];
+  for (size_t r = 0; r < kRoles.size(); ++r) {
+    const ReplicaConfig& c = config[r];
+    std::string cpath = path(kRoles[r].config_key);
+    if (c.args && args) {
+      p.Add(Join(cpath, "containerArgs"),
+            "cannot be used with " + path("args") + "; give the program's arguments in one");
+    }
+    bool has_image = !c.image_uri.empty() || (r > 0 && !master.image_uri.empty());
+    if (!has_image && c.command) {
+      p.Add(Join(cpath, "containerCommand"), "only allowed with imageUri (a custom container)");
+    }
+    if (!has_image && c.args) {
+      p.Add(Join(cpath, "containerArgs"), "only allowed with imageUri (a custom container)");
+    }
+  }
+
   // Pools.
   std::array<json, 4> pools;
   bool python_needed = false;
-  const ReplicaConfig& master = config[0];
   for (size_t r = 0; r < kRoles.size(); ++r) {
     pools[r] = json::object();
     if (count[r] == 0 || type[r].empty()) continue;
     const Role& role = kRoles[r];
     const ReplicaConfig& c = config[r];
-    std::string cpath = path(role.config_key);
     json machine = json::object();
     std::string machine_type = type[r];
     std::string accelerator = c.accelerator_type;
@@ -533,27 +568,21 @@ Result<LegacyTraining> FromTrainingInput(const std::string& job_id, const json& 
     if (!c.disk.is_null()) pool["diskSpec"] = c.disk;
 
     std::vector<std::string> pool_args;
-    bool inherited = r > 0 && c.image_uri.empty() && !master.image_uri.empty();
-    const ReplicaConfig& task = inherited ? master : c;
-    if (!task.image_uri.empty()) {
-      if (task.args && args && !inherited) {
-        p.Add(Join(cpath, "containerArgs"),
-              "cannot be used with " + path("args") + "; give the program's arguments in one");
-      }
-      pool_args = task.args ? *task.args : args.value_or(std::vector<std::string>{});
+    // A pool without its own image runs the master's, with the master's command and
+    // arguments unless it gives its own.
+    bool own_image = !c.image_uri.empty();
+    const std::string& image = own_image || r == 0 ? c.image_uri : master.image_uri;
+    if (!image.empty()) {
+      const auto& command = c.command || own_image ? c.command : master.command;
+      const auto& container_args = c.args || own_image ? c.args : master.args;
+      pool_args = container_args ? *container_args : args.value_or(std::vector<std::string>{});
       if (!job_dir.empty()) pool_args.push_back("--job-dir=" + job_dir);
-      json cs = {{"imageUri", task.image_uri}};
-      if (task.command) cs["command"] = *task.command;
+      json cs = {{"imageUri", image}};
+      if (command) cs["command"] = *command;
       if (!pool_args.empty()) cs["args"] = pool_args;
       pool["containerSpec"] = cs;
     } else {
       python_needed = true;
-      if (c.command) {
-        p.Add(Join(cpath, "containerCommand"), "only allowed with imageUri (a custom container)");
-      }
-      if (c.args) {
-        p.Add(Join(cpath, "containerArgs"), "only allowed with imageUri (a custom container)");
-      }
       pool_args = args.value_or(std::vector<std::string>{});
       if (!job_dir.empty()) pool_args.push_back("--job-dir=" + job_dir);
       bool gpu = !accelerator.empty() || HasBuiltInGpu(machine_type);
@@ -606,8 +635,7 @@ Result<LegacyTraining> FromTrainingInput(const std::string& job_id, const json& 
       }
       if (auto w = ReadDuration(*s, "maxWaitTime", sp, p)) {
         if (*w < kMinMaxWaitSeconds) {
-          p.Add(Join(sp, "maxWaitTime"),
-                "must be at least 1800s, got " + FormatDuration(*w));
+          p.Add(Join(sp, "maxWaitTime"), "must be at least 1800s, got " + FormatDuration(*w));
         } else {
           sched["maxWaitDuration"] = FormatDuration(*w);
         }
@@ -788,7 +816,8 @@ std::optional<json> ReadAcceleratorFlag(const std::string& flag, const std::stri
     p.Add(flag, "'count' is required, such as type=NVIDIA_TESLA_T4,count=1");
     ok = false;
   } else {
-    auto [end, ec] = std::from_chars(count_text.data(), count_text.data() + count_text.size(), count);
+    auto [end, ec] =
+        std::from_chars(count_text.data(), count_text.data() + count_text.size(), count);
     if (ec != std::errc() || end != count_text.data() + count_text.size()) {
       p.Add(flag, "'count' must be a whole number, got '" + count_text + "'");
       ok = false;
@@ -830,13 +859,13 @@ Result<json> TrainingInputFromFlags(const LegacyFlags& flags, json ti) {
       tier = upper;
     }
   }
-  bool machine_flags = flags.master_machine_type || flags.worker_machine_type ||
-                       flags.parameter_server_machine_type;
+  bool machine_flags =
+      flags.master_machine_type || flags.worker_machine_type || flags.parameter_server_machine_type;
   if (!tier && machine_flags && !ti.contains("scaleTier")) tier = "CUSTOM";
   if (tier) ti["scaleTier"] = *tier;
-  std::string effective_tier =
-      ti.contains("scaleTier") && ti["scaleTier"].is_string() ? ti["scaleTier"].get<std::string>()
-                                                              : "BASIC";
+  std::string effective_tier = ti.contains("scaleTier") && ti["scaleTier"].is_string()
+                                   ? ti["scaleTier"].get<std::string>()
+                                   : "BASIC";
 
   if (flags.master_image_uri && flags.runtime_version) {
     p.Add("--master-image-uri",
@@ -877,8 +906,8 @@ Result<json> TrainingInputFromFlags(const LegacyFlags& flags, json ti) {
     const RoleFlags& f = roles[r];
     if (f.machine_type) {
       if (effective_tier != "CUSTOM") {
-        p.Add(role.type_flag, "only allowed with --scale-tier=custom (the scale tier is " +
-                                  effective_tier + ")");
+        p.Add(role.type_flag,
+              "only allowed with --scale-tier=custom (the scale tier is " + effective_tier + ")");
       }
       ti[role.type_key] = *f.machine_type;
     }

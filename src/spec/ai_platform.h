@@ -16,11 +16,11 @@
 //   (standard_p100, standard_v100, large_model_v100, complex_model_m_p100,
 //   complex_model_m_v100, complex_model_l_v100, complex_model_l_gpu) become
 //   the Compute Engine machine they were built on plus their GPUs.
-// - A pool whose *Config has imageUri (workers, servers and evaluators
-//   inherit masterConfig's imageUri, containerCommand and containerArgs when
-//   they give no imageUri) runs a containerSpec; any other pool runs a
-//   pythonPackageSpec of packageUris + pythonModule on a prebuilt TensorFlow
-//   image chosen from runtimeVersion (see ai_platform.cc).
+// - A pool whose *Config has imageUri runs a containerSpec. Workers, servers
+//   and evaluators without an imageUri run masterConfig's image, with its
+//   containerCommand / containerArgs unless they give their own. Any other
+//   pool runs a pythonPackageSpec of packageUris + pythonModule on a prebuilt
+//   TensorFlow image chosen from runtimeVersion (see ai_platform.cc).
 // - args (or containerArgs) are the program's arguments; jobDir becomes
 //   baseOutputDirectory and is appended to every pool's args as
 //   `--job-dir=<jobDir>`, as the service passes it.
@@ -34,11 +34,10 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "spec/custom_job.h"
@@ -47,8 +46,8 @@ namespace stoker::spec {
 
 // A legacy training job as Stoker runs it.
 struct LegacyTraining {
-  CustomJob job;                  // validated (ParseCustomJob of the converted JSON)
-  std::string region;             // trainingInput.region; "" when absent (the caller's default)
+  CustomJob job;                   // validated (ParseCustomJob of the converted JSON)
+  std::string region;              // trainingInput.region; "" when absent (the caller's default)
   nlohmann::json hyperparameters;  // trainingInput.hyperparameters verbatim; null when absent
   bool use_chief_in_tf_config = false;  // TF_CONFIG says "chief" instead of "master"
   // Field paths that were given and are kept but not acted on (beyond the
@@ -106,30 +105,30 @@ nlohmann::json ToLegacyJob(const std::string& job_id, const nlohmann::json& trai
 // trainingInput (§5.5). Unset = not given. Local packaging (--package-path,
 // --packages, --staging-bucket) is the CLI's: it passes the staged URIs.
 struct LegacyFlags {
-  std::optional<std::string> job_dir;                     // --job-dir
-  std::optional<std::vector<std::string>> package_uris;   // staged gs:// URIs
-  std::optional<std::string> module_name;                 // --module-name
-  std::optional<std::string> region;                      // --region
-  std::optional<std::string> scale_tier;                  // --scale-tier: basic, standard-1, ...
-  std::optional<std::string> master_machine_type;         // --master-machine-type
-  std::optional<std::string> master_accelerator;          // --master-accelerator type=T,count=N
-  std::optional<int64_t> worker_count;                    // --worker-count
-  std::optional<std::string> worker_machine_type;         // --worker-machine-type
-  std::optional<std::string> worker_accelerator;          // --worker-accelerator
-  std::optional<int64_t> parameter_server_count;          // --parameter-server-count
+  std::optional<std::string> job_dir;                        // --job-dir
+  std::optional<std::vector<std::string>> package_uris;      // staged gs:// URIs
+  std::optional<std::string> module_name;                    // --module-name
+  std::optional<std::string> region;                         // --region
+  std::optional<std::string> scale_tier;                     // --scale-tier: basic, standard-1, ...
+  std::optional<std::string> master_machine_type;            // --master-machine-type
+  std::optional<std::string> master_accelerator;             // --master-accelerator type=T,count=N
+  std::optional<int64_t> worker_count;                       // --worker-count
+  std::optional<std::string> worker_machine_type;            // --worker-machine-type
+  std::optional<std::string> worker_accelerator;             // --worker-accelerator
+  std::optional<int64_t> parameter_server_count;             // --parameter-server-count
   std::optional<std::string> parameter_server_machine_type;  // --parameter-server-machine-type
   std::optional<std::string> parameter_server_accelerator;   // --parameter-server-accelerator
-  std::optional<std::string> master_image_uri;            // --master-image-uri
-  std::optional<std::string> worker_image_uri;            // --worker-image-uri
-  std::optional<std::string> parameter_server_image_uri;  // --parameter-server-image-uri
-  std::optional<std::string> runtime_version;             // --runtime-version
-  std::optional<std::string> python_version;              // --python-version
-  std::optional<bool> use_chief_in_tf_config;             // --use-chief-in-tf-config
-  std::optional<std::string> network;                     // --network
-  std::optional<std::string> service_account;             // --service-account
-  std::optional<bool> enable_web_access;                  // --enable-web-access
-  std::optional<std::string> kms_key;                     // --kms-key (full key name)
-  std::optional<std::vector<std::string>> user_args;      // after `--`
+  std::optional<std::string> master_image_uri;               // --master-image-uri
+  std::optional<std::string> worker_image_uri;               // --worker-image-uri
+  std::optional<std::string> parameter_server_image_uri;     // --parameter-server-image-uri
+  std::optional<std::string> runtime_version;                // --runtime-version
+  std::optional<std::string> python_version;                 // --python-version
+  std::optional<bool> use_chief_in_tf_config;                // --use-chief-in-tf-config
+  std::optional<std::string> network;                        // --network
+  std::optional<std::string> service_account;                // --service-account
+  std::optional<bool> enable_web_access;                     // --enable-web-access
+  std::optional<std::string> kms_key;                        // --kms-key (full key name)
+  std::optional<std::vector<std::string>> user_args;         // after `--`
 };
 
 // The trainingInput of a submission: `config_training_input` (the

@@ -18,7 +18,6 @@ using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using ::testing::Not;
 
 // Reference §6, verbatim.
 constexpr const char* kLegacyExample = R"yaml(
@@ -111,7 +110,8 @@ TEST(FromTrainingInputTest, ConvertsTheReferenceExampleSubmittedWithFlags) {
   EXPECT_THAT(master.python_package_spec->package_uris,
               ElementsAre("gs://b/staging/trainer-0.1.tar.gz"));
   EXPECT_EQ(master.python_package_spec->python_module, "trainer.task");
-  EXPECT_THAT(master.python_package_spec->args, ElementsAre("--epochs=5", "--job-dir=gs://b/jobs/j1"));
+  EXPECT_THAT(master.python_package_spec->args,
+              ElementsAre("--epochs=5", "--job-dir=gs://b/jobs/j1"));
 
   EXPECT_EQ(PoolOf(t, 1).replica_count, 2);
   EXPECT_EQ(PoolOf(t, 1).machine_spec.machine_type, "n1-standard-8");
@@ -171,10 +171,10 @@ TEST(FromTrainingInputTest, RefusesBasicTpuBecauseStokerRunsNoTpus) {
 TEST(FromTrainingInputTest, RefusesTpuMachinesAndAccelerators) {
   EXPECT_THAT(ErrorOf(PythonInput({{"scaleTier", "CUSTOM"}, {"masterType", "cloud_tpu"}})),
               HasSubstr("trainingInput.masterType: TPUs are not supported"));
-  EXPECT_THAT(ErrorOf(PythonInput({{"scaleTier", "CUSTOM"},
-                                   {"masterType", "n1-standard-8"},
-                                   {"masterConfig",
-                                    {{"acceleratorConfig", {{"type", "TPU_V3"}, {"count", 8}}}}}})),
+  EXPECT_THAT(ErrorOf(PythonInput(
+                  {{"scaleTier", "CUSTOM"},
+                   {"masterType", "n1-standard-8"},
+                   {"masterConfig", {{"acceleratorConfig", {{"type", "TPU_V3"}, {"count", 8}}}}}})),
               HasSubstr("trainingInput.masterConfig.acceleratorConfig.type: TPUs are not"));
 }
 
@@ -211,9 +211,8 @@ TEST(FromTrainingInputTest, KeepsEmptyPlaceholdersForAbsentMiddlePools) {
 }
 
 TEST(FromTrainingInputTest, RefusesMachineChoicesOutsideTheCustomTier) {
-  std::string e = ErrorOf(PythonInput({{"scaleTier", "STANDARD_1"},
-                                       {"masterType", "n1-standard-8"},
-                                       {"workerCount", 9}}));
+  std::string e = ErrorOf(PythonInput(
+      {{"scaleTier", "STANDARD_1"}, {"masterType", "n1-standard-8"}, {"workerCount", 9}}));
   EXPECT_THAT(e, HasSubstr("trainingInput.masterType: only allowed with scaleTier CUSTOM"));
   EXPECT_THAT(e, HasSubstr("trainingInput.workerCount: only allowed with scaleTier CUSTOM"));
 }
@@ -291,9 +290,20 @@ TEST(FromTrainingInputTest, RunsCustomContainersWithTheirCommandAndArgs) {
   ExpectRoundTrip(t.job);
 }
 
+TEST(FromTrainingInputTest, LetsAPoolOnTheMastersImageGiveItsOwnArgs) {
+  LegacyTraining t = Convert({{"scaleTier", "CUSTOM"},
+                              {"masterType", "n1-standard-4"},
+                              {"workerType", "n1-standard-4"},
+                              {"workerCount", 1},
+                              {"masterConfig", {{"imageUri", "i:1"}, {"containerArgs", {"--m"}}}},
+                              {"workerConfig", {{"containerArgs", {"--w"}}}}});
+  EXPECT_EQ(PoolOf(t, 1).container_spec->image_uri, "i:1");
+  EXPECT_THAT(PoolOf(t, 1).container_spec->args, ElementsAre("--w"));
+}
+
 TEST(FromTrainingInputTest, GivesTrainingInputArgsToCustomContainersWithoutContainerArgs) {
-  LegacyTraining t = Convert({{"masterConfig", {{"imageUri", "gcr.io/p/t:1"}}},
-                              {"args", {"--epochs=2"}}});
+  LegacyTraining t =
+      Convert({{"masterConfig", {{"imageUri", "gcr.io/p/t:1"}}}, {"args", {"--epochs=2"}}});
   EXPECT_THAT(PoolOf(t, 0).container_spec->args, ElementsAre("--epochs=2"));
 }
 
@@ -307,6 +317,10 @@ TEST(FromTrainingInputTest, RefusesContainerArgsTogetherWithArgs) {
 TEST(FromTrainingInputTest, RefusesContainerFieldsWithoutAnImage) {
   EXPECT_THAT(ErrorOf(PythonInput({{"masterConfig", {{"containerCommand", {"x"}}}}})),
               HasSubstr("trainingInput.masterConfig.containerCommand: only allowed with imageUri"));
+  // Reported even when another problem keeps the pool from being built.
+  EXPECT_THAT(ErrorOf(PythonInput(
+                  {{"scaleTier", "CUSTOM"}, {"evaluatorConfig", {{"containerArgs", {"x"}}}}})),
+              HasSubstr("trainingInput.evaluatorConfig.containerArgs: only allowed with imageUri"));
 }
 
 TEST(FromTrainingInputTest, RequiresThePackageAndModuleOfPythonPools) {
@@ -376,12 +390,14 @@ TEST(FromTrainingInputTest, KeepsFieldsItDoesNotActOnAndListsThem) {
 
 TEST(FromTrainingInputTest, TurnsDiskConfigIntoDiskSpec) {
   LegacyTraining t = Convert(PythonInput(
-      {{"masterConfig", {{"diskConfig", {{"bootDiskType", "pd-standard"}, {"bootDiskSizeGb", 200}}}}}}));
+      {{"masterConfig",
+        {{"diskConfig", {{"bootDiskType", "pd-standard"}, {"bootDiskSizeGb", 200}}}}}}));
   EXPECT_EQ(PoolOf(t, 0).extra["diskSpec"]["bootDiskSizeGb"], 200);
 }
 
 TEST(FromTrainingInputTest, RefusesABadJobId) {
-  EXPECT_THAT(ErrorOf(PythonInput(), "9lives"), HasSubstr("jobId: '9lives' must start with a letter"));
+  EXPECT_THAT(ErrorOf(PythonInput(), "9lives"),
+              HasSubstr("jobId: '9lives' must start with a letter"));
   EXPECT_THAT(ErrorOf(PythonInput(), "my-job"), HasSubstr("jobId: 'my-job'"));
   EXPECT_THAT(ErrorOf(PythonInput(), ""), HasSubstr("jobId: required"));
 }
@@ -392,7 +408,8 @@ TEST(FromTrainingInputTest, KeepsLabels) {
   EXPECT_EQ(r->job.labels.at("team"), "ml");
   auto bad = FromTrainingInput("j", PythonInput(), "trainingInput", {{"Team", "ml"}});
   ASSERT_FALSE(bad.ok());
-  EXPECT_THAT(bad.status().message(), HasSubstr("trainingInput (as the CustomJob field labels.Team"));
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("trainingInput (as the CustomJob field labels.Team"));
 }
 
 // ---- FromLegacyJob ----
@@ -412,8 +429,9 @@ TEST(FromLegacyJobTest, DropsOutputOnlyFieldsSoDescribeOutputCanBeResubmitted) {
 }
 
 TEST(FromLegacyJobTest, RefusesPredictionJobsAndUnknownFields) {
-  EXPECT_THAT(FromLegacyJob({{"jobId", "j"}, {"predictionInput", json::object()}}).status().message(),
-              HasSubstr("predictionInput: prediction jobs are not supported"));
+  EXPECT_THAT(
+      FromLegacyJob({{"jobId", "j"}, {"predictionInput", json::object()}}).status().message(),
+      HasSubstr("predictionInput: prediction jobs are not supported"));
   EXPECT_THAT(FromLegacyJob({{"jobId", "j"}, {"trainingInput", PythonInput()}, {"x", 1}})
                   .status()
                   .message(),
@@ -440,8 +458,8 @@ TEST(LegacyStateNameTest, MapsEveryVertexStateToALegacyOne) {
 
 TEST(ToLegacyJobTest, ShowsTheJobInTheLegacyShape) {
   json ti = PythonInput();
-  json j = ToLegacyJob("j1", ti, "JOB_STATE_FAILED", "2024-01-01T00:00:00Z",
-                       "2024-01-01T00:01:00Z", "2024-01-01T00:02:00Z", "exit code 3");
+  json j = ToLegacyJob("j1", ti, "JOB_STATE_FAILED", "2024-01-01T00:00:00Z", "2024-01-01T00:01:00Z",
+                       "2024-01-01T00:02:00Z", "exit code 3");
   EXPECT_EQ(j, json({{"jobId", "j1"},
                      {"trainingInput", ti},
                      {"createTime", "2024-01-01T00:00:00Z"},
@@ -479,9 +497,11 @@ LegacyFlags PythonFlags() {
 }
 
 TEST(TrainingInputFromFlagsTest, TranslatesTheCliSpellingOfScaleTiers) {
-  const std::vector<std::pair<std::string, std::string>> cases = {
-      {"basic", "BASIC"},          {"standard-1", "STANDARD_1"}, {"premium-1", "PREMIUM_1"},
-      {"basic-gpu", "BASIC_GPU"},  {"STANDARD_1", "STANDARD_1"}};
+  const std::vector<std::pair<std::string, std::string>> cases = {{"basic", "BASIC"},
+                                                                  {"standard-1", "STANDARD_1"},
+                                                                  {"premium-1", "PREMIUM_1"},
+                                                                  {"basic-gpu", "BASIC_GPU"},
+                                                                  {"STANDARD_1", "STANDARD_1"}};
   for (const auto& [cli, name] : cases) {
     LegacyFlags f = PythonFlags();
     f.scale_tier = cli;
@@ -500,7 +520,8 @@ TEST(TrainingInputFromFlagsTest, TranslatesTheCliSpellingOfScaleTiers) {
 TEST(TrainingInputFromFlagsTest, RequiresAMasterMachineTypeForTheCustomTier) {
   LegacyFlags f = PythonFlags();
   f.scale_tier = "custom";
-  EXPECT_THAT(FlagError(f), HasSubstr("--master-machine-type: required when --scale-tier is custom"));
+  EXPECT_THAT(FlagError(f),
+              HasSubstr("--master-machine-type: required when --scale-tier is custom"));
   // The config may give it instead.
   EXPECT_EQ(FlagError(f, {{"masterType", "n1-standard-4"}}), "");
 }

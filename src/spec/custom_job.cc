@@ -14,7 +14,6 @@
 namespace stoker::spec {
 namespace {
 
-using nlohmann::json;
 using internal::At;
 using internal::CheckDisplayName;
 using internal::CheckKeys;
@@ -26,9 +25,9 @@ using internal::FormatSeconds;
 using internal::Get;
 using internal::Join;
 using internal::JoinNames;
+using internal::Kind;
 using internal::kInt32Max;
 using internal::kInt32Min;
-using internal::Kind;
 using internal::Misplaced;
 using internal::Names;
 using internal::ParseLabels;
@@ -44,6 +43,7 @@ using internal::Shape;
 using internal::SnakeToCamel;
 using internal::TypeName;
 using internal::Utf8Length;
+using nlohmann::json;
 
 constexpr size_t kMaxPools = 4;
 constexpr size_t kMaxEnv = 100;

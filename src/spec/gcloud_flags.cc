@@ -13,23 +13,37 @@ using nlohmann::json;
 using Names = std::vector<std::string_view>;
 
 // Reference §5.1, in gcloud's help order.
-const Names kPoolKeys = {"machine-type",       "replica-count",  "accelerator-type",
-                         "accelerator-count",  "container-image-uri", "executor-image-uri",
-                         "python-image-uri",   "python-module",  "local-package-path",
-                         "script",             "requirements",   "extra-packages",
-                         "extra-dirs",         "output-image-uri"};
+const Names kPoolKeys = {"machine-type",        "replica-count",
+                         "accelerator-type",    "accelerator-count",
+                         "container-image-uri", "executor-image-uri",
+                         "python-image-uri",    "python-module",
+                         "local-package-path",  "script",
+                         "requirements",        "extra-packages",
+                         "extra-dirs",          "output-image-uri"};
 const Names kHardwareKeys = {"machine-type", "replica-count", "accelerator-type",
                              "accelerator-count"};
 // Keys that only mean something with local-package-path (autopackaging).
 const Names kLocalOnlyKeys = {"script", "requirements", "extra-packages", "extra-dirs",
                               "output-image-uri"};
 // Reference §1.8: the names gcloud accepts (they start with NVIDIA or TPU).
-const Names kAcceleratorTypes = {
-    "NVIDIA_TESLA_K80", "NVIDIA_TESLA_P100", "NVIDIA_TESLA_V100",     "NVIDIA_TESLA_P4",
-    "NVIDIA_TESLA_T4",  "TPU_V2",            "TPU_V3",                "NVIDIA_TESLA_A100",
-    "NVIDIA_A100_80GB", "TPU_V4_POD",        "NVIDIA_L4",             "TPU_V5_LITEPOD",
-    "NVIDIA_H100_80GB", "NVIDIA_H100_MEGA_80GB", "NVIDIA_H200_141GB", "NVIDIA_B200",
-    "NVIDIA_GB200",     "NVIDIA_RTX_PRO_6000"};
+const Names kAcceleratorTypes = {"NVIDIA_TESLA_K80",
+                                 "NVIDIA_TESLA_P100",
+                                 "NVIDIA_TESLA_V100",
+                                 "NVIDIA_TESLA_P4",
+                                 "NVIDIA_TESLA_T4",
+                                 "TPU_V2",
+                                 "TPU_V3",
+                                 "NVIDIA_TESLA_A100",
+                                 "NVIDIA_A100_80GB",
+                                 "TPU_V4_POD",
+                                 "NVIDIA_L4",
+                                 "TPU_V5_LITEPOD",
+                                 "NVIDIA_H100_80GB",
+                                 "NVIDIA_H100_MEGA_80GB",
+                                 "NVIDIA_H200_141GB",
+                                 "NVIDIA_B200",
+                                 "NVIDIA_GB200",
+                                 "NVIDIA_RTX_PRO_6000"};
 
 bool Contains(const Names& names, std::string_view s) {
   return std::find(names.begin(), names.end(), s) != names.end();
@@ -193,7 +207,8 @@ Result<WorkerPoolFlag> ParseWorkerPoolSpecFlag(const std::string& value, int ind
   }
   if (has("accelerator-count")) {
     if (!has("accelerator-type")) {
-      p.Add("'accelerator-count' needs 'accelerator-type', such as accelerator-type=NVIDIA_TESLA_T4");
+      p.Add(
+          "'accelerator-count' needs 'accelerator-type', such as accelerator-type=NVIDIA_TESLA_T4");
     } else if (auto n = ReadCount("accelerator-count", kv["accelerator-count"], p)) {
       if (machine.contains("acceleratorType")) machine["acceleratorCount"] = *n;
     }
@@ -203,8 +218,9 @@ Result<WorkerPoolFlag> ParseWorkerPoolSpecFlag(const std::string& value, int ind
   if (has("replica-count")) {
     if (auto n = ReadCount("replica-count", kv["replica-count"], p)) replicas = *n;
     if (index == 0 && replicas != 1) {
-      p.Add("'replica-count' of the primary pool must be 1; give the other replicas a second "
-            "--worker-pool-spec");
+      p.Add(
+          "'replica-count' of the primary pool must be 1; give the other replicas a second "
+          "--worker-pool-spec");
     }
   }
   out.pool["replicaCount"] = replicas;
@@ -227,12 +243,14 @@ Result<WorkerPoolFlag> ParseWorkerPoolSpecFlag(const std::string& value, int ind
     pkg.path = kv["local-package-path"];
     if (pkg.path.empty()) p.Add("'local-package-path' must name a directory");
     if (!has("executor-image-uri") || kv["executor-image-uri"].empty()) {
-      p.Add("'executor-image-uri' is required with 'local-package-path': it is the base image "
-            "the package is built on");
+      p.Add(
+          "'executor-image-uri' is required with 'local-package-path': it is the base image "
+          "the package is built on");
     }
     if (has("container-image-uri")) {
-      p.Add("'container-image-uri' cannot be used with 'local-package-path'; give the base image "
-            "as 'executor-image-uri'");
+      p.Add(
+          "'container-image-uri' cannot be used with 'local-package-path'; give the base image "
+          "as 'executor-image-uri'");
     }
     if (has("python-module") == has("script")) {
       p.Add("exactly one of 'python-module' or 'script' is required with 'local-package-path'");
@@ -263,8 +281,9 @@ Result<WorkerPoolFlag> ParseWorkerPoolSpecFlag(const std::string& value, int ind
       p.Add("'python-module' cannot be used with 'container-image-uri'");
     }
     if (python && !has("python-module")) {
-      p.Add("'python-module' is required with 'executor-image-uri', such as "
-            "python-module=trainer.task");
+      p.Add(
+          "'python-module' is required with 'executor-image-uri', such as "
+          "python-module=trainer.task");
     }
     if (container && kv["container-image-uri"].empty()) {
       p.Add("'container-image-uri' must name an image");
@@ -353,14 +372,16 @@ Result<json> MergeGcloudFlags(json config_spec, const GcloudJobFlags& flags) {
   }
   if (flags.command && pools.is_array() && !any_container) {
     Problems q("--command");
-    q.Add("no worker pool runs a container (container-image-uri or containerSpec); --command "
-          "only replaces the command of container pools");
+    q.Add(
+        "no worker pool runs a container (container-image-uri or containerSpec); --command "
+        "only replaces the command of container pools");
     return q.ToStatus();
   }
   if (flags.python_package_uris && pools.is_array() && !any_python) {
     Problems q("--python-package-uris");
-    q.Add("no worker pool is a python pool (executor-image-uri and python-module, or "
-          "pythonPackageSpec); the URIs have nothing to apply to");
+    q.Add(
+        "no worker pool is a python pool (executor-image-uri and python-module, or "
+        "pythonPackageSpec); the URIs have nothing to apply to");
     return q.ToStatus();
   }
   if (!p.empty()) return p.ToStatus();

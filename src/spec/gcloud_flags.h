@@ -12,11 +12,10 @@
 // All functions are pure and thread-safe.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 
@@ -90,15 +89,15 @@ std::vector<std::string> ScriptCommand(const std::string& script);
 // CustomJobSpec. --display-name, --labels and the KMS flags go on the
 // CustomJob and are the CLI's; --region picks the endpoint.
 struct GcloudJobFlags {
-  std::vector<nlohmann::json> worker_pools;  // parsed --worker-pool-spec values, in order
+  std::vector<nlohmann::json> worker_pools;         // parsed --worker-pool-spec values, in order
   std::optional<std::vector<std::string>> args;     // --args
   std::optional<std::vector<std::string>> command;  // --command
   std::optional<std::vector<std::string>> python_package_uris;  // --python-package-uris
-  std::optional<std::string> network;                 // --network
-  std::optional<std::string> service_account;         // --service-account
-  std::optional<bool> enable_web_access;              // --enable-web-access
-  std::optional<bool> enable_dashboard_access;        // --enable-dashboard-access
-  std::optional<std::string> persistent_resource_id;  // --persistent-resource-id
+  std::optional<std::string> network;                           // --network
+  std::optional<std::string> service_account;                   // --service-account
+  std::optional<bool> enable_web_access;                        // --enable-web-access
+  std::optional<bool> enable_dashboard_access;                  // --enable-dashboard-access
+  std::optional<std::string> persistent_resource_id;            // --persistent-resource-id
 };
 
 // Merges the flags into the --config spec as gcloud does (§5.1):

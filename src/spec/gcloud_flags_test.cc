@@ -16,7 +16,6 @@ using nlohmann::json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using ::testing::Not;
 
 // The error message of parsing one --worker-pool-spec value, or "" when it parses.
 std::string SpecError(const std::string& value, int index = 0, bool autopackaging = false) {
@@ -312,9 +311,9 @@ TEST(MergeGcloudFlagsTest, RefusesACommandWhenNoPoolRunsAContainer) {
 
 TEST(MergeGcloudFlagsTest, GivesPythonPackageUrisToEveryPythonPool) {
   GcloudJobFlags flags;
-  flags.worker_pools = {Pool("machine-type=m,executor-image-uri=i,python-module=t"), json::object(),
-                        Pool("machine-type=m,replica-count=2,executor-image-uri=i,python-module=t",
-                             2)};
+  flags.worker_pools = {
+      Pool("machine-type=m,executor-image-uri=i,python-module=t"), json::object(),
+      Pool("machine-type=m,replica-count=2,executor-image-uri=i,python-module=t", 2)};
   flags.python_package_uris = SplitGcloudList("gs://b/a.tar.gz,gs://b/b.tar.gz");
   auto r = MergeGcloudFlags(nullptr, flags);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -335,8 +334,9 @@ TEST(MergeGcloudFlagsTest, RefusesPythonPackageUrisWithoutAPythonPool) {
 TEST(MergeGcloudFlagsTest, RequiresPythonPackageUrisForPythonPoolsFromFlags) {
   GcloudJobFlags flags;
   flags.worker_pools = {Pool("machine-type=m,executor-image-uri=i,python-module=t")};
-  EXPECT_THAT(MergeError(nullptr, flags),
-              HasSubstr("--python-package-uris: required: --worker-pool-spec[0] runs python-module"));
+  EXPECT_THAT(
+      MergeError(nullptr, flags),
+      HasSubstr("--python-package-uris: required: --worker-pool-spec[0] runs python-module"));
 }
 
 TEST(MergeGcloudFlagsTest, OverridesTheOtherSpecFields) {

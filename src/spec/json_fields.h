@@ -115,8 +115,8 @@ class Problems {
 // a snake_case spelling of a known key gets its camelCase spelling, a key in
 // `misplaced` gets its advice, a near miss gets "did you mean", anything else
 // the list of fields.
-void CheckKeys(const nlohmann::json& obj, const std::string& path, const Names& known,
-               Problems& p, const Misplaced& misplaced = {}, const Names& ignored = {});
+void CheckKeys(const nlohmann::json& obj, const std::string& path, const Names& known, Problems& p,
+               const Misplaced& misplaced = {}, const Names& ignored = {});
 
 // The value of `key` in `obj`, or nullptr when absent or null (proto JSON reads null as unset).
 const nlohmann::json* Get(const nlohmann::json& obj, const char* key);

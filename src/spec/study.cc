@@ -13,7 +13,6 @@
 namespace stoker::spec {
 namespace {
 
-using nlohmann::json;
 using internal::At;
 using internal::CheckDisplayName;
 using internal::CheckKeys;
@@ -24,8 +23,8 @@ using internal::Contains;
 using internal::Get;
 using internal::Join;
 using internal::JoinNames;
-using internal::kInt32Max;
 using internal::Kind;
+using internal::kInt32Max;
 using internal::Misplaced;
 using internal::Names;
 using internal::ParseLabels;
@@ -36,6 +35,7 @@ using internal::ReadString;
 using internal::ReadVerbatim;
 using internal::Shape;
 using internal::TypeName;
+using nlohmann::json;
 
 constexpr size_t kMaxDiscreteValues = 1000;
 constexpr double kMinDiscreteGap = 1e-10;
@@ -43,13 +43,12 @@ constexpr const char* kDefaultLegacyMetric = "training/hptuning/metric";
 constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
-const Names kJobFields = {"displayName",         "studySpec",    "maxTrialCount",
-                          "parallelTrialCount",  "trialJobSpec", "maxFailedTrialCount",
-                          "labels",              "encryptionSpec"};
+const Names kJobFields = {
+    "displayName",  "studySpec",           "maxTrialCount", "parallelTrialCount",
+    "trialJobSpec", "maxFailedTrialCount", "labels",        "encryptionSpec"};
 // Output-only fields: accepted and dropped, so `describe` output can be resubmitted.
-const Names kJobOutputOnly = {"name",      "state",      "trials",       "createTime",
-                              "startTime", "endTime",    "updateTime",   "error",
-                              "satisfiesPzs", "satisfiesPzi"};
+const Names kJobOutputOnly = {"name",    "state",      "trials", "createTime",   "startTime",
+                              "endTime", "updateTime", "error",  "satisfiesPzs", "satisfiesPzi"};
 const Names kStudyFields = {"metrics",
                             "parameters",
                             "algorithm",
@@ -62,10 +61,9 @@ const Names kStudyFields = {"metrics",
 const Names kStoppingSpecs = {"medianAutomatedStoppingSpec", "decayCurveStoppingSpec",
                               "convexAutomatedStoppingSpec"};
 const Names kMetricFields = {"metricId", "goal", "safetyConfig"};
-const Names kParameterFields = {"parameterId",       "doubleValueSpec",
-                                "integerValueSpec",  "categoricalValueSpec",
-                                "discreteValueSpec", "scaleType",
-                                "conditionalParameterSpecs"};
+const Names kParameterFields = {
+    "parameterId",       "doubleValueSpec", "integerValueSpec",         "categoricalValueSpec",
+    "discreteValueSpec", "scaleType",       "conditionalParameterSpecs"};
 // The value specs in ParameterKind order.
 const Names kValueSpecs = {"doubleValueSpec", "integerValueSpec", "categoricalValueSpec",
                            "discreteValueSpec"};
@@ -83,9 +81,8 @@ const Names kLegacyFields = {"goal",
                              "algorithm",
                              "enableTrialEarlyStopping",
                              "resumePreviousJobId"};
-const Names kLegacyParamFields = {"parameterName",     "type",           "minValue",
-                                  "maxValue",          "categoricalValues", "discreteValues",
-                                  "scaleType"};
+const Names kLegacyParamFields = {"parameterName",     "type",           "minValue", "maxValue",
+                                  "categoricalValues", "discreteValues", "scaleType"};
 
 // Enum names, in enum order.
 const Names kGoals = {"MAXIMIZE", "MINIMIZE"};
@@ -150,7 +147,8 @@ size_t Index(ParameterKind kind) { return static_cast<size_t>(kind); }
 std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
 
 bool HasSpace(const std::string& s) {
-  return std::any_of(s.begin(), s.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
+  return std::any_of(s.begin(), s.end(),
+                     [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
 }
 
 // Shortest text that reads back as the same double ("0.001", "1e-05", "64").
@@ -158,6 +156,16 @@ std::string FormatDouble(double d) {
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
   return ec == std::errc() ? std::string(buf, end) : std::to_string(d);
+}
+
+// "a and b", "a, b and c".
+std::string Listed(const std::vector<std::string_view>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? " and " : ", ";
+    out += names[i];
+  }
+  return out;
 }
 
 std::string FormatDoubles(const std::vector<double>& values) {
@@ -187,8 +195,8 @@ std::optional<std::string> ReadEnum(const json& obj, const char* key, const std:
   std::string upper = s;
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   if (upper != s && (Contains(names, upper) || upper == unspecified)) {
-    p.Add(field, Quote(s) + " is not " + std::string(what) + "; enum names are upper case: " +
-                     Quote(upper));
+    p.Add(field, Quote(s) + " is not " + std::string(what) +
+                     "; enum names are upper case: " + Quote(upper));
   } else {
     p.Add(field, Quote(s) + " is not " + std::string(what) + "; use one of " + JoinNames(names));
   }
@@ -218,12 +226,17 @@ std::optional<double> ReadDouble(const json& v, const std::string& path, Problem
   return std::nullopt;
 }
 
-// The text of a number as the spec wrote it, normalised so that it reads back the same:
-// integers as digits ("32"), others in nlohmann's shortest form ("0.5", "128.0").
+// The text of a number that ReadDouble accepted, as the spec wrote it but normalised so
+// that it reads back the same: integers as digits ("32"), others in nlohmann's shortest
+// form ("0.5", "128.0"). A string is read as JSON would read it, so "32" gives "32".
 std::string NumberText(const json& v) {
-  json n = v.is_string() ? json::parse(v.get<std::string>(), nullptr, false) : v;
-  if (!n.is_number()) n = v.is_string() ? json(std::stod(v.get<std::string>())) : v;
-  return n.dump();
+  if (!v.is_string()) return v.dump();
+  const std::string& s = v.get_ref<const std::string&>();
+  json n = json::parse(s, nullptr, false);
+  if (n.is_number()) return n.dump();
+  double d = 0;  // forms JSON lacks, such as ".5" and "1."
+  std::from_chars(s.data(), s.data() + s.size(), d);
+  return json(d).dump();
 }
 
 // obj[key] as a list, or nullptr (reported) when given but not a list, or absent.
@@ -295,8 +308,10 @@ ParameterSpec ParseParameter(const json& v, const std::string& path, Problems& p
 ConditionalParameter ParseConditional(const json& v, const std::string& path, Problems& p) {
   ConditionalParameter c;
   if (!v.is_object()) {
-    p.Add(path, "must be an object {parameterSpec, parentDiscreteValues | parentIntValues | "
-                "parentCategoricalValues}, got " + TypeName(v));
+    p.Add(path,
+          "must be an object {parameterSpec, parentDiscreteValues | parentIntValues | "
+          "parentCategoricalValues}, got " +
+              TypeName(v));
     return c;
   }
   CheckKeys(v, path, kConditionalFields, p,
@@ -367,8 +382,10 @@ ConditionalParameter ParseConditional(const json& v, const std::string& path, Pr
 ParameterSpec ParseParameter(const json& v, const std::string& path, Problems& p) {
   ParameterSpec s;
   if (!v.is_object()) {
-    p.Add(path, "must be an object {parameterId, doubleValueSpec | integerValueSpec | "
-                "categoricalValueSpec | discreteValueSpec, scaleType}, got " + TypeName(v));
+    p.Add(path,
+          "must be an object {parameterId, doubleValueSpec | integerValueSpec | "
+          "categoricalValueSpec | discreteValueSpec, scaleType}, got " +
+              TypeName(v));
     return s;
   }
   constexpr std::string_view kValueSpecAdvice =
@@ -392,19 +409,22 @@ ParameterSpec ParseParameter(const json& v, const std::string& path, Problems& p
     if (Get(v, std::string(kValueSpecs[k]).c_str()) != nullptr) given.push_back(k);
   }
   if (given.empty()) {
-    bool hinted = std::any_of(kValueSpecs.begin(), kValueSpecs.end(), [&](std::string_view k) {
-      return p.Covered(Join(path, k));
-    });
-    if (!hinted) {
-      p.AddUnlessCovered(path,
-                         "no value spec is given; set exactly one of doubleValueSpec {minValue, "
-                         "maxValue}, integerValueSpec {minValue, maxValue}, categoricalValueSpec "
-                         "{values} or discreteValueSpec {values}");
+    bool hinted = std::any_of(kValueSpecs.begin(), kValueSpecs.end(),
+                              [&](std::string_view k) { return p.Covered(Join(path, k)); });
+    if (!hinted && !p.Covered(path)) {
+      p.Note(path,
+             "no value spec is given; set exactly one of doubleValueSpec {minValue, maxValue}, "
+             "integerValueSpec {minValue, maxValue}, categoricalValueSpec {values} or "
+             "discreteValueSpec {values}");
     }
   } else if (given.size() > 1) {
     std::vector<std::string_view> names;
     for (size_t k : given) names.push_back(kValueSpecs[k]);
-    p.Add(path, JoinNames(names) + " are all given; set exactly one value spec");
+    p.Note(path, Listed(names) + " are given; set exactly one value spec");
+  }
+  if (given.size() != 1) {
+    // Covering the value specs (not the parameter) keeps the checks on parameterId.
+    for (auto k : kValueSpecs) p.Cover(Join(path, k));
   } else {
     s.kind = static_cast<ParameterKind>(given[0]);
     std::string key(kValueSpecs[given[0]]);
@@ -414,12 +434,13 @@ ParameterSpec ParseParameter(const json& v, const std::string& path, Problems& p
       p.Add(sp, "must be an object, got " + TypeName(spec));
     } else {
       bool range = s.kind == ParameterKind::kDouble || s.kind == ParameterKind::kInteger;
-      CheckKeys(spec, sp, range ? Names{"minValue", "maxValue", "defaultValue"}
-                                : Names{"values", "defaultValue"},
-                p,
-                range ? Misplaced{{"values", "a range is given by minValue and maxValue"}}
-                      : Misplaced{{"minValue", "list the values under 'values'"},
-                                  {"maxValue", "list the values under 'values'"}});
+      CheckKeys(
+          spec, sp,
+          range ? Names{"minValue", "maxValue", "defaultValue"} : Names{"values", "defaultValue"},
+          p,
+          range ? Misplaced{{"values", "a range is given by minValue and maxValue"}}
+                : Misplaced{{"minValue", "list the values under 'values'"},
+                            {"maxValue", "list the values under 'values'"}});
       switch (s.kind) {
         case ParameterKind::kDouble:
           ReadRequiredDouble(spec, "minValue", sp, kMinHint, p, &s.double_min);
@@ -442,11 +463,10 @@ ParameterSpec ParseParameter(const json& v, const std::string& path, Problems& p
         bool ok = s.kind == ParameterKind::kCategorical ? d->is_string()
                                                         : (d->is_number() || d->is_string());
         if (!ok) {
-          p.Add(Join(sp, "defaultValue"), "must be a " +
-                                              std::string(s.kind == ParameterKind::kCategorical
-                                                              ? "string"
-                                                              : "number") +
-                                              ", got " + TypeName(*d));
+          p.Add(Join(sp, "defaultValue"),
+                "must be a " +
+                    std::string(s.kind == ParameterKind::kCategorical ? "string" : "number") +
+                    ", got " + TypeName(*d));
         } else {
           s.default_value = *d;
         }
@@ -455,8 +475,8 @@ ParameterSpec ParseParameter(const json& v, const std::string& path, Problems& p
   }
   if (auto scale = ReadEnum(v, "scaleType", path, kScaleTypes, "SCALE_TYPE_UNSPECIFIED",
                             "a scale type", p)) {
-    s.scale = scale->empty() ? ScaleType::kNone
-                             : static_cast<ScaleType>(EnumIndex(kScaleTypes, *scale));
+    s.scale =
+        scale->empty() ? ScaleType::kNone : static_cast<ScaleType>(EnumIndex(kScaleTypes, *scale));
   }
   if (const json* list = GetList(v, "conditionalParameterSpecs", path,
                                  "{parameterSpec, parent...Values} objects", p)) {
@@ -489,8 +509,8 @@ MetricSpec ParseMetric(const json& v, const std::string& path, Problems& p) {
 StudySpec ParseStudy(const json& v, const std::string& path, Problems& p) {
   StudySpec s;
   if (!v.is_object()) {
-    p.Add(path, "must be an object {metrics: [...], parameters: [...], algorithm}, got " +
-                    TypeName(v));
+    p.Add(path,
+          "must be an object {metrics: [...], parameters: [...], algorithm}, got " + TypeName(v));
     return s;
   }
   CheckKeys(v, path, kStudyFields, p,
@@ -498,8 +518,7 @@ StudySpec ParseStudy(const json& v, const std::string& path, Problems& p) {
              {"goal", "it belongs in each metrics entry"},
              {"metricId", "it belongs in a metrics entry"},
              {"parameterId", "it belongs in a parameters entry"},
-             {"hyperparameterMetricTag",
-              "Vertex names metrics as metrics: [{metricId, goal}]"}});
+             {"hyperparameterMetricTag", "Vertex names metrics as metrics: [{metricId, goal}]"}});
   if (const json* list = GetList(v, "metrics", path, "{metricId, goal} objects", p)) {
     for (size_t i = 0; i < list->size(); ++i) {
       s.metrics.push_back(ParseMetric((*list)[i], At(Join(path, "metrics"), i), p));
@@ -513,9 +532,9 @@ StudySpec ParseStudy(const json& v, const std::string& path, Problems& p) {
   if (auto a = ReadEnum(v, "algorithm", path, kAlgorithms, "", "an algorithm", p)) {
     s.algorithm = static_cast<Algorithm>(EnumIndex(kAlgorithms, *a));
   }
-  if (auto m = ReadEnum(v, "measurementSelectionType", path, kMeasurementSelections,
-                        "MEASUREMENT_SELECTION_TYPE_UNSPECIFIED", "a measurement selection type",
-                        p)) {
+  if (auto m =
+          ReadEnum(v, "measurementSelectionType", path, kMeasurementSelections,
+                   "MEASUREMENT_SELECTION_TYPE_UNSPECIFIED", "a measurement selection type", p)) {
     s.measurement_selection =
         *m == "BEST_MEASUREMENT" ? MeasurementSelection::kBest : MeasurementSelection::kLast;
   }
@@ -528,7 +547,7 @@ StudySpec ParseStudy(const json& v, const std::string& path, Problems& p) {
     if (Get(v, std::string(key).c_str()) != nullptr) stopping.push_back(key);
   }
   if (stopping.size() > 1) {
-    p.Note(path, JoinNames(stopping) + " are all given; set at most one automated stopping spec");
+    p.Note(path, Listed(stopping) + " are given; set at most one automated stopping spec");
     for (auto key : stopping) p.Cover(Join(path, key));
   } else if (stopping.size() == 1) {
     std::string key(stopping[0]);
@@ -544,7 +563,7 @@ StudySpec ParseStudy(const json& v, const std::string& path, Problems& p) {
       CheckKeys(spec, field, {"useElapsedDuration"}, p);
       ReadBool(spec, "useElapsedDuration", field, p, &s.stopping.use_elapsed_duration);
       s.stopping.kind = key == "medianAutomatedStoppingSpec" ? StoppingSpec::Kind::kMedian
-                                                              : StoppingSpec::Kind::kDecayCurve;
+                                                             : StoppingSpec::Kind::kDecayCurve;
     }
   }
   json extra = json::object();
@@ -574,10 +593,12 @@ struct Dialect {
   }
   std::string Values(const std::string& param, ParameterKind kind) const {
     if (!legacy) return Join(Spec(param, kind), "values");
-    return Join(param, kind == ParameterKind::kCategorical ? "categoricalValues" : "discreteValues");
+    return Join(param,
+                kind == ParameterKind::kCategorical ? "categoricalValues" : "discreteValues");
   }
   std::string MetricId(const std::string& study, size_t i) const {
-    return legacy ? Join(study, "hyperparameterMetricTag") : At(Join(study, "metrics"), i) + ".metricId";
+    return legacy ? Join(study, "hyperparameterMetricTag")
+                  : At(Join(study, "metrics"), i) + ".metricId";
   }
   std::string_view ScaleName(ScaleType scale) const {
     return (legacy ? kLegacyScaleTypes : kScaleTypes)[static_cast<size_t>(scale)];
@@ -594,11 +615,9 @@ void CheckLogRange(const ParameterSpec& s, const std::string& path, const Dialec
                          "; raise it above 0 or use UNIT_LINEAR_SCALE");
 }
 
-void CheckParameter(const ParameterSpec& s, const std::string& path, const Dialect& d,
-                    Problems& p);
+void CheckParameter(const ParameterSpec& s, const std::string& path, const Dialect& d, Problems& p);
 
-void CheckChildren(const ParameterSpec& s, const std::string& path, const Dialect& d,
-                   Problems& p) {
+void CheckChildren(const ParameterSpec& s, const std::string& path, const Dialect& d, Problems& p) {
   if (s.children.empty()) return;
   std::string list = Join(path, "conditionalParameterSpecs");
   std::string parent = Quote(s.parameter_id);
@@ -678,7 +697,7 @@ void CheckParameter(const ParameterSpec& s, const std::string& path, const Diale
                                "'learning_rate'");
   }
   // No value spec or a malformed one; for AI Platform, no type to read the values by.
-  if (p.Covered(path) || (d.legacy && p.Covered(Join(path, "type")))) return;
+  if (p.Covered(d.Spec(path, s.kind)) || (d.legacy && p.Covered(Join(path, "type")))) return;
   std::string min = d.Min(path, s.kind);
   std::string max = d.Max(path, s.kind);
   std::string values = d.Values(path, s.kind);
@@ -713,10 +732,9 @@ void CheckParameter(const ParameterSpec& s, const std::string& path, const Diale
         if (c.empty()) {
           p.AddUnlessCovered(At(values, i), "must not be empty; give the category's text");
         } else if (first != s.categories.begin() + i) {
-          p.AddUnlessCovered(At(values, i),
-                             Quote(c) + " is already listed at " +
-                                 At(values, first - s.categories.begin()) +
-                                 "; list each category once");
+          p.AddUnlessCovered(At(values, i), Quote(c) + " is already listed at " +
+                                                At(values, first - s.categories.begin()) +
+                                                "; list each category once");
         }
       }
       if (s.scale != ScaleType::kNone) {
@@ -778,8 +796,8 @@ void Collect(const ParameterSpec& s, const std::string& path, const ParameterSpe
   out.push_back({&s, path, chain, root});
   for (size_t i = 0; i < s.children.size(); ++i) {
     chain.push_back({&s, i});
-    Collect(s.children[i].spec,
-            At(Join(path, "conditionalParameterSpecs"), i) + ".parameterSpec", root, chain, out);
+    Collect(s.children[i].spec, At(Join(path, "conditionalParameterSpecs"), i) + ".parameterSpec",
+            root, chain, out);
     chain.pop_back();
   }
 }
@@ -837,10 +855,11 @@ void CheckGrid(const StudySpec& s, const std::string& path, const Dialect& d, Pr
     Collect(s.parameters[i], At(list, i), &s.parameters[i], chain, all);
   }
   for (const auto& o : all) {
-    if (o.spec->kind != ParameterKind::kDouble || p.Covered(o.path)) continue;
+    if (o.spec->kind != ParameterKind::kDouble) continue;
     std::string field = d.legacy ? Join(o.path, "type") : d.Spec(o.path, ParameterKind::kDouble);
     p.AddUnlessCovered(
-        field, Join(path, "algorithm") + " is GRID_SEARCH, which cannot search the DOUBLE parameter " +
+        field, Join(path, "algorithm") +
+                   " is GRID_SEARCH, which cannot search the DOUBLE parameter " +
                    Quote(o.spec->parameter_id) + "; " +
                    (d.legacy ? "make it DISCRETE with the discreteValues to try"
                              : "replace doubleValueSpec with a discreteValueSpec listing the "
@@ -852,18 +871,21 @@ void CheckGrid(const StudySpec& s, const std::string& path, const Dialect& d, Pr
 void CheckStudy(const StudySpec& s, const std::string& path, const Dialect& d, Problems& p) {
   std::string metrics = Join(path, "metrics");
   if (!d.legacy && s.metrics.empty()) {
-    p.AddUnlessCovered(metrics, "required; give at least one {metricId, goal}, the metric the "
-                                "trials report through cloudml-hypertune");
+    p.AddUnlessCovered(metrics,
+                       "required; give at least one {metricId, goal}, the metric the "
+                       "trials report through cloudml-hypertune");
   }
   for (size_t i = 0; i < s.metrics.size(); ++i) {
     const std::string& id = s.metrics[i].metric_id;
     std::string field = d.MetricId(path, i);
     if (id.empty()) {
-      p.AddUnlessCovered(field, "required; give the metric's name as the trial code reports it "
-                                "(its hyperparameter_metric_tag)");
+      p.AddUnlessCovered(field,
+                         "required; give the metric's name as the trial code reports it "
+                         "(its hyperparameter_metric_tag)");
     } else if (HasSpace(id)) {
-      p.AddUnlessCovered(field, Quote(id) + " contains whitespace; use a name without spaces, "
-                                            "such as 'accuracy'");
+      p.AddUnlessCovered(field, Quote(id) +
+                                    " contains whitespace; use a name without spaces, "
+                                    "such as 'accuracy'");
     } else {
       for (size_t k = 0; k < i; ++k) {
         if (s.metrics[k].metric_id == id) {
@@ -898,9 +920,9 @@ void CheckCounts(int32_t max, int32_t parallel, int32_t failed, const std::strin
                                                   "; give how many trials to run in all");
   }
   if (parallel < 1) {
-    p.AddUnlessCovered(Join(path, names.parallel),
-                       "must be at least 1, got " + std::to_string(parallel) +
-                           "; give how many trials may run at once");
+    p.AddUnlessCovered(Join(path, names.parallel), "must be at least 1, got " +
+                                                       std::to_string(parallel) +
+                                                       "; give how many trials may run at once");
   }
   if (failed < 0) {
     p.AddUnlessCovered(Join(path, names.failed),
@@ -909,8 +931,7 @@ void CheckCounts(int32_t max, int32_t parallel, int32_t failed, const std::strin
   }
 }
 
-constexpr CountNames kVertexCounts = {"maxTrialCount", "parallelTrialCount",
-                                      "maxFailedTrialCount"};
+constexpr CountNames kVertexCounts = {"maxTrialCount", "parallelTrialCount", "maxFailedTrialCount"};
 constexpr CountNames kLegacyCounts = {"maxTrials", "maxParallelTrials", "maxFailedTrials"};
 
 void CheckJob(const HyperparameterTuningJob& job, Problems& p) {
@@ -926,8 +947,8 @@ void CheckJob(const HyperparameterTuningJob& job, Problems& p) {
 ParameterSpec ParseLegacyParam(const json& v, const std::string& path, Problems& p) {
   ParameterSpec s;
   if (!v.is_object()) {
-    p.Add(path, "must be an object {parameterName, type, minValue, maxValue, ...}, got " +
-                    TypeName(v));
+    p.Add(path,
+          "must be an object {parameterName, type, minValue, maxValue, ...}, got " + TypeName(v));
     return s;
   }
   constexpr std::string_view kTypeAdvice =
@@ -942,7 +963,8 @@ ParameterSpec ParseLegacyParam(const json& v, const std::string& path, Problems&
              {"values", kTypeAdvice}});
   ReadString(v, "parameterName", path, p, &s.parameter_id);
   std::string type_path = Join(path, "type");
-  auto type = ReadEnum(v, "type", path, kKinds, "PARAMETER_TYPE_UNSPECIFIED", "a parameter type", p);
+  auto type =
+      ReadEnum(v, "type", path, kKinds, "PARAMETER_TYPE_UNSPECIFIED", "a parameter type", p);
   if (type && !type->empty()) {
     s.kind = static_cast<ParameterKind>(EnumIndex(kKinds, *type));
   } else {
@@ -1118,8 +1140,8 @@ json ToJson(const StudySpec& spec) {
   for (const auto& s : spec.parameters) params.push_back(ParameterToJson(s));
   out["parameters"] = params;
   out["algorithm"] = kAlgorithms[static_cast<size_t>(spec.algorithm)];
-  out["measurementSelectionType"] = kMeasurementSelections[static_cast<size_t>(
-      spec.measurement_selection)];
+  out["measurementSelectionType"] =
+      kMeasurementSelections[static_cast<size_t>(spec.measurement_selection)];
   switch (spec.stopping.kind) {
     case StoppingSpec::Kind::kNone:
       break;

@@ -138,10 +138,10 @@ struct HyperparameterTuningJob {
   // The reference marks max and parallel trial counts required, but gcloud
   // defaults both to 1, so a missing count reads as 1. parallel_trial_count
   // may exceed max_trial_count (the tuner clamps it).
-  int32_t max_trial_count = 1;       // >= 1
-  int32_t parallel_trial_count = 1;  // >= 1
+  int32_t max_trial_count = 1;         // >= 1
+  int32_t parallel_trial_count = 1;    // >= 1
   int32_t max_failed_trial_count = 0;  // >= 0; 0 = the service decides
-  CustomJobSpec trial_job_spec;      // required; every trial runs it
+  CustomJobSpec trial_job_spec;        // required; every trial runs it
   // Other known input fields (encryptionSpec), verbatim.
   nlohmann::json passthrough = nlohmann::json::object();
 

@@ -81,8 +81,8 @@ bool DecayCurveStop(const std::vector<Curve>& completed, const Curve& running, b
       // Prediction variance at the final step: parameter + measurement noise.
       double f = phi(final_step);
       double lev = (spp - 2 * f * sp + f * f * s1) / det;  // xᵀ(XᵀX)⁻¹x
-      models.push_back({-0.5 * n * std::log(std::max(sse, 1e-300) / n), a + b * f,
-                        std::sqrt(s2 * (1.0 + lev))});
+      models.push_back(
+          {-0.5 * n * std::log(std::max(sse, 1e-300) / n), a + b * f, std::sqrt(s2 * (1.0 + lev))});
     }
   }
   if (models.empty()) return false;

@@ -28,15 +28,11 @@ inline double Delta(double a, double b, bool categorical) {
   return d * d;
 }
 
-// Matérn-5/2 correlation of r², and the factor (5/3)(1+√5 r)e^{-√5 r} of its
-// derivative with respect to log l_j (times δ_j / l_j²).
+// Matérn-5/2 correlation of r². Its derivative with respect to log l_j is
+// (5/3)(1+√5 r)e^{-√5 r} · δ_j / l_j² (used in NegLogPosterior).
 inline double Matern(double r2) {
   double r = std::sqrt(std::max(r2, 0.0));
   return (1.0 + kSqrt5 * r + 5.0 / 3.0 * r2) * std::exp(-kSqrt5 * r);
-}
-inline double MaternGradFactor(double r2) {
-  double r = std::sqrt(std::max(r2, 0.0));
-  return 5.0 / 3.0 * (1.0 + kSqrt5 * r) * std::exp(-kSqrt5 * r);
 }
 
 }  // namespace
@@ -83,12 +79,9 @@ Eigen::MatrixXd GaussianProcess::Cross(const Eigen::MatrixXd& a, const Eigen::Ma
   return k;
 }
 
-double GaussianProcess::NegLogPosterior(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
-                                        const Eigen::VectorXd& theta,
-                                        Eigen::VectorXd* grad) const {
+std::vector<Eigen::MatrixXd> GaussianProcess::PairwiseDeltas(const Eigen::MatrixXd& x) const {
   const int d = dims();
   const int n = static_cast<int>(x.cols());
-  // Pairwise δ per dimension (upper triangle used; symmetric).
   std::vector<Eigen::MatrixXd> delta(d, Eigen::MatrixXd::Zero(n, n));
   for (int j = 0; j < d; ++j) {
     for (int c = 0; c < n; ++c) {
@@ -99,17 +92,31 @@ double GaussianProcess::NegLogPosterior(const Eigen::MatrixXd& x, const Eigen::V
       }
     }
   }
+  return delta;
+}
+
+double GaussianProcess::NegLogPosterior(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
+                                        const Eigen::VectorXd& theta, Eigen::VectorXd* grad) const {
+  return NegLogPosterior(PairwiseDeltas(x), y, theta, grad);
+}
+
+double GaussianProcess::NegLogPosterior(const std::vector<Eigen::MatrixXd>& delta,
+                                        const Eigen::VectorXd& y, const Eigen::VectorXd& theta,
+                                        Eigen::VectorXd* grad) const {
+  const int d = dims();
+  const int n = static_cast<int>(y.size());
   Eigen::VectorXd w(d);
   for (int j = 0; j < d; ++j) w[j] = std::exp(-2.0 * theta[j]);
   const double s2 = std::exp(theta[d]);
   const double n2 = std::exp(theta[d + 1]);
   Eigen::MatrixXd r2 = Eigen::MatrixXd::Zero(n, n);
   for (int j = 0; j < d; ++j) r2.noalias() += w[j] * delta[j];
-  Eigen::MatrixXd kf(n, n), gf(n, n);
+  Eigen::MatrixXd kf(n, n), gf(grad != nullptr ? n : 0, grad != nullptr ? n : 0);
   for (int c = 0; c < n; ++c) {
     for (int i = 0; i < n; ++i) {
-      kf(i, c) = s2 * Matern(r2(i, c));
-      gf(i, c) = s2 * MaternGradFactor(r2(i, c));
+      double rr = r2(i, c), r = std::sqrt(std::max(rr, 0.0)), e = s2 * std::exp(-kSqrt5 * r);
+      kf(i, c) = (1.0 + kSqrt5 * r + 5.0 / 3.0 * rr) * e;
+      if (grad != nullptr) gf(i, c) = 5.0 / 3.0 * (1.0 + kSqrt5 * r) * e;
     }
   }
   Eigen::MatrixXd k = kf;
@@ -137,8 +144,8 @@ double GaussianProcess::NegLogPosterior(const Eigen::MatrixXd& x, const Eigen::V
     }
     (*grad)[d] = 0.5 * wm.cwiseProduct(kf).sum() +
                  (theta[d] - kLogSignalMean) / (kLogSignalSd * kLogSignalSd);
-    (*grad)[d + 1] = 0.5 * n2 * wm.trace() +
-                     (theta[d + 1] - kLogNoiseMean) / (kLogNoiseSd * kLogNoiseSd);
+    (*grad)[d + 1] =
+        0.5 * n2 * wm.trace() + (theta[d + 1] - kLogNoiseMean) / (kLogNoiseSd * kLogNoiseSd);
   }
   return nlp;
 }
@@ -167,24 +174,38 @@ bool GaussianProcess::Fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
   }
   Eigen::VectorXd lo, hi;
   ThetaBounds(&lo, &hi);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  Eigen::VectorXd best_theta = theta_;
-  double best = std::numeric_limits<double>::infinity();
-  for (int r = 0; r < std::max(1, options.restarts); ++r) {
-    Eigen::VectorXd t;
-    if (r == 0) {
-      t = warm.size() == d + 2 ? warm : PriorMode();
-    } else if (r == 1 && warm.size() == d + 2) {
-      t = PriorMode();
-    } else {
-      t = PriorMode();
+  const std::vector<Eigen::MatrixXd> delta = PairwiseDeltas(xf);
+  auto f = [&](const Eigen::VectorXd& th, Eigen::VectorXd& g) {
+    return NegLogPosterior(delta, yf, th, &g);
+  };
+  // Starts: the warm start (if any), the prior mode, then the best of
+  // options.screen draws from the prior, judged by value alone (one Cholesky
+  // each, far cheaper than an L-BFGS run).
+  std::vector<Eigen::VectorXd> starts;
+  if (warm.size() == d + 2) starts.push_back(warm.cwiseMax(lo).cwiseMin(hi));
+  starts.push_back(PriorMode());
+  if (static_cast<int>(starts.size()) < options.restarts) {
+    std::normal_distribution<double> normal(0.0, 1.0);
+    std::vector<std::pair<double, Eigen::VectorXd>> screened;
+    for (int k = 0; k < options.screen; ++k) {
+      Eigen::VectorXd t = PriorMode();
       for (int j = 0; j < d; ++j) t[j] += kLogLengthSd * normal(rng);
       t[d] += 0.5 * normal(rng);
       t[d + 1] += 1.5 * normal(rng);
+      t = t.cwiseMax(lo).cwiseMin(hi);
+      screened.emplace_back(NegLogPosterior(delta, yf, t, nullptr), t);
     }
-    auto f = [&](const Eigen::VectorXd& th, Eigen::VectorXd& g) {
-      return NegLogPosterior(xf, yf, th, &g);
-    };
+    std::stable_sort(screened.begin(), screened.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t k = 0; k < screened.size() && static_cast<int>(starts.size()) < options.restarts;
+         ++k) {
+      starts.push_back(screened[k].second);
+    }
+  }
+  starts.resize(std::min<size_t>(starts.size(), std::max(1, options.restarts)));
+  Eigen::VectorXd best_theta = theta_;
+  double best = std::numeric_limits<double>::infinity();
+  for (Eigen::VectorXd t : starts) {
     double v = MinimizeLbfgsBox(f, t, lo, hi, options.max_iterations);
     if (v < best) {
       best = v;

@@ -23,11 +23,14 @@ namespace stoker::tune {
 using Rng = std::mt19937_64;
 
 struct GpFitOptions {
-  int restarts = 3;         // L-BFGS starts: the warm start (or prior mode) + random
-  int max_iterations = 80;  // per start
+  // L-BFGS starts: the warm start (if given), the prior mode, then the best
+  // of `screen` random draws from the prior.
+  int restarts = 2;
+  int screen = 16;
+  int max_iterations = 30;  // per start
   // Fit hyperparameters on at most this many points (half the best, half at
   // random); the posterior then conditions on all of them.
-  int max_fit_points = 200;
+  int max_fit_points = 128;
 };
 
 class GaussianProcess {
@@ -57,6 +60,9 @@ class GaussianProcess {
   Eigen::VectorXd PriorMode() const;
 
  private:
+  std::vector<Eigen::MatrixXd> PairwiseDeltas(const Eigen::MatrixXd& x) const;
+  double NegLogPosterior(const std::vector<Eigen::MatrixXd>& delta, const Eigen::VectorXd& y,
+                         const Eigen::VectorXd& theta, Eigen::VectorXd* grad) const;
   Eigen::MatrixXd Cross(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) const;
 
   std::vector<bool> categorical_;

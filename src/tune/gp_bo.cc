@@ -161,6 +161,27 @@ std::vector<Scored> MaximizeAcquisition(const Encoding& enc, const Acquisition& 
   return all;
 }
 
+// Whether u lies within kBatchRadius (unit-cube distance; a different
+// category or activity counts 1) of a point of the current batch. Keeps a
+// parallel batch from spending trials on near-copies when the model is sure.
+constexpr double kBatchRadius = 0.01;
+bool TooClose(const Encoding& enc, const std::vector<double>& u,
+              const std::vector<std::vector<double>>& batch) {
+  for (const auto& b : batch) {
+    double d2 = 0;
+    for (int j = 0; j < enc.size() && d2 < kBatchRadius * kBatchRadius; ++j) {
+      bool iu = u[j] == kInactive, ib = b[j] == kInactive;
+      if (iu || ib || enc.IsCategorical(j)) {
+        d2 += (iu == ib && u[j] == b[j]) ? 0.0 : 1.0;
+      } else {
+        d2 += (u[j] - b[j]) * (u[j] - b[j]);
+      }
+    }
+    if (d2 < kBatchRadius * kBatchRadius) return true;
+  }
+  return false;
+}
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   size_t n = v.size();
@@ -170,17 +191,14 @@ double Median(std::vector<double> v) {
 }  // namespace
 
 double NormalQuantile(double p) {
-  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
-                             -2.759285104469687e+02, 1.383577518672690e+02,
-                             -3.066479806614716e+01, 2.506628277459239e+00};
-  static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02,
-                             -1.556989798598866e+02, 6.680131188771972e+01,
-                             -1.328068155288572e+01};
-  static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
-                             -2.400758277161838e+00, -2.549732539343734e+00,
-                             4.374664141464968e+00,  2.938163982698783e+00};
-  static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01,
-                             2.445134137142996e+00, 3.754408661907416e+00};
+  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,  -2.759285104469687e+02,
+                             1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
+  static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+                             6.680131188771972e+01, -1.328068155288572e+01};
+  static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+                             -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
+  static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                             3.754408661907416e+00};
   p = std::clamp(p, 1e-300, 1.0 - 1e-16);
   double x;
   if (p < 0.02425) {
@@ -210,9 +228,13 @@ double LogExpectedImprovement(double best, double mean, double sd) {
     double h = z * 0.5 * std::erfc(-z / std::sqrt(2.0)) + std::exp(-0.5 * z * z - 0.5 * kLog2Pi);
     log_h = std::log(std::max(h, 1e-300));
   } else {
-    // zΦ(z) + φ(z) = φ(z)/z² (1 − 3/z² + 15/z⁴ − …) for z → −∞.
-    double z2 = z * z;
-    log_h = -0.5 * z2 - 0.5 * kLog2Pi - std::log(z2) + std::log1p(-3 / z2 + 15 / (z2 * z2));
+    // zΦ(z) + φ(z) = φ(z)(1 − x R(x)) with x = −z and the Mills ratio
+    // R(x) = Φ(−x)/φ(x) = 1/(x + 1/(x + 2/(x + 3/(x + …)))), evaluated
+    // bottom-up; converges quickly for x ≥ 6.
+    double x = -z, cf = x;
+    for (int k = 60; k >= 1; --k) cf = x + k / cf;
+    double r = 1.0 / cf;
+    log_h = -0.5 * z * z - 0.5 * kLog2Pi + std::log(1.0 - x * r);
   }
   return std::log(sd) + log_h;
 }
@@ -221,7 +243,12 @@ std::vector<double> WarpObjectives(const std::vector<double>& y, OutputWarping w
   const size_t n = y.size();
   std::vector<double> w = y;
   if (n == 0) return w;
-  if (n >= 3 && warping != OutputWarping::kNone) {
+  if (n >= 3 && warping == OutputWarping::kLog) {
+    double lo = *std::min_element(y.begin(), y.end());
+    double shift = 0.1 * (Median(y) - lo);
+    if (shift <= 0) shift = 1e-12 + 1e-9 * std::fabs(lo);
+    for (size_t i = 0; i < n; ++i) w[i] = std::log(y[i] - lo + shift);
+  } else if (n >= 3 && warping != OutputWarping::kNone) {
     // Ranks (ties get their mean rank), as quantiles (r + 0.5) / n.
     std::vector<int> order(n);
     std::iota(order.begin(), order.end(), 0);
@@ -308,8 +335,7 @@ std::vector<Assignment> GpBoSampler::Suggest(const Space& space,
   ScrambledHalton halton(d, options_.seed);
   uint64_t index = done.size() + pending.size() + 1;
   while (static_cast<int>(out.size()) < count &&
-         (static_cast<int>(done.size() + pending.size() + out.size()) < n_init ||
-          n_feasible < 2)) {
+         (static_cast<int>(done.size() + pending.size() + out.size()) < n_init || n_feasible < 2)) {
     Assignment a;
     for (int attempt = 0; attempt < 64; ++attempt) {
       a = enc.Decode(FromCube(enc, halton.Point(index++)));
@@ -319,13 +345,14 @@ std::vector<Assignment> GpBoSampler::Suggest(const Space& space,
   }
   if (static_cast<int>(out.size()) >= count) return out;
 
-  // 2. Warped targets; infeasible points take the worst value.
+  // 2. Warped targets; infeasible points sit one standard deviation above the
+  // worst feasible value, so the model steers away from their region.
   std::vector<double> fy;
   for (size_t i = 0; i < raw.size(); ++i) {
     if (feasible[i]) fy.push_back(raw[i]);
   }
   std::vector<double> wf = WarpObjectives(fy, options_.warping);
-  double worst = *std::max_element(wf.begin(), wf.end());
+  double worst = *std::max_element(wf.begin(), wf.end()) + 1.0;
   std::vector<double> y(raw.size());
   for (size_t i = 0, k = 0; i < raw.size(); ++i) y[i] = feasible[i] ? wf[k++] : worst;
 
@@ -339,6 +366,7 @@ std::vector<Assignment> GpBoSampler::Suggest(const Space& space,
   if (!full_refit) {
     warm = last_theta_;
     fit.restarts = options_.warm_restarts;
+    fit.max_iterations = options_.warm_iterations;
   }
   Eigen::MatrixXd x = ToMatrix(xs, d);
   Eigen::VectorXd yv = Eigen::Map<const Eigen::VectorXd>(y.data(), y.size());
@@ -359,12 +387,13 @@ std::vector<Assignment> GpBoSampler::Suggest(const Space& space,
       all_x.push_back(pts[i]);
       all_y.push_back(mean[i]);
     }
-    gp.SetData(ToMatrix(all_x, d),
-               Eigen::Map<const Eigen::VectorXd>(all_y.data(), all_y.size()));
+    gp.SetData(ToMatrix(all_x, d), Eigen::Map<const Eigen::VectorXd>(all_y.data(), all_y.size()));
   };
   std::vector<std::vector<double>> pend;
   for (const auto& a : pending) pend.push_back(enc.Encode(a));
   add_fantasies(pend);
+  // Points of the current parallel batch: pending ones and those chosen now.
+  std::vector<std::vector<double>> batch_points = pend;
 
   // 4. Maximise log EI, one point at a time.
   const double n = static_cast<double>(all_x.size());
@@ -376,8 +405,10 @@ std::vector<Assignment> GpBoSampler::Suggest(const Space& space,
     std::vector<Scored> cands = MaximizeAcquisition(enc, acq, xs, y, budget, rng);
     bool found = false;
     for (const auto& c : cands) {
+      if (TooClose(enc, c.u, batch_points)) continue;
       Assignment a = enc.Decode(c.u);
       if (taken.count(Key(a))) continue;
+      batch_points.push_back(c.u);
       take(std::move(a));
       if (static_cast<int>(out.size()) < count) add_fantasies({c.u});
       found = true;

@@ -30,14 +30,19 @@
 
 namespace stoker::tune {
 
-enum class OutputWarping { kNone, kHalfRank, kRank };
+// kHalfRank (default): see step 2 above. kRank: every value replaced by the
+// normal quantile of its rank. kLog: log(y - min + 0.1·(median - min)),
+// compressing the worse values while stretching the best ones. kNone: z-score only.
+enum class OutputWarping { kNone, kHalfRank, kRank, kLog };
 
 struct GpBoOptions {
-  uint64_t seed = 0;         // scramble of the initial quasi-random design
-  int initial_points = 0;    // 0: clamp(D + 1, 5, 10) for D encoded slots
-  GpFitOptions fit;          // hyperparameter fitting
-  // Restarts once a previous fit exists (its θ is the first start).
+  uint64_t seed = 0;       // scramble of the initial quasi-random design
+  int initial_points = 0;  // 0: clamp(D + 1, 5, 10) for D encoded slots
+  GpFitOptions fit;        // hyperparameter fitting
+  // Once a previous fit exists its θ is the only start, run for at most
+  // warm_iterations; every 10th observation count refits from scratch.
   int warm_restarts = 1;
+  int warm_iterations = 12;
   // Acquisition evaluations per suggestion at small n; scaled down as n²
   // grows so that a call stays well under a second at 1000 observations.
   int acquisition_evaluations = 3000;

@@ -77,7 +77,7 @@ double MinimizeLbfgsBox(F&& f, Eigen::VectorXd& x, const Eigen::VectorXd& lo,
         y_hist.pop_front();
       }
     }
-    if (change < 1e-10 * (1.0 + std::fabs(fx))) break;
+    if (change < 1e-7 * (1.0 + std::fabs(fx))) break;
   }
   return fx;
 }

@@ -113,8 +113,10 @@ Status ValidateGridSpace(const Space& space, int64_t max_points) {
   double total = 1;
   for (const auto& p : space.parameters) {
     if (const Parameter* d = FindDouble(p)) {
-      return InvalidArgument("parameters: GRID_SEARCH needs INTEGER, DISCRETE or CATEGORICAL "
-                             "parameters, but " + d->name + " is DOUBLE");
+      return InvalidArgument(
+          "parameters: GRID_SEARCH needs INTEGER, DISCRETE or CATEGORICAL "
+          "parameters, but " +
+          d->name + " is DOUBLE");
     }
     total *= GridCount(p);
   }
@@ -167,8 +169,8 @@ std::vector<double> FromCube(const Encoding& enc, const std::vector<double>& cub
 
 std::vector<Assignment> RandomSampler::Suggest(const Space& space,
                                                const std::vector<Observation>& done,
-                                               const std::vector<Assignment>& pending,
-                                               int count, Rng& rng) {
+                                               const std::vector<Assignment>& pending, int count,
+                                               Rng& rng) {
   std::vector<Assignment> out;
   if (count <= 0 || !ValidateSpace(space).ok()) return out;
   Encoding enc(space);

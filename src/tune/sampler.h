@@ -44,8 +44,7 @@ class Sampler {
   // the sampler can tell, none equal to a `done` one). Fewer only when the
   // space is exhausted (GridSampler) or `space` is invalid: callers must
   // check ValidateSpace(space) first; an invalid space yields no suggestions.
-  virtual std::vector<Assignment> Suggest(const Space& space,
-                                          const std::vector<Observation>& done,
+  virtual std::vector<Assignment> Suggest(const Space& space, const std::vector<Observation>& done,
                                           const std::vector<Assignment>& pending, int count,
                                           Rng& rng) = 0;
 };

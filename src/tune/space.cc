@@ -232,7 +232,10 @@ int Encoding::LevelOf(int i, double v) const {
       int lo = 0, hi = static_cast<int>(p.values.size()) - 1;
       while (lo < hi) {
         int mid = (lo + hi) / 2;
-        if (ToUnit(i, p.values[mid]) < v) lo = mid + 1; else hi = mid;
+        if (ToUnit(i, p.values[mid]) < v)
+          lo = mid + 1;
+        else
+          hi = mid;
       }
       for (int k = std::max(0, lo - 1); k <= std::min<int>(lo + 1, p.values.size() - 1); ++k) {
         double d = std::fabs(ToUnit(i, p.values[k]) - v);
@@ -279,8 +282,7 @@ bool Encoding::IsActive(const std::vector<double>& u, int i) const {
     }
     case ParameterKind::kInteger:
     case ParameterKind::kDiscrete: {
-      double x = parent.kind == ParameterKind::kInteger ? parent.min + level
-                                                        : parent.values[level];
+      double x = parent.kind == ParameterKind::kInteger ? parent.min + level : parent.values[level];
       for (double v : s.condition->parent_values) {
         if (SameNumber(v, x)) return true;
       }
@@ -300,8 +302,8 @@ std::vector<double> Encoding::Encode(const Assignment& a) const {
     if (p.kind == ParameterKind::kCategorical) {
       u[i] = 0;
       if (it != a.end() && std::holds_alternative<std::string>(it->second)) {
-        auto c = std::find(p.categories.begin(), p.categories.end(),
-                           std::get<std::string>(it->second));
+        auto c =
+            std::find(p.categories.begin(), p.categories.end(), std::get<std::string>(it->second));
         if (c != p.categories.end()) u[i] = c - p.categories.begin();
       }
     } else {

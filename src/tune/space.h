@@ -43,8 +43,8 @@ struct Parameter {
   ParameterKind kind = ParameterKind::kDouble;
   double min = 0.0;  // DOUBLE and INTEGER (integers held as doubles)
   double max = 1.0;
-  std::vector<double> values;           // DISCRETE: strictly increasing
-  std::vector<std::string> categories;  // CATEGORICAL
+  std::vector<double> values;            // DISCRETE: strictly increasing
+  std::vector<std::string> categories;   // CATEGORICAL
   ScaleType scale = ScaleType::kLinear;  // ignored for CATEGORICAL
   std::vector<Conditional> children;     // active only when this one matches
 };
@@ -79,8 +79,8 @@ Status ValidateSpace(const Space& space);
 
 // One slot of the flattened space.
 struct Slot {
-  const Parameter* param;  // points into the Space given to Encoding
-  int parent = -1;         // slot index of the parent; -1 for top level
+  const Parameter* param;                  // points into the Space given to Encoding
+  int parent = -1;                         // slot index of the parent; -1 for top level
   const Conditional* condition = nullptr;  // how the parent activates it
 };
 
@@ -93,9 +93,7 @@ class Encoding {
 
   int size() const { return static_cast<int>(slots_.size()); }
   const Slot& slot(int i) const { return slots_[i]; }
-  bool IsCategorical(int i) const {
-    return slots_[i].param->kind == ParameterKind::kCategorical;
-  }
+  bool IsCategorical(int i) const { return slots_[i].param->kind == ParameterKind::kCategorical; }
   // Number of levels of an INTEGER/DISCRETE/CATEGORICAL slot; 0 for DOUBLE.
   int Levels(int i) const;
 

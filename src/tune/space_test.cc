@@ -68,8 +68,7 @@ TEST(EncodingTest, LogIsDenseNearMinAndReverseLogNearMax) {
   EXPECT_LT(rev_enc.Encode({{"x", 50.5}})[0], 0.2);
   // Mirror images: u_rev(x) = 1 - u_log(min + max - x).
   for (double x : {2.0, 10.0, 60.0}) {
-    EXPECT_NEAR(rev_enc.Encode({{"x", x}})[0], 1.0 - log_enc.Encode({{"x", 101.0 - x}})[0],
-                1e-12);
+    EXPECT_NEAR(rev_enc.Encode({{"x", x}})[0], 1.0 - log_enc.Encode({{"x", 101.0 - x}})[0], 1e-12);
   }
 }
 
@@ -129,15 +128,15 @@ TEST(EncodingTest, InactiveChildrenAreMarkedAndLeftOutOfAssignments) {
   ASSERT_TRUE(ValidateSpace(space).ok()) << ValidateSpace(space).ToString();
   Encoding enc(space);
   ASSERT_EQ(enc.size(), 4);
-  std::vector<double> u = enc.Encode({{"opt", std::string("adam")}, {"momentum", 0.9},
-                                      {"layers", 1.0}, {"width", 16.0}});
+  std::vector<double> u = enc.Encode(
+      {{"opt", std::string("adam")}, {"momentum", 0.9}, {"layers", 1.0}, {"width", 16.0}});
   EXPECT_EQ(u[1], kInactive);
   EXPECT_EQ(u[3], kInactive);
   Assignment a = enc.Decode(u);
   EXPECT_EQ(a.count("momentum"), 0u);
   EXPECT_EQ(a.count("width"), 0u);
-  u = enc.Encode({{"opt", std::string("sgd")}, {"momentum", 0.9}, {"layers", 2.0},
-                  {"width", 16.0}});
+  u = enc.Encode(
+      {{"opt", std::string("sgd")}, {"momentum", 0.9}, {"layers", 2.0}, {"width", 16.0}});
   a = enc.Decode(u);
   EXPECT_NEAR(std::get<double>(a.at("momentum")), 0.9, 1e-12);
   EXPECT_EQ(std::get<double>(a.at("width")), 16.0);
