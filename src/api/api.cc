@@ -1,4 +1,5 @@
 #include "api/api.h"
+#include "api/routes.h"
 
 #include <spdlog/spdlog.h>
 
@@ -13,10 +14,11 @@
 #include "storage/archive.h"
 
 namespace stoker::api {
-namespace {
 
 using nlohmann::json;
 using spec::JobState;
+
+namespace {
 
 constexpr size_t kMaxLogChunk = 1 << 20;
 
@@ -48,7 +50,9 @@ const char* RpcStatusName(Code code) {
   return "INTERNAL";
 }
 
-http::Response Json(const json& j, int status = 200) {
+}  // namespace
+
+http::Response Json(const json& j, int status) {
   http::Response r;
   r.status = status;
   r.body = j.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -74,6 +78,8 @@ json RenderJob(const store::JobRecord& r) {
   if (r.error_code) j["error"] = {{"code", r.error_code}, {"message", r.error_message}};
   return j;
 }
+
+namespace {
 
 Result<int64_t> ParseId(const std::string& s) {
   char* end = nullptr;
@@ -102,6 +108,92 @@ Status CheckUrisIn(const std::string& text, const std::string& field,
   return OkStatus();
 }
 
+}  // namespace
+
+// Everything that can be checked before a job is stored is checked here,
+// so that a bad job is refused with a 4xx and nothing is written.
+Status AdmitCustomJob(const ApiDeps& d_, const spec::CustomJob& job) {
+  const spec::CustomJobSpec& spec = job.job_spec;
+  for (size_t p = 0; p < spec.worker_pool_specs.size(); ++p) {
+    const spec::WorkerPoolSpec& pool = spec.worker_pool_specs[p];
+    if (pool.empty) continue;
+    std::string field = "jobSpec.workerPoolSpecs[" + std::to_string(p) + "]";
+    const std::vector<spec::EnvVar>* env = nullptr;
+    const std::vector<std::string>* args = nullptr;
+    if (pool.python_package_spec) {
+      const spec::PythonPackageSpec& pkg = *pool.python_package_spec;
+      auto e = d_.environments->ForImage(pkg.executor_image_uri,
+                                         field + ".pythonPackageSpec.executorImageUri");
+      if (!e.ok()) return e.status();
+      for (size_t i = 0; i < pkg.package_uris.size(); ++i) {
+        std::string f = field + ".pythonPackageSpec.packageUris[" + std::to_string(i) + "]";
+        auto path = d_.buckets->Resolve(pkg.package_uris[i], f);
+        if (!path.ok()) return InvalidArgument(path.status().message());
+        auto parsed = storage::ParseGsUri(pkg.package_uris[i], f);
+        auto data = d_.buckets->Get(parsed->bucket, parsed->object);
+        if (!data.ok()) {
+          return InvalidArgument(
+              f + ": package " + pkg.package_uris[i] +
+              " does not exist; upload it with 'stoker storage cp' or use --package-path");
+        }
+        STOKER_RETURN_IF_ERROR(storage::CheckTarGz(*data, f + " (" + pkg.package_uris[i] + ")"));
+      }
+      env = &pkg.env;
+      args = &pkg.args;
+    } else {
+      const spec::ContainerSpec& c = *pool.container_spec;
+      auto e = d_.environments->ForImage(c.image_uri, field + ".containerSpec.imageUri");
+      if (!e.ok()) return e.status();
+      if (c.command.empty()) {
+        return InvalidArgument(field +
+                               ".containerSpec.command: required on Stoker, which runs the "
+                               "container's command in a local environment and cannot read the "
+                               "image's ENTRYPOINT; give it, e.g. [python3, -m, trainer.task]");
+      }
+      for (size_t i = 0; i < c.command.size(); ++i) {
+        STOKER_RETURN_IF_ERROR(
+            CheckUrisIn(c.command[i], field + ".containerSpec.command[" + std::to_string(i) + "]",
+                        *d_.buckets));
+      }
+      env = &c.env;
+      args = &c.args;
+    }
+    std::string kind = pool.python_package_spec ? ".pythonPackageSpec" : ".containerSpec";
+    for (size_t i = 0; i < args->size(); ++i) {
+      STOKER_RETURN_IF_ERROR(CheckUrisIn(
+          (*args)[i], field + kind + ".args[" + std::to_string(i) + "]", *d_.buckets));
+    }
+    for (size_t i = 0; i < env->size(); ++i) {
+      STOKER_RETURN_IF_ERROR(CheckUrisIn(
+          (*env)[i].value, field + kind + ".env[" + std::to_string(i) + "].value", *d_.buckets));
+    }
+  }
+  if (!spec.base_output_directory.empty()) {
+    std::string f = "jobSpec.baseOutputDirectory.outputUriPrefix";
+    auto path = d_.buckets->Resolve(spec.base_output_directory, f);
+    if (!path.ok()) return InvalidArgument(path.status().message());
+  }
+  STOKER_ASSIGN_OR_RETURN(auto requests, scheduler::RequestsFor(spec, *d_.node, "jobSpec."));
+  return scheduler::CheckCanEverFit(requests, *d_.node, d_.placement, "jobSpec.");
+}
+
+
+Result<store::JobRecord> CreateCustomJob(const ApiDeps& d, const spec::CustomJob& job,
+                                         store::NewJob record) {
+  STOKER_RETURN_IF_ERROR(spec::Validate(job));
+  STOKER_RETURN_IF_ERROR(AdmitCustomJob(d, job));
+  record.display_name = job.display_name;
+  record.spec = spec::ToJson(job);
+  for (const std::string& f : spec::UnhonouredFields(job)) {
+    record.warnings.push_back("warning: " + f + " is accepted but has no effect on Stoker");
+  }
+  STOKER_ASSIGN_OR_RETURN(store::JobRecord rec, d.store->CreateJob(record));
+  d.controller->Submitted(rec);
+  return rec;
+}
+
+namespace {
+
 class Api {
  public:
   explicit Api(ApiDeps deps) : d_(deps) {}
@@ -117,14 +209,21 @@ class Api {
     const std::string& path = req.path;
     const std::string& method = req.method;
     if (path == "/healthz") return Json({{"status", "ok"}});
+    if (auto r = HandleLegacyRoutes(d_, req)) return *r;
+    if (auto r = HandleTuningRoutes(d_, req)) return *r;
     if (std::regex_match(path, m, kJobs)) {
       if (method == "POST") return SubmitJob(m[1], m[2], req.body);
       if (method == "GET") return ListJobs(req);
       return MethodNotAllowed(req);
     }
     if (std::regex_match(path, m, kJob)) {
+      // A job submitted through the AI Platform API may also be named by its jobId.
       auto id = ParseId(m[3]);
-      if (!id.ok()) return Error(id.status());
+      if (!id.ok()) {
+        auto legacy = d_.store->GetJobByLegacyId(m[1], m[3]);
+        if (!legacy.ok()) return Error(id.status());
+        id = legacy->id;
+      }
       std::string suffix = m[4];
       if (suffix.empty() && method == "GET") return GetJob(*id);
       if (suffix == ":cancel" && method == "POST") return CancelJob(*id);
@@ -205,73 +304,6 @@ class Api {
     return Error(InvalidArgument("method " + req.method + " is not supported on " + req.path));
   }
 
-  // Everything that can be checked before a job is stored is checked here,
-  // so that a bad job is refused with a 4xx and nothing is written.
-  Status Admit(const spec::CustomJob& job) {
-    const spec::CustomJobSpec& spec = job.job_spec;
-    for (size_t p = 0; p < spec.worker_pool_specs.size(); ++p) {
-      const spec::WorkerPoolSpec& pool = spec.worker_pool_specs[p];
-      if (pool.empty) continue;
-      std::string field = "jobSpec.workerPoolSpecs[" + std::to_string(p) + "]";
-      const std::vector<spec::EnvVar>* env = nullptr;
-      const std::vector<std::string>* args = nullptr;
-      if (pool.python_package_spec) {
-        const spec::PythonPackageSpec& pkg = *pool.python_package_spec;
-        auto e = d_.environments->ForImage(pkg.executor_image_uri,
-                                           field + ".pythonPackageSpec.executorImageUri");
-        if (!e.ok()) return e.status();
-        for (size_t i = 0; i < pkg.package_uris.size(); ++i) {
-          std::string f = field + ".pythonPackageSpec.packageUris[" + std::to_string(i) + "]";
-          auto path = d_.buckets->Resolve(pkg.package_uris[i], f);
-          if (!path.ok()) return InvalidArgument(path.status().message());
-          auto parsed = storage::ParseGsUri(pkg.package_uris[i], f);
-          auto data = d_.buckets->Get(parsed->bucket, parsed->object);
-          if (!data.ok()) {
-            return InvalidArgument(
-                f + ": package " + pkg.package_uris[i] +
-                " does not exist; upload it with 'stoker storage cp' or use --package-path");
-          }
-          STOKER_RETURN_IF_ERROR(storage::CheckTarGz(*data, f + " (" + pkg.package_uris[i] + ")"));
-        }
-        env = &pkg.env;
-        args = &pkg.args;
-      } else {
-        const spec::ContainerSpec& c = *pool.container_spec;
-        auto e = d_.environments->ForImage(c.image_uri, field + ".containerSpec.imageUri");
-        if (!e.ok()) return e.status();
-        if (c.command.empty()) {
-          return InvalidArgument(field +
-                                 ".containerSpec.command: required on Stoker, which runs the "
-                                 "container's command in a local environment and cannot read the "
-                                 "image's ENTRYPOINT; give it, e.g. [python3, -m, trainer.task]");
-        }
-        for (size_t i = 0; i < c.command.size(); ++i) {
-          STOKER_RETURN_IF_ERROR(
-              CheckUrisIn(c.command[i], field + ".containerSpec.command[" + std::to_string(i) + "]",
-                          *d_.buckets));
-        }
-        env = &c.env;
-        args = &c.args;
-      }
-      std::string kind = pool.python_package_spec ? ".pythonPackageSpec" : ".containerSpec";
-      for (size_t i = 0; i < args->size(); ++i) {
-        STOKER_RETURN_IF_ERROR(CheckUrisIn(
-            (*args)[i], field + kind + ".args[" + std::to_string(i) + "]", *d_.buckets));
-      }
-      for (size_t i = 0; i < env->size(); ++i) {
-        STOKER_RETURN_IF_ERROR(CheckUrisIn(
-            (*env)[i].value, field + kind + ".env[" + std::to_string(i) + "].value", *d_.buckets));
-      }
-    }
-    if (!spec.base_output_directory.empty()) {
-      std::string f = "jobSpec.baseOutputDirectory.outputUriPrefix";
-      auto path = d_.buckets->Resolve(spec.base_output_directory, f);
-      if (!path.ok()) return InvalidArgument(path.status().message());
-    }
-    STOKER_ASSIGN_OR_RETURN(auto requests, scheduler::RequestsFor(spec, *d_.node, "jobSpec."));
-    return scheduler::CheckCanEverFit(requests, *d_.node, d_.placement, "jobSpec.");
-  }
-
   http::Response SubmitJob(const std::string& project, const std::string& location,
                            const std::string& body) {
     json j = json::parse(body, nullptr, false);
@@ -283,17 +315,11 @@ class Api {
     }
     auto job = spec::ParseCustomJob(j);
     if (!job.ok()) return Error(job.status());
-    Status valid = spec::Validate(*job);
-    if (!valid.ok()) return Error(valid);
-    Status admitted = Admit(*job);
-    if (!admitted.ok()) return Error(admitted);
-    store::NewJob nj{project, location, job->display_name, spec::ToJson(*job), {}};
-    for (const std::string& f : spec::UnhonouredFields(*job)) {
-      nj.warnings.push_back("warning: " + f + " is accepted but has no effect on Stoker");
-    }
-    auto rec = d_.store->CreateJob(nj);
+    store::NewJob record;
+    record.project = project;
+    record.location = location;
+    auto rec = CreateCustomJob(d_, *job, record);
     if (!rec.ok()) return Error(rec.status());
-    d_.controller->Submitted(*rec);
     return Json(RenderJob(*rec));
   }
 

@@ -58,7 +58,7 @@ Status SqliteError(sqlite3* db, const std::string& what) {
 constexpr char kJobColumns[] =
     "id, project, location, display_name, state, spec, create_time, start_time, end_time, "
     "update_time, error_code, error_message, attempt, allocation, cancel_requested, wait_reason, "
-    "study_id, trial_id";
+    "study_id, trial_id, legacy_job_id, legacy_input";
 
 JobRecord ReadJob(Stmt& s) {
   JobRecord r;
@@ -80,6 +80,8 @@ JobRecord ReadJob(Stmt& s) {
   r.wait_reason = s.Text(15);
   r.study_id = s.Int(16);
   r.trial_id = s.Text(17);
+  r.legacy_job_id = s.Text(18);
+  if (!s.IsNull(19)) r.legacy_input = nlohmann::json::parse(s.Text(19), nullptr, false);
   return r;
 }
 
@@ -102,8 +104,12 @@ CREATE TABLE IF NOT EXISTS jobs(
   cancel_requested INTEGER NOT NULL DEFAULT 0,
   wait_reason TEXT NOT NULL DEFAULT '',
   study_id INTEGER NOT NULL DEFAULT 0,
-  trial_id TEXT NOT NULL DEFAULT ''
+  trial_id TEXT NOT NULL DEFAULT '',
+  legacy_job_id TEXT NOT NULL DEFAULT '',
+  legacy_input TEXT
 );
+CREATE UNIQUE INDEX IF NOT EXISTS jobs_by_legacy_id ON jobs(project, legacy_job_id)
+  WHERE legacy_job_id != '';
 CREATE TABLE IF NOT EXISTS studies(
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   project TEXT NOT NULL,
@@ -234,7 +240,8 @@ Status Store::InsertEvent(int64_t id, JobState from, JobState to, const std::str
 Result<JobRecord> Store::InsertJob(const NewJob& job, int64_t now) {
   Stmt s(db_,
          "INSERT INTO jobs(project, location, display_name, state, spec, create_time, "
-         "update_time, study_id, trial_id) VALUES(?,?,?,?,?,?,?,?,?)");
+         "update_time, study_id, trial_id, legacy_job_id, legacy_input) "
+         "VALUES(?,?,?,?,?,?,?,?,?,?,?)");
   s.Bind(1, job.project);
   s.Bind(2, job.location);
   s.Bind(3, job.display_name);
@@ -244,7 +251,18 @@ Result<JobRecord> Store::InsertJob(const NewJob& job, int64_t now) {
   s.Bind(7, now);
   s.Bind(8, job.study_id);
   s.Bind(9, job.trial_id);
-  if (s.Step() != SQLITE_DONE) return SqliteError(db_, "insert job");
+  s.Bind(10, job.legacy_job_id);
+  if (job.legacy_input.is_null()) {
+    s.BindNull(11);
+  } else {
+    s.Bind(11, job.legacy_input.dump());
+  }
+  int rc = s.Step();
+  if (rc == SQLITE_CONSTRAINT && !job.legacy_job_id.empty()) {
+    return AlreadyExists("job '" + job.legacy_job_id + "' already exists in project " +
+                         job.project + "; job ids cannot be reused, pick another");
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db_, "insert job");
   int64_t id = sqlite3_last_insert_rowid(db_);
   STOKER_RETURN_IF_ERROR(
       InsertEvent(id, JobState::kUnspecified, JobState::kQueued, "submitted", now));
@@ -262,6 +280,8 @@ Result<JobRecord> Store::InsertJob(const NewJob& job, int64_t now) {
   r.update_time_us = now;
   r.study_id = job.study_id;
   r.trial_id = job.trial_id;
+  r.legacy_job_id = job.legacy_job_id;
+  r.legacy_input = job.legacy_input;
   return r;
 }
 
@@ -283,6 +303,22 @@ Result<JobRecord> Store::GetJob(int64_t id) {
   if (rc == SQLITE_ROW) return ReadJob(s);
   if (rc == SQLITE_DONE) return NotFound("job " + std::to_string(id) + " does not exist");
   return SqliteError(db_, "get job");
+}
+
+Result<JobRecord> Store::GetJobByLegacyId(const std::string& project,
+                                          const std::string& legacy_job_id) {
+  std::lock_guard lock(mu_);
+  std::string sql = std::string("SELECT ") + kJobColumns +
+                    " FROM jobs WHERE project = ? AND legacy_job_id = ?";
+  Stmt s(db_, sql.c_str());
+  s.Bind(1, project);
+  s.Bind(2, legacy_job_id);
+  int rc = s.Step();
+  if (rc == SQLITE_ROW) return ReadJob(s);
+  if (rc == SQLITE_DONE) {
+    return NotFound("job '" + legacy_job_id + "' does not exist in project " + project);
+  }
+  return SqliteError(db_, "get job by legacy id");
 }
 
 Result<std::vector<JobRecord>> Store::ListJobs(const ListOptions& options) {

@@ -46,6 +46,10 @@ struct JobRecord {
   std::string wait_reason;  // why a QUEUED job waits; "" otherwise
   int64_t study_id = 0;  // the tuning job that owns this trial job; 0 = none
   std::string trial_id;  // its trial id ("1", "2", ...); "" = not a trial
+  // AI Platform (ml.googleapis.com/v1) jobs: the user's jobId and the
+  // trainingInput as submitted, for the legacy routes; "" and null otherwise.
+  std::string legacy_job_id;
+  nlohmann::json legacy_input;
 };
 
 struct Event {
@@ -65,6 +69,8 @@ struct NewJob {
   std::vector<std::string> warnings;  // recorded as events on the new job
   int64_t study_id = 0;
   std::string trial_id;
+  std::string legacy_job_id;   // unique per project when set
+  nlohmann::json legacy_input;
 };
 
 // A HyperparameterTuningJob (a study) as stored.
@@ -128,6 +134,8 @@ class Store {
   // Inserts a QUEUED job with its first event. Returns it with its new id.
   Result<JobRecord> CreateJob(const NewJob& job);
   Result<JobRecord> GetJob(int64_t id);
+  // The job submitted through the legacy API as `legacy_job_id` in `project`.
+  Result<JobRecord> GetJobByLegacyId(const std::string& project, const std::string& legacy_job_id);
   Result<std::vector<JobRecord>> ListJobs(const ListOptions& options);
   // Jobs not in a terminal state, oldest first.
   Result<std::vector<JobRecord>> ActiveJobs();

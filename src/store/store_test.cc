@@ -170,3 +170,28 @@ TEST_F(StudyStoreTest, StudiesTransitionAndCancelLikeJobs) {
 
 }  // namespace
 }  // namespace stoker::store
+
+namespace stoker::store {
+namespace {
+
+TEST(LegacyStoreTest, LegacyJobIdsAreUniquePerProjectAndFindable) {
+  auto dir = std::filesystem::temp_directory_path() / ("stoker_legacy_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  auto store = std::move(Store::Open(dir)).value();
+  NewJob j{"p", "l", "census_1", nlohmann::json::object(), {}, 0, "", "census_1",
+           nlohmann::json{{"scaleTier", "BASIC"}}};
+  auto a = store->CreateJob(j);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(store->CreateJob(j).status().code(), Code::kAlreadyExists);
+  j.project = "other";
+  EXPECT_TRUE(store->CreateJob(j).ok());
+  auto found = store->GetJobByLegacyId("p", "census_1");
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(found->id, a->id);
+  EXPECT_EQ(found->legacy_input["scaleTier"], "BASIC");
+  EXPECT_EQ(store->GetJobByLegacyId("p", "nope").status().code(), Code::kNotFound);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace stoker::store

@@ -1,0 +1,39 @@
+// Shared pieces of the API's route files (api.cc: custom jobs and storage;
+// legacy_routes.cc: AI Platform ml/v1; tuning_routes.cc:
+// hyperparameterTuningJobs). Internal to src/api.
+#pragma once
+
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "api/api.h"
+#include "spec/custom_job.h"
+#include "store/store.h"
+
+namespace stoker::api {
+
+// A JSON response.
+http::Response Json(const nlohmann::json& j, int status = 200);
+// A Google API error body {"error": {code, message, status}} with the HTTP
+// status of the code.
+http::Response Error(const Status& s);
+// The Vertex CustomJob JSON of a stored job.
+nlohmann::json RenderJob(const store::JobRecord& r);
+
+// Checks everything about a CustomJob that can be checked before it is
+// stored: environments for its images, packages (present, safe tar.gz),
+// buckets named by gs:// paths, machine types, and whether it can ever fit.
+Status AdmitCustomJob(const ApiDeps& d, const spec::CustomJob& job);
+
+// Validates and admits `job`, stores it (with `record`'s project, location
+// and links; display name, spec and warnings are filled here) and tells the
+// controller. Nothing is stored when it returns an error.
+Result<store::JobRecord> CreateCustomJob(const ApiDeps& d, const spec::CustomJob& job,
+                                         store::NewJob record);
+
+// Route files: each answers the requests it owns and nullopt for the others.
+std::optional<http::Response> HandleLegacyRoutes(const ApiDeps& d, const http::Request& req);
+std::optional<http::Response> HandleTuningRoutes(const ApiDeps& d, const http::Request& req);
+
+}  // namespace stoker::api
