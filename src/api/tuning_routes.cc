@@ -1,9 +1,145 @@
-// hyperparameterTuningJobs routes. To be completed.
+// hyperparameterTuningJobs routes (Vertex HyperparameterTuningJob), and the
+// metrics push endpoint for trainers that cannot use the hypertune file.
+#include <regex>
+
 #include "api/routes.h"
+#include "common/files.h"
+#include "common/time.h"
+#include "server/controller.h"
+#include "server/study_logic.h"
+#include "spec/study.h"
+#include "tune/sampler.h"
 
 namespace stoker::api {
+namespace {
 
-std::optional<http::Response> HandleTuningRoutes(const ApiDeps&, const http::Request&) {
+using nlohmann::json;
+
+json RenderTrial(const store::StudyRecord& s, const store::TrialRecord& t) {
+  json j = {{"name", "projects/" + s.project + "/locations/" + s.location + "/studies/" +
+                         std::to_string(s.id) + "/trials/" + std::to_string(t.trial_id)},
+            {"id", std::to_string(t.trial_id)},
+            {"state", store::TrialStateName(t.state)},
+            {"parameters", t.parameters},
+            {"measurements", t.measurements},
+            {"customJob", "projects/" + s.project + "/locations/" + s.location + "/customJobs/" +
+                              std::to_string(t.job_id)}};
+  if (!t.final_measurement.is_null()) j["finalMeasurement"] = t.final_measurement;
+  if (t.start_time_us) j["startTime"] = FormatRfc3339(t.start_time_us);
+  if (t.end_time_us) j["endTime"] = FormatRfc3339(t.end_time_us);
+  if (!t.infeasible_reason.empty()) j["infeasibleReason"] = t.infeasible_reason;
+  if (t.stopped_early) j["stoppedEarly"] = true;  // Stoker extension
+  return j;
+}
+
+json RenderStudy(const ApiDeps& d, const store::StudyRecord& s) {
+  json j = s.spec;
+  j["name"] = "projects/" + s.project + "/locations/" + s.location +
+              "/hyperparameterTuningJobs/" + std::to_string(s.id);
+  j["state"] = spec::JobStateName(s.state);
+  j["createTime"] = FormatRfc3339(s.create_time_us);
+  j["updateTime"] = FormatRfc3339(s.update_time_us);
+  if (s.start_time_us) j["startTime"] = FormatRfc3339(s.start_time_us);
+  if (s.end_time_us) j["endTime"] = FormatRfc3339(s.end_time_us);
+  if (s.error_code) j["error"] = {{"code", s.error_code}, {"message", s.error_message}};
+  j["trials"] = json::array();
+  auto trials = d.store->Trials(s.id);
+  if (trials.ok()) {
+    for (const store::TrialRecord& t : *trials) j["trials"].push_back(RenderTrial(s, t));
+  }
+  return j;
+}
+
+Result<int64_t> ParseStudyId(const std::string& s) {
+  char* end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || v <= 0) {
+    return NotFound("hyperparameter tuning job '" + s + "' does not exist");
+  }
+  return static_cast<int64_t>(v);
+}
+
+http::Response Submit(const ApiDeps& d, const std::string& project, const std::string& location,
+                      const std::string& body) {
+  json j = json::parse(body, nullptr, false);
+  if (!j.is_object()) {
+    return Error(InvalidArgument("request body: expected a HyperparameterTuningJob JSON object"));
+  }
+  auto job = spec::ParseHyperparameterTuningJob(j);
+  if (!job.ok()) return Error(job.status());
+  // Every trial runs trialJobSpec: admit it now, as a custom job would be.
+  spec::CustomJob trial;
+  trial.display_name = job->display_name;
+  trial.job_spec = job->trial_job_spec;
+  Status admitted = AdmitCustomJob(d, trial);
+  if (!admitted.ok()) {
+    std::string msg = admitted.message();
+    // Admission names jobSpec.*; here the same fields live under trialJobSpec.
+    for (size_t at = 0; (at = msg.find("jobSpec.", at)) != std::string::npos; at += 13) {
+      msg.replace(at, 8, "trialJobSpec.");
+    }
+    return Error(Status(admitted.code(), msg));
+  }
+  if (job->study_spec.algorithm == spec::Algorithm::kGridSearch) {
+    Status grid = tune::ValidateGridSpace(server::ToTuneSpace(job->study_spec));
+    if (!grid.ok()) return Error(InvalidArgument("studySpec.algorithm: " + grid.message()));
+  }
+  auto rec = d.store->CreateStudy(project, location, job->display_name, spec::ToJson(*job));
+  if (!rec.ok()) return Error(rec.status());
+  d.controller->StudySubmitted(rec->id);
+  return Json(RenderStudy(d, *rec));
+}
+
+}  // namespace
+
+std::optional<http::Response> HandleTuningRoutes(const ApiDeps& d, const http::Request& req) {
+  static const std::regex kStudies(
+      R"(^/v1/projects/([^/]+)/locations/([^/]+)/hyperparameterTuningJobs$)");
+  static const std::regex kStudy(
+      R"(^/v1/projects/([^/]+)/locations/([^/]+)/hyperparameterTuningJobs/([^/:]+)(:cancel)?$)");
+  std::smatch m;
+  if (std::regex_match(req.path, m, kStudies)) {
+    if (req.method == "POST") return Submit(d, m[1], m[2], req.body);
+    if (req.method != "GET") return Error(InvalidArgument("method " + req.method + " is not supported"));
+    store::ListOptions opts;
+    if (auto it = req.query.find("pageSize"); it != req.query.end()) {
+      opts.limit = std::clamp(std::atoi(it->second.c_str()), 1, 1000);
+    }
+    if (auto it = req.query.find("pageToken"); it != req.query.end() && !it->second.empty()) {
+      opts.after_id = std::atoll(it->second.c_str());
+    }
+    if (auto it = req.query.find("filter"); it != req.query.end() && !it->second.empty()) {
+      static const std::regex kState(R"re(^\s*state\s*=\s*"?([A-Z_]+)"?\s*$)re");
+      std::smatch f;
+      if (!std::regex_match(it->second, f, kState) || !spec::ParseJobState(f[1].str())) {
+        return Error(InvalidArgument("filter: only state=\"JOB_STATE_...\" is supported, got '" +
+                                     it->second + "'"));
+      }
+      opts.state = spec::ParseJobState(f[1].str());
+    }
+    auto list = d.store->ListStudies(opts);
+    if (!list.ok()) return Error(list.status());
+    json out = {{"hyperparameterTuningJobs", json::array()}};
+    for (const store::StudyRecord& s : *list) out["hyperparameterTuningJobs"].push_back(RenderStudy(d, s));
+    if (static_cast<int>(list->size()) == opts.limit) out["nextPageToken"] = std::to_string(list->back().id);
+    return Json(out);
+  }
+  if (std::regex_match(req.path, m, kStudy)) {
+    auto id = ParseStudyId(m[3]);
+    if (!id.ok()) return Error(id.status());
+    if (m[4].matched && req.method == "POST") {
+      Status s = d.store->RequestStudyCancel(*id);
+      if (!s.ok()) return Error(s);
+      d.controller->StudyCancelRequested(*id);
+      return Json(json::object());
+    }
+    if (!m[4].matched && req.method == "GET") {
+      auto s = d.store->GetStudy(*id);
+      if (!s.ok()) return Error(s.status());
+      return Json(RenderStudy(d, *s));
+    }
+    return Error(InvalidArgument("method " + req.method + " is not supported on " + req.path));
+  }
   return std::nullopt;
 }
 

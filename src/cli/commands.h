@@ -61,6 +61,20 @@ int Describe(const Globals& g, const std::string& id);
 int Cancel(const Globals& g, const std::string& id);
 int Logs(const Globals& g, const std::string& id, const std::string& replica, bool follow);
 
+struct HptuningFlags {
+  std::string config;
+  std::string display_name;
+  int max_trial_count = 0;       // 0 = from the file
+  int parallel_trial_count = 0;  // 0 = from the file
+  std::string algorithm;         // grid-search, random-search, algorithm-unspecified
+  bool follow = false;
+};
+int HptuningSubmit(const Globals& g, const HptuningFlags& f);
+int HptuningDescribe(const Globals& g, const std::string& id);
+int HptuningList(const Globals& g);
+int HptuningCancel(const Globals& g, const std::string& id);
+int HptuningLogs(const Globals& g, const std::string& id, const std::string& trial, bool follow);
+
 int StorageCp(const Globals& g, const std::string& src, const std::string& dst);
 int StorageLs(const Globals& g, const std::string& uri);
 int StorageMb(const Globals& g, const std::string& uri);

@@ -71,6 +71,35 @@ int main(int argc, char** argv) {
   cancel->add_option("ID", id)->required();
   cancel->callback([&] { rc = Cancel(g, id); });
 
+  auto* hp = app.add_subcommand("hptuning", "Hyperparameter tuning jobs");
+  hp->require_subcommand(1);
+  HptuningFlags hf;
+  auto* hp_submit = hp->add_subcommand("submit", "Submit a HyperparameterTuningJob file");
+  hp_submit->add_option("--config", hf.config, "HyperparameterTuningJob YAML or JSON")->required();
+  hp_submit->add_option("--display-name", hf.display_name, "Overrides the file");
+  hp_submit->add_option("--max-trial-count", hf.max_trial_count, "Overrides maxTrialCount");
+  hp_submit->add_option("--parallel-trial-count", hf.parallel_trial_count,
+                        "Overrides parallelTrialCount");
+  hp_submit->add_option("--algorithm", hf.algorithm,
+                        "grid-search, random-search or algorithm-unspecified (Bayesian)");
+  hp_submit->add_flag("--follow", hf.follow, "Report trials as they end; exit 1 unless it succeeded");
+  hp_submit->callback([&] { rc = HptuningSubmit(g, hf); });
+  std::string hp_id, trial;
+  auto* hp_describe = hp->add_subcommand("describe", "Show a tuning job and its trials");
+  hp_describe->add_option("ID", hp_id)->required();
+  hp_describe->callback([&] { rc = HptuningDescribe(g, hp_id); });
+  auto* hp_list = hp->add_subcommand("list", "List tuning jobs");
+  hp_list->callback([&] { rc = HptuningList(g); });
+  auto* hp_cancel = hp->add_subcommand("cancel", "Cancel a tuning job and its running trials");
+  hp_cancel->add_option("ID", hp_id)->required();
+  hp_cancel->callback([&] { rc = HptuningCancel(g, hp_id); });
+  bool hp_follow = false;
+  auto* hp_logs = hp->add_subcommand("logs", "Print one trial's logs");
+  hp_logs->add_option("ID", hp_id)->required();
+  hp_logs->add_option("--trial", trial, "Trial id (1, 2, ...)")->required();
+  hp_logs->add_flag("--follow,-f", hp_follow, "Keep streaming until the trial ends");
+  hp_logs->callback([&] { rc = HptuningLogs(g, hp_id, trial, hp_follow); });
+
   auto* st = app.add_subcommand("storage", "Local buckets behind gs:// URIs");
   st->require_subcommand(1);
   std::string src, dst;

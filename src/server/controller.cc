@@ -73,6 +73,8 @@ Status Controller::Start() {
   STOKER_ASSIGN_OR_RETURN(std::vector<store::JobRecord> jobs, store_.ActiveJobs());
   for (store::JobRecord& rec : jobs) Adopt(std::move(rec));
   if (!active_.empty()) spdlog::info("recovered {} active job(s) from the store", active_.size());
+  STOKER_ASSIGN_OR_RETURN(std::vector<store::StudyRecord> studies, store_.ActiveStudies());
+  for (store::StudyRecord& rec : studies) AdoptStudy(std::move(rec));
   thread_ = std::thread([this] { Loop(); });
   return OkStatus();
 }
@@ -94,6 +96,22 @@ void Controller::Submitted(const store::JobRecord& job) {
   cv_.notify_all();
 }
 
+void Controller::StudySubmitted(int64_t study_id) {
+  {
+    std::lock_guard lock(mu_);
+    inbox_studies_.insert(study_id);
+  }
+  cv_.notify_all();
+}
+
+void Controller::StudyCancelRequested(int64_t study_id) {
+  {
+    std::lock_guard lock(mu_);
+    inbox_study_cancel_.insert(study_id);
+  }
+  cv_.notify_all();
+}
+
 void Controller::CancelRequested(int64_t job_id) {
   {
     std::lock_guard lock(mu_);
@@ -106,10 +124,21 @@ void Controller::Loop() {
   std::unique_lock lock(mu_);
   while (!stop_) {
     std::vector<store::JobRecord> submitted;
-    std::set<int64_t> cancels;
+    std::set<int64_t> cancels, studies, study_cancels;
     submitted.swap(inbox_submitted_);
     cancels.swap(inbox_cancel_);
+    studies.swap(inbox_studies_);
+    study_cancels.swap(inbox_study_cancel_);
     lock.unlock();
+    for (int64_t id : studies) {
+      if (studies_.count(id)) continue;
+      auto rec = store_.GetStudy(id);
+      if (rec.ok()) AdoptStudy(std::move(rec).value());
+    }
+    for (int64_t id : study_cancels) {
+      auto it = studies_.find(id);
+      if (it != studies_.end()) it->second.rec.cancel_requested = true;
+    }
     for (store::JobRecord& rec : submitted) {
       if (!active_.count(rec.id)) Adopt(std::move(rec));
     }
@@ -120,7 +149,8 @@ void Controller::Loop() {
     Tick();
     lock.lock();
     if (stop_) break;
-    if (inbox_submitted_.empty() && inbox_cancel_.empty()) {
+    if (inbox_submitted_.empty() && inbox_cancel_.empty() && inbox_studies_.empty() &&
+        inbox_study_cancel_.empty()) {
       cv_.wait_for(lock, std::chrono::milliseconds(config_.poll_interval_ms));
     }
   }
@@ -268,6 +298,7 @@ void Controller::Tick() {
     }
     it = active_.erase(it);
   }
+  TickStudies();
   Schedule();
 }
 
@@ -475,6 +506,7 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
     std::filesystem::path dir = executor_.ReplicaDir(a.rec.id, a.rec.attempt, rl.name);
     exec::ReplicaEnvInput in;
     in.job_id = std::to_string(a.rec.id);
+    in.trial_id = a.rec.trial_id;
     in.project = a.rec.project;
     in.location = a.rec.location;
     in.spec = &spec;

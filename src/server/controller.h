@@ -23,8 +23,10 @@
 #include "scheduler/placement.h"
 #include "server/config.h"
 #include "spec/custom_job.h"
+#include "spec/study.h"
 #include "storage/buckets.h"
 #include "store/store.h"
+#include "tune/sampler.h"
 
 namespace stoker::server {
 
@@ -48,6 +50,8 @@ class Controller {
   // Thread-safe notifications from API handlers, after the store commit.
   void Submitted(const store::JobRecord& job);
   void CancelRequested(int64_t job_id);
+  void StudySubmitted(int64_t study_id);
+  void StudyCancelRequested(int64_t study_id);
 
  private:
   struct Active {
@@ -63,6 +67,26 @@ class Controller {
     std::vector<std::string> replicas;
     scheduler::Booked booked;
   };
+
+  // A hyperparameter tuning job being driven (studies.cc).
+  struct Study {
+    store::StudyRecord rec;
+    spec::HyperparameterTuningJob job;
+    tune::Space space;
+    std::unique_ptr<tune::Sampler> sampler;
+    std::vector<store::TrialRecord> trials;
+    std::map<int64_t, int64_t> metrics_mtime;  // trial id -> metrics file mtime seen
+    bool grid_exhausted = false;
+  };
+
+  void AdoptStudy(store::StudyRecord rec);
+  void TickStudies();
+  void TickStudy(Study& s);
+  void UpdateTrial(Study& s, store::TrialRecord& t);
+  void SuggestTrials(Study& s);
+  void StopTrialJob(int64_t job_id, const std::string& reason);
+  bool MoveStudy(Study& s, spec::JobState to, store::TransitionUpdate update = {});
+  void FinishStudy(Study& s, spec::JobState to, int error_code, const std::string& message);
 
   void Loop();
   void Tick();
@@ -92,11 +116,14 @@ class Controller {
   bool stop_ = false;
   std::vector<store::JobRecord> inbox_submitted_;
   std::set<int64_t> inbox_cancel_;
+  std::set<int64_t> inbox_studies_;
+  std::set<int64_t> inbox_study_cancel_;
 
   // Loop-thread state.
   std::map<int64_t, Active> active_;
   std::map<int64_t, Draining> draining_;
   scheduler::Booked booked_;
+  std::map<int64_t, Study> studies_;
   std::thread thread_;
 };
 

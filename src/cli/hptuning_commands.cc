@@ -1,0 +1,193 @@
+// Hyperparameter tuning commands: submit, describe, list, cancel, logs.
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <thread>
+
+#include "cli/commands.h"
+#include "common/files.h"
+#include "common/json_yaml.h"
+#include "http/http.h"
+#include "spec/job_state.h"
+#include "spec/study.h"
+
+namespace stoker::cli {
+
+using nlohmann::json;
+
+namespace {
+
+std::string StudiesPath(const Globals& g) {
+  return "/v1/projects/" + http::UrlEncode(g.project) + "/locations/" + http::UrlEncode(g.region) +
+         "/hyperparameterTuningJobs";
+}
+
+std::string ValueText(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+// The objective of a trial's final measurement, if any.
+std::optional<double> Objective(const json& trial, const std::string& metric) {
+  if (!trial.contains("finalMeasurement")) return std::nullopt;
+  for (const json& m : trial["finalMeasurement"].value("metrics", json::array())) {
+    if (m.value("metricId", "") == metric) return m["value"].get<double>();
+  }
+  return std::nullopt;
+}
+
+void PrintStudy(const json& j) {
+  std::string metric = j["studySpec"]["metrics"][0]["metricId"];
+  bool maximize = j["studySpec"]["metrics"][0].value("goal", "MAXIMIZE") != "MINIMIZE";
+  std::cout << "Tuning job " << IdOf(j) << "  " << j["displayName"].get<std::string>() << "\n";
+  std::cout << "  state:    " << j["state"].get<std::string>() << "\n";
+  std::cout << "  trials:   " << j["trials"].size() << " of " << j.value("maxTrialCount", 1)
+            << " (" << j.value("parallelTrialCount", 1) << " at a time), algorithm "
+            << j["studySpec"].value("algorithm", "ALGORITHM_UNSPECIFIED") << "\n";
+  std::cout << "  metric:   " << metric << " (" << (maximize ? "maximize" : "minimize") << ")\n";
+  if (j.contains("error")) std::cout << "  error:    " << j["error"]["message"].get<std::string>() << "\n";
+  int best = -1;
+  std::optional<double> best_value;
+  for (size_t i = 0; i < j["trials"].size(); ++i) {
+    auto v = Objective(j["trials"][i], metric);
+    if (v && (!best_value || (maximize ? *v > *best_value : *v < *best_value))) {
+      best = static_cast<int>(i);
+      best_value = v;
+    }
+  }
+  std::printf("  %-2s %-5s %-11s %-12s %s\n", "", "TRIAL", "STATE", metric.substr(0, 12).c_str(),
+              "PARAMETERS");
+  for (size_t i = 0; i < j["trials"].size(); ++i) {
+    const json& t = j["trials"][i];
+    std::string params;
+    for (const json& p : t["parameters"]) {
+      params += (params.empty() ? "" : " ") + p["parameterId"].get<std::string>() + "=" + ValueText(p["value"]);
+    }
+    auto v = Objective(t, metric);
+    char value[32] = "-";
+    if (v) std::snprintf(value, sizeof value, "%.6g", *v);
+    std::string state = t["state"];
+    if (t.value("stoppedEarly", false)) state += "*";
+    std::printf("  %-2s %-5s %-11s %-12s %s\n", static_cast<int>(i) == best ? "=>" : "",
+                t["id"].get<std::string>().c_str(), state.c_str(), value, params.c_str());
+    if (t.contains("infeasibleReason")) {
+      std::cout << "           " << t["infeasibleReason"].get<std::string>() << "\n";
+    }
+  }
+  if (best >= 0) std::cout << "  (=> best trial; * stopped early)\n";
+}
+
+}  // namespace
+
+int HptuningSubmit(const Globals& g, const HptuningFlags& f) {
+  auto text = ReadFile(f.config);
+  if (!text.ok()) return Report(InvalidArgument("--config: cannot read " + f.config));
+  auto j = ParseYamlOrJson(*text, f.config);
+  if (!j.ok()) return Report(j.status());
+  if (!j->is_object()) return Report(InvalidArgument(f.config + ": expected a HyperparameterTuningJob mapping"));
+  // Flags override the file, as gcloud's do.
+  if (!f.display_name.empty()) (*j)["displayName"] = f.display_name;
+  if (f.max_trial_count > 0) (*j)["maxTrialCount"] = f.max_trial_count;
+  if (f.parallel_trial_count > 0) (*j)["parallelTrialCount"] = f.parallel_trial_count;
+  if (!f.algorithm.empty()) {
+    std::string a;
+    for (char c : f.algorithm) a += c == '-' ? '_' : static_cast<char>(std::toupper(c));
+    if (a != "ALGORITHM_UNSPECIFIED" && a != "GRID_SEARCH" && a != "RANDOM_SEARCH") {
+      return Report(InvalidArgument("--algorithm: '" + f.algorithm +
+                                    "' is not one of algorithm-unspecified, grid-search, random-search"));
+    }
+    (*j)["studySpec"]["algorithm"] = a;
+  }
+  auto parsed = spec::ParseHyperparameterTuningJob(*j);
+  if (!parsed.ok()) return Report(parsed.status());
+  auto conn = Connect(g);
+  if (!conn.ok()) return Report(conn.status());
+  auto created = (*conn)->Call("POST", StudiesPath(g), spec::ToJson(*parsed).dump());
+  if (!created.ok()) return Report(created.status());
+  std::string id = IdOf(*created);
+  if (g.format == "json") {
+    std::cout << created->dump(2) << "\n";
+  } else {
+    std::cout << "Submitted tuning job " << id << " (" << (*created)["displayName"].get<std::string>()
+              << "): " << (*created)["state"].get<std::string>() << "\n";
+  }
+  if (!f.follow) {
+    std::cout << "  stoker hptuning describe " << id << "\n";
+    return 0;
+  }
+  size_t reported = 0;
+  while (true) {
+    auto now = (*conn)->Call("GET", StudiesPath(g) + "/" + id);
+    if (!now.ok()) return Report(now.status());
+    const json& trials = (*now)["trials"];
+    // One line per trial as it ends.
+    for (; reported < trials.size(); ++reported) {
+      std::string st = trials[reported]["state"];
+      if (st != "SUCCEEDED" && st != "INFEASIBLE") break;
+      std::string metric = (*now)["studySpec"]["metrics"][0]["metricId"];
+      auto v = Objective(trials[reported], metric);
+      std::cout << "trial " << trials[reported]["id"].get<std::string>() << " " << st;
+      if (v) std::cout << " " << metric << "=" << *v;
+      std::cout << "\n";
+    }
+    std::string state = (*now)["state"];
+    if (spec::IsTerminal(*spec::ParseJobState(state))) {
+      PrintStudy(*now);
+      return state == "JOB_STATE_SUCCEEDED" ? 0 : 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+}
+
+int HptuningDescribe(const Globals& g, const std::string& id) {
+  auto conn = Connect(g);
+  if (!conn.ok()) return Report(conn.status());
+  auto j = (*conn)->Call("GET", StudiesPath(g) + "/" + http::UrlEncode(id));
+  if (!j.ok()) return Report(j.status());
+  if (g.format == "json") {
+    std::cout << j->dump(2) << "\n";
+  } else {
+    PrintStudy(*j);
+  }
+  return 0;
+}
+
+int HptuningList(const Globals& g) {
+  auto conn = Connect(g);
+  if (!conn.ok()) return Report(conn.status());
+  auto j = (*conn)->Call("GET", StudiesPath(g) + "?pageSize=1000");
+  if (!j.ok()) return Report(j.status());
+  if (g.format == "json") {
+    std::cout << j->dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%-6s %-24s %-22s %s\n", "ID", "NAME", "STATE", "TRIALS");
+  for (const json& s : (*j)["hyperparameterTuningJobs"]) {
+    std::printf("%-6s %-24s %-22s %zu/%d\n", IdOf(s).c_str(),
+                s["displayName"].get<std::string>().substr(0, 24).c_str(),
+                s["state"].get<std::string>().c_str(), s["trials"].size(), s.value("maxTrialCount", 1));
+  }
+  return 0;
+}
+
+int HptuningCancel(const Globals& g, const std::string& id) {
+  auto conn = Connect(g);
+  if (!conn.ok()) return Report(conn.status());
+  auto r = (*conn)->Call("POST", StudiesPath(g) + "/" + http::UrlEncode(id) + ":cancel", "{}");
+  if (!r.ok()) return Report(r.status());
+  std::cout << "Cancel requested for tuning job " << id << "\n";
+  return 0;
+}
+
+int HptuningLogs(const Globals& g, const std::string& id, const std::string& trial, bool follow) {
+  auto conn = Connect(g);
+  if (!conn.ok()) return Report(conn.status());
+  auto j = (*conn)->Call("GET", StudiesPath(g) + "/" + http::UrlEncode(id));
+  if (!j.ok()) return Report(j.status());
+  for (const json& t : (*j)["trials"]) {
+    if (t["id"] == trial) {
+      std::string job = t["customJob"];
+      return Logs(g, job.substr(job.rfind('/') + 1), "", follow);
+    }
+  }
+  return Report(NotFound("--trial: tuning job " + id + " has no trial " + trial + " (yet)"));
+}
+
+}  // namespace stoker::cli
