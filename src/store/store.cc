@@ -286,12 +286,41 @@ Result<JobRecord> Store::InsertJob(const NewJob& job, int64_t now) {
 }
 
 Result<JobRecord> Store::CreateJob(const NewJob& job) {
-  std::lock_guard lock(mu_);
-  Txn txn(db_);
-  if (!txn.begun()) return SqliteError(db_, "begin");
-  STOKER_ASSIGN_OR_RETURN(JobRecord r, InsertJob(job, NowMicros()));
-  STOKER_RETURN_IF_ERROR(txn.Commit());
-  return r;
+  PendingCreate me{&job, std::nullopt};
+  std::unique_lock batch_lock(batch_mu_);
+  batch_.push_back(&me);
+  while (!me.result) {
+    if (leader_active_) {
+      batch_cv_.wait(batch_lock);
+      continue;
+    }
+    // Lead: commit everything queued so far in one transaction.
+    leader_active_ = true;
+    std::vector<PendingCreate*> batch;
+    batch.swap(batch_);
+    batch_lock.unlock();
+    {
+      std::lock_guard lock(mu_);
+      int64_t now = NowMicros();
+      Txn txn(db_);
+      std::vector<Result<JobRecord>> results;
+      if (!txn.begun()) {
+        results.assign(batch.size(), SqliteError(db_, "begin"));
+      } else {
+        // A failed INSERT rolls back only its own statement; the rest commit.
+        for (PendingCreate* p : batch) results.push_back(InsertJob(*p->job, now));
+        Status committed = txn.Commit();
+        if (!committed.ok()) {
+          for (auto& r : results) r = committed;
+        }
+      }
+      for (size_t i = 0; i < batch.size(); ++i) batch[i]->result = std::move(results[i]);
+    }
+    batch_lock.lock();
+    leader_active_ = false;
+    batch_cv_.notify_all();
+  }
+  return std::move(*me.result);
 }
 
 Result<JobRecord> Store::GetJob(int64_t id) {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <condition_variable>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -132,6 +133,9 @@ class Store {
   ~Store();
 
   // Inserts a QUEUED job with its first event. Returns it with its new id.
+  // Concurrent calls are committed together (group commit: one transaction
+  // and one fsync for a batch); each call still returns only after its own
+  // job is durable, and a failing insert fails only its own call.
   Result<JobRecord> CreateJob(const NewJob& job);
   Result<JobRecord> GetJob(int64_t id);
   // The job submitted through the legacy API as `legacy_job_id` in `project`.
@@ -182,6 +186,17 @@ class Store {
 
   std::mutex mu_;
   sqlite3* db_;
+
+  // Group commit of CreateJob: callers queue; one of them (the leader)
+  // commits everything queued so far while the others wait.
+  struct PendingCreate {
+    const NewJob* job;
+    std::optional<Result<JobRecord>> result;
+  };
+  std::mutex batch_mu_;
+  std::condition_variable batch_cv_;
+  std::vector<PendingCreate*> batch_;
+  bool leader_active_ = false;
 };
 
 }  // namespace stoker::store

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <set>
+#include <thread>
 
 namespace stoker::store {
 namespace {
@@ -190,6 +192,43 @@ TEST(LegacyStoreTest, LegacyJobIdsAreUniquePerProjectAndFindable) {
   EXPECT_EQ(found->id, a->id);
   EXPECT_EQ(found->legacy_input["scaleTier"], "BASIC");
   EXPECT_EQ(store->GetJobByLegacyId("p", "nope").status().code(), Code::kNotFound);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace stoker::store
+
+namespace stoker::store {
+namespace {
+
+TEST(GroupCommitTest, ConcurrentCreatesAllLandWithDistinctIds) {
+  auto dir = std::filesystem::temp_directory_path() / ("stoker_group_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  auto store = std::move(Store::Open(dir)).value();
+  constexpr int kThreads = 8, kEach = 50;
+  std::vector<std::vector<int64_t>> ids(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        NewJob j{"p", "l", "j", nlohmann::json::object(), {}};
+        // Every fifth job reuses a legacy id: only that call may fail.
+        if (i % 5 == 0) j.legacy_job_id = "dup";
+        auto r = store->CreateJob(j);
+        if (r.ok()) ids[t].push_back(r->id);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::set<int64_t> all;
+  for (auto& v : ids) all.insert(v.begin(), v.end());
+  size_t created = 0;
+  for (auto& v : ids) created += v.size();
+  EXPECT_EQ(all.size(), created);  // distinct
+  EXPECT_EQ(created, static_cast<size_t>(kThreads * kEach - (kThreads * kEach / 5) + 1));
+  store.reset();
+  auto reopened = std::move(Store::Open(dir)).value();
+  EXPECT_EQ(reopened->ListJobs({.limit = 1000}).value().size(), created);
   std::filesystem::remove_all(dir);
 }
 
