@@ -178,15 +178,15 @@ bool GaussianProcess::Fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
   auto f = [&](const Eigen::VectorXd& th, Eigen::VectorXd& g) {
     return NegLogPosterior(delta, yf, th, &g);
   };
-  // Starts: the warm start (if any), the prior mode, then the best of
-  // options.screen draws from the prior, judged by value alone (one Cholesky
-  // each, far cheaper than an L-BFGS run).
+  // Starts: the warm start (if any), then the best by value alone (one
+  // Cholesky each, far cheaper than an L-BFGS run) of the prior mode and
+  // options.screen draws from the prior.
   std::vector<Eigen::VectorXd> starts;
   if (warm.size() == d + 2) starts.push_back(warm.cwiseMax(lo).cwiseMin(hi));
-  starts.push_back(PriorMode());
   if (static_cast<int>(starts.size()) < options.restarts) {
     std::normal_distribution<double> normal(0.0, 1.0);
     std::vector<std::pair<double, Eigen::VectorXd>> screened;
+    screened.emplace_back(NegLogPosterior(delta, yf, PriorMode(), nullptr), PriorMode());
     for (int k = 0; k < options.screen; ++k) {
       Eigen::VectorXd t = PriorMode();
       for (int j = 0; j < d; ++j) t[j] += kLogLengthSd * normal(rng);

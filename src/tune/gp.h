@@ -23,9 +23,9 @@ namespace stoker::tune {
 using Rng = std::mt19937_64;
 
 struct GpFitOptions {
-  // L-BFGS starts: the warm start (if given), the prior mode, then the best
-  // of `screen` random draws from the prior.
-  int restarts = 2;
+  // Number of L-BFGS runs: from the warm start (if given), then from the
+  // best, by value alone, of the prior mode and `screen` draws from the prior.
+  int restarts = 1;
   int screen = 16;
   int max_iterations = 30;  // per start
   // Fit hyperparameters on at most this many points (half the best, half at

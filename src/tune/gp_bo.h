@@ -8,9 +8,10 @@
 //  2. Warp the objectives (lower is better): half-rank warping of the worse
 //     half onto a Gaussian tail, then z-scoring; infeasible trials take the
 //     worst warped value.
-//  3. Fit a Matérn-5/2 ARD GP (gp.h) by MAP: L-BFGS restarts, warm-started
-//     from the previous call's fit; above max_fit_points observations the
-//     hyperparameters are fitted on a subset.
+//  3. Fit a Matérn-5/2 ARD GP (gp.h) by MAP: L-BFGS from the best of 17
+//     screened starts, or from the previous call's fit (every 10th
+//     observation count refits from scratch); above max_fit_points
+//     observations the hyperparameters are fitted on a subset.
 //  4. Maximise log expected improvement over the unit representation with
 //     a batched multi-start local search: random + Halton candidates and
 //     perturbations of the best observations seed adaptive-step moves
