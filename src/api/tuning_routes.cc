@@ -90,6 +90,56 @@ http::Response Submit(const ApiDeps& d, const std::string& project, const std::s
   return Json(RenderStudy(d, *rec));
 }
 
+// POST .../studies/{study}/trials/{trial}:addTrialMeasurement with
+// {"measurement": {"stepCount": "3", "metrics": [{"metricId": "m", "value": 0.9}]}}
+// (Vertex Vizier's shape). The measurement is appended, in the hypertune
+// line format, to the trial's pushed.metrics file, which the study driver
+// reads beside the hypertune file.
+http::Response AddMeasurement(const ApiDeps& d, int64_t study_id, int64_t trial_id,
+                              const std::string& body) {
+  json j = json::parse(body, nullptr, false);
+  if (!j.is_object() || !j["measurement"].is_object()) {
+    return Error(InvalidArgument(
+        "body: expected {\"measurement\": {\"stepCount\": \"1\", \"metrics\": "
+        "[{\"metricId\": \"accuracy\", \"value\": 0.9}]}}"));
+  }
+  const json& m = j["measurement"];
+  json line = {{"timestamp", NowMicros() / 1e6}, {"trial", std::to_string(trial_id)}};
+  const json& step = m.value("stepCount", json("0"));
+  line["global_step"] = step.is_string() ? step.get<std::string>() : step.dump();
+  if (!m["metrics"].is_array() || m["metrics"].empty()) {
+    return Error(InvalidArgument("measurement.metrics: give at least one {metricId, value}"));
+  }
+  for (size_t i = 0; i < m["metrics"].size(); ++i) {
+    const json& x = m["metrics"][i];
+    std::string field = "measurement.metrics[" + std::to_string(i) + "]";
+    if (!x["metricId"].is_string() || x["metricId"].get<std::string>().empty()) {
+      return Error(InvalidArgument(field + ".metricId: required"));
+    }
+    if (!x["value"].is_number()) return Error(InvalidArgument(field + ".value: must be a number"));
+    line[x["metricId"].get<std::string>()] = std::to_string(x["value"].get<double>());
+  }
+  auto trials = d.store->Trials(study_id);
+  if (!trials.ok()) return Error(trials.status());
+  for (const store::TrialRecord& t : *trials) {
+    if (t.trial_id != trial_id) continue;
+    if (t.state != store::TrialState::kActive && t.state != store::TrialState::kStopping) {
+      return Error(FailedPrecondition("trial " + std::to_string(trial_id) + " is " +
+                                      std::string(store::TrialStateName(t.state)) +
+                                      "; measurements are taken only while it runs"));
+    }
+    auto job = d.store->GetJob(t.job_id);
+    if (!job.ok()) return Error(job.status());
+    std::filesystem::path dir = d.executor->ReplicaDir(job->id, job->attempt, "workerpool0-0") / "hypertune";
+    Status s = MakeDirs(dir);
+    if (s.ok()) s = AppendLine(dir / "pushed.metrics", line.dump());
+    if (!s.ok()) return Error(s);
+    return Json(json::object());
+  }
+  return Error(NotFound("trial " + std::to_string(trial_id) + " of study " +
+                        std::to_string(study_id) + " does not exist"));
+}
+
 }  // namespace
 
 std::optional<http::Response> HandleTuningRoutes(const ApiDeps& d, const http::Request& req) {
@@ -97,7 +147,12 @@ std::optional<http::Response> HandleTuningRoutes(const ApiDeps& d, const http::R
       R"(^/v1/projects/([^/]+)/locations/([^/]+)/hyperparameterTuningJobs$)");
   static const std::regex kStudy(
       R"(^/v1/projects/([^/]+)/locations/([^/]+)/hyperparameterTuningJobs/([^/:]+)(:cancel)?$)");
+  static const std::regex kMeasure(
+      R"(^/v1/projects/([^/]+)/locations/([^/]+)/studies/(\d+)/trials/(\d+):addTrialMeasurement$)");
   std::smatch m;
+  if (std::regex_match(req.path, m, kMeasure) && req.method == "POST") {
+    return AddMeasurement(d, std::stoll(m[3]), std::stoll(m[4]), req.body);
+  }
   if (std::regex_match(req.path, m, kStudies)) {
     if (req.method == "POST") return Submit(d, m[1], m[2], req.body);
     if (req.method != "GET") return Error(InvalidArgument("method " + req.method + " is not supported"));

@@ -74,6 +74,17 @@ Status WriteFileAtomic(const std::filesystem::path& path, std::string_view data,
   return OkStatus();
 }
 
+Status AppendLine(const std::filesystem::path& path, std::string_view line) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus("cannot open", path);
+  std::string data(line);
+  data += '\n';
+  ssize_t n = ::write(fd, data.data(), data.size());
+  Status s = n == static_cast<ssize_t>(data.size()) ? OkStatus() : ErrnoStatus("cannot append to", path);
+  ::close(fd);
+  return s;
+}
+
 Status MakeDirs(const std::filesystem::path& path) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);

@@ -24,6 +24,10 @@ enum class Durability {
 Status WriteFileAtomic(const std::filesystem::path& path, std::string_view data,
                        Durability durability = Durability::kSync);
 
+// Appends `line` and a newline to the file (created if missing) in one
+// write(2), so concurrent appenders never interleave within a line.
+Status AppendLine(const std::filesystem::path& path, std::string_view line);
+
 // Creates the directory and its parents (like mkdir -p). Ok if it exists.
 Status MakeDirs(const std::filesystem::path& path);
 

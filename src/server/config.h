@@ -42,6 +42,7 @@ struct Config {
   int poll_interval_ms = 100;
   std::filesystem::path runner;          // stoker-run binary
   std::filesystem::path python_helpers;  // directory holding the hypertune module
+  std::string api_url;                   // where trainers reach the API (set by main)
 };
 
 // The rules that map Vertex's prebuilt training images (PyTorch, TensorFlow,

@@ -520,6 +520,14 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
     exec::ReplicaCommand cmd = exec::BuildReplicaCommand(in);
     rl.argv = std::move(cmd.argv);
     rl.env = std::move(cmd.env);
+    if (a.rec.study_id != 0 && !config_.api_url.empty()) {
+      // Trainers in any language may POST measurements here instead of
+      // writing the hypertune file.
+      rl.env["STOKER_METRICS_URL"] = config_.api_url + "/v1/projects/" + a.rec.project +
+                                     "/locations/" + a.rec.location + "/studies/" +
+                                     std::to_string(a.rec.study_id) + "/trials/" + a.rec.trial_id +
+                                     ":addTrialMeasurement";
+    }
     if (pool.python_package_spec) {
       for (size_t i = 0; i < pool.python_package_spec->package_uris.size(); ++i) {
         STOKER_ASSIGN_OR_RETURN(

@@ -133,13 +133,17 @@ int main(int argc, char** argv) {
   // the controller reaps them even where init does not (containers).
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
 
-  if (Status s = controller.Start(); !s.ok()) return Fail(s.message());
   auto bound = http_server.Listen(host, port);
   if (!bound.ok())
     return Fail("cannot listen on " + config->listen + ": " + bound.status().message());
-  http_server.Start();
   std::string url = "http://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) +
                     ":" + std::to_string(*bound);
+  // Trainers on this machine reach the API here (to push metrics).
+  config->api_url = "http://" +
+                    std::string(host == "0.0.0.0" || host == "::" ? "127.0.0.1" : url.substr(7, url.rfind(':') - 7)) +
+                    ":" + std::to_string(*bound);
+  if (Status s = controller.Start(); !s.ok()) return Fail(s.message());
+  http_server.Start();
   if (Status s = WriteFileAtomic(data / "stokerd.addr", url + "\n"); !s.ok())
     return Fail(s.message());
   spdlog::info("stokerd serving {} with data in {}", url, data.string());

@@ -140,24 +140,30 @@ void Controller::UpdateTrial(Study& s, store::TrialRecord& t) {
     t.start_time_us = job->start_time_us;
     dirty = true;
   }
-  // Follow the metrics file the primary replica writes (hypertune protocol).
-  std::filesystem::path file =
-      executor_.ReplicaDir(job->id, job->attempt, "workerpool0-0") / "hypertune" / "output.metrics";
-  struct stat sb;
-  bool changed = false;
-  if (::stat(file.c_str(), &sb) == 0) {
-    int64_t mtime = sb.st_mtim.tv_sec * 1'000'000'000LL + sb.st_mtim.tv_nsec + sb.st_size;
-    if (s.metrics_mtime[t.trial_id] != mtime) {
-      auto text = ReadFile(file);
-      if (text.ok()) {
-        json m = ParseMetricsFile(*text, job->start_time_us);
-        if (m != t.measurements) {
-          t.measurements = std::move(m);
-          changed = dirty = true;
-        }
-        s.metrics_mtime[t.trial_id] = mtime;
-      }
+  // Follow the metrics file the primary replica writes (hypertune protocol)
+  // and the measurements pushed through the API (pushed.metrics, same format).
+  std::filesystem::path dir =
+      executor_.ReplicaDir(job->id, job->attempt, "workerpool0-0") / "hypertune";
+  int64_t stamp = 0;
+  for (const char* name : {"output.metrics", "pushed.metrics"}) {
+    struct stat sb;
+    if (::stat((dir / name).c_str(), &sb) == 0) {
+      stamp += sb.st_mtim.tv_sec * 1'000'000'000LL + sb.st_mtim.tv_nsec + sb.st_size;
     }
+  }
+  bool changed = false;
+  if (stamp != 0 && s.metrics_mtime[t.trial_id] != stamp) {
+    std::string text;
+    for (const char* name : {"output.metrics", "pushed.metrics"}) {
+      auto part = ReadFile(dir / name);
+      if (part.ok()) text += *part + "\n";
+    }
+    json m = ParseMetricsFile(text, job->start_time_us);
+    if (m != t.measurements) {
+      t.measurements = std::move(m);
+      changed = dirty = true;
+    }
+    s.metrics_mtime[t.trial_id] = stamp;
   }
 
   // Early stopping, judged whenever a running trial reports.

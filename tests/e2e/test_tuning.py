@@ -173,3 +173,75 @@ class TuningTest(StokerTestCase):
         self.assertNotIn("trial 3", r.stdout)
         logs = self.stoker("hptuning", "logs", "1", "--trial", "2")
         self.assertEqual(logs.returncode, 0)
+
+
+PUSHER = r'''
+import json, os, sys, urllib.request
+x = float(sys.argv[1].split("=", 1)[1])
+for step in (1, 2):
+    body = {"measurement": {"stepCount": str(step), "metrics": [{"metricId": "loss", "value": (x - 2) ** 2 + step}]}}
+    req = urllib.request.Request(os.environ["STOKER_METRICS_URL"], data=json.dumps(body).encode(),
+                                 method="POST", headers={"content-type": "application/json"})
+    urllib.request.urlopen(req).read()
+'''
+
+STOPPER = r'''
+import os, sys, time
+import hypertune
+kind = sys.argv[1].split("=", 1)[1]
+value = {"good1": 0.9, "good2": 0.8, "good3": 0.85, "bad1": 0.1, "bad2": 0.2}[kind]
+hpt = hypertune.HyperTune()
+for step in range(1, 11):
+    hpt.report_hyperparameter_tuning_metric("acc", value, global_step=step)
+    time.sleep(0.15)
+'''
+
+
+class TuningExtrasTest(StokerTestCase):
+
+    def run_study(self, script, params, metric, goal, trials, extra=None):
+        path = self.write("t.py", script)
+        body = {
+            "displayName": "x", "maxTrialCount": trials, "parallelTrialCount": 1,
+            "studySpec": dict({"metrics": [{"metricId": metric, "goal": goal}], "parameters": params},
+                              **(extra or {})),
+            "trialJobSpec": {"workerPoolSpecs": [{
+                "machineSpec": {"machineType": "e2-standard-2"}, "replicaCount": 1,
+                "containerSpec": {"imageUri": IMAGE, "command": ["python3", path]}}]},
+        }
+        status, reply = self.api("POST", "/v1/projects/p/locations/l/hyperparameterTuningJobs", body)
+        self.assertEqual(status, 200, reply)
+        sid = reply["name"].rsplit("/", 1)[1]
+        return wait_for(lambda: (lambda s: s if s["state"].endswith(("SUCCEEDED", "FAILED", "CANCELLED")) else None)(
+            self.api("GET", "/v1/projects/p/locations/l/hyperparameterTuningJobs/" + sid)[1]), 120, "study")
+
+    def test_trainers_can_push_measurements_over_http(self):
+        study = self.run_study(PUSHER, [{"parameterId": "x", "doubleValueSpec": {"minValue": 0, "maxValue": 4}}],
+                               "loss", "MINIMIZE", 2)
+        self.assertEqual(study["state"], "JOB_STATE_SUCCEEDED", study.get("error"))
+        for t in study["trials"]:
+            self.assertEqual(t["state"], "SUCCEEDED")
+            self.assertEqual([m["stepCount"] for m in t["measurements"]], ["1", "2"])
+            x = t["parameters"][0]["value"]
+            self.assertAlmostEqual(t["finalMeasurement"]["metrics"][0]["value"], (x - 2) ** 2 + 2, places=5)
+        status, reply = self.api("POST", "/v1/projects/p/locations/l/studies/1/trials/1:addTrialMeasurement",
+                                 {"measurement": {"metrics": [{"metricId": "loss", "value": 1}]}})
+        self.assertEqual(status, 400)
+        self.assertIn("only while it runs", reply["error"]["message"])
+
+    def test_median_stopping_stops_trials_that_fall_behind(self):
+        kinds = ["good1", "good2", "good3", "bad1", "bad2"]
+        study = self.run_study(
+            STOPPER, [{"parameterId": "kind", "categoricalValueSpec": {"values": kinds}}], "acc", "MAXIMIZE", 5,
+            extra={"algorithm": "GRID_SEARCH", "medianAutomatedStoppingSpec": {}})
+        self.assertEqual(study["state"], "JOB_STATE_SUCCEEDED", study.get("error"))
+        by_kind = {t["parameters"][0]["value"]: t for t in study["trials"]}
+        for k in ("good1", "good2", "good3"):
+            self.assertFalse(by_kind[k].get("stoppedEarly", False))
+            self.assertEqual(len(by_kind[k]["measurements"]), 10)
+        for k in ("bad1", "bad2"):
+            t = by_kind[k]
+            self.assertTrue(t.get("stoppedEarly"), t)
+            self.assertEqual(t["state"], "SUCCEEDED")  # stopped trials keep their last measurement
+            self.assertLess(len(t["measurements"]), 10)
+            self.assertIn("finalMeasurement", t)
