@@ -22,7 +22,15 @@ std::string StudiesPath(const Globals& g) {
          "/hyperparameterTuningJobs";
 }
 
-std::string ValueText(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+std::string ValueText(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_float()) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", v.get<double>());
+    return buf;
+  }
+  return v.dump();
+}
 
 // The objective of a trial's final measurement, if any.
 std::optional<double> Objective(const json& trial, const std::string& metric) {
