@@ -135,3 +135,26 @@ class HyperTuneTest(unittest.TestCase):
 
 if __name__ == '__main__':
     unittest.main()
+
+
+class RealPackageWinsTest(unittest.TestCase):
+    """Where cloudml-hypertune is installed, `import hypertune` gives it."""
+
+    def test_an_installed_hypertune_later_on_the_path_is_used(self):
+        import subprocess
+        import sys
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(os.path.join(d, 'hypertune'))
+            with open(os.path.join(d, 'hypertune', '__init__.py'), 'w') as f:
+                f.write('REAL = True\n')
+            here = os.path.dirname(os.path.abspath(__file__))
+            env = dict(os.environ, PYTHONPATH=here + os.pathsep + d)
+            out = subprocess.run([sys.executable, '-c', 'import hypertune; print(hypertune.REAL)'],
+                                 env=env, capture_output=True, text=True, check=True).stdout
+            self.assertEqual(out.strip(), 'True')
+            env = dict(os.environ, PYTHONPATH=here)
+            out = subprocess.run([sys.executable, '-c',
+                                  'import hypertune; print(hasattr(hypertune, "REAL"), hypertune.HyperTune)'],
+                                 env=env, capture_output=True, text=True, check=True).stdout
+            self.assertTrue(out.startswith('False'), out)

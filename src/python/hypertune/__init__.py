@@ -32,10 +32,42 @@ cloudml-hypertune.
 """
 
 import collections
+import importlib.machinery
+import importlib.util
 import json
 import os
+import sys
 import tempfile
 import time
+
+
+def _load_real_hypertune():
+    """Returns the installed cloudml-hypertune module when there is one.
+
+    Stoker's directory comes first on ``PYTHONPATH``, ahead of site-packages;
+    where the real package is installed it should win, so look for another
+    ``hypertune`` on the rest of ``sys.path`` and load that instead.
+    """
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    rest = [p for p in sys.path if os.path.abspath(p or '.') != here]
+    spec = importlib.machinery.PathFinder.find_spec(__name__, rest)
+    if spec is None or spec.loader is None or spec.origin == os.path.abspath(__file__):
+        return None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[__name__] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+if os.environ.get('STOKER_HYPERTUNE_REAL_CHECKED') != '1':
+    os.environ['STOKER_HYPERTUNE_REAL_CHECKED'] = '1'
+    try:
+        _real = _load_real_hypertune()
+    finally:
+        del os.environ['STOKER_HYPERTUNE_REAL_CHECKED']
+    if _real is not None:
+        globals().update(_real.__dict__)
+        # The import statement hands out sys.modules['hypertune'], now the real one.
 
 __all__ = ['HyperTune', 'DEFAULT_METRIC_PATH', 'DEFAULT_METRIC_TAG',
            'MAX_ENTRIES']
