@@ -1,5 +1,4 @@
 #include "api/api.h"
-#include "api/routes.h"
 
 #include <spdlog/spdlog.h>
 
@@ -7,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "api/routes.h"
 #include "common/time.h"
 #include "scheduler/placement.h"
 #include "server/controller.h"
@@ -160,8 +160,8 @@ Status AdmitCustomJob(const ApiDeps& d_, const spec::CustomJob& job) {
     }
     std::string kind = pool.python_package_spec ? ".pythonPackageSpec" : ".containerSpec";
     for (size_t i = 0; i < args->size(); ++i) {
-      STOKER_RETURN_IF_ERROR(CheckUrisIn(
-          (*args)[i], field + kind + ".args[" + std::to_string(i) + "]", *d_.buckets));
+      STOKER_RETURN_IF_ERROR(
+          CheckUrisIn((*args)[i], field + kind + ".args[" + std::to_string(i) + "]", *d_.buckets));
     }
     for (size_t i = 0; i < env->size(); ++i) {
       STOKER_RETURN_IF_ERROR(CheckUrisIn(
@@ -177,6 +177,25 @@ Status AdmitCustomJob(const ApiDeps& d_, const spec::CustomJob& job) {
   return scheduler::CheckCanEverFit(requests, *d_.node, d_.placement, "jobSpec.");
 }
 
+Result<store::ListOptions> ParseListOptions(const http::Request& req) {
+  store::ListOptions opts;
+  if (auto it = req.query.find("pageSize"); it != req.query.end()) {
+    opts.limit = std::clamp(std::atoi(it->second.c_str()), 1, 1000);
+  }
+  if (auto it = req.query.find("pageToken"); it != req.query.end() && !it->second.empty()) {
+    opts.after_id = std::atoll(it->second.c_str());
+  }
+  if (auto it = req.query.find("filter"); it != req.query.end() && !it->second.empty()) {
+    static const std::regex kState(R"re(^\s*state\s*=\s*"?([A-Z_]+)"?\s*$)re");
+    std::smatch m;
+    if (!std::regex_match(it->second, m, kState) || !spec::ParseJobState(m[1].str())) {
+      return InvalidArgument("filter: only state=\"JOB_STATE_...\" is supported yet, got '" +
+                             it->second + "'");
+    }
+    opts.state = spec::ParseJobState(m[1].str());
+  }
+  return opts;
+}
 
 Result<store::JobRecord> CreateCustomJob(const ApiDeps& d, const spec::CustomJob& job,
                                          store::NewJob record) {
@@ -324,27 +343,13 @@ class Api {
   }
 
   http::Response ListJobs(const http::Request& req) {
-    store::ListOptions opts;
-    if (auto it = req.query.find("pageSize"); it != req.query.end()) {
-      opts.limit = std::clamp(std::atoi(it->second.c_str()), 1, 1000);
-    }
-    if (auto it = req.query.find("pageToken"); it != req.query.end() && !it->second.empty()) {
-      opts.after_id = std::atoll(it->second.c_str());
-    }
-    if (auto it = req.query.find("filter"); it != req.query.end() && !it->second.empty()) {
-      static const std::regex kState(R"re(^\s*state\s*=\s*"?([A-Z_]+)"?\s*$)re");
-      std::smatch m;
-      if (!std::regex_match(it->second, m, kState) || !spec::ParseJobState(m[1].str())) {
-        return Error(InvalidArgument(
-            "filter: only state=\"JOB_STATE_...\" is supported yet, got '" + it->second + "'"));
-      }
-      opts.state = spec::ParseJobState(m[1].str());
-    }
-    auto jobs = d_.store->ListJobs(opts);
+    auto opts = ParseListOptions(req);
+    if (!opts.ok()) return Error(opts.status());
+    auto jobs = d_.store->ListJobs(*opts);
     if (!jobs.ok()) return Error(jobs.status());
     json out = {{"customJobs", json::array()}};
     for (const store::JobRecord& r : *jobs) out["customJobs"].push_back(RenderJob(r));
-    if (static_cast<int>(jobs->size()) == opts.limit)
+    if (static_cast<int>(jobs->size()) == opts->limit)
       out["nextPageToken"] = std::to_string(jobs->back().id);
     return Json(out);
   }

@@ -3,9 +3,8 @@
 // hyperparameterTuningJobs). Internal to src/api.
 #pragma once
 
-#include <optional>
-
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "api/api.h"
 #include "spec/custom_job.h"
@@ -20,6 +19,10 @@ http::Response Json(const nlohmann::json& j, int status = 200);
 http::Response Error(const Status& s);
 // The Vertex CustomJob JSON of a stored job.
 nlohmann::json RenderJob(const store::JobRecord& r);
+
+// pageSize (1..1000, default 100), pageToken and filter (state="JOB_STATE_X"
+// only, so far) of a list request. InvalidArgument naming the parameter.
+Result<store::ListOptions> ParseListOptions(const http::Request& req);
 
 // Checks everything about a CustomJob that can be checked before it is
 // stored: environments for its images, packages (present, safe tar.gz),

@@ -34,8 +34,8 @@ json RenderTrial(const store::StudyRecord& s, const store::TrialRecord& t) {
 
 json RenderStudy(const ApiDeps& d, const store::StudyRecord& s) {
   json j = s.spec;
-  j["name"] = "projects/" + s.project + "/locations/" + s.location +
-              "/hyperparameterTuningJobs/" + std::to_string(s.id);
+  j["name"] = "projects/" + s.project + "/locations/" + s.location + "/hyperparameterTuningJobs/" +
+              std::to_string(s.id);
   j["state"] = spec::JobStateName(s.state);
   j["createTime"] = FormatRfc3339(s.create_time_us);
   j["updateTime"] = FormatRfc3339(s.update_time_us);
@@ -99,9 +99,9 @@ http::Response AddMeasurement(const ApiDeps& d, int64_t study_id, int64_t trial_
                               const std::string& body) {
   json j = json::parse(body, nullptr, false);
   if (!j.is_object() || !j["measurement"].is_object()) {
-    return Error(InvalidArgument(
-        "body: expected {\"measurement\": {\"stepCount\": \"1\", \"metrics\": "
-        "[{\"metricId\": \"accuracy\", \"value\": 0.9}]}}"));
+    return Error(
+        InvalidArgument("body: expected {\"measurement\": {\"stepCount\": \"1\", \"metrics\": "
+                        "[{\"metricId\": \"accuracy\", \"value\": 0.9}]}}"));
   }
   const json& m = j["measurement"];
   json line = {{"timestamp", NowMicros() / 1e6}, {"trial", std::to_string(trial_id)}};
@@ -130,7 +130,8 @@ http::Response AddMeasurement(const ApiDeps& d, int64_t study_id, int64_t trial_
     }
     auto job = d.store->GetJob(t.job_id);
     if (!job.ok()) return Error(job.status());
-    std::filesystem::path dir = d.executor->ReplicaDir(job->id, job->attempt, "workerpool0-0") / "hypertune";
+    std::filesystem::path dir =
+        d.executor->ReplicaDir(job->id, job->attempt, "workerpool0-0") / "hypertune";
     Status s = MakeDirs(dir);
     if (s.ok()) s = AppendLine(dir / "pushed.metrics", line.dump());
     if (!s.ok()) return Error(s);
@@ -155,28 +156,17 @@ std::optional<http::Response> HandleTuningRoutes(const ApiDeps& d, const http::R
   }
   if (std::regex_match(req.path, m, kStudies)) {
     if (req.method == "POST") return Submit(d, m[1], m[2], req.body);
-    if (req.method != "GET") return Error(InvalidArgument("method " + req.method + " is not supported"));
-    store::ListOptions opts;
-    if (auto it = req.query.find("pageSize"); it != req.query.end()) {
-      opts.limit = std::clamp(std::atoi(it->second.c_str()), 1, 1000);
-    }
-    if (auto it = req.query.find("pageToken"); it != req.query.end() && !it->second.empty()) {
-      opts.after_id = std::atoll(it->second.c_str());
-    }
-    if (auto it = req.query.find("filter"); it != req.query.end() && !it->second.empty()) {
-      static const std::regex kState(R"re(^\s*state\s*=\s*"?([A-Z_]+)"?\s*$)re");
-      std::smatch f;
-      if (!std::regex_match(it->second, f, kState) || !spec::ParseJobState(f[1].str())) {
-        return Error(InvalidArgument("filter: only state=\"JOB_STATE_...\" is supported, got '" +
-                                     it->second + "'"));
-      }
-      opts.state = spec::ParseJobState(f[1].str());
-    }
-    auto list = d.store->ListStudies(opts);
+    if (req.method != "GET")
+      return Error(InvalidArgument("method " + req.method + " is not supported"));
+    auto opts = ParseListOptions(req);
+    if (!opts.ok()) return Error(opts.status());
+    auto list = d.store->ListStudies(*opts);
     if (!list.ok()) return Error(list.status());
     json out = {{"hyperparameterTuningJobs", json::array()}};
-    for (const store::StudyRecord& s : *list) out["hyperparameterTuningJobs"].push_back(RenderStudy(d, s));
-    if (static_cast<int>(list->size()) == opts.limit) out["nextPageToken"] = std::to_string(list->back().id);
+    for (const store::StudyRecord& s : *list)
+      out["hyperparameterTuningJobs"].push_back(RenderStudy(d, s));
+    if (static_cast<int>(list->size()) == opts->limit)
+      out["nextPageToken"] = std::to_string(list->back().id);
     return Json(out);
   }
   if (std::regex_match(req.path, m, kStudy)) {

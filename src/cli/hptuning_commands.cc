@@ -46,11 +46,12 @@ void PrintStudy(const json& j) {
   bool maximize = j["studySpec"]["metrics"][0].value("goal", "MAXIMIZE") != "MINIMIZE";
   std::cout << "Tuning job " << IdOf(j) << "  " << j["displayName"].get<std::string>() << "\n";
   std::cout << "  state:    " << j["state"].get<std::string>() << "\n";
-  std::cout << "  trials:   " << j["trials"].size() << " of " << j.value("maxTrialCount", 1)
-            << " (" << j.value("parallelTrialCount", 1) << " at a time), algorithm "
+  std::cout << "  trials:   " << j["trials"].size() << " of " << j.value("maxTrialCount", 1) << " ("
+            << j.value("parallelTrialCount", 1) << " at a time), algorithm "
             << j["studySpec"].value("algorithm", "ALGORITHM_UNSPECIFIED") << "\n";
   std::cout << "  metric:   " << metric << " (" << (maximize ? "maximize" : "minimize") << ")\n";
-  if (j.contains("error")) std::cout << "  error:    " << j["error"]["message"].get<std::string>() << "\n";
+  if (j.contains("error"))
+    std::cout << "  error:    " << j["error"]["message"].get<std::string>() << "\n";
   int best = -1;
   std::optional<double> best_value;
   for (size_t i = 0; i < j["trials"].size(); ++i) {
@@ -66,7 +67,8 @@ void PrintStudy(const json& j) {
     const json& t = j["trials"][i];
     std::string params;
     for (const json& p : t["parameters"]) {
-      params += (params.empty() ? "" : " ") + p["parameterId"].get<std::string>() + "=" + ValueText(p["value"]);
+      params += (params.empty() ? "" : " ") + p["parameterId"].get<std::string>() + "=" +
+                ValueText(p["value"]);
     }
     auto v = Objective(t, metric);
     char value[32] = "-";
@@ -89,7 +91,8 @@ int HptuningSubmit(const Globals& g, const HptuningFlags& f) {
   if (!text.ok()) return Report(InvalidArgument("--config: cannot read " + f.config));
   auto j = ParseYamlOrJson(*text, f.config);
   if (!j.ok()) return Report(j.status());
-  if (!j->is_object()) return Report(InvalidArgument(f.config + ": expected a HyperparameterTuningJob mapping"));
+  if (!j->is_object())
+    return Report(InvalidArgument(f.config + ": expected a HyperparameterTuningJob mapping"));
   // Flags override the file, as gcloud's do.
   if (!f.display_name.empty()) (*j)["displayName"] = f.display_name;
   if (f.max_trial_count > 0) (*j)["maxTrialCount"] = f.max_trial_count;
@@ -98,8 +101,9 @@ int HptuningSubmit(const Globals& g, const HptuningFlags& f) {
     std::string a;
     for (char c : f.algorithm) a += c == '-' ? '_' : static_cast<char>(std::toupper(c));
     if (a != "ALGORITHM_UNSPECIFIED" && a != "GRID_SEARCH" && a != "RANDOM_SEARCH") {
-      return Report(InvalidArgument("--algorithm: '" + f.algorithm +
-                                    "' is not one of algorithm-unspecified, grid-search, random-search"));
+      return Report(
+          InvalidArgument("--algorithm: '" + f.algorithm +
+                          "' is not one of algorithm-unspecified, grid-search, random-search"));
     }
     (*j)["studySpec"]["algorithm"] = a;
   }
@@ -113,7 +117,8 @@ int HptuningSubmit(const Globals& g, const HptuningFlags& f) {
   if (g.format == "json") {
     std::cout << created->dump(2) << "\n";
   } else {
-    std::cout << "Submitted tuning job " << id << " (" << (*created)["displayName"].get<std::string>()
+    std::cout << "Submitted tuning job " << id << " ("
+              << (*created)["displayName"].get<std::string>()
               << "): " << (*created)["state"].get<std::string>() << "\n";
   }
   if (!f.follow) {
@@ -170,7 +175,8 @@ int HptuningList(const Globals& g) {
   for (const json& s : (*j)["hyperparameterTuningJobs"]) {
     std::printf("%-6s %-24s %-22s %zu/%d\n", IdOf(s).c_str(),
                 s["displayName"].get<std::string>().substr(0, 24).c_str(),
-                s["state"].get<std::string>().c_str(), s["trials"].size(), s.value("maxTrialCount", 1));
+                s["state"].get<std::string>().c_str(), s["trials"].size(),
+                s.value("maxTrialCount", 1));
   }
   return 0;
 }

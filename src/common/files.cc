@@ -80,7 +80,8 @@ Status AppendLine(const std::filesystem::path& path, std::string_view line) {
   std::string data(line);
   data += '\n';
   ssize_t n = ::write(fd, data.data(), data.size());
-  Status s = n == static_cast<ssize_t>(data.size()) ? OkStatus() : ErrnoStatus("cannot append to", path);
+  Status s =
+      n == static_cast<ssize_t>(data.size()) ? OkStatus() : ErrnoStatus("cannot append to", path);
   ::close(fd);
   return s;
 }

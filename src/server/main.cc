@@ -139,9 +139,11 @@ int main(int argc, char** argv) {
   std::string url = "http://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) +
                     ":" + std::to_string(*bound);
   // Trainers on this machine reach the API here (to push metrics).
-  config->api_url = "http://" +
-                    std::string(host == "0.0.0.0" || host == "::" ? "127.0.0.1" : url.substr(7, url.rfind(':') - 7)) +
-                    ":" + std::to_string(*bound);
+  config->api_url =
+      "http://" +
+      std::string(host == "0.0.0.0" || host == "::" ? "127.0.0.1"
+                                                    : url.substr(7, url.rfind(':') - 7)) +
+      ":" + std::to_string(*bound);
   if (Status s = controller.Start(); !s.ok()) return Fail(s.message());
   http_server.Start();
   if (Status s = WriteFileAtomic(data / "stokerd.addr", url + "\n"); !s.ok())

@@ -8,9 +8,8 @@
 // cancelled it. All state is in the store (studies, trials, jobs), so a
 // restarted daemon continues the same study; suggestions are deterministic
 // given the study id and the trials so far.
-#include <sys/stat.h>
-
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include "common/files.h"
 #include "common/time.h"
@@ -91,8 +90,8 @@ void Controller::AdoptStudy(store::StudyRecord rec) {
 bool Controller::MoveStudy(Study& s, JobState to, store::TransitionUpdate update) {
   Status st = store_.TransitionStudy(s.rec.id, s.rec.state, to, update);
   if (!st.ok()) {
-    spdlog::error("study {}: cannot record {} -> {}: {}", s.rec.id,
-                  spec::JobStateName(s.rec.state), spec::JobStateName(to), st.ToString());
+    spdlog::error("study {}: cannot record {} -> {}: {}", s.rec.id, spec::JobStateName(s.rec.state),
+                  spec::JobStateName(to), st.ToString());
     return false;
   }
   s.rec.state = to;
@@ -107,7 +106,8 @@ void Controller::FinishStudy(Study& s, JobState to, int error_code, const std::s
     u.error_message = message;
   }
   if (MoveStudy(s, to, u)) {
-    spdlog::info("study {} {}{}", s.rec.id, spec::JobStateName(to), message.empty() ? "" : ": " + message);
+    spdlog::info("study {} {}{}", s.rec.id, spec::JobStateName(to),
+                 message.empty() ? "" : ": " + message);
   }
 }
 
@@ -172,7 +172,8 @@ void Controller::UpdateTrial(Study& s, store::TrialRecord& t) {
     bool elapsed = study.stopping.use_elapsed_duration;
     std::vector<tune::Curve> completed;
     for (const store::TrialRecord& o : s.trials) {
-      if (o.state == TrialState::kSucceeded) completed.push_back(ToCurve(o.measurements, metric.metric_id, elapsed));
+      if (o.state == TrialState::kSucceeded)
+        completed.push_back(ToCurve(o.measurements, metric.metric_id, elapsed));
     }
     tune::Curve running = ToCurve(t.measurements, metric.metric_id, elapsed);
     bool minimize = metric.goal == spec::Goal::kMinimize;
@@ -186,8 +187,9 @@ void Controller::UpdateTrial(Study& s, store::TrialRecord& t) {
       t.state = TrialState::kStopping;
       t.stopped_early = true;
       dirty = true;
-      StopTrialJob(t.job_id, "trial " + std::to_string(t.trial_id) +
-                                 " stopped early: its measurements fall behind the completed trials");
+      StopTrialJob(t.job_id,
+                   "trial " + std::to_string(t.trial_id) +
+                       " stopped early: its measurements fall behind the completed trials");
     }
   }
 
@@ -202,10 +204,12 @@ void Controller::UpdateTrial(Study& s, store::TrialRecord& t) {
       t.state = TrialState::kInfeasible;
       t.infeasible_reason = "the trial ended without reporting metric '" + metric.metric_id +
                             "' (report it with hypertune: report_hyperparameter_tuning_metric("
-                            "hyperparameter_metric_tag='" + metric.metric_id + "', ...))";
+                            "hyperparameter_metric_tag='" +
+                            metric.metric_id + "', ...))";
     } else if (job->state == JobState::kFailed) {
       t.state = TrialState::kInfeasible;
-      t.infeasible_reason = "trial job " + std::to_string(job->id) + " failed: " + FirstLine(job->error_message);
+      t.infeasible_reason =
+          "trial job " + std::to_string(job->id) + " failed: " + FirstLine(job->error_message);
     } else {
       t.state = TrialState::kInfeasible;
       t.infeasible_reason = "trial job " + std::to_string(job->id) + " was cancelled";
@@ -290,16 +294,19 @@ void Controller::SuggestTrials(Study& s) {
       ++running;
     } else if (t.state == TrialState::kSucceeded) {
       auto v = MetricValue(t.final_measurement, metric.metric_id);
-      done.push_back({std::move(a), v ? tune::MinimizationObjective(*v, maximize) : 0.0, v.has_value()});
+      done.push_back(
+          {std::move(a), v ? tune::MinimizationObjective(*v, maximize) : 0.0, v.has_value()});
     } else {
       done.push_back({std::move(a), 0.0, false});
     }
   }
   int parallel = std::max(1, s.job.parallel_trial_count);
-  int count = std::min(parallel - running, s.job.max_trial_count - static_cast<int>(s.trials.size()));
+  int count =
+      std::min(parallel - running, s.job.max_trial_count - static_cast<int>(s.trials.size()));
   // Seeded by the study and its progress: a restarted daemon suggests the same points.
   tune::Rng rng(static_cast<uint64_t>(s.rec.id) * 1'000'003ULL + s.trials.size());
-  std::vector<tune::Assignment> suggestions = s.sampler->Suggest(s.space, done, pending, count, rng);
+  std::vector<tune::Assignment> suggestions =
+      s.sampler->Suggest(s.space, done, pending, count, rng);
   if (static_cast<int>(suggestions.size()) < count &&
       study.algorithm == spec::Algorithm::kGridSearch) {
     s.grid_exhausted = true;
@@ -318,14 +325,16 @@ void Controller::SuggestTrials(Study& s) {
     cj.job_spec = s.job.trial_job_spec;
     std::vector<std::string> args = TrialArgs(study, a);
     for (spec::WorkerPoolSpec& pool : cj.job_spec.worker_pool_specs) {
-      std::vector<std::string>* pool_args = pool.python_package_spec ? &pool.python_package_spec->args
-                                            : pool.container_spec      ? &pool.container_spec->args
-                                                                       : nullptr;
+      std::vector<std::string>* pool_args = pool.python_package_spec
+                                                ? &pool.python_package_spec->args
+                                            : pool.container_spec ? &pool.container_spec->args
+                                                                  : nullptr;
       if (pool_args) pool_args->insert(pool_args->end(), args.begin(), args.end());
     }
     std::string base = cj.job_spec.base_output_directory;
     if (base.empty()) {
-      base = std::string("gs://") + kDefaultOutputBucket + "/hptuning-" + std::to_string(s.rec.id) + "/";
+      base = std::string("gs://") + kDefaultOutputBucket + "/hptuning-" + std::to_string(s.rec.id) +
+             "/";
     }
     if (base.back() != '/') base += '/';
     cj.job_spec.base_output_directory = base + tid + "/";

@@ -73,7 +73,8 @@ spec::ParameterValue ToSpecValue(const spec::ParameterSpec& p, const tune::Value
 
 tune::Space ToTuneSpace(const spec::StudySpec& study) {
   tune::Space space;
-  for (const spec::ParameterSpec& p : study.parameters) space.parameters.push_back(ToTuneParameter(p));
+  for (const spec::ParameterSpec& p : study.parameters)
+    space.parameters.push_back(ToTuneParameter(p));
   return space;
 }
 
@@ -107,7 +108,8 @@ tune::Assignment AssignmentFromJson(const json& parameters) {
   return a;
 }
 
-std::vector<std::string> TrialArgs(const spec::StudySpec& study, const tune::Assignment& assignment) {
+std::vector<std::string> TrialArgs(const spec::StudySpec& study,
+                                   const tune::Assignment& assignment) {
   std::vector<const spec::ParameterSpec*> all;
   Flatten(study.parameters, &all);
   std::vector<std::string> args;
@@ -152,7 +154,8 @@ json ParseMetricsFile(const std::string& text, int64_t trial_start_us) {
         if (std::isfinite(v)) metrics.push_back({{"metricId", key}, {"value", v}});
       }
     }
-    out.push_back({{"stepCount", step}, {"elapsedDuration", FormatDuration(std::round(elapsed * 1000) / 1000)},
+    out.push_back({{"stepCount", step},
+                   {"elapsedDuration", FormatDuration(std::round(elapsed * 1000) / 1000)},
                    {"metrics", metrics}});
   }
   return out;

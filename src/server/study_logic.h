@@ -4,11 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "spec/study.h"
 #include "tune/space.h"
@@ -27,7 +26,8 @@ tune::Assignment AssignmentFromJson(const nlohmann::json& parameters);
 // `--<parameterId>=<value>` for every active parameter, values formatted as
 // spec::FormatParameterValue does (integers without a decimal point,
 // discrete values as the spec wrote them).
-std::vector<std::string> TrialArgs(const spec::StudySpec& study, const tune::Assignment& assignment);
+std::vector<std::string> TrialArgs(const spec::StudySpec& study,
+                                   const tune::Assignment& assignment);
 
 // Measurements from the text of a hypertune metrics file: one per line that
 // parses, in file order: {"stepCount": "<global_step>", "elapsedDuration":

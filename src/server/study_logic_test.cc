@@ -31,7 +31,8 @@ trialJobSpec:
   workerPoolSpecs:
   - machineSpec: {machineType: n1-standard-4}
     containerSpec: {imageUri: x, command: ["true"]}
-)", "s.yaml");
+)",
+                           "s.yaml");
   auto job = spec::ParseHyperparameterTuningJob(*j);
   EXPECT_TRUE(job.ok()) << job.status().ToString();
   return job->study_spec;
@@ -49,10 +50,13 @@ TEST(StudyLogicTest, ConvertsEveryParameterKindToTheTunerSpace) {
 }
 
 TEST(StudyLogicTest, TrialArgsFormatValuesAsTheSpecWritesThem) {
-  tune::Assignment a = {{"lr", 0.001}, {"batch_size", 64.0}, {"units", 17.0},
-                        {"optimizer", std::string("sgd")}, {"momentum", 0.5}};
-  std::vector<std::string> want = {"--lr=0.001", "--batch_size=64", "--units=17",
-                                   "--optimizer=sgd", "--momentum=0.5"};
+  tune::Assignment a = {{"lr", 0.001},
+                        {"batch_size", 64.0},
+                        {"units", 17.0},
+                        {"optimizer", std::string("sgd")},
+                        {"momentum", 0.5}};
+  std::vector<std::string> want = {"--lr=0.001", "--batch_size=64", "--units=17", "--optimizer=sgd",
+                                   "--momentum=0.5"};
   EXPECT_EQ(TrialArgs(Study(), a), want);
   json params = ParametersJson(Study(), a);
   EXPECT_EQ(params[2]["value"], 17);

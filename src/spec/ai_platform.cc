@@ -11,12 +11,17 @@
 
 #include "common/time.h"
 #include "spec/gcloud_flags.h"
+#include "spec/json_fields.h"
 
 namespace stoker::spec {
 namespace {
 
+using internal::Contains;
+using internal::Join;
+using internal::JoinNames;
+using internal::kAcceleratorTypes;
+using internal::Names;
 using nlohmann::json;
-using Names = std::vector<std::string_view>;
 
 // Reference §6, TrainingInput, in the discovery document's order.
 const Names kTrainingInputFields = {"scaleTier",
@@ -132,23 +137,6 @@ const std::array<Role, 4> kRoles = {{
      "--parameter-server-machine-type"},
     {"evaluator", "evaluatorType", "evaluatorConfig", "evaluatorCount", ""},
 }};
-
-bool Contains(const Names& names, std::string_view s) {
-  return std::find(names.begin(), names.end(), s) != names.end();
-}
-
-std::string JoinNames(const Names& names) {
-  std::string out;
-  for (auto n : names) {
-    if (!out.empty()) out += ", ";
-    out += n;
-  }
-  return out;
-}
-
-std::string Join(const std::string& base, std::string_view key) {
-  return base.empty() ? std::string(key) : base + "." + std::string(key);
-}
 
 std::string SnakeToCamel(std::string_view key) {
   std::string out;

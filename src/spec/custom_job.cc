@@ -25,6 +25,7 @@ using internal::FormatSeconds;
 using internal::Get;
 using internal::Join;
 using internal::JoinNames;
+using internal::kAcceleratorTypes;
 using internal::Kind;
 using internal::kInt32Max;
 using internal::kInt32Min;
@@ -49,25 +50,6 @@ constexpr size_t kMaxPools = 4;
 constexpr size_t kMaxEnv = 100;
 constexpr size_t kMaxPackageUris = 100;
 
-// Reference §1.8, without ACCELERATOR_TYPE_UNSPECIFIED (which means "none").
-const Names kAcceleratorTypes = {"NVIDIA_TESLA_K80",
-                                 "NVIDIA_TESLA_P100",
-                                 "NVIDIA_TESLA_V100",
-                                 "NVIDIA_TESLA_P4",
-                                 "NVIDIA_TESLA_T4",
-                                 "TPU_V2",
-                                 "TPU_V3",
-                                 "NVIDIA_TESLA_A100",
-                                 "NVIDIA_A100_80GB",
-                                 "TPU_V4_POD",
-                                 "NVIDIA_L4",
-                                 "TPU_V5_LITEPOD",
-                                 "NVIDIA_H100_80GB",
-                                 "NVIDIA_H100_MEGA_80GB",
-                                 "NVIDIA_H200_141GB",
-                                 "NVIDIA_B200",
-                                 "NVIDIA_GB200",
-                                 "NVIDIA_RTX_PRO_6000"};
 // Reference §1.7, without STRATEGY_UNSPECIFIED (which means STANDARD).
 const Names kStrategies = {"STANDARD", "SPOT", "FLEX_START", "ON_DEMAND", "LOW_COST"};
 

@@ -6,11 +6,17 @@
 #include <string_view>
 #include <utility>
 
+#include "spec/json_fields.h"
+
 namespace stoker::spec {
 namespace {
 
+using internal::Contains;
+using internal::Join;
+using internal::JoinNames;
+using internal::kAcceleratorTypes;
+using internal::Names;
 using nlohmann::json;
-using Names = std::vector<std::string_view>;
 
 // Reference §5.1, in gcloud's help order.
 const Names kPoolKeys = {"machine-type",        "replica-count",
@@ -25,38 +31,6 @@ const Names kHardwareKeys = {"machine-type", "replica-count", "accelerator-type"
 // Keys that only mean something with local-package-path (autopackaging).
 const Names kLocalOnlyKeys = {"script", "requirements", "extra-packages", "extra-dirs",
                               "output-image-uri"};
-// Reference §1.8: the names gcloud accepts (they start with NVIDIA or TPU).
-const Names kAcceleratorTypes = {"NVIDIA_TESLA_K80",
-                                 "NVIDIA_TESLA_P100",
-                                 "NVIDIA_TESLA_V100",
-                                 "NVIDIA_TESLA_P4",
-                                 "NVIDIA_TESLA_T4",
-                                 "TPU_V2",
-                                 "TPU_V3",
-                                 "NVIDIA_TESLA_A100",
-                                 "NVIDIA_A100_80GB",
-                                 "TPU_V4_POD",
-                                 "NVIDIA_L4",
-                                 "TPU_V5_LITEPOD",
-                                 "NVIDIA_H100_80GB",
-                                 "NVIDIA_H100_MEGA_80GB",
-                                 "NVIDIA_H200_141GB",
-                                 "NVIDIA_B200",
-                                 "NVIDIA_GB200",
-                                 "NVIDIA_RTX_PRO_6000"};
-
-bool Contains(const Names& names, std::string_view s) {
-  return std::find(names.begin(), names.end(), s) != names.end();
-}
-
-std::string JoinNames(const Names& names) {
-  std::string out;
-  for (auto n : names) {
-    if (!out.empty()) out += ", ";
-    out += n;
-  }
-  return out;
-}
 
 std::string Upper(std::string s) {
   for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));

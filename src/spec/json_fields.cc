@@ -12,6 +12,25 @@ namespace stoker::spec::internal {
 
 using nlohmann::json;
 
+const Names kAcceleratorTypes = {"NVIDIA_TESLA_K80",
+                                 "NVIDIA_TESLA_P100",
+                                 "NVIDIA_TESLA_V100",
+                                 "NVIDIA_TESLA_P4",
+                                 "NVIDIA_TESLA_T4",
+                                 "TPU_V2",
+                                 "TPU_V3",
+                                 "NVIDIA_TESLA_A100",
+                                 "NVIDIA_A100_80GB",
+                                 "TPU_V4_POD",
+                                 "NVIDIA_L4",
+                                 "TPU_V5_LITEPOD",
+                                 "NVIDIA_H100_80GB",
+                                 "NVIDIA_H100_MEGA_80GB",
+                                 "NVIDIA_H200_141GB",
+                                 "NVIDIA_B200",
+                                 "NVIDIA_GB200",
+                                 "NVIDIA_RTX_PRO_6000"};
+
 bool Contains(const Names& names, std::string_view s) {
   return std::find(names.begin(), names.end(), s) != names.end();
 }

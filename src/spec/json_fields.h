@@ -51,6 +51,10 @@ std::string QuoteHint(const nlohmann::json& v);
 // UTF-8 code points, as Vertex counts length limits.
 size_t Utf8Length(const std::string& s);
 std::string SnakeToCamel(std::string_view key);
+// Vertex AcceleratorType names (reference §1.8) without
+// ACCELERATOR_TYPE_UNSPECIFIED, which means "none".
+extern const Names kAcceleratorTypes;
+
 // Case-insensitive Levenshtein distance, for "did you mean".
 size_t EditDistance(std::string_view a, std::string_view b);
 

@@ -85,6 +85,47 @@ JobRecord ReadJob(Stmt& s) {
   return r;
 }
 
+// Runs `sql` (with `bind` applied) and reads every row with `read`.
+template <typename Read, typename Bind>
+auto SelectRows(sqlite3* db, const std::string& sql, Bind bind, Read read, const char* what)
+    -> Result<std::vector<decltype(read(std::declval<Stmt&>()))>> {
+  Stmt s(db, sql.c_str());
+  bind(s);
+  std::vector<decltype(read(s))> out;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) out.push_back(read(s));
+  if (rc != SQLITE_DONE) return SqliteError(db, what);
+  return out;
+}
+
+// A page of rows of `table` in id order (ListOptions), read with `read`.
+template <typename Read>
+auto ListPage(sqlite3* db, const char* columns, const char* table, const ListOptions& options,
+              Read read, const char* what) {
+  std::string sql = std::string("SELECT ") + columns + " FROM " + table + " WHERE id > ?";
+  if (options.state) sql += " AND state = ?";
+  sql += " ORDER BY id LIMIT ?";
+  return SelectRows(
+      db, sql,
+      [&](Stmt& s) {
+        int i = 1;
+        s.Bind(i++, options.after_id);
+        if (options.state) s.Bind(i++, static_cast<int64_t>(*options.state));
+        s.Bind(i++, static_cast<int64_t>(options.limit));
+      },
+      read, what);
+}
+
+// Rows of `table` not in a terminal state, oldest first.
+template <typename Read>
+auto ActiveRows(sqlite3* db, const char* columns, const char* table, Read read, const char* what) {
+  return SelectRows(
+      db,
+      std::string("SELECT ") + columns + " FROM " + table +
+          " WHERE state NOT IN (4, 5, 7) ORDER BY id",
+      [](Stmt&) {}, read, what);
+}
+
 constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS jobs(
   id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -337,8 +378,8 @@ Result<JobRecord> Store::GetJob(int64_t id) {
 Result<JobRecord> Store::GetJobByLegacyId(const std::string& project,
                                           const std::string& legacy_job_id) {
   std::lock_guard lock(mu_);
-  std::string sql = std::string("SELECT ") + kJobColumns +
-                    " FROM jobs WHERE project = ? AND legacy_job_id = ?";
+  std::string sql =
+      std::string("SELECT ") + kJobColumns + " FROM jobs WHERE project = ? AND legacy_job_id = ?";
   Stmt s(db_, sql.c_str());
   s.Bind(1, project);
   s.Bind(2, legacy_job_id);
@@ -352,31 +393,12 @@ Result<JobRecord> Store::GetJobByLegacyId(const std::string& project,
 
 Result<std::vector<JobRecord>> Store::ListJobs(const ListOptions& options) {
   std::lock_guard lock(mu_);
-  std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id > ?";
-  if (options.state) sql += " AND state = ?";
-  sql += " ORDER BY id LIMIT ?";
-  Stmt s(db_, sql.c_str());
-  int i = 1;
-  s.Bind(i++, options.after_id);
-  if (options.state) s.Bind(i++, static_cast<int64_t>(*options.state));
-  s.Bind(i++, static_cast<int64_t>(options.limit));
-  std::vector<JobRecord> out;
-  int rc;
-  while ((rc = s.Step()) == SQLITE_ROW) out.push_back(ReadJob(s));
-  if (rc != SQLITE_DONE) return SqliteError(db_, "list jobs");
-  return out;
+  return ListPage(db_, kJobColumns, "jobs", options, ReadJob, "list jobs");
 }
 
 Result<std::vector<JobRecord>> Store::ActiveJobs() {
   std::lock_guard lock(mu_);
-  std::string sql =
-      std::string("SELECT ") + kJobColumns + " FROM jobs WHERE state NOT IN (4, 5, 7) ORDER BY id";
-  Stmt s(db_, sql.c_str());
-  std::vector<JobRecord> out;
-  int rc;
-  while ((rc = s.Step()) == SQLITE_ROW) out.push_back(ReadJob(s));
-  if (rc != SQLITE_DONE) return SqliteError(db_, "list active jobs");
-  return out;
+  return ActiveRows(db_, kJobColumns, "jobs", ReadJob, "list active jobs");
 }
 
 Status Store::RequestCancel(int64_t id) {
@@ -487,12 +509,18 @@ Result<std::vector<Event>> Store::Events(int64_t id) {
 
 std::string_view TrialStateName(TrialState s) {
   switch (s) {
-    case TrialState::kUnspecified: return "STATE_UNSPECIFIED";
-    case TrialState::kRequested: return "REQUESTED";
-    case TrialState::kActive: return "ACTIVE";
-    case TrialState::kStopping: return "STOPPING";
-    case TrialState::kSucceeded: return "SUCCEEDED";
-    case TrialState::kInfeasible: return "INFEASIBLE";
+    case TrialState::kUnspecified:
+      return "STATE_UNSPECIFIED";
+    case TrialState::kRequested:
+      return "REQUESTED";
+    case TrialState::kActive:
+      return "ACTIVE";
+    case TrialState::kStopping:
+      return "STOPPING";
+    case TrialState::kSucceeded:
+      return "SUCCEEDED";
+    case TrialState::kInfeasible:
+      return "INFEASIBLE";
   }
   return "STATE_UNSPECIFIED";
 }
@@ -544,7 +572,8 @@ TrialRecord ReadTrial(Stmt& s) {
 }  // namespace
 
 Result<StudyRecord> Store::CreateStudy(const std::string& project, const std::string& location,
-                                       const std::string& display_name, const nlohmann::json& spec) {
+                                       const std::string& display_name,
+                                       const nlohmann::json& spec) {
   std::lock_guard lock(mu_);
   int64_t now = NowMicros();
   Stmt s(db_,
@@ -584,31 +613,12 @@ Result<StudyRecord> Store::GetStudy(int64_t id) {
 
 Result<std::vector<StudyRecord>> Store::ListStudies(const ListOptions& options) {
   std::lock_guard lock(mu_);
-  std::string sql = std::string("SELECT ") + kStudyColumns + " FROM studies WHERE id > ?";
-  if (options.state) sql += " AND state = ?";
-  sql += " ORDER BY id LIMIT ?";
-  Stmt s(db_, sql.c_str());
-  int i = 1;
-  s.Bind(i++, options.after_id);
-  if (options.state) s.Bind(i++, static_cast<int64_t>(*options.state));
-  s.Bind(i++, static_cast<int64_t>(options.limit));
-  std::vector<StudyRecord> out;
-  int rc;
-  while ((rc = s.Step()) == SQLITE_ROW) out.push_back(ReadStudy(s));
-  if (rc != SQLITE_DONE) return SqliteError(db_, "list studies");
-  return out;
+  return ListPage(db_, kStudyColumns, "studies", options, ReadStudy, "list studies");
 }
 
 Result<std::vector<StudyRecord>> Store::ActiveStudies() {
   std::lock_guard lock(mu_);
-  std::string sql = std::string("SELECT ") + kStudyColumns +
-                    " FROM studies WHERE state NOT IN (4, 5, 7) ORDER BY id";
-  Stmt s(db_, sql.c_str());
-  std::vector<StudyRecord> out;
-  int rc;
-  while ((rc = s.Step()) == SQLITE_ROW) out.push_back(ReadStudy(s));
-  if (rc != SQLITE_DONE) return SqliteError(db_, "list active studies");
-  return out;
+  return ActiveRows(db_, kStudyColumns, "studies", ReadStudy, "list active studies");
 }
 
 Status Store::RequestStudyCancel(int64_t id) {
@@ -705,14 +715,15 @@ Status Store::UpdateTrial(const TrialRecord& t) {
   s.Bind(8, t.study_id);
   s.Bind(9, t.trial_id);
   if (s.Step() != SQLITE_DONE) return SqliteError(db_, "update trial");
-  if (sqlite3_changes(db_) != 1) return NotFound("trial " + std::to_string(t.trial_id) + " does not exist");
+  if (sqlite3_changes(db_) != 1)
+    return NotFound("trial " + std::to_string(t.trial_id) + " does not exist");
   return OkStatus();
 }
 
 Result<std::vector<TrialRecord>> Store::Trials(int64_t study_id) {
   std::lock_guard lock(mu_);
-  std::string sql = std::string("SELECT ") + kTrialColumns +
-                    " FROM trials WHERE study_id = ? ORDER BY trial_id";
+  std::string sql =
+      std::string("SELECT ") + kTrialColumns + " FROM trials WHERE study_id = ? ORDER BY trial_id";
   Stmt s(db_, sql.c_str());
   s.Bind(1, study_id);
   std::vector<TrialRecord> out;
