@@ -2,8 +2,11 @@
 // that implement them. Every command returns the process exit code.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,6 +77,71 @@ int HptuningDescribe(const Globals& g, const std::string& id);
 int HptuningList(const Globals& g);
 int HptuningCancel(const Globals& g, const std::string& id);
 int HptuningLogs(const Globals& g, const std::string& id, const std::string& trial, bool follow);
+
+// `stoker ai custom-jobs ...`: gcloud's flags (gcloud_commands.cc).
+struct GcloudCreateFlags {
+  std::string display_name;
+  std::string config;
+  std::vector<std::string> worker_pool_specs;  // one per --worker-pool-spec, in order
+  std::optional<std::string> args;             // raw gcloud lists, split with SplitGcloudList
+  std::optional<std::string> command;
+  std::optional<std::string> python_package_uris;
+  std::optional<std::string> labels;  // KEY=VALUE,...
+  std::string region;                 // "" = the global --region
+  std::optional<std::string> network;
+  std::optional<std::string> service_account;
+  bool enable_web_access = false;
+  bool enable_dashboard_access = false;
+  std::optional<std::string> persistent_resource_id;
+  bool follow = false;
+};
+int AiCustomJobsCreate(const Globals& g, const GcloudCreateFlags& f);
+// ID or projects/P/locations/L/customJobs/ID.
+int AiCustomJobsDescribe(const Globals& g, const std::string& job);
+int AiCustomJobsList(const Globals& g, const std::string& filter);
+int AiCustomJobsCancel(const Globals& g, const std::string& job);
+int AiCustomJobsStreamLogs(const Globals& g, const std::string& job, const std::string& task_name);
+
+// `stoker jobs submit training JOB_ID`: gcloud ai-platform's flags (legacy_commands.cc).
+struct LegacySubmitFlags {
+  std::string job_id;
+  std::string config;  // a YAML/JSON Job with trainingInput
+  std::optional<std::string> job_dir;
+  std::string package_path;
+  std::optional<std::string> packages;  // comma list of local tar.gz or gs:// URIs
+  std::optional<std::string> module_name;
+  std::optional<std::string> staging_bucket;  // accepted; Stoker stages on its own
+  std::optional<std::string> region;
+  std::optional<std::string> scale_tier;
+  std::optional<std::string> master_machine_type;
+  std::optional<std::string> master_accelerator;
+  std::optional<int64_t> worker_count;
+  std::optional<std::string> worker_machine_type;
+  std::optional<std::string> worker_accelerator;
+  std::optional<int64_t> parameter_server_count;
+  std::optional<std::string> parameter_server_machine_type;
+  std::optional<std::string> parameter_server_accelerator;
+  std::optional<std::string> master_image_uri;
+  std::optional<std::string> worker_image_uri;
+  std::optional<std::string> parameter_server_image_uri;
+  std::optional<std::string> runtime_version;
+  std::optional<std::string> python_version;
+  std::optional<std::string> use_chief_in_tf_config;  // true/false
+  std::optional<std::string> network;
+  std::optional<std::string> service_account;
+  bool enable_web_access = false;
+  std::optional<std::string> kms_key;
+  std::optional<std::string> labels;   // KEY=VALUE,...
+  std::vector<std::string> user_args;  // after `--`
+  bool stream_logs = false;
+};
+int LegacySubmitTraining(const Globals& g, const LegacySubmitFlags& f);
+
+// Parses gcloud's --labels=KEY=VALUE,... (the flag named in errors).
+Result<std::map<std::string, std::string>> ParseLabelsFlag(const std::string& value);
+// Stages a local archive's bytes; returns its gs:// URI.
+Result<std::string> StageArchive(Connection& conn, const std::string& path,
+                                 const std::string& flag);
 
 int StorageCp(const Globals& g, const std::string& src, const std::string& dst);
 int StorageLs(const Globals& g, const std::string& uri);

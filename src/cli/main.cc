@@ -12,6 +12,97 @@ namespace fs = std::filesystem;
 using namespace stoker;
 using namespace stoker::cli;
 
+namespace {
+
+// Stands for an empty value of a gcloud list flag (see main).
+constexpr char kEmptyValue[] = "\x1e<empty>";
+
+bool IsGcloudListFlag(const std::string& arg) {
+  for (const char* f : {"--worker-pool-spec=", "--args=", "--command=", "--python-package-uris=",
+                        "--labels=", "--packages="}) {
+    if (arg == f) return true;
+  }
+  return false;
+}
+
+std::string Unempty(const std::string& v) { return v == kEmptyValue ? "" : v; }
+
+void AddGcloudCreateFlags(CLI::App* c, GcloudCreateFlags& f) {
+  auto opt = [c](const char* name, std::optional<std::string>& target, const char* help) {
+    c->add_option_function<std::string>(
+         name, [&target](const std::string& v) { target = Unempty(v); }, help)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  };
+  c->add_option("--display-name", f.display_name, "The job's display name")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  c->add_option("--config", f.config, "A CustomJobSpec (or CustomJob) YAML or JSON file");
+  c->add_option("--worker-pool-spec", f.worker_pool_specs,
+                "One worker pool, repeatable: machine-type=T,replica-count=N,container-image-uri=I "
+                "| executor-image-uri=I,python-module=M | "
+                "local-package-path=DIR,(python-module=M|script=S)")
+      ->allow_extra_args(false);
+  opt("--args", f.args, "Replace every pool's args: --args=--epochs=10,--lr=0.01");
+  opt("--command", f.command, "Replace every container pool's command");
+  opt("--python-package-uris", f.python_package_uris, "packageUris of every python pool");
+  opt("--labels", f.labels, "KEY=VALUE,... on the job");
+  c->add_option("--region", f.region, "The job's location (default: the global --region)");
+  opt("--network", f.network, "Accepted; kept on the job");
+  opt("--service-account", f.service_account, "Accepted; kept on the job");
+  c->add_flag("--enable-web-access", f.enable_web_access, "Accepted; kept on the job");
+  c->add_flag("--enable-dashboard-access", f.enable_dashboard_access, "Accepted; kept on the job");
+  opt("--persistent-resource-id", f.persistent_resource_id, "Accepted; kept on the job");
+  c->add_flag("--follow", f.follow,
+              "Stoker: stream logs until the job ends; exit 1 unless it succeeded");
+}
+
+void AddLegacySubmitFlags(CLI::App* c, LegacySubmitFlags& f) {
+  auto opt = [c](const char* name, std::optional<std::string>& target, const char* help) {
+    c->add_option_function<std::string>(
+         name, [&target](const std::string& v) { target = Unempty(v); }, help)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  };
+  auto count = [c](const char* name, std::optional<int64_t>& target, const char* help) {
+    c->add_option_function<int64_t>(
+        name, [&target](int64_t v) { target = v; }, help);
+  };
+  c->add_option("JOB", f.job_id, "The jobId: letters, digits and underscores")->required();
+  c->add_option("USER_ARGS", f.user_args, "After `--`: the trainer's arguments, verbatim");
+  c->add_option("--config", f.config, "A Job YAML or JSON file {trainingInput: ...}");
+  opt("--job-dir", f.job_dir, "gs:// output directory, passed as --job-dir");
+  c->add_option("--package-path", f.package_path, "The trainer package directory to pack");
+  opt("--packages", f.packages, "Local .tar.gz archives or gs:// URIs, comma-separated");
+  opt("--module-name", f.module_name, "The module to run, e.g. trainer.task");
+  opt("--staging-bucket", f.staging_bucket, "Accepted; Stoker stages packages itself");
+  opt("--region", f.region, "trainingInput.region (default: the global --region)");
+  opt("--scale-tier", f.scale_tier, "basic, standard-1, premium-1, basic-gpu or custom");
+  opt("--master-machine-type", f.master_machine_type, "masterType (custom tier)");
+  opt("--master-accelerator", f.master_accelerator, "type=TYPE,count=N");
+  count("--worker-count", f.worker_count, "workerCount");
+  opt("--worker-machine-type", f.worker_machine_type, "workerType");
+  opt("--worker-accelerator", f.worker_accelerator, "type=TYPE,count=N");
+  count("--parameter-server-count", f.parameter_server_count, "parameterServerCount");
+  opt("--parameter-server-machine-type", f.parameter_server_machine_type, "parameterServerType");
+  opt("--parameter-server-accelerator", f.parameter_server_accelerator, "type=TYPE,count=N");
+  opt("--master-image-uri", f.master_image_uri, "A custom container for the master");
+  opt("--worker-image-uri", f.worker_image_uri, "A custom container for the workers");
+  opt("--parameter-server-image-uri", f.parameter_server_image_uri,
+      "A custom container for the parameter servers");
+  opt("--runtime-version", f.runtime_version, "Picks the TensorFlow executor image");
+  opt("--python-version", f.python_version, "Accepted");
+  opt("--use-chief-in-tf-config", f.use_chief_in_tf_config, "Accepted (true or false)");
+  opt("--network", f.network, "Accepted; kept on the job");
+  opt("--service-account", f.service_account, "Accepted; kept on the job");
+  c->add_flag("--enable-web-access", f.enable_web_access, "Accepted; kept on the job");
+  opt("--kms-key", f.kms_key, "Accepted; kept on the job");
+  opt("--labels", f.labels, "KEY=VALUE,... on the job");
+  c->add_flag_function(
+      "--async", [](int64_t) {}, "Accepted (the default)");
+  c->add_flag("--stream-logs", f.stream_logs,
+              "Stream logs until the job ends; exit 1 unless it succeeded");
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"stoker: run Vertex AI-style training jobs on your own machines"};
   app.require_subcommand(1);
@@ -47,7 +138,15 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   submit->add_flag("--follow", sf.follow,
                    "Stream logs until the job ends; exit 1 unless it succeeded");
-  submit->callback([&] { rc = Submit(g, sf); });
+  // `jobs submit training JOB_ID`: gcloud ai-platform's flags (legacy_commands.cc).
+  LegacySubmitFlags lf;
+  auto* training = submit->add_subcommand(
+      "training", "Submit an AI Platform training job (gcloud ai-platform jobs submit training)");
+  AddLegacySubmitFlags(training, lf);
+  training->callback([&] { rc = LegacySubmitTraining(g, lf); });
+  submit->callback([&] {
+    if (!training->parsed()) rc = Submit(g, sf);
+  });
 
   std::string filter;
   auto* list = jobs->add_subcommand("list", "List jobs");
@@ -100,6 +199,50 @@ int main(int argc, char** argv) {
   hp_logs->add_flag("--follow,-f", hp_follow, "Keep streaming until the trial ends");
   hp_logs->callback([&] { rc = HptuningLogs(g, hp_id, trial, hp_follow); });
 
+  // `ai custom-jobs ...`: gcloud ai's commands and flags (gcloud_commands.cc).
+  auto* ai = app.add_subcommand("ai", "Vertex AI commands with gcloud ai's flags");
+  ai->require_subcommand(1);
+  auto* cj = ai->add_subcommand("custom-jobs", "gcloud ai custom-jobs");
+  cj->require_subcommand(1);
+  GcloudCreateFlags gf;
+  auto* cj_create = cj->add_subcommand("create", "Create a CustomJob from gcloud's flags");
+  AddGcloudCreateFlags(cj_create, gf);
+  cj_create->callback([&] {
+    for (std::string& v : gf.worker_pool_specs) v = Unempty(v);
+    rc = AiCustomJobsCreate(g, gf);
+  });
+  std::string cj_id, cj_region, cj_filter, task_name;
+  auto add_region = [&](CLI::App* cmd) {
+    cmd->add_option("--region", cj_region, "The job's location (default: the global --region)");
+  };
+  auto with_region = [&] {
+    Globals r = g;
+    if (!cj_region.empty()) r.region = cj_region;
+    return r;
+  };
+  auto* cj_describe = cj->add_subcommand("describe", "Show a job (ID or full resource name)");
+  cj_describe->add_option("CUSTOM_JOB", cj_id)->required();
+  add_region(cj_describe);
+  cj_describe->callback([&] { rc = AiCustomJobsDescribe(with_region(), cj_id); });
+  auto* cj_list = cj->add_subcommand("list", "List jobs");
+  cj_list->add_option("--filter", cj_filter, "e.g. state=\"JOB_STATE_RUNNING\"");
+  add_region(cj_list);
+  cj_list->callback([&] { rc = AiCustomJobsList(with_region(), cj_filter); });
+  auto* cj_cancel = cj->add_subcommand("cancel", "Cancel a job (ID or full resource name)");
+  cj_cancel->add_option("CUSTOM_JOB", cj_id)->required();
+  add_region(cj_cancel);
+  cj_cancel->callback([&] { rc = AiCustomJobsCancel(with_region(), cj_id); });
+  auto* cj_logs = cj->add_subcommand("stream-logs", "Stream a job's logs until it ends");
+  cj_logs->add_option("CUSTOM_JOB", cj_id)->required();
+  cj_logs->add_option("--task-name", task_name, "Only this replica, e.g. workerpool0-0");
+  double polling_interval = 60;
+  cj_logs->add_option("--polling-interval", polling_interval,
+                      "Accepted for gcloud compatibility; Stoker streams as the logs grow");
+  bool multiline = false;
+  cj_logs->add_flag("--allow-multiline-logs", multiline, "Accepted for gcloud compatibility");
+  add_region(cj_logs);
+  cj_logs->callback([&] { rc = AiCustomJobsStreamLogs(with_region(), cj_id, task_name); });
+
   auto* st = app.add_subcommand("storage", "Local buckets behind gs:// URIs");
   st->require_subcommand(1);
   std::string src, dst;
@@ -136,7 +279,23 @@ int main(int argc, char** argv) {
   });
 
   try {
-    app.parse(argc, argv);
+    // CLI11 reads `--flag=` (an empty value) as a flag without a value and
+    // takes the next argument; gcloud's lists give it a meaning (an empty
+    // --worker-pool-spec is an empty pool, an empty --args no args). Only
+    // the gcloud-style commands get this reading.
+    std::vector<std::string> args(argv + 1, argv + argc);
+    bool gcloud = false;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i] == "--") break;
+      if (args[i] == "custom-jobs" || (args[i] == "training" && i > 0 && args[i - 1] == "submit")) {
+        gcloud = true;
+      } else if (gcloud && IsGcloudListFlag(args[i])) {
+        args[i] += kEmptyValue;
+      }
+    }
+    std::vector<std::string> reversed(args.rbegin(), args.rend());
+    if (app.get_name().empty()) app.name(argv[0]);
+    app.parse(reversed);
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? 0 : 2;

@@ -446,6 +446,12 @@ Status ExtractTarGz(const fs::path& archive, const fs::path& dest, const Archive
 
 Result<std::string> PackSdist(const fs::path& package_dir, const std::string& name,
                               const std::string& version) {
+  return PackSdist(package_dir, name, version, {});
+}
+
+Result<std::string> PackSdist(const fs::path& package_dir, const std::string& name,
+                              const std::string& version,
+                              const std::vector<SdistFile>& extra_files) {
   STOKER_RETURN_IF_ERROR(CheckSdistToken(name, "package name", /*version=*/false));
   STOKER_RETURN_IF_ERROR(CheckSdistToken(version, "package version", /*version=*/true));
   std::error_code ec;
@@ -513,6 +519,23 @@ Result<std::string> PackSdist(const fs::path& package_dir, const std::string& na
                        {},
                        "from setuptools import setup, find_packages\nsetup(name='" + name +
                            "', version='" + version + "', packages=find_packages())\n"});
+  }
+  for (const SdistFile& f : extra_files) {
+    fs::path rel(f.path);
+    bool safe = !f.path.empty() && rel.is_relative() && f.path.find('\\') == std::string::npos;
+    for (const fs::path& part : rel) {
+      if (part == ".." || part == "." || part.empty()) safe = false;
+    }
+    if (!safe)
+      return InvalidArgument("sdist extra file '" + f.path + "': not a safe relative path");
+    std::string path = top + "/" + rel.generic_string();
+    for (const SdistMember& m : members) {
+      if (m.path == path) {
+        return InvalidArgument("sdist extra file '" + f.path + "' clashes with " + m.path +
+                               " of the package");
+      }
+    }
+    members.push_back({path, false, f.executable, {}, f.content});
   }
   std::sort(members.begin(), members.end(),
             [](const SdistMember& a, const SdistMember& b) { return a.path < b.path; });

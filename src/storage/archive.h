@@ -41,6 +41,21 @@ Status ExtractTarGz(const std::filesystem::path& archive, const std::filesystem:
 Result<std::string> PackSdist(const std::filesystem::path& package_dir, const std::string& name,
                               const std::string& version);
 
+// A generated file to add to an sdist, at `path` (relative, '/'-separated,
+// no `..`) under its top directory `<name>-<version>/`.
+struct SdistFile {
+  std::string path;
+  std::string content;
+  bool executable = false;
+};
+
+// PackSdist with extra generated files (e.g. an entry module at the sdist
+// root, which is on PYTHONPATH when the package runs). InvalidArgument when
+// an extra path is unsafe or clashes with a packed entry.
+Result<std::string> PackSdist(const std::filesystem::path& package_dir, const std::string& name,
+                              const std::string& version,
+                              const std::vector<SdistFile>& extra_files);
+
 // The top-level directories of an sdist unpacked in `dest`
 // (the directories that go on PYTHONPATH), sorted. When `dest` itself holds
 // .py files or a package directory (one with __init__.py), i.e. the archive
