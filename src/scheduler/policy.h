@@ -1,0 +1,184 @@
+// The cluster scheduling policy: a pure function from a snapshot of the
+// cluster (nodes, running jobs, the queue, usage, quotas, options, the time)
+// to a decision (which jobs start where, why the others wait, when they may
+// start). No clock, no I/O, no RNG: the same snapshot always gives the same
+// decision, so a test can replay any situation and the controller can call it
+// as often as it likes.
+//
+// The policy, in order of application:
+//  1. Order. Jobs are taken by effective priority (higher first), then fair
+//     share (the user with less decayed GPU-seconds first), then submission
+//     time, then queue position. Aging: effective priority =
+//       priority + floor((now - submit) / aging_threshold_us)
+//     (no aging when aging_threshold_us is 0), so a job waiting one threshold
+//     gains +1, two thresholds +2, and eventually passes every newer job.
+//  2. Gang. Every replica of a job starts or none does. Replicas may land on
+//     different nodes; one replica never spans nodes. GPU replicas are packed
+//     (nodes this gang already uses first, then best fit: the node left with
+//     the fewest free GPUs); fractional GPUs go to the most-booked GPU that
+//     still has room.
+//  3. GPUs are never over-committed. A whole-GPU request (count >= 1, a whole
+//     number) takes GPUs with nothing booked; a fractional request (0 < count
+//     < 1) takes one GPU whose booked fraction + count <= 1. The fraction is
+//     also the share of the GPU's memory the replica may use (memory_bytes in
+//     GpuShare), so memory can never be over-committed either.
+//  4. CPUs and memory are soft: booked up to node capacity x
+//     cpu_oversubscription on each node.
+//  5. Accelerators: GPUs of the exact type first; with
+//     accelerator_substitution, any GPU with at least as much memory as the
+//     requested type, recorded in ReplicaPlacement::substitutions.
+//  6. Quotas: a job whose user would exceed max_gpus or max_running_jobs is
+//     skipped (it neither starts nor blocks others); the reason says which.
+//  7. EASY backfill. The first job in order that does not fit now (and is not
+//     skipped by quota) gets a Reservation: the earliest time at which it fits
+//     once running jobs end at start + runtime bound (a bound of 0 = never
+//     ends), and the resources it would take then. A later job starts now only
+//     if it fits now and either ends (now + its bound) by the reservation time
+//     or leaves the reserved resources untouched. With backfill off, nothing
+//     after that first blocked job starts. When no finite reservation time
+//     exists (jobs without a bound hold what it needs), the reservation holds
+//     what the job would take on the emptied cluster, preferring nodes with
+//     the most free GPUs now, so those drain for it.
+//  8. Why. Every job that does not start gets a reason and, when runtime
+//     bounds make it computable, an estimated (not-before) start time.
+//
+// Thread safety: Schedule and the other functions are pure and reentrant.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "resources/resources.h"
+
+namespace stoker::scheduler {
+
+// One GPU (or a share of one) held by a replica.
+struct GpuShare {
+  int gpu = 0;                // resources::Gpu::index on the replica's node
+  double fraction = 1.0;      // 1 for a whole GPU, (0, 1) for a shared one
+  uint64_t memory_bytes = 0;  // fraction x the GPU's memory: the replica's limit
+};
+
+// Where one replica runs and what it holds. Replica i of a job is entry i.
+struct PlacedReplica {
+  int node = 0;  // index into Snapshot::nodes
+  double cpus = 0;
+  uint64_t memory_bytes = 0;
+  std::vector<GpuShare> gpus;
+  // "NVIDIA_TESLA_T4 served by GPU 3 (NVIDIA_L4)", one per substituted GPU.
+  std::vector<std::string> substitutions;
+};
+
+struct RunningJob {
+  std::string id;
+  std::string user;
+  int priority = 0;
+  std::vector<PlacedReplica> replicas;  // only node, cpus, memory, gpus are read
+  int64_t start_us = 0;                 // microseconds since the epoch
+  int64_t runtime_bound_s = 0;          // scheduling.timeout; 0 = unbounded
+};
+
+// What one replica of a queued job asks for.
+struct ReplicaAsk {
+  double cpus = 0;
+  uint64_t memory_bytes = 0;
+  // 0 = no GPU; (0, 1) = that share of one GPU and of its memory; >= 1 = that
+  // many whole GPUs (must be a whole number).
+  double gpus = 0;
+  std::string gpu_type;  // Vertex AcceleratorType name; "" when gpus == 0
+};
+
+struct QueuedJob {
+  std::string id;
+  std::string user;
+  int priority = 0;  // higher runs first
+  int64_t submit_us = 0;
+  std::vector<ReplicaAsk> replicas;  // all of them: pools flattened
+  int64_t runtime_bound_s = 0;       // 0 = unbounded
+};
+
+struct Quota {
+  std::optional<double> max_gpus;  // whole-GPU equivalents, running
+  std::optional<int> max_running_jobs;
+};
+
+struct PolicyOptions {
+  double cpu_oversubscription = 1.0;  // also applies to memory
+  bool accelerator_substitution = true;
+  bool backfill = true;
+  int64_t aging_threshold_us = 3600LL * 1000000;  // +1 priority per hour waited
+  // How many distinct job shapes get an estimated start computed per call
+  // (each costs a replay of the running jobs' ends); the rest report 0.
+  int max_estimated_shapes = 16;
+};
+
+struct Snapshot {
+  std::vector<resources::Node> nodes;
+  std::vector<RunningJob> running;
+  std::vector<QueuedJob> queued;                    // in submission order
+  std::map<std::string, double> usage_gpu_seconds;  // per user, decayed by the caller
+  std::map<std::string, Quota> quotas;              // absent user = unlimited
+  PolicyOptions options;
+  int64_t now_us = 0;
+};
+
+struct StartJob {
+  std::string job_id;
+  std::vector<PlacedReplica> replicas;  // one per QueuedJob::replicas entry
+  bool backfilled = false;              // started behind a blocked job without delaying it
+};
+
+struct WaitingJob {
+  std::string job_id;
+  // "needs 2x NVIDIA_H100_80GB, 1 free; 3 jobs ahead in the queue",
+  // "quota: user alice already runs 4 of 4 allowed jobs", ...
+  std::string reason;
+  int64_t estimated_start_us = 0;  // not before; 0 = unknown
+};
+
+// A job that can never run as asked (bad GPU count, or larger than the whole
+// cluster). The controller should fail it with the status.
+struct RejectedJob {
+  std::string job_id;
+  Status status;
+};
+
+// The resources held for the first blocked job.
+struct Reservation {
+  std::string job_id;
+  int64_t start_us = 0;  // 0 = unknown (waits on jobs without a bound)
+  std::vector<PlacedReplica> replicas;
+  std::vector<std::string> after_jobs;  // running jobs whose end it waits for
+};
+
+struct Decision {
+  std::vector<StartJob> start;   // in the order they were placed
+  std::vector<WaitingJob> wait;  // in queue order
+  std::vector<RejectedJob> rejected;
+  std::optional<Reservation> reservation;
+};
+
+// The decision for this snapshot. Never fails: bad jobs go to `rejected`.
+// Cost: O(Q log Q) to order the queue plus, per job that gets a placement
+// attempt, O(replicas x nodes x GPU types); jobs whose shape already failed to
+// fit in this call are answered from a cache (free resources only shrink
+// during a call).
+Decision Schedule(const Snapshot& snapshot);
+
+// InvalidArgument naming the job when a GPU count is negative, above 1 and
+// not whole, or without a type; or when the job could not run even on the
+// idle cluster (nodes, options) as given.
+Status ValidateJob(const QueuedJob& job, const std::vector<resources::Node>& nodes,
+                   const PolicyOptions& options);
+
+// Indices into snapshot.queued in the order the policy considers them (rule 1).
+std::vector<size_t> QueueOrder(const Snapshot& snapshot);
+
+// Effective priority of `job` at `now_us` (rule 1's aging formula).
+int64_t EffectivePriority(const QueuedJob& job, int64_t now_us, const PolicyOptions& options);
+
+}  // namespace stoker::scheduler

@@ -1,0 +1,624 @@
+#include "scheduler/policy.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <set>
+
+namespace stoker::scheduler {
+namespace {
+
+constexpr int64_t kS = 1000000;
+constexpr int64_t kNow = 1795000000LL * kS;  // 2026-11-18T11:06:40Z
+constexpr uint64_t kGB = 1ull << 30;
+const char kH100[] = "NVIDIA_H100_80GB";
+const char kL4[] = "NVIDIA_L4";
+const char kT4[] = "NVIDIA_TESLA_T4";
+
+resources::Node GpuNode(const std::string& name, int gpus, const std::string& type = kH100,
+                        double cpus = 64, uint64_t memory = 512 * kGB) {
+  resources::Node n{name, cpus, memory, {}};
+  for (int i = 0; i < gpus; ++i) {
+    n.gpus.push_back({i, type, resources::AcceleratorMemoryBytes(type), ""});
+  }
+  return n;
+}
+
+ReplicaAsk Ask(double gpus, const std::string& type = kH100, double cpus = 4) {
+  return {cpus, 16 * kGB, gpus, gpus > 0 ? type : ""};
+}
+
+QueuedJob Job(const std::string& id, std::vector<ReplicaAsk> replicas, int priority = 0,
+              int64_t bound_s = 3600, const std::string& user = "alice", int64_t submit = kNow) {
+  return {id, user, priority, submit, std::move(replicas), bound_s};
+}
+
+// A running job holding whole GPUs `gpus` on `node`, ending at kNow + ends_in_s.
+RunningJob Running(const std::string& id, int node, std::vector<int> gpus, int64_t ends_in_s,
+                   const std::string& user = "zed", double fraction = 1.0) {
+  RunningJob r;
+  r.id = id;
+  r.user = user;
+  PlacedReplica p;
+  p.node = node;
+  p.cpus = 4;
+  p.memory_bytes = 16 * kGB;
+  for (int g : gpus) p.gpus.push_back({g, fraction, 0});
+  r.replicas.push_back(p);
+  r.start_us = kNow - 10 * kS;
+  r.runtime_bound_s = ends_in_s == 0 ? 0 : ends_in_s + 10;
+  return r;
+}
+
+Snapshot Snap(std::vector<resources::Node> nodes) {
+  Snapshot s;
+  s.nodes = std::move(nodes);
+  s.now_us = kNow;
+  return s;
+}
+
+const StartJob* Started(const Decision& d, const std::string& id) {
+  for (const StartJob& s : d.start) {
+    if (s.job_id == id) return &s;
+  }
+  return nullptr;
+}
+
+const WaitingJob* Waiting(const Decision& d, const std::string& id) {
+  for (const WaitingJob& w : d.wait) {
+    if (w.job_id == id) return &w;
+  }
+  return nullptr;
+}
+
+bool Contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+TEST(PolicyTest, OrdersByPriorityThenFairShareThenSubmission) {
+  Snapshot s = Snap({GpuNode("n", 1)});
+  s.queued = {Job("old-low", {Ask(1)}, 0, 3600, "alice", kNow - 2),
+              Job("heavy-user", {Ask(1)}, 5, 3600, "bob", kNow - 3),
+              Job("light-user", {Ask(1)}, 5, 3600, "carol", kNow - 1),
+              Job("light-user-earlier", {Ask(1)}, 5, 3600, "carol", kNow - 4)};
+  s.usage_gpu_seconds = {{"bob", 1000}, {"carol", 10}};
+  std::vector<size_t> order = QueueOrder(s);
+  EXPECT_EQ(order, (std::vector<size_t>{3, 2, 1, 0}));
+  Decision d = Schedule(s);
+  ASSERT_EQ(d.start.size(), 1u);
+  EXPECT_EQ(d.start[0].job_id, "light-user-earlier");
+}
+
+TEST(PolicyTest, RaisesThePriorityOfAJobThatWaitedPastTheAgingThreshold) {
+  Snapshot s = Snap({GpuNode("n", 1)});
+  s.options.aging_threshold_us = 3600 * kS;
+  QueuedJob old = Job("old", {Ask(1)}, 0, 3600, "alice", kNow - 9000 * kS);  // 2.5 h
+  QueuedJob urgent = Job("urgent", {Ask(1)}, 2, 3600, "bob", kNow);
+  EXPECT_EQ(EffectivePriority(old, kNow, s.options), 2);
+  s.queued = {old, urgent};
+  EXPECT_EQ(Schedule(s).start.at(0).job_id, "old");
+  s.options.aging_threshold_us = 0;  // aging off: priority wins
+  EXPECT_EQ(Schedule(s).start.at(0).job_id, "urgent");
+}
+
+TEST(PolicyTest, StartsAllReplicasOfAGangOrNone) {
+  Snapshot s = Snap({GpuNode("a", 2), GpuNode("b", 2)});
+  s.running = {Running("r", 0, {0, 1}, 100)};
+  s.queued = {Job("three", {Ask(1), Ask(1), Ask(1)})};
+  Decision d = Schedule(s);
+  EXPECT_TRUE(d.start.empty());
+  EXPECT_TRUE(Contains(Waiting(d, "three")->reason, "needs 3x NVIDIA_H100_80GB"))
+      << d.wait[0].reason;
+  s.queued = {Job("two", {Ask(1), Ask(1)})};
+  d = Schedule(s);
+  ASSERT_EQ(d.start.size(), 1u);
+  EXPECT_EQ(d.start[0].replicas.size(), 2u);
+}
+
+TEST(PolicyTest, SpreadsReplicasAcrossNodesButNeverSplitsAReplica) {
+  Snapshot s = Snap({GpuNode("a", 4), GpuNode("b", 4)});
+  s.running = {Running("r1", 0, {0, 1}, 100), Running("r2", 1, {0, 1}, 100)};
+  s.queued = {Job("one-big", {Ask(4)}, 1), Job("two-halves", {Ask(2), Ask(2)}, 0, 50)};
+  Decision d = Schedule(s);
+  EXPECT_TRUE(Contains(Waiting(d, "one-big")->reason, "4x NVIDIA_H100_80GB on one node, at most 2"))
+      << Waiting(d, "one-big")->reason;
+  const StartJob* halves = Started(d, "two-halves");
+  ASSERT_NE(halves, nullptr);
+  EXPECT_NE(halves->replicas[0].node, halves->replicas[1].node);
+}
+
+TEST(PolicyTest, PacksGpuJobsOntoTheFewestNodes) {
+  Snapshot s = Snap({GpuNode("a", 8), GpuNode("b", 8), GpuNode("c", 8)});
+  s.running = {Running("r", 1, {0, 1, 2, 3, 4, 5}, 100)};
+  s.queued = {Job("gang", {Ask(4), Ask(4)}), Job("pair", {Ask(2)})};
+  Decision d = Schedule(s);
+  const StartJob* gang = Started(d, "gang");
+  ASSERT_NE(gang, nullptr);
+  EXPECT_EQ(gang->replicas[0].node, gang->replicas[1].node);
+  const StartJob* pair = Started(d, "pair");
+  ASSERT_NE(pair, nullptr);
+  EXPECT_EQ(pair->replicas[0].node, 1) << "best fit: the node with exactly 2 free";
+}
+
+TEST(PolicyTest, PacksFractionalRequestsOntoAPartlyBookedGpu) {
+  Snapshot s = Snap({GpuNode("n", 2)});
+  s.running = {Running("half", 0, {1}, 100, "zed", 0.5)};
+  s.queued = {Job("quarter", {Ask(0.25)})};
+  Decision d = Schedule(s);
+  ASSERT_EQ(d.start.size(), 1u);
+  const GpuShare& g = d.start[0].replicas[0].gpus.at(0);
+  EXPECT_EQ(g.gpu, 1);
+  EXPECT_DOUBLE_EQ(g.fraction, 0.25);
+  EXPECT_EQ(g.memory_bytes, resources::AcceleratorMemoryBytes(kH100) / 4);
+}
+
+TEST(PolicyTest, NeverOvercommitsAGpuThatHoldsFractions) {
+  Snapshot s = Snap({GpuNode("n", 1)});
+  s.running = {Running("half", 0, {0}, 100, "zed", 0.5)};
+  for (double want : {1.0, 0.75}) {
+    s.queued = {Job("j", {Ask(want)})};
+    Decision d = Schedule(s);
+    EXPECT_TRUE(d.start.empty()) << want;
+  }
+  s.queued = {Job("j", {Ask(0.5)})};
+  EXPECT_EQ(Schedule(s).start.size(), 1u);
+}
+
+TEST(PolicyTest, RejectsAGpuCountAboveOneThatIsNotWholeNamingTheJob) {
+  Snapshot s = Snap({GpuNode("n", 4)});
+  s.queued = {Job("job-7", {Ask(1.5)}), Job("fine", {Ask(1)})};
+  Decision d = Schedule(s);
+  ASSERT_EQ(d.rejected.size(), 1u);
+  EXPECT_EQ(d.rejected[0].status.code(), Code::kInvalidArgument);
+  EXPECT_TRUE(Contains(d.rejected[0].status.message(), "job job-7: replicas[0].gpus is 1.5"))
+      << d.rejected[0].status.message();
+  EXPECT_NE(Started(d, "fine"), nullptr);
+  EXPECT_FALSE(ValidateJob(s.queued[0], s.nodes, s.options).ok());
+  EXPECT_TRUE(ValidateJob(s.queued[1], s.nodes, s.options).ok());
+}
+
+TEST(PolicyTest, RejectsAJobThatCanNeverRunOnTheCluster) {
+  Snapshot s = Snap({GpuNode("a", 8), GpuNode("b", 8)});
+  s.queued = {Job("huge", {Ask(16)})};
+  Decision d = Schedule(s);
+  ASSERT_EQ(d.rejected.size(), 1u);
+  EXPECT_TRUE(Contains(d.rejected[0].status.message(), "can never run"))
+      << d.rejected[0].status.message();
+}
+
+TEST(PolicyTest, OversubscribesCpusOnlyUpToTheFactor) {
+  Snapshot s = Snap({GpuNode("n", 0, kH100, 4, 64 * kGB)});
+  s.queued = {Job("a", {Ask(0, "", 3)}), Job("b", {Ask(0, "", 3)}), Job("c", {Ask(0, "", 3)})};
+  EXPECT_EQ(Schedule(s).start.size(), 1u);
+  s.options.cpu_oversubscription = 2;
+  Decision d = Schedule(s);
+  EXPECT_EQ(d.start.size(), 2u);
+  EXPECT_TRUE(Contains(Waiting(d, "c")->reason, "needs 3 CPUs on one node, at most 2 free"))
+      << Waiting(d, "c")->reason;
+}
+
+TEST(PolicyTest, PrefersTheExactAcceleratorThenSubstitutesAndRecordsIt) {
+  resources::Node n = GpuNode("n", 0);
+  n.gpus = {{0, kH100, resources::AcceleratorMemoryBytes(kH100), ""},
+            {1, kL4, resources::AcceleratorMemoryBytes(kL4), ""},
+            {2, kT4, resources::AcceleratorMemoryBytes(kT4), ""}};
+  Snapshot s = Snap({n});
+  s.queued = {Job("l4", {Ask(1, kL4)})};
+  Decision d = Schedule(s);
+  EXPECT_EQ(d.start.at(0).replicas[0].gpus[0].gpu, 1);
+  EXPECT_TRUE(d.start[0].replicas[0].substitutions.empty());
+  s.running = {Running("r", 0, {1}, 100)};
+  d = Schedule(s);
+  ASSERT_EQ(d.start.size(), 1u);
+  EXPECT_EQ(d.start[0].replicas[0].gpus[0].gpu, 0) << "the H100 serves; the smaller T4 cannot";
+  EXPECT_EQ(d.start[0].replicas[0].substitutions,
+            std::vector<std::string>{"NVIDIA_L4 served by GPU 0 (NVIDIA_H100_80GB)"});
+}
+
+TEST(PolicyTest, DoesNotSubstituteWhenTheOptionsForbidIt) {
+  Snapshot s = Snap({GpuNode("n", 2, kH100)});
+  s.options.accelerator_substitution = false;
+  s.queued = {Job("l4", {Ask(1, kL4)}), Job("h100", {Ask(1)})};
+  Decision d = Schedule(s);
+  EXPECT_EQ(d.rejected.size(), 1u);
+  EXPECT_NE(Started(d, "h100"), nullptr);
+}
+
+TEST(PolicyTest, SkipsAUserOverTheRunningJobQuotaWithoutBlockingOthers) {
+  Snapshot s = Snap({GpuNode("n", 8)});
+  s.running = {Running("r", 0, {0}, 100, "alice")};
+  s.quotas["alice"].max_running_jobs = 1;
+  s.queued = {Job("a2", {Ask(1)}, 9, 3600, "alice"), Job("b1", {Ask(1)}, 0, 3600, "bob")};
+  Decision d = Schedule(s);
+  EXPECT_EQ(Waiting(d, "a2")->reason, "quota: user alice already runs 1 of 1 allowed jobs");
+  ASSERT_NE(Started(d, "b1"), nullptr);
+  EXPECT_FALSE(Started(d, "b1")->backfilled);
+  EXPECT_FALSE(d.reservation);
+}
+
+TEST(PolicyTest, SkipsAUserOverTheGpuQuota) {
+  Snapshot s = Snap({GpuNode("n", 8)});
+  s.running = {Running("r", 0, {0, 1, 2}, 100, "alice")};
+  s.quotas["alice"].max_gpus = 4;
+  s.queued = {Job("a2", {Ask(2)}), Job("a3", {Ask(1)})};
+  Decision d = Schedule(s);
+  EXPECT_EQ(Waiting(d, "a2")->reason,
+            "quota: user alice uses 3 of 4 allowed GPUs; this job needs 2");
+  EXPECT_NE(Started(d, "a3"), nullptr);
+}
+
+TEST(PolicyTest, ReservesTheEarliestStartForTheFirstBlockedJob) {
+  Snapshot s = Snap({GpuNode("n", 4)});
+  s.running = {Running("r1", 0, {0, 1}, 100), Running("r2", 0, {2}, 300)};
+  s.queued = {Job("big", {Ask(4)}), Job("next", {Ask(4)})};
+  Decision d = Schedule(s);
+  ASSERT_TRUE(d.reservation);
+  EXPECT_EQ(d.reservation->job_id, "big");
+  EXPECT_EQ(d.reservation->start_us, kNow + 300 * kS);
+  EXPECT_EQ(d.reservation->after_jobs, (std::vector<std::string>{"r1", "r2"}));
+  const WaitingJob* big = Waiting(d, "big");
+  EXPECT_EQ(big->estimated_start_us, kNow + 300 * kS);
+  EXPECT_EQ(big->reason,
+            "needs 4x NVIDIA_H100_80GB, 1 free; reserved: starts at 2026-11-18T11:11:40Z after "
+            "jobs r1, r2 end");
+  const WaitingJob* next = Waiting(d, "next");
+  EXPECT_TRUE(Contains(next->reason, "1 job ahead in the queue")) << next->reason;
+  EXPECT_GE(next->estimated_start_us, kNow + 300 * kS);
+}
+
+TEST(PolicyTest, BackfillsAShortJobThatEndsBeforeTheReservation) {
+  Snapshot s = Snap({GpuNode("n", 4)});
+  s.running = {Running("r1", 0, {0, 1}, 100), Running("r2", 0, {2}, 1000)};
+  s.queued = {Job("head", {Ask(3)}), Job("long", {Ask(1)}, 0, 500), Job("short", {Ask(1)}, 0, 50)};
+  Decision d = Schedule(s);
+  ASSERT_TRUE(d.reservation);
+  EXPECT_EQ(d.reservation->start_us, kNow + 100 * kS);
+  ASSERT_NE(Started(d, "short"), nullptr);
+  EXPECT_TRUE(Started(d, "short")->backfilled);
+  const WaitingJob* long_job = Waiting(d, "long");
+  ASSERT_NE(long_job, nullptr);
+  EXPECT_TRUE(Contains(long_job->reason, "reserved for job head: starts at"));
+  EXPECT_TRUE(Contains(long_job->reason, "backfill would delay it")) << long_job->reason;
+}
+
+TEST(PolicyTest, BackfillsALongJobThatUsesOtherResources) {
+  Snapshot s = Snap({GpuNode("a", 4), GpuNode("b", 2, kL4)});
+  s.options.accelerator_substitution = false;
+  s.running = {Running("r", 0, {0, 1}, 100)};
+  s.queued = {Job("head", {Ask(4)}), Job("l4-forever", {Ask(1, kL4)}, 0, 0)};
+  Decision d = Schedule(s);
+  ASSERT_TRUE(d.reservation);
+  ASSERT_NE(Started(d, "l4-forever"), nullptr);
+  EXPECT_TRUE(Started(d, "l4-forever")->backfilled);
+}
+
+TEST(PolicyTest, TreatsAJobWithNoRuntimeBoundAsRunningForever) {
+  Snapshot s = Snap({GpuNode("n", 4)});
+  s.running = {Running("forever", 0, {0, 1}, 0)};
+  s.queued = {Job("head", {Ask(4)}), Job("short", {Ask(1)}, 0, 10)};
+  Decision d = Schedule(s);
+  ASSERT_TRUE(d.reservation);
+  EXPECT_EQ(d.reservation->start_us, 0);
+  EXPECT_EQ(Waiting(d, "head")->estimated_start_us, 0);
+  EXPECT_TRUE(Contains(Waiting(d, "head")->reason, "no runtime bound"))
+      << Waiting(d, "head")->reason;
+  // The reservation holds the free GPUs: nothing may take them.
+  EXPECT_EQ(Started(d, "short"), nullptr);
+}
+
+TEST(PolicyTest, KeepsStrictOrderWhenBackfillIsOff) {
+  Snapshot s = Snap({GpuNode("n", 4)});
+  s.options.backfill = false;
+  s.running = {Running("r1", 0, {0, 1}, 100)};
+  s.queued = {Job("head", {Ask(4)}), Job("short", {Ask(1)}, 0, 10)};
+  Decision d = Schedule(s);
+  EXPECT_TRUE(d.start.empty());
+  EXPECT_TRUE(Contains(Waiting(d, "short")->reason, "backfill is off"))
+      << Waiting(d, "short")->reason;
+  EXPECT_EQ(Waiting(d, "short")->estimated_start_us, kNow + 100 * kS);
+}
+
+TEST(PolicyTest, ExplainsAWaitWithTheFreeCountAndTheJobsAhead) {
+  Snapshot s = Snap({GpuNode("n", 4)});
+  s.running = {Running("r", 0, {0, 1, 2}, 100)};
+  s.queued = {Job("head", {Ask(4)}), Job("second", {Ask(2)}, 0, 500)};
+  Decision d = Schedule(s);
+  const WaitingJob* w = Waiting(d, "second");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->reason, "needs 2x NVIDIA_H100_80GB, 1 free; 1 job ahead in the queue");
+}
+
+TEST(PolicyTest, IsAPureFunctionOfTheSnapshot) {
+  Snapshot s = Snap({GpuNode("a", 8), GpuNode("b", 8, kL4)});
+  s.running = {Running("r", 0, {0, 1, 2}, 100)};
+  for (int i = 0; i < 30; ++i) {
+    std::string id = "j";
+    id += std::to_string(i);
+    s.queued.push_back(Job(id, {Ask(i % 3 + 0.5 * (i % 2 == 0 ? 0 : 0))}, i % 4, 100 * (i + 1),
+                           i % 2 ? "alice" : "bob", kNow - i * kS));
+  }
+  Decision a = Schedule(s), b = Schedule(s);
+  ASSERT_EQ(a.start.size(), b.start.size());
+  for (size_t i = 0; i < a.start.size(); ++i) EXPECT_EQ(a.start[i].job_id, b.start[i].job_id);
+  ASSERT_EQ(a.wait.size(), b.wait.size());
+  for (size_t i = 0; i < a.wait.size(); ++i) {
+    EXPECT_EQ(a.wait[i].reason, b.wait[i].reason);
+    EXPECT_EQ(a.wait[i].estimated_start_us, b.wait[i].estimated_start_us);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Property test: a seeded simulation of a few hundred jobs over simulated
+// time, checking the invariants after every decision.
+
+struct SimJob {
+  QueuedJob job;
+  int64_t actual_runtime_us = 0;
+  bool started = false;
+  bool done = false;
+  int64_t start_us = 0;
+  std::vector<PlacedReplica> placed;
+};
+
+class Simulation {
+ public:
+  explicit Simulation(uint32_t seed) : rng_(seed) {
+    nodes_ = {GpuNode("h0", 8, kH100, 64, 512 * kGB), GpuNode("h1", 8, kH100, 64, 512 * kGB),
+              GpuNode("l0", 4, kL4, 32, 128 * kGB), GpuNode("cpu", 0, kH100, 16, 64 * kGB)};
+    options_.cpu_oversubscription = 1.5;
+    options_.backfill = seed % 3 != 0;
+    options_.accelerator_substitution = seed % 2 == 0;
+    options_.aging_threshold_us = 1800 * kS;
+    quotas_["dave"].max_running_jobs = 2;
+    quotas_["carol"].max_gpus = 4;
+    const std::vector<std::string> users = {"alice", "bob", "carol", "dave"};
+    const std::vector<double> gpu_choices = {0, 0, 0.25, 0.5, 1, 1, 2, 4, 8};
+    std::uniform_int_distribution<int64_t> submit(0, 4 * 3600);
+    while (jobs_.size() < 300) {
+      SimJob s;
+      QueuedJob& j = s.job;
+      j.id = "job" + std::to_string(jobs_.size());
+      j.user = users[Pick(users.size())];
+      j.priority = static_cast<int>(Pick(4));
+      j.submit_us = kNow + submit(rng_) * kS;
+      size_t replicas = Pick(10) < 7 ? 1 : 1 + Pick(3);
+      double gpus = gpu_choices[Pick(gpu_choices.size())];
+      std::string type = Pick(3) == 0 ? kL4 : kH100;
+      double cpus = 1 + static_cast<double>(Pick(8));
+      for (size_t r = 0; r < replicas; ++r) {
+        j.replicas.push_back({cpus, (1 + Pick(32)) * kGB, gpus, gpus > 0 ? type : ""});
+      }
+      bool unbounded = Pick(10) == 0;
+      j.runtime_bound_s = unbounded ? 0 : 60 + static_cast<int64_t>(Pick(3600));
+      int64_t bound_us =
+          (unbounded ? 60 + static_cast<int64_t>(Pick(3600)) : j.runtime_bound_s) * kS;
+      s.actual_runtime_us = bound_us * (3 + static_cast<int64_t>(Pick(8))) / 10;
+      if (j.user == "carol" && gpus * static_cast<double>(replicas) > 4) continue;  // quota
+      if (!ValidateJob(j, nodes_, options_).ok()) continue;
+      jobs_.push_back(std::move(s));
+    }
+    std::sort(jobs_.begin(), jobs_.end(),
+              [](const SimJob& a, const SimJob& b) { return a.job.submit_us < b.job.submit_us; });
+  }
+
+  void Run() {
+    int64_t now = kNow;
+    std::map<std::string, double> usage;
+    int64_t last = now;
+    for (int step = 0; step < 100000; ++step) {
+      // End what finished and decay usage.
+      double decay = std::pow(0.5, static_cast<double>(now - last) / (3600.0 * kS));
+      for (auto& [u, v] : usage) v *= decay;
+      for (SimJob& s : jobs_) {
+        if (!s.started || s.done) continue;
+        double gpus = 0;
+        for (const ReplicaAsk& r : s.job.replicas) gpus += r.gpus;
+        usage[s.job.user] += gpus * static_cast<double>(now - std::max(last, s.start_us)) / kS;
+        if (s.start_us + s.actual_runtime_us <= now) s.done = true;
+      }
+      last = now;
+
+      Snapshot snap;
+      snap.nodes = nodes_;
+      snap.options = options_;
+      snap.quotas = quotas_;
+      snap.usage_gpu_seconds = usage;
+      snap.now_us = now;
+      std::vector<SimJob*> by_id;
+      for (SimJob& s : jobs_) {
+        if (s.started && !s.done) {
+          snap.running.push_back(
+              {s.job.id, s.job.user, s.job.priority, s.placed, s.start_us, s.job.runtime_bound_s});
+        } else if (!s.started && s.job.submit_us <= now) {
+          snap.queued.push_back(s.job);
+        }
+      }
+      Decision d = Schedule(snap);
+      Check(snap, d);
+      if (::testing::Test::HasFatalFailure()) return;
+      for (const StartJob& st : d.start) {
+        SimJob& s = Find(st.job_id);
+        s.started = true;
+        s.start_us = now;
+        s.placed = st.replicas;
+      }
+      CheckCapacity(now);
+      if (::testing::Test::HasFatalFailure()) return;
+
+      int64_t next = INT64_MAX;
+      bool pending = false;
+      for (const SimJob& s : jobs_) {
+        if (!s.started) {
+          pending = true;
+          if (s.job.submit_us > now) next = std::min(next, s.job.submit_us);
+        } else if (!s.done) {
+          next = std::min(next, s.start_us + s.actual_runtime_us);
+        }
+      }
+      if (!pending && next == INT64_MAX) return;  // all ran
+      ASSERT_NE(next, INT64_MAX) << "jobs wait with nothing running and nothing to come: "
+                                 << (d.wait.empty() ? "" : d.wait[0].reason);
+      ++decisions_;
+      now = next;
+    }
+    FAIL() << "the simulation did not finish";
+  }
+
+  int decisions() const { return decisions_; }
+  int backfilled() const { return backfilled_; }
+  bool AllStarted() const {
+    return std::all_of(jobs_.begin(), jobs_.end(), [](const SimJob& s) { return s.started; });
+  }
+
+ private:
+  size_t Pick(size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng_); }
+
+  SimJob& Find(const std::string& id) {
+    for (SimJob& s : jobs_) {
+      if (s.job.id == id) return s;
+    }
+    ADD_FAILURE() << "unknown job " << id;
+    return jobs_[0];
+  }
+
+  // Books `replicas` into per-GPU fractions and per-node CPUs.
+  void Add(const std::vector<PlacedReplica>& replicas, std::map<std::pair<int, int>, double>& gpu,
+           std::map<int, double>& cpu) {
+    for (const PlacedReplica& p : replicas) {
+      cpu[p.node] += p.cpus;
+      for (const GpuShare& g : p.gpus) gpu[{p.node, g.gpu}] += g.fraction;
+    }
+  }
+
+  void ExpectWithinCapacity(const std::map<std::pair<int, int>, double>& gpu,
+                            const std::map<int, double>& cpu, const std::string& when) {
+    for (const auto& [k, f] : gpu) {
+      EXPECT_LE(f, 1 + 1e-9) << when << ": GPU " << k.second << " of node " << k.first;
+    }
+    for (const auto& [n, c] : cpu) {
+      EXPECT_LE(c, nodes_[n].cpus * options_.cpu_oversubscription + 1e-9) << when << ": node " << n;
+    }
+  }
+
+  void CheckCapacity(int64_t now) {
+    std::map<std::pair<int, int>, double> gpu;
+    std::map<int, double> cpu;
+    std::map<std::string, int> jobs;
+    std::map<std::string, double> gpus;
+    for (const SimJob& s : jobs_) {
+      if (!s.started || s.done) continue;
+      Add(s.placed, gpu, cpu);
+      ++jobs[s.job.user];
+      for (const ReplicaAsk& r : s.job.replicas) gpus[s.job.user] += r.gpus;
+    }
+    ExpectWithinCapacity(gpu, cpu, "at " + std::to_string(now));
+    EXPECT_LE(jobs["dave"], 2);
+    EXPECT_LE(gpus["carol"], 4 + 1e-9);
+  }
+
+  void Check(const Snapshot& snap, const Decision& d) {
+    ASSERT_TRUE(d.rejected.empty()) << d.rejected[0].status.ToString();
+    std::vector<size_t> order = QueueOrder(snap);
+    std::map<std::string, size_t> pos;
+    for (size_t i = 0; i < order.size(); ++i) pos[snap.queued[order[i]].id] = i;
+    size_t head = d.reservation ? pos.at(d.reservation->job_id) : order.size();
+    std::map<std::string, const WaitingJob*> waits;
+    for (const WaitingJob& w : d.wait) waits[w.job_id] = &w;
+    EXPECT_EQ(d.start.size() + d.wait.size(), snap.queued.size());
+
+    for (const StartJob& st : d.start) {
+      const QueuedJob& j = Find(st.job_id).job;
+      // Gangs start together, one node per replica, with what they asked.
+      ASSERT_EQ(st.replicas.size(), j.replicas.size()) << j.id;
+      for (size_t r = 0; r < st.replicas.size(); ++r) {
+        const PlacedReplica& p = st.replicas[r];
+        const ReplicaAsk& a = j.replicas[r];
+        ASSERT_GE(p.node, 0);
+        ASSERT_LT(p.node, static_cast<int>(nodes_.size()));
+        double got = 0;
+        std::set<int> distinct;
+        for (const GpuShare& g : p.gpus) {
+          got += g.fraction;
+          distinct.insert(g.gpu);
+          const resources::Gpu& gpu = nodes_[p.node].gpus.at(g.gpu);
+          if (gpu.type != a.gpu_type) {
+            EXPECT_TRUE(options_.accelerator_substitution) << j.id;
+            EXPECT_GE(gpu.memory_bytes, resources::AcceleratorMemoryBytes(a.gpu_type)) << j.id;
+          }
+        }
+        EXPECT_NEAR(got, a.gpus, 1e-9) << j.id;
+        EXPECT_EQ(distinct.size(), p.gpus.size()) << j.id;
+        if (a.gpus < 1 && a.gpus > 0) {
+          EXPECT_EQ(p.gpus.size(), 1u) << j.id;
+        }
+      }
+      // Strict order up to the first blocked job; after it only backfill.
+      if (st.backfilled) {
+        ++backfilled_;
+        EXPECT_TRUE(options_.backfill) << j.id;
+        EXPECT_GT(pos.at(st.job_id), head) << j.id;
+      } else {
+        EXPECT_LT(pos.at(st.job_id), head) << j.id << " overtook " << d.reservation->job_id;
+      }
+    }
+    // Everything ahead of the blocked job started or is held by its quota.
+    for (size_t i = 0; i < head; ++i) {
+      const std::string& id = snap.queued[order[i]].id;
+      if (waits.count(id)) {
+        EXPECT_EQ(waits[id]->reason.rfind("quota:", 0), 0u) << id << ": " << waits[id]->reason;
+      }
+    }
+    if (!d.reservation) return;
+    // Backfill never delays the reservation: at its start time, what still
+    // runs (by runtime bounds) plus the reservation fits.
+    const Reservation& r = *d.reservation;
+    EXPECT_TRUE(r.start_us == 0 || r.start_us >= snap.now_us);
+    std::map<std::pair<int, int>, double> gpu;
+    std::map<int, double> cpu;
+    Add(r.replicas, gpu, cpu);
+    if (r.start_us > 0) {
+      for (const RunningJob& run : snap.running) {
+        if (run.runtime_bound_s == 0 || run.start_us + run.runtime_bound_s * kS > r.start_us) {
+          Add(run.replicas, gpu, cpu);
+        }
+      }
+    }
+    for (const StartJob& st : d.start) {
+      const QueuedJob& j = Find(st.job_id).job;
+      if (r.start_us == 0 && !st.backfilled) continue;  // started before the reservation was made
+      if (j.runtime_bound_s == 0 || snap.now_us + j.runtime_bound_s * kS > r.start_us ||
+          r.start_us == 0) {
+        Add(st.replicas, gpu, cpu);
+      }
+    }
+    ExpectWithinCapacity(gpu, cpu, "reservation of " + r.job_id);
+  }
+
+  std::mt19937 rng_;
+  std::vector<resources::Node> nodes_;
+  PolicyOptions options_;
+  std::map<std::string, Quota> quotas_;
+  std::vector<SimJob> jobs_;
+  int decisions_ = 0;
+  int backfilled_ = 0;
+};
+
+TEST(PolicyTest, RandomSimulationKeepsEveryInvariantAndStartsEveryJob) {
+  int backfilled = 0;
+  for (uint32_t seed = 1; seed <= 6; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Simulation sim(seed);
+    sim.Run();
+    if (HasFatalFailure()) return;
+    EXPECT_TRUE(sim.AllStarted());
+    EXPECT_GT(sim.decisions(), 100);
+    backfilled += sim.backfilled();
+  }
+  EXPECT_GT(backfilled, 0) << "the simulation should exercise backfill";
+}
+
+}  // namespace
+}  // namespace stoker::scheduler
