@@ -73,6 +73,8 @@ struct HptuningFlags {
   bool follow = false;
 };
 int HptuningSubmit(const Globals& g, const HptuningFlags& f);
+// Submits a complete HyperparameterTuningJob JSON; prints it or follows it.
+int SubmitStudyJson(const Globals& g, Connection& conn, const nlohmann::json& study, bool follow);
 int HptuningDescribe(const Globals& g, const std::string& id);
 int HptuningList(const Globals& g);
 int HptuningCancel(const Globals& g, const std::string& id);

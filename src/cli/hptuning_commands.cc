@@ -111,7 +111,11 @@ int HptuningSubmit(const Globals& g, const HptuningFlags& f) {
   if (!parsed.ok()) return Report(parsed.status());
   auto conn = Connect(g);
   if (!conn.ok()) return Report(conn.status());
-  auto created = (*conn)->Call("POST", StudiesPath(g), spec::ToJson(*parsed).dump());
+  return SubmitStudyJson(g, **conn, spec::ToJson(*parsed), f.follow);
+}
+
+int SubmitStudyJson(const Globals& g, Connection& conn, const json& study, bool follow) {
+  auto created = conn.Call("POST", StudiesPath(g), study.dump());
   if (!created.ok()) return Report(created.status());
   std::string id = IdOf(*created);
   if (g.format == "json") {
@@ -121,13 +125,13 @@ int HptuningSubmit(const Globals& g, const HptuningFlags& f) {
               << (*created)["displayName"].get<std::string>()
               << "): " << (*created)["state"].get<std::string>() << "\n";
   }
-  if (!f.follow) {
+  if (!follow) {
     std::cout << "  stoker hptuning describe " << id << "\n";
     return 0;
   }
   size_t reported = 0;
   while (true) {
-    auto now = (*conn)->Call("GET", StudiesPath(g) + "/" + id);
+    auto now = conn.Call("GET", StudiesPath(g) + "/" + id);
     if (!now.ok()) return Report(now.status());
     const json& trials = (*now)["trials"];
     // One line per trial as it ends.

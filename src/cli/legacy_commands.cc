@@ -12,6 +12,7 @@
 #include "http/http.h"
 #include "spec/ai_platform.h"
 #include "spec/gcloud_flags.h"
+#include "spec/study.h"
 
 namespace stoker::cli {
 
@@ -131,10 +132,13 @@ int LegacySubmitTraining(const Globals& g, const LegacySubmitFlags& f) {
   // The whole conversion, before anything is uploaded.
   auto checked = spec::FromTrainingInput(f.job_id, *ti, "trainingInput", labels);
   if (!checked.ok()) return Report(checked.status());
+  // trainingInput.hyperparameters makes it a tuning job: validate the study now too.
+  std::optional<spec::StudyFromLegacy> study;
   if (!checked->hyperparameters.is_null()) {
-    return Report(InvalidArgument(
-        "trainingInput.hyperparameters: hyperparameter tuning through the AI Platform form is "
-        "not supported; submit a HyperparameterTuningJob with 'stoker hptuning submit'"));
+    auto parsed =
+        spec::ParseLegacyHyperparameters(checked->hyperparameters, "trainingInput.hyperparameters");
+    if (!parsed.ok()) return Report(parsed.status());
+    study = *parsed;
   }
 
   auto conn = Connect(g);
@@ -159,6 +163,24 @@ int LegacySubmitTraining(const Globals& g, const LegacySubmitFlags& f) {
     flags.package_uris = uris;
     ti = spec::TrainingInputFromFlags(flags, training_input);
     if (!ti.ok()) return Report(ti.status());
+  }
+
+  if (study) {
+    // Runs as a Vertex HyperparameterTuningJob whose trials are this job.
+    auto trial = spec::FromTrainingInput(f.job_id, *ti, "trainingInput", labels);
+    if (!trial.ok()) return Report(trial.status());
+    spec::HyperparameterTuningJob hp;
+    hp.display_name = f.job_id;
+    hp.labels = trial->job.labels;
+    hp.study_spec = study->study_spec;
+    hp.max_trial_count = study->max_trial_count;
+    hp.parallel_trial_count = study->parallel_trial_count;
+    hp.max_failed_trial_count = study->max_failed_trial_count;
+    hp.trial_job_spec = trial->job.job_spec;
+    if (Status s = spec::Validate(hp); !s.ok()) return Report(s);
+    std::cerr << "trainingInput.hyperparameters: submitting " << f.job_id
+              << " as a hyperparameter tuning job (see 'stoker hptuning describe')\n";
+    return SubmitStudyJson(g, **conn, spec::ToJson(hp), f.stream_logs);
   }
 
   json body = {{"jobId", f.job_id}, {"trainingInput", *ti}};

@@ -181,7 +181,8 @@ int main(int argc, char** argv) {
                         "Overrides parallelTrialCount");
   hp_submit->add_option("--algorithm", hf.algorithm,
                         "grid-search, random-search or algorithm-unspecified (Bayesian)");
-  hp_submit->add_flag("--follow", hf.follow, "Report trials as they end; exit 1 unless it succeeded");
+  hp_submit->add_flag("--follow", hf.follow,
+                      "Report trials as they end; exit 1 unless it succeeded");
   hp_submit->callback([&] { rc = HptuningSubmit(g, hf); });
   std::string hp_id, trial;
   auto* hp_describe = hp->add_subcommand("describe", "Show a tuning job and its trials");

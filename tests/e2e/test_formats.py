@@ -345,3 +345,39 @@ labels: {source: config}
         self.assertEqual(status, 404, body)
         status, body = self.api("POST", "/v1/projects/p/jobs/long_job:cancel", {})
         self.assertEqual(status, 400, body)
+
+    def test_ai_platform_hyperparameters_run_as_a_tuning_job(self):
+        self.stoker("storage", "mb", "gs://out")
+        root = self.package("hp", {
+            "trainer/__init__.py": "",
+            "trainer/task.py": (
+                "import argparse, hypertune\n"
+                "p = argparse.ArgumentParser()\n"
+                "p.add_argument('--lr', type=float)\n"
+                "p.add_argument('--layers', type=int)\n"
+                "p.add_argument('--job-dir')\n"
+                "a = p.parse_args()\n"
+                "hypertune.HyperTune().report_hyperparameter_tuning_metric('acc', 1 - abs(a.lr - 0.01), 1)\n")})
+        config = self.write("hp.yaml", """
+trainingInput:
+  scaleTier: BASIC
+  hyperparameters:
+    goal: MAXIMIZE
+    hyperparameterMetricTag: acc
+    maxTrials: 3
+    maxParallelTrials: 2
+    enableTrialEarlyStopping: true
+    params:
+    - {parameterName: lr, type: DOUBLE, minValue: 0.001, maxValue: 0.1, scaleType: UNIT_LOG_SCALE}
+    - {parameterName: layers, type: INTEGER, minValue: 1, maxValue: 4}
+""")
+        r = self.stoker("jobs", "submit", "training", "hp_job_1", "--config", config,
+                        "--package-path", os.path.join(root, "trainer"), "--module-name", "trainer.task",
+                        "--job-dir", "gs://out/hp", "--stream-logs", timeout=180)
+        self.assertIn("as a hyperparameter tuning job", r.stderr)
+        self.assertIn("JOB_STATE_SUCCEEDED", r.stdout)
+        study = json.loads(self.stoker("--format", "json", "hptuning", "describe", "1").stdout)
+        self.assertEqual(study["displayName"], "hp_job_1")
+        self.assertEqual(len(study["trials"]), 3)
+        self.assertIn("medianAutomatedStoppingSpec", study["studySpec"])
+        self.assertTrue(all(t["state"] == "SUCCEEDED" for t in study["trials"]))
