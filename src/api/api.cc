@@ -2,7 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -94,9 +98,14 @@ Result<int64_t> ParseId(const std::string& s) {
 // Every gs:// token in `text` must name an existing bucket.
 Status CheckUrisIn(const std::string& text, const std::string& field,
                    const storage::Buckets& buckets) {
-  static const std::regex re(R"(gs://([^/\s,'"]*))");
-  for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it) {
-    std::string bucket = (*it)[1];
+  // A plain scan for gs://([^/\s,'"]*): std::regex recursed per character
+  // and a multi-megabyte token in an argument overflowed the stack.
+  static constexpr std::string_view kScheme = "gs://";
+  for (size_t pos = text.find(kScheme); pos != std::string::npos; pos = text.find(kScheme, pos)) {
+    size_t start = pos + kScheme.size();
+    size_t end = std::min(text.find_first_of("/ \t\n\v\f\r,'\"", start), text.size());
+    std::string bucket = text.substr(start, end - start);
+    pos = end;
     auto parsed = storage::ParseGsUri("gs://" + bucket, field);
     if (!parsed.ok()) return parsed.status();
     if (!buckets.Exists(bucket)) {
@@ -177,13 +186,28 @@ Status AdmitCustomJob(const ApiDeps& d_, const spec::CustomJob& job) {
   return scheduler::CheckCanEverFit(requests, *d_.node, d_.placement, "jobSpec.");
 }
 
+// A query parameter that must be a whole number >= 0 (hostile-input bound:
+// atoi/strtoull took "-1" and "abc" silently).
+static Result<int64_t> QueryCount(const std::string& name, const std::string& text) {
+  int64_t v = -1;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v < 0) {
+    return InvalidArgument(name + ": must be a whole number from 0 to " +
+                           std::to_string(std::numeric_limits<int64_t>::max()) + ", got '" + text +
+                           "'");
+  }
+  return v;
+}
+
 Result<store::ListOptions> ParseListOptions(const http::Request& req) {
   store::ListOptions opts;
   if (auto it = req.query.find("pageSize"); it != req.query.end()) {
-    opts.limit = std::clamp(std::atoi(it->second.c_str()), 1, 1000);
+    // AIP-158: 0 means the default, larger than the maximum means the maximum.
+    STOKER_ASSIGN_OR_RETURN(int64_t size, QueryCount("pageSize", it->second));
+    if (size > 0) opts.limit = static_cast<int>(std::min<int64_t>(size, 1000));
   }
   if (auto it = req.query.find("pageToken"); it != req.query.end() && !it->second.empty()) {
-    opts.after_id = std::atoll(it->second.c_str());
+    STOKER_ASSIGN_OR_RETURN(opts.after_id, QueryCount("pageToken", it->second));
   }
   if (auto it = req.query.find("filter"); it != req.query.end() && !it->second.empty()) {
     static const std::regex kState(R"re(^\s*state\s*=\s*"?([A-Z_]+)"?\s*$)re");
@@ -213,6 +237,68 @@ Result<store::JobRecord> CreateCustomJob(const ApiDeps& d, const spec::CustomJob
 
 namespace {
 
+// Hostile-input bounds shared by every route (docs/security.md).
+constexpr int kMaxJsonDepth = 64;
+
+// The nesting depth of the JSON text `s` (brackets outside strings), or -1
+// once it passes `limit`. Copying, printing and comparing nlohmann values
+// recurse, so a body nested 100 000 deep would overflow a worker's stack.
+int JsonDepth(std::string_view s, int limit) {
+  int depth = 0, max_depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return -1;
+      max_depth = std::max(max_depth, depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return max_depth;
+}
+
+// Project and location ids name stored jobs and come back in resource
+// names: keep them to URL-unreserved ASCII (Vertex's are narrower still).
+bool IsResourceId(std::string_view s) {
+  return !s.empty() && s.size() <= 128 && std::all_of(s.begin(), s.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~';
+  });
+}
+
+Status CheckRequestBounds(const http::Request& req) {
+  // Bodies of the upload routes are data, not requests: any bytes go.
+  bool data_body = req.path.rfind("/upload/", 0) == 0 || req.path == "/v1/stoker/staging";
+  if (!data_body && !req.body.empty() && JsonDepth(req.body, kMaxJsonDepth) < 0) {
+    return InvalidArgument("request body: JSON nested deeper than " +
+                           std::to_string(kMaxJsonDepth) + " levels");
+  }
+  if (req.path.rfind("/v1/projects/", 0) == 0) {
+    std::string_view rest(req.path);
+    rest.remove_prefix(std::string_view("/v1/projects/").size());
+    std::string_view project = rest.substr(0, rest.find('/'));
+    if (!IsResourceId(project)) {
+      return InvalidArgument("project '" + std::string(project) +
+                             "': use letters, digits, '-', '_', '.' or '~' (at most 128)");
+    }
+    rest.remove_prefix(project.size());
+    if (rest.rfind("/locations/", 0) == 0) {
+      rest.remove_prefix(std::string_view("/locations/").size());
+      std::string_view location = rest.substr(0, rest.find('/'));
+      if (!IsResourceId(location)) {
+        return InvalidArgument("location '" + std::string(location) +
+                               "': use letters, digits, '-', '_', '.' or '~' (at most 128)");
+      }
+    }
+  }
+  return OkStatus();
+}
+
 class Api {
  public:
   explicit Api(ApiDeps deps) : d_(deps) {}
@@ -228,6 +314,7 @@ class Api {
     const std::string& path = req.path;
     const std::string& method = req.method;
     if (path == "/healthz") return Json({{"status", "ok"}});
+    if (Status s = CheckRequestBounds(req); !s.ok()) return Error(s);
     if (auto r = HandleLegacyRoutes(d_, req)) return *r;
     if (auto r = HandleTuningRoutes(d_, req)) return *r;
     if (std::regex_match(path, m, kJobs)) {
@@ -413,8 +500,12 @@ class Api {
       return Error(NotFound("replica '" + it->second + "' of job " + std::to_string(id) +
                             " does not exist (yet); replicas: " + nlohmann::json(names).dump()));
     }
-    uint64_t offset =
-        req.query.count("offset") ? std::strtoull(req.query.at("offset").c_str(), nullptr, 10) : 0;
+    uint64_t offset = 0;
+    if (auto o = req.query.find("offset"); o != req.query.end()) {
+      auto parsed = QueryCount("offset", o->second);
+      if (!parsed.ok()) return Error(parsed.status());
+      offset = static_cast<uint64_t>(*parsed);
+    }
     std::ifstream in(d_.executor->ReplicaDir(id, rec->attempt, it->second) / "output.log",
                      std::ios::binary);
     std::string data;

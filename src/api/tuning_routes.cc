@@ -152,7 +152,12 @@ std::optional<http::Response> HandleTuningRoutes(const ApiDeps& d, const http::R
       R"(^/v1/projects/([^/]+)/locations/([^/]+)/studies/(\d+)/trials/(\d+):addTrialMeasurement$)");
   std::smatch m;
   if (std::regex_match(req.path, m, kMeasure) && req.method == "POST") {
-    return AddMeasurement(d, std::stoll(m[3]), std::stoll(m[4]), req.body);
+    auto study = ParseStudyId(m[3]);
+    auto trial = ParseStudyId(m[4]);
+    if (!study.ok() || !trial.ok()) {
+      return Error(NotFound("no trial " + m[4].str() + " in study " + m[3].str()));
+    }
+    return AddMeasurement(d, *study, *trial, req.body);
   }
   if (std::regex_match(req.path, m, kStudies)) {
     if (req.method == "POST") return Submit(d, m[1], m[2], req.body);

@@ -37,9 +37,10 @@ Result<double> ParseDuration(const std::string& text, const std::string& field) 
   }
   char* end = nullptr;
   double v = std::strtod(t.c_str(), &end);
-  if (end == nullptr || *end != '\0' || !std::isfinite(v) || v < 0) {
+  // google.protobuf.Duration's range: up to 315,576,000,000 s (10,000 years).
+  if (end == nullptr || *end != '\0' || !std::isfinite(v) || v < 0 || v > 315576000000.0) {
     return InvalidArgument(field + ": '" + text +
-                           "' is not a duration; write non-negative seconds like \"3600s\"");
+                           "' is not a duration; write seconds from 0 to 315576000000 like \"3600s\"");
   }
   return v;
 }

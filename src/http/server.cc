@@ -34,6 +34,11 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 constexpr uint32_t kHeaderLimit = 64 * 1024;
+// Longer request targets get 414. Handlers match paths with std::regex,
+// whose matcher recurses per character: a 30 000-character path overflowed a
+// worker's 8 MiB stack and killed the daemon. Object names are at most 1024
+// bytes (3 KiB percent-encoded), so real targets stay far below this.
+constexpr size_t kTargetLimit = 8 * 1024;
 constexpr auto kIdleTimeout = std::chrono::seconds(60);
 // After an error response sent while part of the request may still be in
 // flight, the connection half-closes and discards input for at most this long
@@ -129,6 +134,11 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void OnHeader(beast::error_code ec, size_t) {
     if (ec) return OnReadError(ec);
+    if (parser_->get().target().size() > kTargetLimit) {
+      return SendError(ErrorResponse(
+          414, "INVALID_ARGUMENT",
+          "request target longer than " + std::to_string(kTargetLimit) + " bytes"));
+    }
     if (parser_->is_done()) return Dispatch();
     if (beast::iequals(parser_->get()[bhttp::field::expect], "100-continue")) {
       // curl sends this for bodies over 1 KiB and would otherwise wait 1 s.

@@ -127,7 +127,7 @@ void CheckKeys(const json& obj, const std::string& path, const Names& known, Pro
     }
     std::string msg = "unknown field '" + key + "'";
     auto m = std::find_if(misplaced.begin(), misplaced.end(),
-                          [&](const auto& e) { return e.first == key || e.first == camel; });
+                          [&, &key = key](const auto& e) { return e.first == key || e.first == camel; });
     if (m != misplaced.end()) {
       p.Note(path, msg + "; " + std::string(m->second));
       continue;
@@ -345,8 +345,10 @@ void ReadVerbatim(const json& obj, const std::string& path, const std::vector<Sh
   for (const auto& s : shapes) {
     std::string key(s.name);
     if (const json* v = Get(obj, key.c_str())) {
+      // Copy only what passed: a rejected value may be arbitrarily deep.
+      size_t before = p.size();
       CheckShape(*v, s, Join(path, key), p);
-      (*out)[key] = *v;
+      if (p.size() == before) (*out)[key] = *v;
     }
   }
 }
@@ -373,6 +375,12 @@ bool IsLabelChar(unsigned char c) {
 }  // namespace
 
 void CheckLabels(const std::map<std::string, std::string>& labels, Problems& p) {
+  constexpr size_t kMaxLabels = 64;  // Vertex's limit
+  if (labels.size() > kMaxLabels) {
+    p.Add("labels", "at most " + std::to_string(kMaxLabels) + " labels, got " +
+                        std::to_string(labels.size()));
+    return;
+  }
   for (const auto& [key, value] : labels) {
     std::string path = "labels." + key;
     if (key.empty()) {

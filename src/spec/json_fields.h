@@ -101,6 +101,7 @@ class Problems {
     return false;
   }
   bool empty() const { return lines_.empty(); }
+  size_t size() const { return lines_.size(); }
   Status ToStatus() const {
     std::string m;
     for (const auto& l : lines_) {

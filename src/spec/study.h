@@ -83,8 +83,15 @@ struct ConditionalParameter {
   bool operator==(const ConditionalParameter&) const = default;
 };
 
-// Defaulted here, where ConditionalParameter is complete.
-inline bool ParameterSpec::operator==(const ParameterSpec&) const = default;
+// Written out (clang 14 cannot default it here, where ConditionalParameter
+// becomes complete).
+inline bool ParameterSpec::operator==(const ParameterSpec& o) const {
+  return parameter_id == o.parameter_id && kind == o.kind && double_min == o.double_min &&
+         double_max == o.double_max && int_min == o.int_min && int_max == o.int_max &&
+         categories == o.categories && discrete_values == o.discrete_values &&
+         discrete_texts == o.discrete_texts && scale == o.scale &&
+         default_value == o.default_value && children == o.children;
+}
 
 enum class Goal { kMaximize, kMinimize };  // GOAL_TYPE_UNSPECIFIED reads as kMaximize
 
