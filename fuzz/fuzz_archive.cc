@@ -40,7 +40,10 @@ struct Sandbox {
     input = parent / "in.tar.gz";
     fs::create_directories(parent);
     std::ofstream(parent / "sentinel") << "x";
-    std::atexit([] { std::error_code ec; fs::remove_all(Get().top, ec); });
+    std::atexit([] {
+      std::error_code ec;
+      fs::remove_all(Get().top, ec);
+    });
   }
   static Sandbox& Get() {
     static Sandbox s;

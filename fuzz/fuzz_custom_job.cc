@@ -31,7 +31,8 @@ void RoundTrip(const json& input) {
   json out = stoker::spec::ToJson(*job);
 
   auto again = stoker::spec::ParseCustomJob(out);
-  if (!again.ok()) Fail("ToJson output does not re-parse", again.status().message() + "\n" + out.dump(2));
+  if (!again.ok())
+    Fail("ToJson output does not re-parse", again.status().message() + "\n" + out.dump(2));
   if (!(*again == *job)) Fail("round trip changed the job", out.dump(2));
 
   // The store keeps the JSON text: text -> parse must also round-trip.
@@ -44,7 +45,8 @@ void RoundTrip(const json& input) {
   json reparsed = json::parse(text, nullptr, false);
   if (reparsed.is_discarded()) Fail("ToJson text is not valid JSON", text);
   auto from_text = stoker::spec::ParseCustomJob(reparsed);
-  if (!from_text.ok()) Fail("ToJson text does not re-parse", from_text.status().message() + "\n" + text);
+  if (!from_text.ok())
+    Fail("ToJson text does not re-parse", from_text.status().message() + "\n" + text);
   if (!(*from_text == *job)) Fail("text round trip changed the job", text);
 }
 

@@ -37,7 +37,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // 2. Encode then decode is the identity, for paths and query values.
   std::string raw(in);
   std::string enc = UrlEncode(raw);
-  if (internal::PercentDecode(enc, false) != raw) Fail("PercentDecode(UrlEncode(s)) != s", raw, enc);
+  if (internal::PercentDecode(enc, false) != raw)
+    Fail("PercentDecode(UrlEncode(s)) != s", raw, enc);
   if (internal::PercentDecode(enc, true) != raw) Fail("query decode(UrlEncode(s)) != s", raw, enc);
 
   // 3. A target built from encoded parts parses back into those parts.

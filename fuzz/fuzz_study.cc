@@ -28,7 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)stoker::spec::Validate(*job);
   json out = stoker::spec::ToJson(*job);
   auto again = stoker::spec::ParseHyperparameterTuningJob(out);
-  if (!again.ok()) Fail("ToJson output does not re-parse", again.status().message() + "\n" + out.dump(2));
+  if (!again.ok())
+    Fail("ToJson output does not re-parse", again.status().message() + "\n" + out.dump(2));
   if (!(*again == *job)) Fail("round trip changed the job", out.dump(2));
   std::string text = out.dump();  // input was valid JSON, so valid UTF-8
   auto from_text = stoker::spec::ParseHyperparameterTuningJob(json::parse(text));

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "api/list_filter.h"
 #include "api/routes.h"
 #include "common/time.h"
 #include "scheduler/placement.h"
@@ -199,7 +200,10 @@ static Result<int64_t> QueryCount(const std::string& name, const std::string& te
   return v;
 }
 
-Result<store::ListOptions> ParseListOptions(const http::Request& req) {
+namespace {
+
+// ParseListOptions; `state_filter` false leaves `filter` to the caller.
+Result<store::ListOptions> ParseListOptionsImpl(const http::Request& req, bool state_filter) {
   store::ListOptions opts;
   if (auto it = req.query.find("pageSize"); it != req.query.end()) {
     // AIP-158: 0 means the default, larger than the maximum means the maximum.
@@ -209,7 +213,8 @@ Result<store::ListOptions> ParseListOptions(const http::Request& req) {
   if (auto it = req.query.find("pageToken"); it != req.query.end() && !it->second.empty()) {
     STOKER_ASSIGN_OR_RETURN(opts.after_id, QueryCount("pageToken", it->second));
   }
-  if (auto it = req.query.find("filter"); it != req.query.end() && !it->second.empty()) {
+  if (auto it = req.query.find("filter");
+      state_filter && it != req.query.end() && !it->second.empty()) {
     static const std::regex kState(R"re(^\s*state\s*=\s*"?([A-Z_]+)"?\s*$)re");
     std::smatch m;
     if (!std::regex_match(it->second, m, kState) || !spec::ParseJobState(m[1].str())) {
@@ -219,6 +224,12 @@ Result<store::ListOptions> ParseListOptions(const http::Request& req) {
     opts.state = spec::ParseJobState(m[1].str());
   }
   return opts;
+}
+
+}  // namespace
+
+Result<store::ListOptions> ParseListOptions(const http::Request& req) {
+  return ParseListOptionsImpl(req, /*state_filter=*/true);
 }
 
 Result<store::JobRecord> CreateCustomJob(const ApiDeps& d, const spec::CustomJob& job,
@@ -429,16 +440,56 @@ class Api {
     return Json(RenderJob(*rec));
   }
 
+  // The filter (list_filter.h) is evaluated here, over pages of the store:
+  // pages are read until pageSize jobs match or the store is exhausted, and
+  // nextPageToken is the last id examined.
   http::Response ListJobs(const http::Request& req) {
-    auto opts = ParseListOptions(req);
+    auto opts = ParseListOptionsImpl(req, /*state_filter=*/false);
     if (!opts.ok()) return Error(opts.status());
-    auto jobs = d_.store->ListJobs(*opts);
-    if (!jobs.ok()) return Error(jobs.status());
+    auto it = req.query.find("filter");
+    auto filter = ParseFilter(it == req.query.end() ? std::string() : it->second);
+    if (!filter.ok()) return Error(filter.status());
+    const size_t want = static_cast<size_t>(opts->limit);
+    store::ListOptions page = *opts;
+    if (!filter->MatchesAll()) page.limit = std::max(opts->limit, 500);
     json out = {{"customJobs", json::array()}};
-    for (const store::JobRecord& r : *jobs) out["customJobs"].push_back(RenderJob(r));
-    if (static_cast<int>(jobs->size()) == opts->limit)
-      out["nextPageToken"] = std::to_string(jobs->back().id);
+    size_t matched = 0;
+    int64_t last_examined = 0;
+    bool more = false;
+    while (matched < want) {
+      auto jobs = d_.store->ListJobs(page);
+      if (!jobs.ok()) return Error(jobs.status());
+      for (size_t i = 0; i < jobs->size() && matched < want; ++i) {
+        const store::JobRecord& r = (*jobs)[i];
+        last_examined = r.id;
+        if (filter->Matches(Subject(r))) {
+          out["customJobs"].push_back(RenderJob(r));
+          ++matched;
+          // Filled mid-page: what is left of this page is still to come.
+          if (matched == want && i + 1 < jobs->size()) more = true;
+        }
+      }
+      if (static_cast<int>(jobs->size()) < page.limit) break;  // store exhausted
+      if (matched == want) {
+        more = true;  // a full page: the store may hold more
+        break;
+      }
+      page.after_id = jobs->back().id;
+    }
+    if (more) out["nextPageToken"] = std::to_string(last_examined);
     return Json(out);
+  }
+
+  static FilterSubject Subject(const store::JobRecord& r) {
+    FilterSubject s;
+    s.display_name = r.display_name;
+    s.state = std::string(spec::JobStateName(r.state));
+    s.create_time_us = r.create_time_us;
+    if (auto l = r.spec.find("labels"); l != r.spec.end() && l->is_object()) {
+      for (const auto& [k, v] : l->items())
+        if (v.is_string()) s.labels[k] = v.get<std::string>();
+    }
+    return s;
   }
 
   http::Response GetJob(int64_t id) {

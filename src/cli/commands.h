@@ -59,7 +59,9 @@ struct SubmitFlags {
 int Submit(const Globals& g, const SubmitFlags& f);
 // Submits a complete CustomJob JSON; prints it or follows it like Submit.
 int SubmitJobJson(const Globals& g, Connection& conn, const nlohmann::json& job, bool follow);
-int List(const Globals& g, const std::string& filter);
+// Lists jobs matching `filter` (AIP-160), `page_size` per request, at most
+// `limit` in all (0: no limit).
+int List(const Globals& g, const std::string& filter, int limit = 0, int page_size = 1000);
 int Describe(const Globals& g, const std::string& id);
 int Cancel(const Globals& g, const std::string& id);
 int Logs(const Globals& g, const std::string& id, const std::string& replica, bool follow);

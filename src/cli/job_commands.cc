@@ -244,20 +244,26 @@ void PrintLogs(Connection& conn, const Globals& g, const std::string& id, const 
 
 // ---- jobs list / describe / cancel ----------------------------------------
 
-int List(const Globals& g, const std::string& filter) {
+int List(const Globals& g, const std::string& filter, int limit, int page_size) {
   auto conn = Connect(g);
   if (!conn.ok()) return Report(conn.status());
   json all = json::array();
   std::string token;
   do {
-    std::string target = JobsPath(g) + "?pageSize=1000";
+    // --limit caps what is printed; ask for no more than is still wanted.
+    int want = page_size;
+    if (limit > 0) want = std::min<int>(want, limit - static_cast<int>(all.size()));
+    std::string target = JobsPath(g) + "?pageSize=" + std::to_string(want);
     if (!filter.empty()) target += "&filter=" + http::UrlEncode(filter);
     if (!token.empty()) target += "&pageToken=" + token;
     auto page = (*conn)->Call("GET", target);
     if (!page.ok()) return Report(page.status());
-    for (json& j : (*page)["customJobs"]) all.push_back(std::move(j));
+    for (json& j : (*page)["customJobs"]) {
+      if (limit > 0 && static_cast<int>(all.size()) >= limit) break;
+      all.push_back(std::move(j));
+    }
     token = page->value("nextPageToken", "");
-  } while (!token.empty());
+  } while (!token.empty() && (limit <= 0 || static_cast<int>(all.size()) < limit));
   if (g.format == "json") {
     std::cout << json{{"customJobs", all}}.dump(2) << "\n";
     return 0;

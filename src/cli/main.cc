@@ -149,9 +149,18 @@ int main(int argc, char** argv) {
   });
 
   std::string filter;
+  int list_limit = 0;
+  int list_page_size = 1000;
   auto* list = jobs->add_subcommand("list", "List jobs");
-  list->add_option("--filter", filter, "e.g. state=\"JOB_STATE_RUNNING\"");
-  list->callback([&] { rc = List(g, filter); });
+  list->add_option(
+      "--filter", filter,
+      "AIP-160 filter, e.g. state=\"JOB_STATE_SUCCEEDED\" AND display_name:\"my_job_*\", "
+      "labels.team=ml, create_time>\"2021-05-18T00:00:00Z\"");
+  list->add_option("--limit", list_limit, "Print at most N jobs (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  list->add_option("--page-size", list_page_size, "Jobs asked for per request (1-1000)")
+      ->check(CLI::Range(1, 1000));
+  list->callback([&] { rc = List(g, filter, list_limit, list_page_size); });
 
   std::string id;
   auto* describe = jobs->add_subcommand("describe", "Show a job, its error and its events");

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -54,6 +55,23 @@ json NodeToJson(const YAML::Node& node) {
 }  // namespace
 
 Result<nlohmann::json> ParseYamlOrJson(const std::string& text, const std::string& source) {
+  if (text.size() > kMaxDocumentBytes) {
+    return InvalidArgument(source + ": " + std::to_string(text.size()) +
+                           " bytes is more than the " + std::to_string(kMaxDocumentBytes >> 20) +
+                           " MiB a job file may have (keep data in a bucket, not in the job)");
+  }
+  // Flow-style nesting ([[[... or {{{...) deeper than any job file needs is
+  // refused before the recursive parser sees it.
+  int depth = 0, deepest = 0;
+  for (char c : text) {
+    if (c == '[' || c == '{') deepest = std::max(deepest, ++depth);
+    if ((c == ']' || c == '}') && depth > 0) --depth;
+  }
+  if (deepest > kMaxDocumentDepth) {
+    return InvalidArgument(source + ": nested " + std::to_string(deepest) +
+                           " levels deep; a job file may nest at most " +
+                           std::to_string(kMaxDocumentDepth));
+  }
   try {
     YAML::Node root = YAML::Load(text);
     return NodeToJson(root);

@@ -77,11 +77,13 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
           c.cancel_grace_seconds = value.get<double>();
         } else if (key == "poll_interval_ms") {
           c.poll_interval_ms = value.get<int>();
+        } else if (key == "nfs_mount_root") {
+          c.nfs_mount_root = value.get<std::string>();
         } else {
           return InvalidArgument(where + "unknown key '" + key +
                                  "' (known: listen, images, buckets, inventory, "
                                  "cpu_oversubscription, accelerator_substitution, "
-                                 "cancel_grace_seconds, poll_interval_ms)");
+                                 "cancel_grace_seconds, poll_interval_ms, nfs_mount_root)");
         }
       }
     } catch (const nlohmann::json::exception& e) {

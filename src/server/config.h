@@ -11,6 +11,8 @@
 //   accelerator_substitution: true   # a GPU of another type with at least as much memory may serve
 //   cancel_grace_seconds: 10
 //   poll_interval_ms: 100
+//   nfs_mount_root: /mnt/nfs    # nfsMounts whose path exists here are linked at
+//   <root>/<mountPoint>
 #pragma once
 
 #include <filesystem>
@@ -40,9 +42,10 @@ struct Config {
   bool accelerator_substitution = true;
   double cancel_grace_seconds = 10;
   int poll_interval_ms = 100;
-  std::filesystem::path runner;          // stoker-run binary
-  std::filesystem::path python_helpers;  // directory holding the hypertune module
-  std::string api_url;                   // where trainers reach the API (set by main)
+  std::string nfs_mount_root = "/mnt/nfs";  // where nfsMounts appear, as on Vertex
+  std::filesystem::path runner;             // stoker-run binary
+  std::filesystem::path python_helpers;     // directory holding the hypertune module
+  std::string api_url;                      // where trainers reach the API (set by main)
 };
 
 // The rules that map Vertex's prebuilt training images (PyTorch, TensorFlow,

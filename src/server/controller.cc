@@ -494,6 +494,40 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
   }
   auto rewrite = [this](const std::string& s) { return storage::RewriteGsUris(s, buckets_); };
 
+  // nfsMounts: Vertex mounts each share at /mnt/nfs/<mountPoint>. Here the
+  // share is honoured when its path exists on this machine (already mounted
+  // there), by a link at the same place; otherwise the job is told why not.
+  for (size_t p = 0; p < spec.worker_pool_specs.size(); ++p) {
+    const json& mounts = spec.worker_pool_specs[p].extra.value("nfsMounts", json::array());
+    for (size_t i = 0; i < mounts.size(); ++i) {
+      std::string field =
+          "jobSpec.workerPoolSpecs[" + std::to_string(p) + "].nfsMounts[" + std::to_string(i) + "]";
+      std::filesystem::path source = mounts[i].value("path", "");
+      std::filesystem::path target =
+          std::filesystem::path(config_.nfs_mount_root) / mounts[i].value("mountPoint", "");
+      std::error_code ec;
+      if (!std::filesystem::is_directory(source, ec)) {
+        (void)store_.AddEvent(a.rec.id, "warning: " + field + " not mounted: " + source.string() +
+                                            " does not exist on this machine");
+        continue;
+      }
+      if (std::filesystem::is_symlink(target, ec)) {
+        if (std::filesystem::read_symlink(target, ec) == source) continue;
+      } else if (std::filesystem::exists(target, ec) &&
+                 std::filesystem::equivalent(target, source, ec)) {
+        continue;
+      }
+      std::filesystem::create_directories(target.parent_path(), ec);
+      if (std::filesystem::exists(target, ec) || std::filesystem::is_symlink(target, ec) ||
+          (std::filesystem::create_symlink(source, target, ec), ec)) {
+        return FailedPrecondition(field + ".mountPoint: cannot make " + target.string() +
+                                  " point at " + source.string() +
+                                  (ec ? ": " + ec.message() : ": it exists and is something else") +
+                                  "; use another mountPoint or remove it");
+      }
+    }
+  }
+
   for (const json& r : a.rec.allocation["replicas"]) {
     int pool_index = r["pool"].get<int>();
     const spec::WorkerPoolSpec& pool = spec.worker_pool_specs[pool_index];
