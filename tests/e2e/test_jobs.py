@@ -154,3 +154,41 @@ jobSpec:
         self.assertIn("--display-name", r.stderr)
         r = self.stoker("jobs", "submit", "--config", path, "--display-name", "bare", "--follow")
         self.assertIn("echo bare".split()[1], r.stdout)
+
+    def test_describe_json_resubmits_to_the_same_spec(self):
+        self.stoker("storage", "mb", "gs://rtb")
+        job = container_job("roundtrip", "true", env=[("A", "1")], timeout="120s",
+                            accelerator=("NVIDIA_TESLA_T4", 1))
+        job["labels"] = {"team": "ml"}
+        job["jobSpec"]["baseOutputDirectory"] = {"outputUriPrefix": "gs://rtb/out/"}
+        job["jobSpec"]["network"] = "projects/1/global/networks/n"
+        first = self.submit(job)
+        described = self.stoker("--format", "json", "jobs", "describe", first).stdout
+        path = self.write("described.json", described)
+        r = self.stoker("--format", "json", "jobs", "submit", "--config", path)
+        second = json.loads(r.stdout)
+        original = json.loads(described)
+        for key in ("displayName", "labels", "jobSpec"):
+            self.assertEqual(second[key], original[key], key)
+        # The field Stoker cannot honour is named in a warning event.
+        events = self.api("GET", self.project_path + "/" + first + "/events")[1]["events"]
+        self.assertTrue(any("jobSpec.network" in e["reason"] and "no effect" in e["reason"] for e in events))
+
+    def test_nfs_mounts_whose_path_exists_appear_under_mnt_nfs(self):
+        share = os.path.join(self.tmp, "share")
+        os.makedirs(share)
+        open(os.path.join(share, "hello.txt"), "w").write("from nfs")
+        point = "stoker-e2e-%d" % os.getpid()
+        job = container_job("nfs", "cat /mnt/nfs/%s/hello.txt" % point)
+        job["jobSpec"]["workerPoolSpecs"][0]["nfsMounts"] = [
+            {"server": "10.0.0.2", "path": share, "mountPoint": point},
+            {"server": "10.0.0.2", "path": "/no/such/export", "mountPoint": point + "-missing"}]
+        try:
+            job_id = self.submit(job)
+            self.assertEqual(self.wait_state(job_id)["state"], "JOB_STATE_SUCCEEDED")
+            self.assertIn("from nfs", self.stoker("jobs", "logs", job_id).stdout)
+            d = self.stoker("jobs", "describe", job_id).stdout
+            self.assertIn("nfsMounts[1] not mounted", d)
+        finally:
+            if os.path.islink("/mnt/nfs/" + point):
+                os.unlink("/mnt/nfs/" + point)
