@@ -21,6 +21,7 @@ using internal::Join;
 using internal::JoinNames;
 using internal::kAcceleratorTypes;
 using internal::Names;
+using internal::SnakeToCamel;
 using nlohmann::json;
 
 // Reference §6, TrainingInput, in the discovery document's order.
@@ -137,20 +138,6 @@ const std::array<Role, 4> kRoles = {{
      "--parameter-server-machine-type"},
     {"evaluator", "evaluatorType", "evaluatorConfig", "evaluatorCount", ""},
 }};
-
-std::string SnakeToCamel(std::string_view key) {
-  std::string out;
-  bool upper = false;
-  for (char c : key) {
-    if (c == '_' && !out.empty()) {
-      upper = true;
-      continue;
-    }
-    out += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
-    upper = false;
-  }
-  return out;
-}
 
 // Every problem found, one line each, each starting with its field path or flag.
 class Problems {
