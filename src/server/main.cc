@@ -71,8 +71,15 @@ int main(int argc, char** argv) {
   if (Status s = MakeDirs(data); !s.ok()) return Fail(s.message());
 
   // One daemon per data dir: hold an exclusive lock on the pid file for life.
+  // A previous instance that is still exiting (a restart right after a
+  // kill) holds the lock for a moment: wait up to 10 s before giving up.
   int pid_fd = ::open((data / "stokerd.pid").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (pid_fd < 0 || ::flock(pid_fd, LOCK_EX | LOCK_NB) != 0) {
+  bool locked = pid_fd >= 0 && ::flock(pid_fd, LOCK_EX | LOCK_NB) == 0;
+  for (int i = 0; pid_fd >= 0 && !locked && i < 200; ++i) {
+    ::usleep(50'000);
+    locked = ::flock(pid_fd, LOCK_EX | LOCK_NB) == 0;
+  }
+  if (!locked) {
     return Fail("another stokerd is running on " + data.string() + " (see " +
                 (data / "stokerd.pid").string() + ")");
   }
