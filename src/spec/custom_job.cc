@@ -23,6 +23,7 @@ using internal::CheckStringList;
 using internal::Contains;
 using internal::FormatSeconds;
 using internal::Get;
+using internal::JobVerbatim;
 using internal::Join;
 using internal::JoinNames;
 using internal::kAcceleratorTypes;
@@ -143,13 +144,6 @@ const std::vector<Shape>& MachineVerbatim() {
        {{"reservationAffinityType", Kind::kString},
         {"key", Kind::kString},
         {"values", Kind::kStrings}}},
-  };
-  return shapes;
-}
-
-const std::vector<Shape>& JobVerbatim() {
-  static const std::vector<Shape> shapes = {
-      {"encryptionSpec", Kind::kObject, {{"kmsKeyName", Kind::kString}}},
   };
   return shapes;
 }

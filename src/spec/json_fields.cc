@@ -126,8 +126,9 @@ void CheckKeys(const json& obj, const std::string& path, const Names& known, Pro
       continue;
     }
     std::string msg = "unknown field '" + key + "'";
-    auto m = std::find_if(misplaced.begin(), misplaced.end(),
-                          [&, &key = key](const auto& e) { return e.first == key || e.first == camel; });
+    auto m = std::find_if(misplaced.begin(), misplaced.end(), [&, &key = key](const auto& e) {
+      return e.first == key || e.first == camel;
+    });
     if (m != misplaced.end()) {
       p.Note(path, msg + "; " + std::string(m->second));
       continue;
@@ -337,6 +338,13 @@ void CheckShape(const json& v, const Shape& s, const std::string& path, Problems
       for (size_t i = 0; i < v.size(); ++i) CheckObjectShape(v[i], s, At(path, i), p);
       break;
   }
+}
+
+const std::vector<Shape>& JobVerbatim() {
+  static const std::vector<Shape> shapes = {
+      {"encryptionSpec", Kind::kObject, {{"kmsKeyName", Kind::kString}}},
+  };
+  return shapes;
 }
 
 // Checks and copies into `out` each field of `shapes` present in `obj`.

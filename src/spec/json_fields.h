@@ -157,6 +157,10 @@ struct Shape {
   std::vector<std::string_view> required = {};  // for kObject / kObjects
 };
 
+// The verbatim fields every job resource (CustomJob, HyperparameterTuningJob)
+// accepts at its top level: encryptionSpec.
+const std::vector<Shape>& JobVerbatim();
+
 void CheckShape(const nlohmann::json& v, const Shape& s, const std::string& path, Problems& p);
 // Checks and copies into `out` each field of `shapes` present in `obj`.
 void ReadVerbatim(const nlohmann::json& obj, const std::string& path,

@@ -21,6 +21,7 @@ using internal::CheckShape;
 using internal::CheckStringList;
 using internal::Contains;
 using internal::Get;
+using internal::JobVerbatim;
 using internal::Join;
 using internal::JoinNames;
 using internal::Kind;
@@ -131,13 +132,6 @@ const std::vector<Shape>& StudyVerbatim() {
         {"maxNumTrials", Kind::kInt32},
         {"maxNumTrialsNoProgress", Kind::kInt32},
         {"maxDurationNoProgress", Kind::kString}}},
-  };
-  return shapes;
-}
-
-const std::vector<Shape>& JobVerbatim() {
-  static const std::vector<Shape> shapes = {
-      {"encryptionSpec", Kind::kObject, {{"kmsKeyName", Kind::kString}}},
   };
   return shapes;
 }
