@@ -346,6 +346,7 @@ void Controller::SuggestTrials(Study& s) {
     nj.spec = spec::ToJson(cj);
     nj.study_id = s.rec.id;
     nj.trial_id = tid;
+    nj.user = s.rec.user;
     auto rec = store_.CreateTrial(t, nj);
     if (!rec.ok()) {
       spdlog::error("study {}: cannot create trial {}: {}", s.rec.id, tid, rec.status().ToString());

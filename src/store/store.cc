@@ -58,7 +58,7 @@ Status SqliteError(sqlite3* db, const std::string& what) {
 constexpr char kJobColumns[] =
     "id, project, location, display_name, state, spec, create_time, start_time, end_time, "
     "update_time, error_code, error_message, attempt, allocation, cancel_requested, wait_reason, "
-    "study_id, trial_id, legacy_job_id, legacy_input";
+    "study_id, trial_id, legacy_job_id, legacy_input, user";
 
 JobRecord ReadJob(Stmt& s) {
   JobRecord r;
@@ -82,6 +82,7 @@ JobRecord ReadJob(Stmt& s) {
   r.trial_id = s.Text(17);
   r.legacy_job_id = s.Text(18);
   if (!s.IsNull(19)) r.legacy_input = nlohmann::json::parse(s.Text(19), nullptr, false);
+  r.user = s.Text(20);
   return r;
 }
 
@@ -147,7 +148,8 @@ CREATE TABLE IF NOT EXISTS jobs(
   study_id INTEGER NOT NULL DEFAULT 0,
   trial_id TEXT NOT NULL DEFAULT '',
   legacy_job_id TEXT NOT NULL DEFAULT '',
-  legacy_input TEXT
+  legacy_input TEXT,
+  user TEXT NOT NULL DEFAULT ''
 );
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_by_legacy_id ON jobs(project, legacy_job_id)
   WHERE legacy_job_id != '';
@@ -164,7 +166,8 @@ CREATE TABLE IF NOT EXISTS studies(
   update_time INTEGER NOT NULL,
   error_code INTEGER NOT NULL DEFAULT 0,
   error_message TEXT NOT NULL DEFAULT '',
-  cancel_requested INTEGER NOT NULL DEFAULT 0
+  cancel_requested INTEGER NOT NULL DEFAULT 0,
+  user TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS trials(
   study_id INTEGER NOT NULL,
@@ -190,8 +193,15 @@ CREATE TABLE IF NOT EXISTS events(
   reason TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_by_job ON events(job_id);
-PRAGMA user_version = 1;
+PRAGMA user_version = 2;
 )sql";
+
+// Schema changes since version 1, applied in order to an older store.
+constexpr const char* kMigrations[] = {
+    // 1 -> 2: the submitting user of jobs and studies.
+    "ALTER TABLE jobs ADD COLUMN user TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE studies ADD COLUMN user TEXT NOT NULL DEFAULT '';",
+};
 
 // RAII transaction: rolls back unless committed.
 class Txn {
@@ -249,6 +259,25 @@ Result<std::unique_ptr<Store>> Store::Open(const std::filesystem::path& data_dir
   STOKER_RETURN_IF_ERROR(store->Exec("PRAGMA journal_mode=WAL"));
   STOKER_RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=FULL"));
   STOKER_RETURN_IF_ERROR(store->Exec("PRAGMA foreign_keys=ON"));
+  int64_t version = 0;
+  {
+    Stmt v(db, "PRAGMA user_version");
+    if (v.Step() == SQLITE_ROW) version = v.Int(0);
+  }
+  if (version >= 1) {
+    constexpr int64_t kLatest = std::size(kMigrations) + 1;
+    if (version > kLatest) {
+      return FailedPrecondition(path.string() + " has schema version " + std::to_string(version) +
+                                ", newer than this stokerd understands (" +
+                                std::to_string(kLatest) + "); run the newer stokerd");
+    }
+    for (int64_t v = version; v < kLatest; ++v) {
+      STOKER_RETURN_IF_ERROR(store->Exec(("BEGIN;" + std::string(kMigrations[v - 1]) +
+                                          "PRAGMA user_version = " + std::to_string(v + 1) +
+                                          ";COMMIT;")
+                                             .c_str()));
+    }
+  }
   STOKER_RETURN_IF_ERROR(store->Exec(kSchema));
   return store;
 }
@@ -281,8 +310,8 @@ Status Store::InsertEvent(int64_t id, JobState from, JobState to, const std::str
 Result<JobRecord> Store::InsertJob(const NewJob& job, int64_t now) {
   Stmt s(db_,
          "INSERT INTO jobs(project, location, display_name, state, spec, create_time, "
-         "update_time, study_id, trial_id, legacy_job_id, legacy_input) "
-         "VALUES(?,?,?,?,?,?,?,?,?,?,?)");
+         "update_time, study_id, trial_id, legacy_job_id, legacy_input, user) "
+         "VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
   s.Bind(1, job.project);
   s.Bind(2, job.location);
   s.Bind(3, job.display_name);
@@ -298,6 +327,7 @@ Result<JobRecord> Store::InsertJob(const NewJob& job, int64_t now) {
   } else {
     s.Bind(11, job.legacy_input.dump());
   }
+  s.Bind(12, job.user);
   int rc = s.Step();
   if (rc == SQLITE_CONSTRAINT && !job.legacy_job_id.empty()) {
     return AlreadyExists("job '" + job.legacy_job_id + "' already exists in project " +
@@ -323,6 +353,7 @@ Result<JobRecord> Store::InsertJob(const NewJob& job, int64_t now) {
   r.trial_id = job.trial_id;
   r.legacy_job_id = job.legacy_job_id;
   r.legacy_input = job.legacy_input;
+  r.user = job.user;
   return r;
 }
 
@@ -529,7 +560,7 @@ namespace {
 
 constexpr char kStudyColumns[] =
     "id, project, location, display_name, state, spec, create_time, start_time, end_time, "
-    "update_time, error_code, error_message, cancel_requested";
+    "update_time, error_code, error_message, cancel_requested, user";
 
 StudyRecord ReadStudy(Stmt& s) {
   StudyRecord r;
@@ -546,6 +577,7 @@ StudyRecord ReadStudy(Stmt& s) {
   r.error_code = static_cast<int>(s.Int(10));
   r.error_message = s.Text(11);
   r.cancel_requested = s.Int(12) != 0;
+  r.user = s.Text(13);
   return r;
 }
 
@@ -573,12 +605,12 @@ TrialRecord ReadTrial(Stmt& s) {
 
 Result<StudyRecord> Store::CreateStudy(const std::string& project, const std::string& location,
                                        const std::string& display_name,
-                                       const nlohmann::json& spec) {
+                                       const nlohmann::json& spec, const std::string& user) {
   std::lock_guard lock(mu_);
   int64_t now = NowMicros();
   Stmt s(db_,
          "INSERT INTO studies(project, location, display_name, state, spec, create_time, "
-         "update_time) VALUES(?,?,?,?,?,?,?)");
+         "update_time, user) VALUES(?,?,?,?,?,?,?,?)");
   s.Bind(1, project);
   s.Bind(2, location);
   s.Bind(3, display_name);
@@ -586,6 +618,7 @@ Result<StudyRecord> Store::CreateStudy(const std::string& project, const std::st
   s.Bind(5, spec.dump());
   s.Bind(6, now);
   s.Bind(7, now);
+  s.Bind(8, user);
   if (s.Step() != SQLITE_DONE) return SqliteError(db_, "insert study");
   StudyRecord r;
   r.id = sqlite3_last_insert_rowid(db_);
@@ -595,6 +628,7 @@ Result<StudyRecord> Store::CreateStudy(const std::string& project, const std::st
   r.spec = spec;
   r.create_time_us = now;
   r.update_time_us = now;
+  r.user = user;
   return r;
 }
 

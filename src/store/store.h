@@ -51,6 +51,9 @@ struct JobRecord {
   // trainingInput as submitted, for the legacy routes; "" and null otherwise.
   std::string legacy_job_id;
   nlohmann::json legacy_input;
+  // Who submitted it (the authenticated principal; "" = the local user of a
+  // store made before users existed). Quotas, fair share and ownership key on it.
+  std::string user;
 };
 
 struct Event {
@@ -72,6 +75,7 @@ struct NewJob {
   std::string trial_id;
   std::string legacy_job_id;   // unique per project when set
   nlohmann::json legacy_input;
+  std::string user;  // the submitting principal
 };
 
 // A HyperparameterTuningJob (a study) as stored.
@@ -89,6 +93,7 @@ struct StudyRecord {
   int error_code = 0;
   std::string error_message;
   bool cancel_requested = false;
+  std::string user;  // the submitting principal; its trials' jobs carry it too
 };
 
 // Trial states (reference §2.3).
@@ -160,7 +165,8 @@ class Store {
 
   // ---- studies (HyperparameterTuningJob) and their trials ----
   Result<StudyRecord> CreateStudy(const std::string& project, const std::string& location,
-                                  const std::string& display_name, const nlohmann::json& spec);
+                                  const std::string& display_name, const nlohmann::json& spec,
+                                  const std::string& user = "");
   Result<StudyRecord> GetStudy(int64_t id);
   Result<std::vector<StudyRecord>> ListStudies(const ListOptions& options);
   Result<std::vector<StudyRecord>> ActiveStudies();

@@ -1,6 +1,7 @@
 #include "store/store.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -108,6 +109,50 @@ TEST_F(StoreTest, RefusesADamagedDatabaseWithRecoveryAdvice) {
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), Code::kFailedPrecondition);
   EXPECT_NE(store.status().message().find("recovery"), std::string::npos);
+}
+
+TEST_F(StoreTest, UserIsStoredAndAVersion1StoreIsMigrated) {
+  std::filesystem::create_directories(dir_);
+  // A store as version 1 made it: no user columns.
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir_ / "stoker.db").c_str(), &db), SQLITE_OK);
+    const char* v1 =
+        "CREATE TABLE jobs(id INTEGER PRIMARY KEY AUTOINCREMENT, project TEXT NOT NULL, "
+        "location TEXT NOT NULL, display_name TEXT NOT NULL, state INTEGER NOT NULL, spec TEXT NOT "
+        "NULL, create_time INTEGER NOT NULL, start_time INTEGER NOT NULL DEFAULT 0, end_time "
+        "INTEGER NOT NULL DEFAULT 0, update_time INTEGER NOT NULL, error_code INTEGER NOT NULL "
+        "DEFAULT 0, error_message TEXT NOT NULL DEFAULT '', attempt INTEGER NOT NULL DEFAULT 0, "
+        "allocation TEXT, cancel_requested INTEGER NOT NULL DEFAULT 0, wait_reason TEXT NOT NULL "
+        "DEFAULT '', study_id INTEGER NOT NULL DEFAULT 0, trial_id TEXT NOT NULL DEFAULT '', "
+        "legacy_job_id TEXT NOT NULL DEFAULT '', legacy_input TEXT);"
+        "CREATE TABLE studies(id INTEGER PRIMARY KEY AUTOINCREMENT, project TEXT NOT NULL, "
+        "location TEXT NOT NULL, display_name TEXT NOT NULL, state INTEGER NOT NULL, spec TEXT NOT "
+        "NULL, create_time INTEGER NOT NULL, start_time INTEGER NOT NULL DEFAULT 0, end_time "
+        "INTEGER NOT NULL DEFAULT 0, update_time INTEGER NOT NULL, error_code INTEGER NOT NULL "
+        "DEFAULT 0, error_message TEXT NOT NULL DEFAULT '', cancel_requested INTEGER NOT NULL "
+        "DEFAULT 0);"
+        "INSERT INTO jobs(project, location, display_name, state, spec, create_time, update_time) "
+        "VALUES('p', 'l', 'old', 1, '{}', 1, 1);"
+        "PRAGMA user_version = 1;";
+    ASSERT_EQ(sqlite3_exec(db, v1, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  }
+  auto store = Store::Open(dir_);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto old = (*store)->GetJob(1);
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(old->display_name, "old");
+  EXPECT_EQ(old->user, "");
+  NewJob nj = Job("new");
+  nj.user = "alice";
+  auto created = (*store)->CreateJob(nj);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_EQ(created->user, "alice");
+  EXPECT_EQ((*store)->GetJob(created->id)->user, "alice");
+  auto study = (*store)->CreateStudy("p", "l", "s", nlohmann::json::object(), "bob");
+  ASSERT_TRUE(study.ok()) << study.status().ToString();
+  EXPECT_EQ((*store)->GetStudy(study->id)->user, "bob");
 }
 
 }  // namespace
