@@ -74,8 +74,12 @@ const Names kMachineFields = {"machineType",      "acceleratorType", "accelerato
 const Names kContainerFields = {"imageUri", "command", "args", "env"};
 const Names kPythonFields = {"executorImageUri", "packageUris", "pythonModule", "args", "env"};
 const Names kEnvFields = {"name", "value"};
-const Names kSchedulingFields = {"timeout", "restartJobOnWorkerRestart", "strategy",
-                                 "disableRetries", "maxWaitDuration"};
+const Names kSchedulingFields = {"timeout",         "restartJobOnWorkerRestart",
+                                 "strategy",        "disableRetries",
+                                 "maxWaitDuration", "priority",
+                                 "maxRetries"};
+constexpr int64_t kMaxPriority = 1000;
+constexpr int64_t kMaxRetries = 100;
 
 // Spec fields that Stoker keeps verbatim and does not act on.
 const Names kUnhonouredSpecFields = {"serviceAccount",
@@ -223,8 +227,19 @@ MachineSpec ParseMachine(const json& v, const std::string& path, Problems& p) {
   ReadString(v, "acceleratorType", path, p, &m.accelerator_type);
   if (m.accelerator_type == "ACCELERATOR_TYPE_UNSPECIFIED") m.accelerator_type.clear();
   if (const json* c = Get(v, "acceleratorCount")) {
-    if (auto n = ReadInteger(*c, Join(path, "acceleratorCount"), kInt32Min, kInt32Max, p)) {
-      m.accelerator_count = static_cast<int32_t>(*n);
+    std::string count_path = Join(path, "acceleratorCount");
+    if (c->is_number_float()) {
+      double x = c->get<double>();
+      if ((x > 0 && x < 1) || (x >= 0 && x <= kInt32Max && x == std::floor(x))) {
+        m.accelerator_count = x;  // below 1: a share of one GPU (Stoker's extension)
+      } else {
+        p.Add(count_path,
+              "must be a whole number of GPUs, or a share of one GPU between 0 and 1 (such as "
+              "0.25), got " +
+                  c->dump());
+      }
+    } else if (auto n = ReadInteger(*c, count_path, kInt32Min, kInt32Max, p)) {
+      m.accelerator_count = static_cast<double>(*n);
     }
   }
   ReadVerbatim(v, path, MachineVerbatim(), p, &m.extra);
@@ -284,6 +299,16 @@ Scheduling ParseScheduling(const json& v, const std::string& path, Problems& p) 
   if (s.strategy == "STRATEGY_UNSPECIFIED") s.strategy.clear();
   ReadBool(v, "disableRetries", path, p, &s.disable_retries);
   s.max_wait_seconds = ReadDuration(v, "maxWaitDuration", path, p);
+  if (const json* n = Get(v, "priority")) {
+    if (auto x = ReadInteger(*n, Join(path, "priority"), -kMaxPriority, kMaxPriority, p)) {
+      s.priority = static_cast<int>(*x);
+    }
+  }
+  if (const json* n = Get(v, "maxRetries")) {
+    if (auto x = ReadInteger(*n, Join(path, "maxRetries"), 0, kMaxRetries, p)) {
+      s.max_retries = static_cast<int>(*x);
+    }
+  }
   return s;
 }
 
@@ -323,6 +348,13 @@ void CheckEnv(const std::vector<EnvVar>& env, const std::string& path, Problems&
   }
 }
 
+// An acceleratorCount as written: "2", "0.25".
+std::string FormatCount(double count) {
+  if (count == std::floor(count)) return std::to_string(static_cast<int64_t>(count));
+  json j = count;
+  return j.dump();
+}
+
 void CheckMachine(const MachineSpec& m, const std::string& path, Problems& p) {
   if (m.machine_type.empty()) {
     p.AddUnlessCovered(Join(path, "machineType"),
@@ -337,8 +369,7 @@ void CheckMachine(const MachineSpec& m, const std::string& path, Problems& p) {
                                       JoinNames(kAcceleratorTypes));
   }
   if (m.accelerator_count < 0) {
-    p.AddUnlessCovered(count_path,
-                       "must be at least 0, got " + std::to_string(m.accelerator_count));
+    p.AddUnlessCovered(count_path, "must be at least 0, got " + FormatCount(m.accelerator_count));
   } else if (!m.accelerator_type.empty() && m.accelerator_count == 0) {
     p.AddUnlessCovered(count_path, "must be at least 1 when acceleratorType is set");
   } else if (m.accelerator_type.empty() && m.accelerator_count > 0) {
@@ -347,7 +378,7 @@ void CheckMachine(const MachineSpec& m, const std::string& path, Problems& p) {
   }
   if (m.extra.is_object() && m.extra.contains("gpuPartitionSize") && m.accelerator_count != 1) {
     p.AddUnlessCovered(Join(path, "gpuPartitionSize"),
-                       "requires acceleratorCount 1, got " + std::to_string(m.accelerator_count));
+                       "requires acceleratorCount 1, got " + FormatCount(m.accelerator_count));
   }
 }
 
@@ -599,7 +630,11 @@ json PoolToJson(const WorkerPoolSpec& pool) {
   if (!m.machine_type.empty()) machine["machineType"] = m.machine_type;
   if (!m.accelerator_type.empty()) machine["acceleratorType"] = m.accelerator_type;
   if (!m.accelerator_type.empty() || m.accelerator_count != 0) {
-    machine["acceleratorCount"] = m.accelerator_count;
+    if (m.accelerator_count == std::floor(m.accelerator_count)) {
+      machine["acceleratorCount"] = static_cast<int64_t>(m.accelerator_count);
+    } else {
+      machine["acceleratorCount"] = m.accelerator_count;
+    }
   }
   out["machineSpec"] = machine;
   out["replicaCount"] = std::to_string(pool.replica_count);
@@ -638,6 +673,8 @@ json ToJson(const CustomJobSpec& spec) {
   if (!s.strategy.empty()) sched["strategy"] = s.strategy;
   if (s.disable_retries) sched["disableRetries"] = true;
   if (s.max_wait_seconds) sched["maxWaitDuration"] = FormatSeconds(*s.max_wait_seconds);
+  if (s.priority != 0) sched["priority"] = s.priority;
+  if (s.max_retries != 0) sched["maxRetries"] = s.max_retries;
   out["scheduling"] = sched;
   if (!spec.base_output_directory.empty()) {
     out["baseOutputDirectory"] = {{"outputUriPrefix", spec.base_output_directory}};

@@ -33,7 +33,10 @@ struct EnvVar {
 struct MachineSpec {
   std::string machine_type;      // required for non-empty pools
   std::string accelerator_type;  // enum name; "" = none
-  int32_t accelerator_count = 0;
+  // Vertex: an int32. Stoker's extension: a number in (0, 1) asks for that
+  // share of one GPU and of its memory (several small jobs pack onto one GPU).
+  // Counts of 1 or more are whole numbers.
+  double accelerator_count = 0;
   // gpuPartitionSize, tpuTopology, reservationAffinity kept verbatim.
   nlohmann::json extra = nlohmann::json::object();
 
@@ -78,6 +81,11 @@ struct Scheduling {
   std::string strategy;  // "" = unspecified
   bool disable_retries = false;
   std::optional<double> max_wait_seconds;
+  // Stoker's extensions (docs/formats.md): queue priority, higher first, in
+  // [-1000, 1000]; and how many times a job that failed by its own fault
+  // (a replica exiting non-zero or killed) is run again (0 = never).
+  int priority = 0;
+  int max_retries = 0;
 
   bool operator==(const Scheduling&) const = default;
 };

@@ -674,6 +674,43 @@ TEST(CustomJobTest, RoundTripsFractionalDurations) {
   EXPECT_EQ(*ParseCustomJob(out), *r);
 }
 
+TEST(CustomJobTest, AcceptsAShareOfOneGpuAndRoundTripsIt) {
+  json j = MinimalJob();
+  j["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"] = "NVIDIA_TESLA_T4";
+  j["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorCount"] = 0.25;
+  auto r = ParseCustomJob(j);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->job_spec.worker_pool_specs[0].machine_spec.accelerator_count, 0.25);
+  json out = ToJson(*r);
+  EXPECT_EQ(out["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorCount"], 0.25);
+  EXPECT_EQ(*ParseCustomJob(out), *r);
+  // Whole counts stay integers in the output, also when written as 2.0.
+  j["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorCount"] = 2.0;
+  out = ToJson(*ParseCustomJob(j));
+  EXPECT_TRUE(out["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorCount"].is_number_integer());
+  j["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorCount"] = 1.5;
+  EXPECT_THAT(ErrorOf(j), HasSubstr("jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount: must "
+                                    "be a whole number of GPUs, or a share of one GPU"));
+  j["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorCount"] = -0.5;
+  EXPECT_THAT(ErrorOf(j), HasSubstr("acceleratorCount: must be a whole number"));
+}
+
+TEST(CustomJobTest, ReadsPriorityAndMaxRetriesWithinTheirRanges) {
+  json j = MinimalJob();
+  j["jobSpec"]["scheduling"] = {{"priority", 5}, {"maxRetries", "2"}};
+  auto r = ParseCustomJob(j);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->job_spec.scheduling.priority, 5);
+  EXPECT_EQ(r->job_spec.scheduling.max_retries, 2);
+  json out = ToJson(*r);
+  EXPECT_EQ(out["jobSpec"]["scheduling"]["priority"], 5);
+  EXPECT_EQ(*ParseCustomJob(out), *r);
+  j["jobSpec"]["scheduling"] = {{"priority", 5000}, {"maxRetries", -1}};
+  std::string error = ErrorOf(j);
+  EXPECT_THAT(error, HasSubstr("jobSpec.scheduling.priority"));
+  EXPECT_THAT(error, HasSubstr("jobSpec.scheduling.maxRetries"));
+}
+
 TEST(CustomJobTest, RejectsANonObjectDocument) {
   EXPECT_THAT(ErrorOf(json::array()), HasSubstr("must be an object"));
   EXPECT_THAT(ErrorOf(json::object()), HasSubstr("jobSpec: required"));
