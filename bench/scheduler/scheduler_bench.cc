@@ -113,9 +113,12 @@ void Run(benchmark::State& state, bool busy, bool random_shapes) {
 }
 
 // The common controller tick: the previous decision has been applied, so
-// nothing new fits and every queued job gets its reason and estimate.
-void BM_SteadyState_CatalogShapes(benchmark::State& state) {
+// nothing new fits and every queued job gets its reason and estimate. With
+// `all_detailed`, every waiting job gets a detailed reason (the policy's
+// default details the first 200 and gives the rest their place in line).
+void SteadyState(benchmark::State& state, bool all_detailed) {
   Snapshot s = Build(true, false);
+  if (all_detailed) s.options.detailed_reasons = -1;
   Decision first = Schedule(s);
   for (const StartJob& st : first.start) {
     for (size_t i = 0; i < s.queued.size(); ++i) {
@@ -137,6 +140,9 @@ void BM_SteadyState_CatalogShapes(benchmark::State& state) {
   state.counters["started"] = static_cast<double>(started);
 }
 
+void BM_SteadyState_CatalogShapes(benchmark::State& s) { SteadyState(s, false); }
+void BM_SteadyState_AllReasonsDetailed(benchmark::State& s) { SteadyState(s, true); }
+
 // Small queues: the per-call floor and how it grows with the queue.
 void BM_BusyCluster_QueueLength(benchmark::State& state) {
   Snapshot s = Build(true, false, static_cast<int>(state.range(0)));
@@ -155,6 +161,7 @@ void BM_IdleCluster_CatalogShapes(benchmark::State& s) { Run(s, false, false); }
 void BM_IdleCluster_RandomShapes(benchmark::State& s) { Run(s, false, true); }
 
 BENCHMARK(BM_SteadyState_CatalogShapes)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SteadyState_AllReasonsDetailed)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_BusyCluster_QueueLength)->Arg(1)->Arg(100)->Arg(1000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_BusyCluster_CatalogShapes)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_BusyCluster_RandomShapes)->Unit(benchmark::kMillisecond);

@@ -8,11 +8,13 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 
 #include "api/list_filter.h"
 #include "api/routes.h"
 #include "common/time.h"
+#include "runner/log_rotation.h"
 #include "scheduler/placement.h"
 #include "server/controller.h"
 #include "spec/custom_job.h"
@@ -81,6 +83,10 @@ json RenderJob(const store::JobRecord& r) {
   if (r.start_time_us) j["startTime"] = FormatRfc3339(r.start_time_us);
   if (r.end_time_us) j["endTime"] = FormatRfc3339(r.end_time_us);
   if (r.error_code) j["error"] = {{"code", r.error_code}, {"message", r.error_message}};
+  // Stoker's output-only block: who submitted it, which attempt runs, why it waits.
+  json stoker = {{"user", r.user}, {"attempt", r.attempt}};
+  if (!r.wait_reason.empty()) stoker["waitReason"] = r.wait_reason;
+  j["stoker"] = stoker;
   return j;
 }
 
@@ -183,8 +189,8 @@ Status AdmitCustomJob(const ApiDeps& d_, const spec::CustomJob& job) {
     auto path = d_.buckets->Resolve(spec.base_output_directory, f);
     if (!path.ok()) return InvalidArgument(path.status().message());
   }
-  STOKER_ASSIGN_OR_RETURN(auto requests, scheduler::RequestsFor(spec, *d_.node, "jobSpec."));
-  return scheduler::CheckCanEverFit(requests, *d_.node, d_.placement, "jobSpec.");
+  STOKER_ASSIGN_OR_RETURN(auto requests, scheduler::RequestsFor(spec, {*d_.node}, "jobSpec."));
+  return scheduler::CheckCanEverFit(requests, {*d_.node}, d_.policy, "jobSpec.");
 }
 
 // A query parameter that must be a whole number >= 0 (hostile-input bound:
@@ -227,6 +233,10 @@ Result<store::ListOptions> ParseListOptionsImpl(const http::Request& req, bool s
 }
 
 }  // namespace
+
+Status NotVisible(const std::string& what) {
+  return NotFound(what + " does not exist (or belongs to another user)");
+}
 
 Result<store::ListOptions> ParseListOptions(const http::Request& req) {
   return ParseListOptionsImpl(req, /*state_filter=*/true);
@@ -310,11 +320,75 @@ Status CheckRequestBounds(const http::Request& req) {
   return OkStatus();
 }
 
+bool IsLoopback(const std::string& address) {
+  return address.rfind("127.", 0) == 0 || address == "::1";
+}
+
+// 401: no credential, or one that does not authenticate.
+http::Response Unauthenticated(const std::string& why) {
+  http::Response r = Json({{"error",
+                            {{"code", 401},
+                             {"message", why + ". Send 'Authorization: Bearer <token>'. The CLI "
+                                               "reads --token, $STOKER_TOKEN or $STOKER_HOME/token "
+                                               "(the local admin's token, which stokerd writes "
+                                               "into its data dir); an admin issues tokens with "
+                                               "'stoker admin users token NAME'"},
+                             {"status", "UNAUTHENTICATED"}}}},
+                          401);
+  r.headers["WWW-Authenticate"] = "Bearer realm=\"stoker\"";
+  return r;
+}
+
+auth::Action ActionOf(const http::Request& req) {
+  if (req.path.rfind("/v1/admin/", 0) == 0) return auth::Action::kManage;
+  if (req.method == "GET" || req.method == "HEAD") return auth::Action::kRead;
+  return auth::Action::kWrite;
+}
+
 class Api {
  public:
   explicit Api(ApiDeps deps) : d_(deps) {}
 
+  // Authentication and the role check, then the routes.
   http::Response Handle(const http::Request& req) {
+    if (req.path == "/healthz") return Json({{"status", "ok"}});
+    static const std::regex kMeasure(
+        R"(^/v1/projects/[^/]+/locations/[^/]+/studies/\d+/trials/\d+:addTrialMeasurement$)");
+    auto header = req.headers.find("authorization");
+    if (header == req.headers.end()) {
+      // Trainers push measurements from this machine without a token: no
+      // daemon secret may reach a trainer's environment.
+      if (IsLoopback(req.remote_address) && req.method == "POST" &&
+          std::regex_match(req.path, kMeasure)) {
+        if (Status s = CheckRequestBounds(req); !s.ok()) return Error(s);
+        auth::Principal trainer{"", auth::Role::kUser, "", ""};
+        if (auto r = HandleTuningRoutes(d_, req, trainer)) return *r;
+      }
+      return Unauthenticated("this request has no bearer token");
+    }
+    std::optional<std::string> token = auth::BearerToken(header->second);
+    if (!token) return Unauthenticated("the Authorization header is not 'Bearer <token>'");
+    auto caller = d_.auth->Authenticate(*token);
+    if (!caller.ok()) {
+      if (caller.status().code() == Code::kNotFound) {
+        return Unauthenticated(caller.status().message());
+      }
+      return Error(caller.status());
+    }
+    auth::Action action = ActionOf(req);
+    if (!auth::RoleAllows(caller->role, action)) {
+      return Error(PermissionDenied(
+          "user '" + caller->user + "' has role " + std::string(auth::RoleName(caller->role)) +
+          (action == auth::Action::kManage
+               ? ", and only admins manage users and tokens"
+               : ", which may read but not submit, cancel or upload; ask an admin for role user "
+                 "(stoker admin users add NAME --role user)")));
+    }
+    return Route(req, *caller);
+  }
+
+ private:
+  http::Response Route(const http::Request& req, const auth::Principal& caller) {
     static const std::regex kJobs(R"(^/v1/projects/([^/]+)/locations/([^/]+)/customJobs$)");
     static const std::regex kJob(
         R"(^/v1/projects/([^/]+)/locations/([^/]+)/customJobs/([^/:]+)(:cancel|/events|/logs)?$)");
@@ -324,13 +398,14 @@ class Api {
     std::smatch m;
     const std::string& path = req.path;
     const std::string& method = req.method;
-    if (path == "/healthz") return Json({{"status", "ok"}});
     if (Status s = CheckRequestBounds(req); !s.ok()) return Error(s);
-    if (auto r = HandleLegacyRoutes(d_, req)) return *r;
-    if (auto r = HandleTuningRoutes(d_, req)) return *r;
+    if (auto r = HandleAdminRoutes(d_, req, caller)) return *r;
+    if (auto r = HandleClusterRoutes(d_, req, caller)) return *r;
+    if (auto r = HandleLegacyRoutes(d_, req, caller)) return *r;
+    if (auto r = HandleTuningRoutes(d_, req, caller)) return *r;
     if (std::regex_match(path, m, kJobs)) {
-      if (method == "POST") return SubmitJob(m[1], m[2], req.body);
-      if (method == "GET") return ListJobs(req);
+      if (method == "POST") return SubmitJob(m[1], m[2], req.body, caller);
+      if (method == "GET") return ListJobs(req, caller);
       return MethodNotAllowed(req);
     }
     if (std::regex_match(path, m, kJob)) {
@@ -342,8 +417,18 @@ class Api {
         id = legacy->id;
       }
       std::string suffix = m[4];
+      auto owned = d_.store->GetJob(*id);
+      if (!owned.ok()) return Error(owned.status());
+      if (!auth::CanSee(caller, owned->user))
+        return Error(NotVisible("custom job '" + m[3].str() + "'"));
       if (suffix.empty() && method == "GET") return GetJob(*id);
-      if (suffix == ":cancel" && method == "POST") return CancelJob(*id);
+      if (suffix == ":cancel" && method == "POST") {
+        if (!auth::CanChange(caller, owned->user)) {
+          return Error(PermissionDenied("custom job " + std::to_string(*id) + " belongs to '" +
+                                        owned->user + "'; only it or an admin may cancel it"));
+        }
+        return CancelJob(*id);
+      }
       if (suffix == "/events" && method == "GET") return JobEvents(*id);
       if (suffix == "/logs" && method == "GET") return JobLogs(*id, req);
       return MethodNotAllowed(req);
@@ -416,13 +501,12 @@ class Api {
     return Error(NotFound("no route for " + method + " " + path));
   }
 
- private:
   http::Response MethodNotAllowed(const http::Request& req) {
     return Error(InvalidArgument("method " + req.method + " is not supported on " + req.path));
   }
 
   http::Response SubmitJob(const std::string& project, const std::string& location,
-                           const std::string& body) {
+                           const std::string& body, const auth::Principal& caller) {
     json j = json::parse(body, nullptr, false);
     if (j.is_discarded())
       return Error(InvalidArgument("request body is not valid JSON (send a CustomJob)"));
@@ -435,6 +519,7 @@ class Api {
     store::NewJob record;
     record.project = project;
     record.location = location;
+    record.user = caller.user;
     auto rec = CreateCustomJob(d_, *job, record);
     if (!rec.ok()) return Error(rec.status());
     return Json(RenderJob(*rec));
@@ -443,7 +528,7 @@ class Api {
   // The filter (list_filter.h) is evaluated here, over pages of the store:
   // pages are read until pageSize jobs match or the store is exhausted, and
   // nextPageToken is the last id examined.
-  http::Response ListJobs(const http::Request& req) {
+  http::Response ListJobs(const http::Request& req, const auth::Principal& caller) {
     auto opts = ParseListOptionsImpl(req, /*state_filter=*/false);
     if (!opts.ok()) return Error(opts.status());
     auto it = req.query.find("filter");
@@ -451,7 +536,10 @@ class Api {
     if (!filter.ok()) return Error(filter.status());
     const size_t want = static_cast<size_t>(opts->limit);
     store::ListOptions page = *opts;
-    if (!filter->MatchesAll()) page.limit = std::max(opts->limit, 500);
+    // Others' jobs are skipped like non-matching ones: read larger pages.
+    if (!filter->MatchesAll() || caller.role == auth::Role::kUser) {
+      page.limit = std::max(opts->limit, 500);
+    }
     json out = {{"customJobs", json::array()}};
     size_t matched = 0;
     int64_t last_examined = 0;
@@ -462,7 +550,7 @@ class Api {
       for (size_t i = 0; i < jobs->size() && matched < want; ++i) {
         const store::JobRecord& r = (*jobs)[i];
         last_examined = r.id;
-        if (filter->Matches(Subject(r))) {
+        if (auth::CanSee(caller, r.user) && filter->Matches(Subject(r))) {
           out["customJobs"].push_back(RenderJob(r));
           ++matched;
           // Filled mid-page: what is left of this page is still to come.
@@ -531,6 +619,25 @@ class Api {
     return Json(out);
   }
 
+  // The notice served instead of a log that the retention policy removed
+  // (server/retention.h): the replica directory of an ended job is gone.
+  static std::optional<std::string> RemovedNotice(const store::JobRecord& rec,
+                                                  const std::filesystem::path& replica_dir,
+                                                  const std::string& replica) {
+    std::error_code ec;
+    if (!spec::IsTerminal(rec.state) || std::filesystem::exists(replica_dir, ec)) {
+      return std::nullopt;
+    }
+    return "stoker: the logs of replica " + replica + " of job " + std::to_string(rec.id) +
+           " were removed by the retention policy (stokerd config key 'retention', "
+           "replica_dirs_days / max_finished_replica_dirs); the job's outputs in buckets are "
+           "kept\n";
+  }
+
+  // A replica's log is one stream across its rotated files
+  // (runner/log_rotation.h): offsets count from the replica's first byte,
+  // the whole log is served oldest file first, and bytes that rotation
+  // already deleted are replaced by a line that says so.
   http::Response JobLogs(int64_t id, const http::Request& req) {
     auto rec = d_.store->GetJob(id);
     if (!rec.ok()) return Error(rec.status());
@@ -540,10 +647,17 @@ class Api {
     if (it == req.query.end()) {
       out["replicas"] = json::array();
       for (const std::string& n : names) {
-        std::error_code ec;
-        auto size = std::filesystem::file_size(
-            d_.executor->ReplicaDir(id, rec->attempt, n) / "output.log", ec);
-        out["replicas"].push_back({{"replica", n}, {"size", ec ? 0 : size}});
+        std::filesystem::path dir = d_.executor->ReplicaDir(id, rec->attempt, n);
+        json r = {{"replica", n}, {"size", 0}};
+        if (auto notice = RemovedNotice(*rec, dir, n)) {
+          r["size"] = notice->size();
+          r["removed"] = *notice;
+        } else if (auto stream =
+                       runner::ReadLogStream(dir, std::numeric_limits<uint64_t>::max(), 0);
+                   stream.ok()) {
+          r["size"] = stream->size;
+        }
+        out["replicas"].push_back(std::move(r));
       }
       return Json(out);
     }
@@ -557,21 +671,25 @@ class Api {
       if (!parsed.ok()) return Error(parsed.status());
       offset = static_cast<uint64_t>(*parsed);
     }
-    std::ifstream in(d_.executor->ReplicaDir(id, rec->attempt, it->second) / "output.log",
-                     std::ios::binary);
-    std::string data;
-    if (in) {
-      in.seekg(0, std::ios::end);
-      uint64_t size = static_cast<uint64_t>(in.tellg());
-      if (offset < size) {
-        data.resize(std::min<uint64_t>(size - offset, kMaxLogChunk));
-        in.seekg(static_cast<std::streamoff>(offset));
-        in.read(data.data(), static_cast<std::streamsize>(data.size()));
-        data.resize(static_cast<size_t>(in.gcount()));
-      }
-    }
+    std::filesystem::path dir = d_.executor->ReplicaDir(id, rec->attempt, it->second);
     out["replica"] = it->second;
-    out["nextOffset"] = offset + data.size();
+    if (auto notice = RemovedNotice(*rec, dir, it->second)) {
+      std::string data = offset < notice->size() ? notice->substr(offset) : "";
+      out["removed"] = *notice;
+      out["nextOffset"] = offset + data.size();
+      out["data"] = std::move(data);
+      return Json(out);
+    }
+    auto stream = runner::ReadLogStream(dir, offset, kMaxLogChunk);
+    if (!stream.ok()) return Error(stream.status());
+    std::string data = std::move(stream->data);
+    if (stream->skipped > 0) {
+      data = "stoker: " + std::to_string(stream->skipped) +
+             " bytes of older output were deleted by log rotation (stokerd config keys "
+             "log_max_bytes, log_max_files)\n" +
+             data;
+    }
+    out["nextOffset"] = stream->next_offset;
     out["data"] = std::move(data);
     return Json(out);
   }

@@ -15,11 +15,19 @@
 //   {"name"}: create bucket GET  /storage/v1/b/{bucket}/o                               ?prefix=
 //   GET  /storage/v1/b/{bucket}/o/{object}                      ?alt=media: the bytes
 //   POST /upload/storage/v1/b/{bucket}/o                        ?name=OBJECT, body: the bytes
+//   GET  /v1/admin/users, POST /v1/admin/users, DELETE /v1/admin/users/{name},
+//   POST /v1/admin/users/{name}/tokens, POST /v1/admin/tokens/{id}:revoke,
+//   GET  /v1/whoami                                        (Stoker) users and tokens
 // Errors: {"error": {"code": <http>, "message": "...", "status": "INVALID_ARGUMENT"}}.
+// Auth: "Authorization: Bearer stk_..." on every route but /healthz; 401
+// (UNAUTHENTICATED) without a valid token, 403 when the role may not act.
+// Users see only their own jobs and studies (404 for others'), viewers see
+// all and change nothing, admins do everything (docs/security.md).
 #pragma once
 
 #include <memory>
 
+#include "auth/auth_store.h"
 #include "exec/environments.h"
 #include "exec/executor.h"
 #include "http/http.h"
@@ -41,7 +49,10 @@ struct ApiDeps {
   const exec::Executor* executor;  // only ReplicaDir, to find logs
   server::Controller* controller;
   const resources::Node* node;
-  scheduler::Options placement;
+  scheduler::PolicyOptions policy;  // for the can-it-ever-fit check at submission
+  // Users and tokens: every route but /healthz (and, from loopback, a
+  // trainer's measurement push) needs a valid bearer token.
+  auth::AuthStore* auth = nullptr;
 };
 
 // HTTP status of an error code (the one place this mapping lives).

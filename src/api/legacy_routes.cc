@@ -37,7 +37,7 @@ json RenderLegacyJob(const store::JobRecord& r) {
 }
 
 http::Response CreateLegacyJob(const ApiDeps& d, const std::string& project,
-                               const std::string& body) {
+                               const std::string& body, const auth::Principal& caller) {
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded()) {
     return Error(
@@ -61,6 +61,7 @@ http::Response CreateLegacyJob(const ApiDeps& d, const std::string& project,
   record.location = training->region.empty() ? "local" : training->region;
   record.legacy_job_id = job_id;
   record.legacy_input = j["trainingInput"];
+  record.user = caller.user;
   for (const std::string& f : training->unhonoured) {
     record.warnings.push_back("warning: " + f + " is accepted but has no effect on Stoker");
   }
@@ -75,7 +76,7 @@ http::Response CreateLegacyJob(const ApiDeps& d, const std::string& project,
 }
 
 http::Response ListLegacyJobs(const ApiDeps& d, const std::string& project,
-                              const http::Request& req) {
+                              const http::Request& req, const auth::Principal& caller) {
   int page_size = kDefaultPageSize;
   if (auto it = req.query.find("pageSize"); it != req.query.end() && !it->second.empty()) {
     page_size = std::clamp(std::atoi(it->second.c_str()), 1, kMaxPageSize);
@@ -108,7 +109,9 @@ http::Response ListLegacyJobs(const ApiDeps& d, const std::string& project,
     if (!jobs.ok()) return Error(jobs.status());
     for (const store::JobRecord& r : *jobs) {
       after = r.id;
-      if (r.legacy_job_id.empty() || r.project != project) continue;
+      if (r.legacy_job_id.empty() || r.project != project || !auth::CanSee(caller, r.user)) {
+        continue;
+      }
       if (!state.empty() &&
           spec::LegacyStateName(std::string(spec::JobStateName(r.state))) != state) {
         continue;
@@ -126,13 +129,14 @@ http::Response ListLegacyJobs(const ApiDeps& d, const std::string& project,
 
 }  // namespace
 
-std::optional<http::Response> HandleLegacyRoutes(const ApiDeps& d, const http::Request& req) {
+std::optional<http::Response> HandleLegacyRoutes(const ApiDeps& d, const http::Request& req,
+                                                 const auth::Principal& caller) {
   static const std::regex kJobs(R"(^/v1/projects/([^/]+)/jobs$)");
   static const std::regex kJob(R"(^/v1/projects/([^/]+)/jobs/([^/:]+)(:cancel)?$)");
   std::smatch m;
   if (std::regex_match(req.path, m, kJobs)) {
-    if (req.method == "POST") return CreateLegacyJob(d, m[1], req.body);
-    if (req.method == "GET") return ListLegacyJobs(d, m[1], req);
+    if (req.method == "POST") return CreateLegacyJob(d, m[1], req.body, caller);
+    if (req.method == "GET") return ListLegacyJobs(d, m[1], req, caller);
     return Error(InvalidArgument("method " + req.method + " is not supported on " + req.path));
   }
   if (std::regex_match(req.path, m, kJob)) {
@@ -142,7 +146,12 @@ std::optional<http::Response> HandleLegacyRoutes(const ApiDeps& d, const http::R
     }
     auto rec = d.store->GetJobByLegacyId(m[1], m[2]);
     if (!rec.ok()) return Error(rec.status());
+    if (!auth::CanSee(caller, rec->user)) return Error(NotVisible("job '" + m[2].str() + "'"));
     if (!cancel) return Json(RenderLegacyJob(*rec));
+    if (!auth::CanChange(caller, rec->user)) {
+      return Error(PermissionDenied("job '" + m[2].str() + "' belongs to '" + rec->user +
+                                    "'; only it or an admin may cancel it"));
+    }
     Status s = d.store->RequestCancel(rec->id);
     if (!s.ok()) return Error(s);
     d.controller->CancelRequested(rec->id);

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "api/api.h"
+#include "auth/auth.h"
 #include "spec/custom_job.h"
 #include "store/store.h"
 
@@ -35,8 +36,21 @@ Status AdmitCustomJob(const ApiDeps& d, const spec::CustomJob& job);
 Result<store::JobRecord> CreateCustomJob(const ApiDeps& d, const spec::CustomJob& job,
                                          store::NewJob record);
 
+// The answer for a job or study that `caller` may not see (the same as for
+// one that does not exist, so that ids of others' jobs leak nothing).
+Status NotVisible(const std::string& what);
+
 // Route files: each answers the requests it owns and nullopt for the others.
-std::optional<http::Response> HandleLegacyRoutes(const ApiDeps& d, const http::Request& req);
-std::optional<http::Response> HandleTuningRoutes(const ApiDeps& d, const http::Request& req);
+// `caller` is the authenticated principal; its role was already checked
+// against the method (reads for every role, writes for user and admin);
+// the routes check ownership.
+std::optional<http::Response> HandleLegacyRoutes(const ApiDeps& d, const http::Request& req,
+                                                 const auth::Principal& caller);
+std::optional<http::Response> HandleTuningRoutes(const ApiDeps& d, const http::Request& req,
+                                                 const auth::Principal& caller);
+std::optional<http::Response> HandleClusterRoutes(const ApiDeps& d, const http::Request& req,
+                                                  const auth::Principal& caller);
+std::optional<http::Response> HandleAdminRoutes(const ApiDeps& d, const http::Request& req,
+                                                const auth::Principal& caller);
 
 }  // namespace stoker::api

@@ -60,7 +60,7 @@ Result<int64_t> ParseStudyId(const std::string& s) {
 }
 
 http::Response Submit(const ApiDeps& d, const std::string& project, const std::string& location,
-                      const std::string& body) {
+                      const std::string& body, const auth::Principal& caller) {
   json j = json::parse(body, nullptr, false);
   if (!j.is_object()) {
     return Error(InvalidArgument("request body: expected a HyperparameterTuningJob JSON object"));
@@ -84,7 +84,8 @@ http::Response Submit(const ApiDeps& d, const std::string& project, const std::s
     Status grid = tune::ValidateGridSpace(server::ToTuneSpace(job->study_spec));
     if (!grid.ok()) return Error(InvalidArgument("studySpec.algorithm: " + grid.message()));
   }
-  auto rec = d.store->CreateStudy(project, location, job->display_name, spec::ToJson(*job));
+  auto rec =
+      d.store->CreateStudy(project, location, job->display_name, spec::ToJson(*job), caller.user);
   if (!rec.ok()) return Error(rec.status());
   d.controller->StudySubmitted(rec->id);
   return Json(RenderStudy(d, *rec));
@@ -143,7 +144,8 @@ http::Response AddMeasurement(const ApiDeps& d, int64_t study_id, int64_t trial_
 
 }  // namespace
 
-std::optional<http::Response> HandleTuningRoutes(const ApiDeps& d, const http::Request& req) {
+std::optional<http::Response> HandleTuningRoutes(const ApiDeps& d, const http::Request& req,
+                                                 const auth::Principal& caller) {
   static const std::regex kStudies(
       R"(^/v1/projects/([^/]+)/locations/([^/]+)/hyperparameterTuningJobs$)");
   static const std::regex kStudy(
@@ -157,10 +159,18 @@ std::optional<http::Response> HandleTuningRoutes(const ApiDeps& d, const http::R
     if (!study.ok() || !trial.ok()) {
       return Error(NotFound("no trial " + m[4].str() + " in study " + m[3].str()));
     }
+    // caller.user is "" for a trainer's push from this machine (no token).
+    if (!caller.user.empty()) {
+      auto owned = d.store->GetStudy(*study);
+      if (!owned.ok()) return Error(owned.status());
+      if (!auth::CanChange(caller, owned->user)) {
+        return Error(NotVisible("hyperparameter tuning job '" + m[3].str() + "'"));
+      }
+    }
     return AddMeasurement(d, *study, *trial, req.body);
   }
   if (std::regex_match(req.path, m, kStudies)) {
-    if (req.method == "POST") return Submit(d, m[1], m[2], req.body);
+    if (req.method == "POST") return Submit(d, m[1], m[2], req.body, caller);
     if (req.method != "GET")
       return Error(InvalidArgument("method " + req.method + " is not supported"));
     auto opts = ParseListOptions(req);
@@ -168,8 +178,10 @@ std::optional<http::Response> HandleTuningRoutes(const ApiDeps& d, const http::R
     auto list = d.store->ListStudies(*opts);
     if (!list.ok()) return Error(list.status());
     json out = {{"hyperparameterTuningJobs", json::array()}};
-    for (const store::StudyRecord& s : *list)
-      out["hyperparameterTuningJobs"].push_back(RenderStudy(d, s));
+    for (const store::StudyRecord& s : *list) {
+      if (auth::CanSee(caller, s.user))
+        out["hyperparameterTuningJobs"].push_back(RenderStudy(d, s));
+    }
     if (static_cast<int>(list->size()) == opts->limit)
       out["nextPageToken"] = std::to_string(list->back().id);
     return Json(out);
@@ -177,7 +189,16 @@ std::optional<http::Response> HandleTuningRoutes(const ApiDeps& d, const http::R
   if (std::regex_match(req.path, m, kStudy)) {
     auto id = ParseStudyId(m[3]);
     if (!id.ok()) return Error(id.status());
+    auto owned = d.store->GetStudy(*id);
+    if (!owned.ok()) return Error(owned.status());
+    if (!auth::CanSee(caller, owned->user)) {
+      return Error(NotVisible("hyperparameter tuning job '" + m[3].str() + "'"));
+    }
     if (m[4].matched && req.method == "POST") {
+      if (!auth::CanChange(caller, owned->user)) {
+        return Error(PermissionDenied("hyperparameter tuning job " + m[3].str() + " belongs to '" +
+                                      owned->user + "'; only it or an admin may cancel it"));
+      }
       Status s = d.store->RequestStudyCancel(*id);
       if (!s.ok()) return Error(s);
       d.controller->StudyCancelRequested(*id);

@@ -20,6 +20,8 @@ inline constexpr char kDefaultImage[] =
 
 struct Globals {
   std::string server;
+  std::string token;    // --token: the bearer token ("" = $STOKER_TOKEN or the token file)
+  std::string ca_file;  // --ca-file: a PEM certificate to trust for https servers
   std::string project = "local";
   std::string region = "local";
   std::string format = "text";
@@ -55,6 +57,7 @@ struct SubmitFlags {
   std::string machine_type = "n1-standard-4";
   std::string executor_image = kDefaultImage;
   bool follow = false;
+  std::optional<int> priority;  // --priority: jobSpec.scheduling.priority
 };
 int Submit(const Globals& g, const SubmitFlags& f);
 // Submits a complete CustomJob JSON; prints it or follows it like Submit.
@@ -150,5 +153,23 @@ Result<std::string> StageArchive(Connection& conn, const std::string& path,
 int StorageCp(const Globals& g, const std::string& src, const std::string& dst);
 int StorageLs(const Globals& g, const std::string& uri);
 int StorageMb(const Globals& g, const std::string& uri);
+
+// `stoker admin users ...` (admin_commands.cc): users and tokens.
+struct AdminUserFlags {
+  std::string name;
+  std::string role = "user";
+  std::string unix_user;
+};
+int AdminUsersAdd(const Globals& g, const AdminUserFlags& f);
+int AdminUsersList(const Globals& g);
+int AdminUsersRemove(const Globals& g, const std::string& name);
+int AdminUsersToken(const Globals& g, const std::string& name);
+int AdminTokensRevoke(const Globals& g, const std::string& token_id);
+int AdminWhoami(const Globals& g);
+
+// `stoker queue`: the queue in the scheduler's order with reasons and
+// estimated starts. `stoker nodes`: nodes, GPUs and what runs on each.
+int Queue(const Globals& g);
+int Nodes(const Globals& g);
 
 }  // namespace stoker::cli

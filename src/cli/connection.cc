@@ -22,6 +22,7 @@ Code CodeForHttp(int status) {
   switch (status) {
     case 400:
       return Code::kInvalidArgument;
+    case 401:
     case 403:
       return Code::kPermissionDenied;
     case 404:
@@ -40,8 +41,8 @@ Code CodeForHttp(int status) {
   }
 }
 
-bool Healthy(const std::string& url) {
-  http::Client c(url);
+bool Healthy(const std::string& url, const http::ClientOptions& options) {
+  http::Client c(url, options);
   auto r = c.Call("GET", "/healthz", "", {}, 2000);
   return r.ok() && r->status == 200;
 }
@@ -98,27 +99,40 @@ fs::path StokerHome() {
   return fs::path(home ? home : "/tmp") / ".local/share/stoker";
 }
 
-Connection::Connection(std::string url) : url_(url), client_(url) {}
+Connection::Connection(std::string url, std::string token, const http::ClientOptions& options)
+    : url_(url), token_(std::move(token)), client_(url, options) {}
 
-Result<std::unique_ptr<Connection>> Connection::Open(const std::string& server_flag) {
-  std::string url = server_flag;
+Result<std::unique_ptr<Connection>> Connection::Open(const ConnectionOptions& options) {
+  http::ClientOptions client_options;
+  client_options.ca_file = options.ca_file;
+  if (const char* ca = std::getenv("STOKER_CA_FILE"); client_options.ca_file.empty() && ca) {
+    client_options.ca_file = ca;
+  }
+  fs::path home = StokerHome();
+  // The token is read lazily below, after a daemon we start has written it.
+  auto token = [&options, &home]() -> std::string {
+    if (!options.token.empty()) return options.token;
+    if (const char* t = std::getenv("STOKER_TOKEN"); t && *t) return t;
+    auto text = ReadFile(home / "token");
+    return text.ok() ? Trim(*text) : "";
+  };
+  std::string url = options.server;
   if (url.empty()) {
     if (const char* s = std::getenv("STOKER_SERVER"); s && *s) url = s;
   }
   if (!url.empty()) {
     while (!url.empty() && url.back() == '/') url.pop_back();
-    return std::unique_ptr<Connection>(new Connection(url));
+    return std::unique_ptr<Connection>(new Connection(url, token(), client_options));
   }
-  fs::path home = StokerHome();
   fs::path addr = home / "stokerd.addr";
-  if (auto text = ReadFile(addr); text.ok() && Healthy(Trim(*text))) {
-    return std::unique_ptr<Connection>(new Connection(Trim(*text)));
+  if (auto text = ReadFile(addr); text.ok() && Healthy(Trim(*text), client_options)) {
+    return std::unique_ptr<Connection>(new Connection(Trim(*text), token(), client_options));
   }
   STOKER_RETURN_IF_ERROR(StartDaemon(home));
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < deadline) {
-    if (auto text = ReadFile(addr); text.ok() && Healthy(Trim(*text))) {
-      return std::unique_ptr<Connection>(new Connection(Trim(*text)));
+    if (auto text = ReadFile(addr); text.ok() && Healthy(Trim(*text), client_options)) {
+      return std::unique_ptr<Connection>(new Connection(Trim(*text), token(), client_options));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -128,7 +142,9 @@ Result<std::unique_ptr<Connection>> Connection::Open(const std::string& server_f
 
 Result<std::string> Connection::CallRaw(const std::string& method, const std::string& target,
                                         const std::string& body) {
-  auto r = client_.Call(method, target, body, {{"content-type", "application/json"}}, 120000);
+  std::map<std::string, std::string> headers = {{"content-type", "application/json"}};
+  if (!token_.empty()) headers["authorization"] = "Bearer " + token_;
+  auto r = client_.Call(method, target, body, headers, 120000);
   if (!r.ok()) return r.status();
   if (r->status >= 200 && r->status < 300) return std::move(r->body);
   nlohmann::json err = nlohmann::json::parse(r->body, nullptr, false);

@@ -4,6 +4,12 @@
 // $STOKER_HOME/stokerd.addr (STOKER_HOME defaults to ~/.local/share/stoker).
 // Only in the last case, when no daemon answers, the CLI starts one in the
 // background for that STOKER_HOME and waits until GET /healthz answers.
+//
+// Credentials: every call carries "Authorization: Bearer TOKEN", the token
+// being --token, else $STOKER_TOKEN, else the contents of
+// $STOKER_HOME/token (the file the local daemon writes for its admin).
+// https:// servers are verified against the system's CAs plus --ca-file or
+// $STOKER_CA_FILE.
 #pragma once
 
 #include <filesystem>
@@ -18,10 +24,15 @@ namespace stoker::cli {
 
 std::filesystem::path StokerHome();
 
+struct ConnectionOptions {
+  std::string server;   // --server ("" if not given)
+  std::string token;    // --token ("" if not given)
+  std::string ca_file;  // --ca-file ("" if not given)
+};
+
 class Connection {
  public:
-  // `server_flag`: the --server value ("" if not given).
-  static Result<std::unique_ptr<Connection>> Open(const std::string& server_flag);
+  static Result<std::unique_ptr<Connection>> Open(const ConnectionOptions& options);
 
   // Calls the API; a non-2xx answer becomes a Status with the server's
   // message and the matching code.
@@ -34,8 +45,9 @@ class Connection {
   const std::string& url() const { return url_; }
 
  private:
-  explicit Connection(std::string url);
+  Connection(std::string url, std::string token, const http::ClientOptions& options);
   std::string url_;
+  std::string token_;  // "" = send no Authorization header
   http::Client client_;
 };
 

@@ -81,7 +81,9 @@ std::string Since(const std::string& a, const std::string& b) {
   return buf;
 }
 
-Result<std::unique_ptr<Connection>> Connect(const Globals& g) { return Connection::Open(g.server); }
+Result<std::unique_ptr<Connection>> Connect(const Globals& g) {
+  return Connection::Open({g.server, g.token, g.ca_file});
+}
 
 // ---- jobs submit ----------------------------------------------------------
 
@@ -143,6 +145,10 @@ int Submit(const Globals& g, const SubmitFlags& f) {
   if (!f.package_path.empty() && f.module_name.empty()) {
     return Report(InvalidArgument(
         "--module-name: required with --package-path (e.g. --module-name trainer.task)"));
+  }
+  if (f.priority) {
+    json& spec = job.contains("jobSpec") ? job["jobSpec"] : job;
+    spec["scheduling"]["priority"] = *f.priority;
   }
   json& pools = job["jobSpec"]["workerPoolSpecs"];
   if (f.args_given && pools.is_array()) {
@@ -268,15 +274,17 @@ int List(const Globals& g, const std::string& filter, int limit, int page_size) 
     std::cout << json{{"customJobs", all}}.dump(2) << "\n";
     return 0;
   }
-  std::printf("%-6s %-24s %-22s %-28s %s\n", "ID", "NAME", "STATE", "CREATED", "DURATION");
+  std::printf("%-6s %-24s %-22s %-28s %-9s %s\n", "ID", "NAME", "STATE", "CREATED", "DURATION",
+              "WHY IT WAITS");
   for (const json& j : all) {
     std::string dur = j.contains("startTime")
                           ? Since(j["startTime"], j.value("endTime", FormatRfc3339(NowMicros())))
                           : "-";
-    std::printf("%-6s %-24s %-22s %-28s %s\n", IdOf(j).c_str(),
+    std::string why = j.contains("stoker") ? j["stoker"].value("waitReason", "") : "";
+    std::printf("%-6s %-24s %-22s %-28s %-9s %s\n", IdOf(j).c_str(),
                 j["displayName"].get<std::string>().substr(0, 24).c_str(),
                 j["state"].get<std::string>().c_str(), j["createTime"].get<std::string>().c_str(),
-                dur.c_str());
+                dur.c_str(), why.c_str());
   }
   return 0;
 }

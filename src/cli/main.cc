@@ -113,6 +113,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--region", g.region, "Location name used in resource names")
       ->capture_default_str();
+  app.add_option("--token", g.token,
+                 "Bearer token for stokerd (default: $STOKER_TOKEN, else $STOKER_HOME/token)");
+  app.add_option("--ca-file", g.ca_file,
+                 "PEM certificate to trust for an https:// server (default: $STOKER_CA_FILE)");
   app.add_option("--format", g.format, "Output format: text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
@@ -138,6 +142,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   submit->add_flag("--follow", sf.follow,
                    "Stream logs until the job ends; exit 1 unless it succeeded");
+  submit->add_option("--priority", sf.priority,
+                     "Queue priority, higher first, -1000..1000 (jobSpec.scheduling.priority)");
   // `jobs submit training JOB_ID`: gcloud ai-platform's flags (legacy_commands.cc).
   LegacySubmitFlags lf;
   auto* training = submit->add_subcommand(
@@ -270,6 +276,41 @@ int main(int argc, char** argv) {
   auto* mb = st->add_subcommand("mb", "Make a bucket");
   mb->add_option("URI", uri)->required();
   mb->callback([&] { rc = StorageMb(g, uri); });
+
+  auto* admin = app.add_subcommand("admin", "Administration (admins only)");
+  admin->require_subcommand(1);
+  auto* users = admin->add_subcommand("users", "Users, roles and API tokens");
+  users->require_subcommand(1);
+  AdminUserFlags uf;
+  auto* users_add = users->add_subcommand("add", "Add a user");
+  users_add->add_option("NAME", uf.name, "User name (a-z, 0-9, _ . -)")->required();
+  users_add->add_option("--role", uf.role, "admin, user or viewer")
+      ->check(CLI::IsMember({"admin", "user", "viewer"}))
+      ->capture_default_str();
+  users_add->add_option("--unix-user", uf.unix_user,
+                        "Unix account its replicas run as when stokerd runs as root");
+  users_add->callback([&] { rc = AdminUsersAdd(g, uf); });
+  auto* users_list = users->add_subcommand("list", "List users and their token ids");
+  users_list->callback([&] { rc = AdminUsersList(g); });
+  std::string user_name, token_id;
+  auto* users_remove = users->add_subcommand("remove", "Remove a user and revoke its tokens");
+  users_remove->add_option("NAME", user_name)->required();
+  users_remove->callback([&] { rc = AdminUsersRemove(g, user_name); });
+  auto* users_token =
+      users->add_subcommand("token", "Issue a new token for a user (printed once, on stdout)");
+  users_token->add_option("NAME", user_name)->required();
+  users_token->callback([&] { rc = AdminUsersToken(g, user_name); });
+  auto* users_revoke = users->add_subcommand("revoke", "Revoke a token by its id");
+  users_revoke->add_option("TOKEN_ID", token_id)->required();
+  users_revoke->callback([&] { rc = AdminTokensRevoke(g, token_id); });
+  auto* whoami = admin->add_subcommand("whoami", "Show the user the token belongs to");
+  whoami->callback([&] { rc = AdminWhoami(g); });
+
+  app.add_subcommand("queue", "The queue in the scheduler's order, with reasons and estimated starts")
+      ->callback([&] { rc = Queue(g); });
+  app.add_subcommand("nodes", "Nodes and GPUs, with what runs on each")->callback([&] {
+    rc = Nodes(g);
+  });
 
   auto* server =
       app.add_subcommand("server", "Run stokerd in the foreground (arguments pass through)");

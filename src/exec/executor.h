@@ -23,6 +23,14 @@
 
 namespace stoker::exec {
 
+// The Unix account a replica's trainer runs as (stoker-run switches to it
+// before exec; see docs/security.md).
+struct RunAs {
+  std::string user;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+};
+
 struct ReplicaLaunch {
   std::string name;  // "workerpool0-0"
   std::vector<std::string> argv;
@@ -30,12 +38,24 @@ struct ReplicaLaunch {
   std::vector<std::string> packages;       // local .tar.gz paths to unpack first
   double timeout_seconds = 0;              // 0 = none
   double grace_seconds = 10;
+  // output.log rotation (src/runner/README.md): bytes per file (0 = never
+  // rotate) and rotated files kept.
+  uint64_t log_max_bytes = 64ull << 20;
+  int log_max_files = 3;
+  std::optional<RunAs> run_as;  // unset: the supervisor's own account
+  // What the replica's machine type asks for. Executors that place replicas
+  // themselves (PlacesReplicas) request this much per replica; the local
+  // executor ignores it (the scheduler already booked it).
+  double cpus = 0;
+  uint64_t memory_bytes = 0;
+  int gpus = 0;
 };
 
 struct JobLaunch {
   int64_t job_id = 0;
   int attempt = 0;
-  std::vector<ReplicaLaunch> replicas;
+  std::vector<ReplicaLaunch> replicas;  // in rank order: pool, then index
+  std::map<std::string, std::string> labels;  // the job's labels (e.g. slurm-partition)
 };
 
 enum class ReplicaPhase {
@@ -76,6 +96,12 @@ class Executor {
                                                   const std::vector<std::string>& replicas) = 0;
 
   virtual Status Cancel(int64_t job_id, int attempt, const std::vector<std::string>& replicas) = 0;
+
+  // True when the executor decides where replicas run (Slurm): the
+  // controller then launches a QUEUED job at once, without booking this
+  // node's resources, and shows the message of a kStarting replica as the
+  // job's wait reason (e.g. Slurm's pending reason).
+  virtual bool PlacesReplicas() const { return false; }
 };
 
 }  // namespace stoker::exec

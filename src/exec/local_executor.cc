@@ -4,12 +4,15 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
+#include "exec/replica_files.h"
 
 extern char** environ;
 
@@ -23,7 +26,7 @@ std::optional<json> ReadJson(const fs::path& path) {
   auto text = ReadFile(path);
   if (!text.ok()) return std::nullopt;
   json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return std::nullopt;
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
   return j;
 }
 
@@ -58,15 +61,51 @@ Status SpawnSupervisor(const fs::path& runner, const fs::path& dir) {
   return OkStatus();
 }
 
-}  // namespace
-
-bool SupervisorAlive(const fs::path& replica_dir) {
-  int fd = ::open((replica_dir / "runner.lock").c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  bool alive = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-  ::close(fd);
-  return alive;
+Status Chown(const fs::path& path, const RunAs& who, mode_t mode) {
+  if (::chown(path.c_str(), who.uid, who.gid) != 0 || ::chmod(path.c_str(), mode) != 0) {
+    return Internal("cannot hand " + path.string() + " to " + who.user + " (uid " +
+                    std::to_string(who.uid) + "): " + std::strerror(errno));
+  }
+  return OkStatus();
 }
+
+// Gives `who` the directories between `jobs_root` (exclusive) and the
+// replica directory `dir` with mode 0700, so that no other trainer account
+// can read them; jobs_root itself becomes 0711 (enterable, not listable).
+// The job's output directory (the parent of AIP_MODEL_DIR), when stokerd
+// created it inside its data dir, goes to `who` as well so the trainer can
+// write its model.
+Status HandOver(const fs::path& jobs_root, const fs::path& dir, const RunAs& who,
+                const std::map<std::string, std::string>& env) {
+  if (::chmod(jobs_root.c_str(), 0711) != 0) {
+    return Internal("cannot chmod " + jobs_root.string() + ": " + std::strerror(errno));
+  }
+  for (fs::path p = dir; p != jobs_root && p.has_relative_path() && p != p.parent_path();
+       p = p.parent_path()) {
+    STOKER_RETURN_IF_ERROR(Chown(p, who, 0700));
+  }
+  if (auto it = env.find("AIP_MODEL_DIR"); it != env.end()) {
+    std::string model = it->second;  // ".../out/model/" -> ".../out"
+    while (model.size() > 1 && model.back() == '/') model.pop_back();
+    fs::path out = fs::path(model).parent_path();
+    std::error_code ec;
+    fs::path data = fs::weakly_canonical(jobs_root.parent_path(), ec);
+    fs::path canon = fs::weakly_canonical(out, ec);
+    auto rel = canon.lexically_relative(data);
+    if (!ec && !rel.empty() && *rel.begin() != ".." && fs::is_directory(canon)) {
+      struct stat st;
+      if (::stat(canon.c_str(), &st) == 0 && st.st_uid == ::geteuid()) {
+        if (::chown(canon.c_str(), who.uid, who.gid) != 0) {
+          return Internal("cannot hand the output directory " + canon.string() + " to " + who.user +
+                          ": " + std::strerror(errno));
+        }
+      }
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
 
 LocalExecutor::LocalExecutor(fs::path data_dir, fs::path runner_path)
     : data_dir_(std::move(data_dir)), runner_path_(std::move(runner_path)) {}
@@ -78,63 +117,26 @@ fs::path LocalExecutor::ReplicaDir(int64_t job_id, int attempt, const std::strin
 }
 
 Status LocalExecutor::Launch(const JobLaunch& launch) {
+  std::optional<RunAs> run_as;
+  if (accounts_) {
+    STOKER_ASSIGN_OR_RETURN(run_as, accounts_(launch.job_id));
+  }
   for (const ReplicaLaunch& r : launch.replicas) {
     fs::path dir = ReplicaDir(launch.job_id, launch.attempt, r.name);
     // Already claimed by a supervisor: launched before a crash. Never again.
-    if (fs::exists(dir / "claim")) continue;
-    STOKER_RETURN_IF_ERROR(MakeDirs(dir));
-    json spec = {{"argv", r.argv},
-                 {"env", r.env},
-                 {"packages", r.packages},
-                 {"timeout_seconds", r.timeout_seconds},
-                 {"grace_seconds", r.grace_seconds}};
+    if (Claimed(dir)) continue;
+    ReplicaLaunch copy = r;
+    if (run_as) {
+      copy.run_as = run_as;
+      STOKER_RETURN_IF_ERROR(MakeDirs(dir));
+      STOKER_RETURN_IF_ERROR(HandOver(data_dir_ / "jobs", dir, *run_as, copy.env));
+    }
     // Not synced: the PENDING commit in the store is the durable record, and
     // recovery writes launch.json again for a replica that has no claim.
-    STOKER_RETURN_IF_ERROR(WriteFileAtomic(dir / "launch.json", spec.dump(2), Durability::kNoSync));
+    STOKER_RETURN_IF_ERROR(WriteLaunchFile(dir, copy));
     STOKER_RETURN_IF_ERROR(SpawnSupervisor(runner_path_, dir));
   }
   return OkStatus();
-}
-
-ReplicaStatus LocalExecutor::PollOne(const fs::path& dir, const std::string& name) {
-  ReplicaStatus st;
-  st.name = name;
-  auto read_status = [&]() -> bool {
-    auto s = ReadJson(dir / "status.json");
-    if (!s) return false;
-    st.phase = ReplicaPhase::kEnded;
-    st.end_state = s->value("state", "");
-    if ((*s)["exit_code"].is_number_integer()) st.exit_code = (*s)["exit_code"].get<int>();
-    if ((*s)["signal"].is_number_integer()) st.signal = (*s)["signal"].get<int>();
-    st.message = s->value("message", "");
-    st.start_us = s->value("start_time_us", int64_t{0});
-    st.end_us = s->value("end_time_us", int64_t{0});
-    return true;
-  };
-  if (read_status()) return st;
-  if (!fs::exists(dir / "claim")) {
-    if (!fs::exists(dir)) {
-      st.phase = ReplicaPhase::kLost;
-      st.message = "replica directory " + dir.string() + " was deleted";
-    }
-    return st;  // kStarting
-  }
-  if (auto t = ReadJson(dir / "trainer.json")) st.start_us = t->value("start_time_us", int64_t{0});
-  if (SupervisorAlive(dir)) {
-    st.phase = st.start_us ? ReplicaPhase::kRunning : ReplicaPhase::kStarting;
-    return st;
-  }
-  // The lock is free: the supervisor has exited. It writes status.json before
-  // it exits, so look once more before calling the replica lost.
-  if (read_status()) return st;
-  st.phase = ReplicaPhase::kLost;
-  st.message = "the replica supervisor (stoker-run) died without reporting an exit status";
-  // Make sure nothing of the replica keeps running without its supervisor.
-  if (auto t = ReadJson(dir / "trainer.json")) {
-    int pgid = t->value("pgid", 0);
-    if (pgid > 1) ::kill(-pgid, SIGKILL);
-  }
-  return st;
 }
 
 Result<std::vector<ReplicaStatus>> LocalExecutor::Poll(int64_t job_id, int attempt,
@@ -142,7 +144,7 @@ Result<std::vector<ReplicaStatus>> LocalExecutor::Poll(int64_t job_id, int attem
   std::vector<ReplicaStatus> out;
   out.reserve(replicas.size());
   for (const std::string& name : replicas) {
-    out.push_back(PollOne(ReplicaDir(job_id, attempt, name), name));
+    out.push_back(ReadReplicaStatus(ReplicaDir(job_id, attempt, name), name));
   }
   return out;
 }
@@ -155,20 +157,13 @@ Status LocalExecutor::Cancel(int64_t job_id, int attempt,
     // The supervisor turns SIGTERM into SIGTERM, grace, SIGKILL for the trainer.
     auto r = ReadJson(dir / "runner.json");
     if (r && SupervisorAlive(dir)) {
-      int pid = r->value("pid", 0);
-      if (pid > 1) ::kill(pid, SIGTERM);
+      auto pid = r->find("pid");  // a damaged file must not throw in the control loop
+      if (pid != r->end() && pid->is_number_integer() && pid->get<int64_t>() > 1)
+        ::kill(static_cast<pid_t>(pid->get<int64_t>()), SIGTERM);
       continue;
     }
     // Not claimed yet: claim it ourselves so that no supervisor starts it later.
-    STOKER_RETURN_IF_ERROR(MakeDirs(dir));
-    int fd = ::open((dir / "claim").c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      ::close(fd);
-      json st = {{"state", "cancelled"}, {"exit_code", nullptr},
-                 {"signal", nullptr},    {"start_time_us", 0},
-                 {"end_time_us", 0},     {"message", "cancelled before it started"}};
-      STOKER_RETURN_IF_ERROR(WriteFileAtomic(dir / "status.json", st.dump()));
-    }
+    STOKER_RETURN_IF_ERROR(ClaimAsCancelled(dir).status());
   }
   return OkStatus();
 }

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "exec/executor.h"
@@ -25,14 +27,18 @@ class LocalExecutor : public Executor {
                                           const std::vector<std::string>& replicas) override;
   Status Cancel(int64_t job_id, int attempt, const std::vector<std::string>& replicas) override;
 
- private:
-  ReplicaStatus PollOne(const std::filesystem::path& dir, const std::string& name);
+  // Which account runs a job's replicas (an error fails the launch). When it
+  // names one, Launch puts it in launch.json and hands the job's directory
+  // (mode 0700) and its replica directories to it, so that trainers of other
+  // accounts cannot read them. Unset: replicas run as the daemon's account.
+  // Call before the first Launch.
+  using TrainerAccounts = std::function<Result<std::optional<RunAs>>(int64_t job_id)>;
+  void SetTrainerAccounts(TrainerAccounts accounts) { accounts_ = std::move(accounts); }
 
+ private:
   std::filesystem::path data_dir_;
   std::filesystem::path runner_path_;
+  TrainerAccounts accounts_;
 };
-
-// True when a live supervisor holds <dir>/runner.lock.
-bool SupervisorAlive(const std::filesystem::path& replica_dir);
 
 }  // namespace stoker::exec

@@ -49,6 +49,25 @@ struct ReplicaCommand {
 // (AIP_*, CLOUD_ML_*, CLUSTER_SPEC, TF_CONFIG, MASTER_*, RANK, ...), then the
 // spec's env in order with $(VAR) expansion against what is defined so far,
 // then args and command expanded against the whole environment.
+//
+// Distributed variables (reference/vertex.md §3.2, §3.4), with N_p the
+// replica count of pool p (an empty `{}` pool counts 0):
+//   CLUSTER_SPEC  {"cluster": {"workerpool<p>": [host:port, ...]} for the
+//                 non-empty pools, "task": {"type": "workerpool<p>", "index": i
+//                 [, "trial": id]}, "environment": "cloud", "job": "<JSON string>"}
+//   TF_CONFIG     the same with chief/worker/ps; evaluators (pool 3) are not in
+//                 "cluster" and get task.type "evaluator"
+//   MASTER_ADDR, MASTER_PORT  host and port of workerpool0[0] (the chief's
+//                 CLUSTER_SPEC address, a port the caller reserved for the job)
+//   WORLD_SIZE    N_0 + N_1 + N_2 + N_3: every replica of every pool
+//   RANK          node rank: chief 0, workerpool1[i] 1+i, workerpool2[i]
+//                 1+N_1+i, workerpool3[i] 1+N_1+N_2+i
+//   LOCAL_RANK=0, LOCAL_WORLD_SIZE=1  each replica is one process, its own
+//                 "node" (the reference's ranks are node-level); a trainer that
+//                 wants one process per GPU runs torchrun inside its replica
+//   CUDA_VISIBLE_DEVICES  only the GPUs allocated to this replica; "" for none
+// Requires `in.addresses` to hold one entry per pool of the spec, with the
+// chief at addresses[0][0].
 ReplicaCommand BuildReplicaCommand(const ReplicaEnvInput& in);
 
 // Kubernetes/Vertex-style expansion: $(VAR) becomes the value of VAR when it

@@ -93,6 +93,107 @@ TEST(ReplicaEnvTest, ClusterSpecAndRanksFollowPoolOrder) {
   EXPECT_EQ(c.env["MASTER_PORT"], "5000");
 }
 
+// Chief, 2 workers, 1 parameter server, 2 evaluators: ranks follow pool order.
+spec::CustomJobSpec FourPoolSpec() {
+  spec::CustomJobSpec s = TwoPoolSpec();
+  spec::WorkerPoolSpec server = s.worker_pool_specs[0];
+  spec::WorkerPoolSpec evaluator = s.worker_pool_specs[0];
+  evaluator.replica_count = 2;
+  s.worker_pool_specs.push_back(server);
+  s.worker_pool_specs.push_back(evaluator);
+  return s;
+}
+
+ReplicaEnvInput FourPoolInput(const spec::CustomJobSpec& s, int pool, int index) {
+  ReplicaEnvInput in = Input(s, pool, index);
+  in.addresses = {{"127.0.0.1:5000"},
+                  {"127.0.0.1:5001", "127.0.0.1:5002"},
+                  {"127.0.0.1:5003"},
+                  {"127.0.0.1:5004", "127.0.0.1:5005"}};
+  return in;
+}
+
+TEST(ReplicaEnvTest, RanksAreChiefThenWorkersThenServersThenEvaluators) {
+  auto s = FourPoolSpec();
+  std::vector<std::pair<int, int>> places = {{0, 0}, {1, 0}, {1, 1}, {2, 0}, {3, 0}, {3, 1}};
+  for (size_t rank = 0; rank < places.size(); ++rank) {
+    auto [pool, index] = places[rank];
+    ReplicaCommand c = BuildReplicaCommand(FourPoolInput(s, pool, index));
+    SCOPED_TRACE(ReplicaName(pool, index));
+    EXPECT_EQ(c.env["RANK"], std::to_string(rank));
+    EXPECT_EQ(c.env["WORLD_SIZE"], "6");
+    EXPECT_EQ(c.env["MASTER_ADDR"], "127.0.0.1");
+    EXPECT_EQ(c.env["MASTER_PORT"], "5000");
+    auto cs = nlohmann::json::parse(c.env["CLUSTER_SPEC"]);
+    EXPECT_EQ(cs["task"]["type"], "workerpool" + std::to_string(pool));
+    EXPECT_EQ(cs["task"]["index"], index);
+    EXPECT_EQ(cs["environment"], "cloud");
+    EXPECT_FALSE(cs["task"].contains("trial"));
+  }
+}
+
+TEST(ReplicaEnvTest, EveryReplicaIsOneProcessWithLocalRankZero) {
+  auto s = FourPoolSpec();
+  for (auto [pool, index] : std::vector<std::pair<int, int>>{{0, 0}, {1, 1}, {3, 1}}) {
+    ReplicaCommand c = BuildReplicaCommand(FourPoolInput(s, pool, index));
+    EXPECT_EQ(c.env["LOCAL_RANK"], "0");
+    EXPECT_EQ(c.env["LOCAL_WORLD_SIZE"], "1");
+  }
+}
+
+TEST(ReplicaEnvTest, ClusterSpecListsAllPoolsButTfConfigLeavesOutEvaluators) {
+  auto s = FourPoolSpec();
+  ReplicaCommand c = BuildReplicaCommand(FourPoolInput(s, 3, 1));
+  auto cs = nlohmann::json::parse(c.env["CLUSTER_SPEC"]);
+  EXPECT_EQ(cs["cluster"]["workerpool2"], nlohmann::json({"127.0.0.1:5003"}));
+  EXPECT_EQ(cs["cluster"]["workerpool3"], nlohmann::json({"127.0.0.1:5004", "127.0.0.1:5005"}));
+  auto tf = nlohmann::json::parse(c.env["TF_CONFIG"]);
+  EXPECT_EQ(tf["cluster"]["chief"], nlohmann::json({"127.0.0.1:5000"}));
+  EXPECT_EQ(tf["cluster"]["worker"].size(), 2u);
+  EXPECT_EQ(tf["cluster"]["ps"], nlohmann::json({"127.0.0.1:5003"}));
+  EXPECT_FALSE(tf["cluster"].contains("evaluator"));
+  EXPECT_EQ(tf["task"]["type"], "evaluator");
+  EXPECT_EQ(tf["task"]["index"], 1);
+  ReplicaCommand ps = BuildReplicaCommand(FourPoolInput(s, 2, 0));
+  EXPECT_EQ(nlohmann::json::parse(ps.env["TF_CONFIG"])["task"]["type"], "ps");
+}
+
+TEST(ReplicaEnvTest, EmptyMiddlePoolTakesNoRanksAndIsNotListed) {
+  auto s = FourPoolSpec();
+  s.worker_pool_specs[2] = spec::WorkerPoolSpec{};
+  s.worker_pool_specs[2].empty = true;
+  ReplicaEnvInput in = FourPoolInput(s, 3, 0);
+  in.addresses[2].clear();
+  ReplicaCommand c = BuildReplicaCommand(in);
+  EXPECT_EQ(c.env["RANK"], "3");  // after the chief and two workers
+  EXPECT_EQ(c.env["WORLD_SIZE"], "5");
+  auto cs = nlohmann::json::parse(c.env["CLUSTER_SPEC"]);
+  EXPECT_FALSE(cs["cluster"].contains("workerpool2"));
+  EXPECT_FALSE(nlohmann::json::parse(c.env["TF_CONFIG"])["cluster"].contains("ps"));
+}
+
+TEST(ReplicaEnvTest, CudaVisibleDevicesHoldsOnlyTheReplicasOwnGpus) {
+  auto s = TwoPoolSpec();
+  ReplicaEnvInput in = Input(s, 1, 0);
+  in.place.gpus = {2, 3};
+  EXPECT_EQ(BuildReplicaCommand(in).env["CUDA_VISIBLE_DEVICES"], "2,3");
+  in.place.gpus = {};
+  // Set but empty: CUDA then sees no device, rather than every device.
+  ReplicaCommand none = BuildReplicaCommand(in);
+  ASSERT_TRUE(none.env.count("CUDA_VISIBLE_DEVICES"));
+  EXPECT_EQ(none.env["CUDA_VISIBLE_DEVICES"], "");
+}
+
+TEST(ReplicaEnvTest, TrialIdReachesClusterSpecTfConfigAndEnv) {
+  auto s = TwoPoolSpec();
+  ReplicaEnvInput in = Input(s, 1, 0);
+  in.trial_id = "7";
+  ReplicaCommand c = BuildReplicaCommand(in);
+  EXPECT_EQ(nlohmann::json::parse(c.env["CLUSTER_SPEC"])["task"]["trial"], "7");
+  EXPECT_EQ(nlohmann::json::parse(c.env["TF_CONFIG"])["task"]["trial"], "7");
+  EXPECT_EQ(c.env["CLOUD_ML_TRIAL_ID"], "7");
+}
+
 TEST(ReplicaEnvTest, ContainerCommandAndArgsAreJoined) {
   spec::CustomJobSpec s;
   spec::WorkerPoolSpec chief;

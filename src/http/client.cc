@@ -7,8 +7,10 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -25,7 +27,9 @@ namespace {
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 namespace net = boost::asio;
+namespace ssl = boost::asio::ssl;
 using tcp = net::ip::tcp;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 using Clock = std::chrono::steady_clock;
 
 constexpr uint32_t kHeaderLimit = 64 * 1024;
@@ -53,20 +57,58 @@ struct Client::Impl {
   std::string port;
   std::string authority;  // the Host header
   std::string prefix;     // path of base_url, prepended to every target
+  ClientOptions options;
+  std::unique_ptr<ssl::context> tls;  // set for https:// URLs
 
   net::io_context ioc{1};
-  std::optional<beast::tcp_stream> stream;  // engaged while connected
+  // While connected, exactly one is engaged: `stream` (http) or `tls_stream`.
+  std::optional<beast::tcp_stream> stream;
+  std::optional<TlsStream> tls_stream;
   beast::flat_buffer buffer;
   std::optional<bhttp::response_parser<bhttp::string_body>> parser;
 
+  bool connected() const { return stream.has_value() || tls_stream.has_value(); }
+  beast::tcp_stream& Tcp() { return tls_stream ? beast::get_lowest_layer(*tls_stream) : *stream; }
+
+  // Runs `op(s)` on whichever stream is connected.
+  template <typename Op>
+  auto OnStream(Op&& op) {
+    if (tls_stream) return op(*tls_stream);
+    return op(*stream);
+  }
+
+  Status SetUpTls() {
+    tls = std::make_unique<ssl::context>(ssl::context::tls_client);
+    tls->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                     ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
+    tls->set_verify_mode(ssl::verify_peer);
+    beast::error_code ec;
+    tls->set_default_verify_paths(ec);  // the system's CAs; missing ones are not fatal
+    if (!options.ca_file.empty()) {
+      tls->load_verify_file(options.ca_file, ec);
+      if (ec) {
+        return InvalidArgument("--ca-file: cannot load " + options.ca_file + ": " + ec.message() +
+                               " (want a PEM certificate, e.g. the server's tls_cert_file)");
+      }
+    }
+    return OkStatus();
+  }
+
   Status ParseBaseUrl() {
     std::string_view url = base_url;
-    if (StartsWithNoCase(url, "https://")) return InvalidArgument("https is not supported yet");
     const Status bad = InvalidArgument("server URL \"" + base_url +
-                                       "\" is not of the form http://HOST:PORT, like "
-                                       "http://127.0.0.1:8080");
-    if (!StartsWithNoCase(url, "http://")) return bad;
-    url.remove_prefix(7);
+                                       "\" is not of the form http://HOST:PORT or "
+                                       "https://HOST:PORT, like http://127.0.0.1:8080");
+    std::string default_port = "80";
+    if (StartsWithNoCase(url, "https://")) {
+      url.remove_prefix(8);
+      default_port = "443";
+      STOKER_RETURN_IF_ERROR(SetUpTls());
+    } else if (StartsWithNoCase(url, "http://")) {
+      url.remove_prefix(7);
+    } else {
+      return bad;
+    }
     size_t slash = url.find('/');
     std::string_view auth = url.substr(0, slash);
     if (slash != std::string_view::npos) {
@@ -88,7 +130,7 @@ struct Client::Impl {
       if (colon != std::string_view::npos) port_part = auth.substr(colon + 1);
     }
     if (host.empty()) return bad;
-    if (port_part.empty()) port_part = "80";
+    if (port_part.empty()) port_part = default_port;
     if (port_part.size() > 5 ||
         !std::all_of(port_part.begin(), port_part.end(),
                      [](char c) { return c >= '0' && c <= '9'; }) ||
@@ -113,6 +155,7 @@ struct Client::Impl {
 
   void Close() {
     stream.reset();  // closes the socket
+    tls_stream.reset();
     buffer.clear();
   }
 
@@ -123,7 +166,7 @@ struct Client::Impl {
   bool PeerClosed() {
     if (buffer.size() != 0) return true;
     char c;
-    ssize_t n = ::recv(stream->socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    ssize_t n = ::recv(Tcp().socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
     return true;
   }
@@ -136,9 +179,13 @@ struct Client::Impl {
       return Unavailable("cannot reach stokerd at " + base_url + ": cannot resolve \"" + host +
                          "\": " + ec.message());
     }
-    stream.emplace(ioc);
-    stream->expires_at(deadline);
-    ec = Run([&](auto handler) { stream->async_connect(endpoints, std::move(handler)); });
+    if (tls) {
+      tls_stream.emplace(ioc, *tls);
+    } else {
+      stream.emplace(ioc);
+    }
+    Tcp().expires_at(deadline);
+    ec = Run([&](auto handler) { Tcp().async_connect(endpoints, std::move(handler)); });
     if (ec) {
       Close();
       if (ec == beast::error::timeout) {
@@ -150,8 +197,34 @@ struct Client::Impl {
       }
       return Unavailable("cannot reach stokerd at " + base_url + ": " + ec.message());
     }
-    stream->socket().set_option(tcp::no_delay(true), ec);
+    Tcp().socket().set_option(tcp::no_delay(true), ec);
     buffer.clear();
+    if (tls_stream) {
+      // SNI, and the certificate must name the host we asked for.
+      SSL_set_tlsext_host_name(tls_stream->native_handle(), host.c_str());
+      tls_stream->set_verify_callback(ssl::host_name_verification(host));
+      ec = Run([&](auto handler) {
+        tls_stream->async_handshake(ssl::stream_base::client, std::move(handler));
+      });
+      if (ec) {
+        Close();
+        if (ec == beast::error::timeout) {
+          return DeadlineExceeded("cannot reach stokerd at " + base_url +
+                                  ": no TLS handshake within " + std::to_string(timeout_ms) +
+                                  " ms");
+        }
+        std::string hint;
+        if (ec.category() == net::error::get_ssl_category()) {
+          hint = options.ca_file.empty()
+                     ? " (for a self-signed server certificate pass --ca-file CERT.pem or set "
+                       "STOKER_CA_FILE)"
+                     : " (is " + options.ca_file + " the server's certificate, issued for " + host +
+                           "?)";
+        }
+        return Unavailable("TLS handshake with stokerd at " + base_url +
+                           " failed: " + ec.message() + hint);
+      }
+    }
     return OkStatus();
   }
 
@@ -161,8 +234,9 @@ struct Client::Impl {
   }
 };
 
-Client::Client(std::string base_url) : impl_(std::make_unique<Impl>()) {
+Client::Client(std::string base_url, ClientOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->base_url = std::move(base_url);
+  impl_->options = std::move(options);
   impl_->config_error = impl_->ParseBaseUrl();
 }
 
@@ -206,17 +280,18 @@ Result<Response> Client::Call(const std::string& method, const std::string& targ
   req.keep_alive(true);
 
   for (int attempt = 0;; ++attempt) {
-    bool reused = im.stream.has_value();
+    bool reused = im.connected();
     if (reused && im.PeerClosed()) {
       im.Close();
       reused = false;
     }
-    if (!im.stream) STOKER_RETURN_IF_ERROR(im.Connect(deadline, timeout_ms));
+    if (!im.connected()) STOKER_RETURN_IF_ERROR(im.Connect(deadline, timeout_ms));
     const bool may_retry = reused && attempt == 0;
 
-    im.stream->expires_at(deadline);
-    beast::error_code ec =
-        im.Run([&](auto handler) { bhttp::async_write(*im.stream, req, std::move(handler)); });
+    im.Tcp().expires_at(deadline);
+    beast::error_code ec = im.OnStream([&](auto& s) {
+      return im.Run([&](auto handler) { bhttp::async_write(s, req, std::move(handler)); });
+    });
     if (ec) {
       im.Close();
       if (ec == beast::error::timeout) return im.Timeout(method, target, timeout_ms);
@@ -229,8 +304,9 @@ Result<Response> Client::Call(const std::string& method, const std::string& targ
     im.parser->header_limit(kHeaderLimit);
     im.parser->body_limit(std::numeric_limits<uint64_t>::max());
     if (verb == bhttp::verb::head) im.parser->skip(true);
-    ec = im.Run([&](auto handler) {
-      bhttp::async_read(*im.stream, im.buffer, *im.parser, std::move(handler));
+    ec = im.OnStream([&](auto& s) {
+      return im.Run(
+          [&](auto handler) { bhttp::async_read(s, im.buffer, *im.parser, std::move(handler)); });
     });
     if (ec) {
       im.Close();

@@ -17,9 +17,9 @@
 namespace stoker::http {
 
 struct Request {
-  std::string method;   // "GET", "POST", ...
-  std::string target;   // raw target: path plus "?query"
-  std::string path;     // percent-decoded path without the query
+  std::string method;                          // "GET", "POST", ...
+  std::string target;                          // raw target: path plus "?query"
+  std::string path;                            // percent-decoded path without the query
   std::map<std::string, std::string> query;    // decoded query parameters
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;
@@ -47,6 +47,10 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
+  // Serves HTTPS instead of HTTP: `cert_file` is a PEM certificate chain,
+  // `key_file` its unencrypted PEM private key. TLS 1.2 or newer. Call before
+  // Start. InvalidArgument naming the config key when a file cannot be used.
+  Status EnableTls(const std::string& cert_file, const std::string& key_file);
   // Binds and listens. Port 0 picks a free port. Returns the bound port.
   Result<int> Listen(const std::string& host, int port);
   // Starts the worker threads; returns at once.
@@ -59,12 +63,19 @@ class Server {
   std::unique_ptr<Impl> impl_;
 };
 
-// A blocking client bound to one base URL ("http://127.0.0.1:8080"). It keeps
-// one connection alive and reconnects when the server closed it. Not
-// thread-safe: use one per thread.
+struct ClientOptions {
+  // For https:// URLs: a PEM file of certificates to trust besides the
+  // system's (a self-signed server certificate). "" = the system's only.
+  std::string ca_file;
+};
+
+// A blocking client bound to one base URL ("http://127.0.0.1:8080" or
+// "https://host:8443"). It keeps one connection alive and reconnects when
+// the server closed it. Over https it verifies the server's certificate and
+// host name. Not thread-safe: use one per thread.
 class Client {
  public:
-  explicit Client(std::string base_url);
+  explicit Client(std::string base_url, ClientOptions options = {});
   ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;

@@ -9,10 +9,12 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <cctype>
 #include <chrono>
 #include <exception>
@@ -31,7 +33,9 @@ namespace {
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 namespace net = boost::asio;
+namespace ssl = boost::asio::ssl;
 using tcp = net::ip::tcp;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
 constexpr uint32_t kHeaderLimit = 64 * 1024;
 // Longer request targets get 414. Handlers match paths with std::regex,
@@ -101,16 +105,22 @@ const boost::system::error_category& HttpParseCategory() {
 struct Shared {
   Handler handler;
   uint64_t max_body_bytes = 0;
+  std::unique_ptr<ssl::context> tls;  // set: every connection speaks TLS
 };
 
-class Session : public std::enable_shared_from_this<Session> {
+// One connection. `Stream` is beast::tcp_stream (plain HTTP) or TlsStream
+// (HTTPS: a TLS handshake first, then the same HTTP exchange).
+template <typename Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(tcp::socket socket, const Shared* shared) : stream_(std::move(socket)), shared_(shared) {}
+  template <typename... TlsContext>
+  Session(tcp::socket socket, const Shared* shared, TlsContext&... tls)
+      : stream_(std::move(socket), tls...), shared_(shared) {}
 
   void Run() {
     beast::error_code ec;
-    stream_.socket().set_option(tcp::no_delay(true), ec);
-    tcp::endpoint peer = stream_.socket().remote_endpoint(ec);
+    Lowest().socket().set_option(tcp::no_delay(true), ec);
+    tcp::endpoint peer = Lowest().socket().remote_endpoint(ec);
     if (!ec) {
       net::ip::address address = peer.address();
       if (address.is_v6() && address.to_v6().is_v4_mapped()) {
@@ -118,33 +128,52 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       remote_address_ = address.to_string();
     }
-    net::dispatch(stream_.get_executor(),
-                  beast::bind_front_handler(&Session::ReadHeader, shared_from_this()));
+    if constexpr (kTls) {
+      // A handshake that stalls (or plain HTTP sent to this port) ends at the
+      // idle timeout or at the first bytes that are not TLS: the connection
+      // closes without an answer, as nothing can be said in the clear.
+      Lowest().expires_after(kIdleTimeout);
+      stream_.async_handshake(ssl::stream_base::server,
+                              beast::bind_front_handler(&Session::OnHandshake, Self()));
+    } else {
+      net::dispatch(stream_.get_executor(),
+                    beast::bind_front_handler(&Session::ReadHeader, Self()));
+    }
   }
 
  private:
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
+  std::shared_ptr<Session> Self() { return this->shared_from_this(); }
+  beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
+
+  void OnHandshake(beast::error_code ec) {
+    if (ec) return;  // not TLS, or the peer went away: dropping the last reference closes
+    ReadHeader();
+  }
+
   void ReadHeader() {
     parser_.emplace();
     parser_->header_limit(kHeaderLimit);
     parser_->body_limit(shared_->max_body_bytes);
-    stream_.expires_after(kIdleTimeout);
+    Lowest().expires_after(kIdleTimeout);
     bhttp::async_read_header(stream_, buffer_, *parser_,
-                             beast::bind_front_handler(&Session::OnHeader, shared_from_this()));
+                             beast::bind_front_handler(&Session::OnHeader, Self()));
   }
 
   void OnHeader(beast::error_code ec, size_t) {
     if (ec) return OnReadError(ec);
     if (parser_->get().target().size() > kTargetLimit) {
-      return SendError(ErrorResponse(
-          414, "INVALID_ARGUMENT",
-          "request target longer than " + std::to_string(kTargetLimit) + " bytes"));
+      return SendError(
+          ErrorResponse(414, "INVALID_ARGUMENT",
+                        "request target longer than " + std::to_string(kTargetLimit) + " bytes"));
     }
     if (parser_->is_done()) return Dispatch();
     if (beast::iequals(parser_->get()[bhttp::field::expect], "100-continue")) {
       // curl sends this for bodies over 1 KiB and would otherwise wait 1 s.
       continue_.emplace(bhttp::status::continue_, parser_->get().version());
       bhttp::async_write(stream_, *continue_,
-                         beast::bind_front_handler(&Session::OnContinueSent, shared_from_this()));
+                         beast::bind_front_handler(&Session::OnContinueSent, Self()));
       return;
     }
     ReadBody();
@@ -159,9 +188,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // Reads the body piecewise so that the idle timeout restarts on progress:
   // a large upload is fine as long as it keeps moving.
   void ReadBody() {
-    stream_.expires_after(kIdleTimeout);
+    Lowest().expires_after(kIdleTimeout);
     bhttp::async_read_some(stream_, buffer_, *parser_,
-                           beast::bind_front_handler(&Session::OnBody, shared_from_this()));
+                           beast::bind_front_handler(&Session::OnBody, Self()));
   }
 
   void OnBody(beast::error_code ec, size_t) {
@@ -253,20 +282,21 @@ class Session : public std::enable_shared_from_this<Session> {
       if (!head) res_->body() = std::move(resp.body);
     }
     res_->keep_alive(keep_alive);
-    stream_.expires_after(kIdleTimeout);
-    bhttp::async_write(
-        stream_, *res_,
-        beast::bind_front_handler(&Session::OnWritten, shared_from_this(), keep_alive, linger));
+    Lowest().expires_after(kIdleTimeout);
+    bhttp::async_write(stream_, *res_,
+                       beast::bind_front_handler(&Session::OnWritten, Self(), keep_alive, linger));
   }
 
   void OnWritten(bool keep_alive, bool linger, beast::error_code ec, size_t) {
     res_.reset();
     if (ec) return;
     if (keep_alive) return ReadHeader();
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    // With TLS this skips close_notify: every response carries its length,
+    // so the peer needs no TLS-level end of stream.
+    Lowest().socket().shutdown(tcp::socket::shutdown_send, ec);
     if (linger) {
       buffer_.clear();
-      stream_.expires_after(kLingerTimeout);
+      Lowest().expires_after(kLingerTimeout);
       Drain();
     }
     // Otherwise dropping the last reference closes the socket.
@@ -274,12 +304,12 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Drain() {
     stream_.async_read_some(buffer_.prepare(64 * 1024),
-                            [self = shared_from_this()](beast::error_code ec, size_t) {
+                            [self = Self()](beast::error_code ec, size_t) {
                               if (!ec) self->Drain();
                             });
   }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
   const Shared* shared_;
   std::string remote_address_;
   beast::flat_buffer buffer_;
@@ -316,7 +346,11 @@ struct Server::Impl {
         });
         return;
       }
-      std::make_shared<Session>(std::move(s), &shared)->Run();
+      if (shared.tls) {
+        std::make_shared<Session<TlsStream>>(std::move(s), &shared, *shared.tls)->Run();
+      } else {
+        std::make_shared<Session<beast::tcp_stream>>(std::move(s), &shared)->Run();
+      }
       Accept();
     });
   }
@@ -330,6 +364,37 @@ Server::Server(Handler handler, ServerOptions options) : impl_(std::make_unique<
 }
 
 Server::~Server() { Stop(); }
+
+Status Server::EnableTls(const std::string& cert_file, const std::string& key_file) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->started || impl_->stopped) {
+    return FailedPrecondition("Server::EnableTls must be called before Start()");
+  }
+  auto ctx = std::make_unique<ssl::context>(ssl::context::tls_server);
+  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                   ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 |
+                   ssl::context::single_dh_use);
+  // No session tickets: a ticket arriving after the handshake would look to
+  // a keep-alive client like the server talking out of turn.
+  SSL_CTX_set_num_tickets(ctx->native_handle(), 0);
+  beast::error_code ec;
+  ctx->use_certificate_chain_file(cert_file, ec);
+  if (ec) {
+    return InvalidArgument("tls_cert_file: cannot load the certificate chain " + cert_file + ": " +
+                           ec.message() + " (want a PEM file, e.g. from 'openssl req -x509')");
+  }
+  ctx->use_private_key_file(key_file, ssl::context::pem, ec);
+  if (ec) {
+    return InvalidArgument("tls_key_file: cannot load the private key " + key_file + ": " +
+                           ec.message() + " (want an unencrypted PEM key matching tls_cert_file)");
+  }
+  if (SSL_CTX_check_private_key(ctx->native_handle()) != 1) {
+    return InvalidArgument("tls_key_file: " + key_file + " does not match the certificate in " +
+                           cert_file);
+  }
+  impl_->shared.tls = std::move(ctx);
+  return OkStatus();
+}
 
 Result<int> Server::Listen(const std::string& host, int port) {
   std::lock_guard<std::mutex> lock(impl_->mu);

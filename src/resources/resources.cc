@@ -83,6 +83,17 @@ std::optional<MachineShape> LookupMachineType(const std::string& name) {
       {"complex_model_l", {"complex_model_l", 32, 28.8, "", 0}},
       {"standard_gpu", {"standard_gpu", 8, 30, "NVIDIA_TESLA_K80", 1}},
       {"complex_model_m_gpu", {"complex_model_m_gpu", 16, 60, "NVIDIA_TESLA_K80", 4}},
+      // 2018-only legacy GPU names (reference §3): the n1 host their price
+      // decomposes into (standard_* = n1-standard-8, large_model_* =
+      // n1-highmem-8, complex_model_m_* = n1-standard-16, complex_model_l_* =
+      // n1-standard-32) plus the GPUs.
+      {"complex_model_l_gpu", {"complex_model_l_gpu", 32, 120, "NVIDIA_TESLA_K80", 8}},
+      {"standard_p100", {"standard_p100", 8, 30, "NVIDIA_TESLA_P100", 1}},
+      {"complex_model_m_p100", {"complex_model_m_p100", 16, 60, "NVIDIA_TESLA_P100", 4}},
+      {"standard_v100", {"standard_v100", 8, 30, "NVIDIA_TESLA_V100", 1}},
+      {"large_model_v100", {"large_model_v100", 8, 52, "NVIDIA_TESLA_V100", 1}},
+      {"complex_model_m_v100", {"complex_model_m_v100", 16, 60, "NVIDIA_TESLA_V100", 4}},
+      {"complex_model_l_v100", {"complex_model_l_v100", 32, 120, "NVIDIA_TESLA_V100", 8}},
   };
   auto it = kTable.find(name);
   if (it == kTable.end()) return std::nullopt;

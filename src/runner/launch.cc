@@ -84,6 +84,42 @@ Result<LaunchSpec> ParseLaunchSpec(std::string_view text) {
 
   STOKER_ASSIGN_OR_RETURN(spec.timeout_seconds, ParseSeconds(doc, "timeout_seconds", 0));
   STOKER_ASSIGN_OR_RETURN(spec.grace_seconds, ParseSeconds(doc, "grace_seconds", 10));
+
+  if (auto it = doc.find("log_max_bytes"); it != doc.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 0) {
+      return InvalidArgument("launch.json: log_max_bytes: must be a whole number >= 0, got " +
+                             it->dump());
+    }
+    spec.log_limits.max_bytes = it->get<uint64_t>();
+  }
+  if (auto it = doc.find("log_max_files"); it != doc.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 1000) {
+      return InvalidArgument(
+          "launch.json: log_max_files: must be a whole number from 1 to 1000, got " + it->dump());
+    }
+    spec.log_limits.max_files = it->get<int>();
+  }
+  if (auto it = doc.find("run_as"); it != doc.end() && !it->is_null()) {
+    const json& r = *it;
+    auto id = [&r](const char* key) -> Result<uint32_t> {
+      auto v = r.find(key);
+      if (v == r.end() || !v->is_number_unsigned() || v->get<uint64_t>() > 0xFFFFFFFEu) {
+        return InvalidArgument(std::string("launch.json: run_as.") + key +
+                               ": must be a numeric id from 0 to 4294967294");
+      }
+      return static_cast<uint32_t>(v->get<uint64_t>());
+    };
+    if (!r.is_object() || !r.contains("user") || !r["user"].is_string() ||
+        r["user"].get<std::string>().empty() || HasNul(r["user"].get<std::string>())) {
+      return InvalidArgument(
+          "launch.json: run_as: must be {\"user\": NAME, \"uid\": N, \"gid\": N}");
+    }
+    RunAs run_as;
+    run_as.user = r["user"].get<std::string>();
+    STOKER_ASSIGN_OR_RETURN(run_as.uid, id("uid"));
+    STOKER_ASSIGN_OR_RETURN(run_as.gid, id("gid"));
+    spec.run_as = run_as;
+  }
   return spec;
 }
 

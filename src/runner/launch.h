@@ -15,8 +15,16 @@
 #include <vector>
 
 #include "common/status.h"
+#include "runner/log_rotation.h"
 
 namespace stoker::runner {
+
+// "run_as" of launch.json: the account the trainer runs as.
+struct RunAs {
+  std::string user;  // for its supplementary groups (initgroups)
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+};
 
 // The parsed DIR/launch.json.
 struct LaunchSpec {
@@ -25,6 +33,10 @@ struct LaunchSpec {
   std::vector<std::filesystem::path> packages;  // absolute paths of sdist .tar.gz files
   double timeout_seconds = 0;                   // 0 = no timeout; counted from trainer start
   double grace_seconds = 10;                    // SIGTERM -> SIGKILL grace
+  LogLimits log_limits;  // "log_max_bytes" (0 = no rotation), "log_max_files" (>= 1)
+  // Set: the supervisor drops to this account (groups, gid, uid, in that
+  // order, each checked) before exec; unset: the trainer runs as it does.
+  std::optional<RunAs> run_as;
 };
 
 // Parses launch.json. InvalidArgument naming the offending field otherwise

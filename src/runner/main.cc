@@ -1,6 +1,7 @@
 // stoker-run: the replica supervisor. See README.md and supervisor.h.
 //
 //   stoker-run [--detach] --replica-dir DIR
+//   stoker-run --slurm --job-dir DIR      (one Slurm task; slurm_task.h)
 //
 // With --detach the command returns as soon as the supervisor process exists
 // (double fork + setsid, supervisor reparented to init in its own session,
@@ -11,16 +12,25 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "common/files.h"
+#include "runner/slurm_task.h"
 #include "runner/supervisor.h"
 
 namespace {
 
-constexpr char kUsage[] = "usage: stoker-run [--detach] --replica-dir DIR\n";
+constexpr char kUsage[] =
+    "usage: stoker-run [--detach] --replica-dir DIR\n"
+    "       stoker-run --slurm --job-dir DIR   (inside a Slurm step: one task per replica)\n";
 
 // Turns the calling process into the detached supervisor; returns only in
 // the grandchild. The original process exits 0 once the grandchild is forked.
@@ -54,11 +64,84 @@ void Detach(const std::string& dir) {
   if (out > STDERR_FILENO) ::close(out);
 }
 
+std::string Env(const char* name, const char* fallback = nullptr) {
+  const char* v = std::getenv(name);
+  if ((!v || !*v) && fallback) v = std::getenv(fallback);
+  return v ? v : "";
+}
+
+int EnvInt(const char* name, const char* fallback = nullptr) {
+  return std::atoi(Env(name, fallback).c_str());
+}
+
+// A Slurm hostlist ("n[1-3],gpu7") as host names, by `scontrol show hostnames`.
+std::vector<std::string> ExpandHostlist(const std::string& list) {
+  if (list.find_first_of("[,") == std::string::npos) return {list};
+  std::vector<std::string> hosts;
+  std::string cmd = "scontrol show hostnames '" + list + "'";
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    char line[1024];
+    while (std::fgets(line, sizeof line, p)) {
+      std::string h = line;
+      while (!h.empty() && std::isspace(static_cast<unsigned char>(h.back()))) h.pop_back();
+      if (!h.empty()) hosts.push_back(h);
+    }
+    ::pclose(p);
+  }
+  return hosts;
+}
+
+// One task of `srun stoker-run --slurm --job-dir DIR`: find this task's
+// replica in DIR/slurm.json and supervise it with the Slurm placement.
+int RunSlurmTask(const std::string& job_dir) {
+  namespace runner = stoker::runner;
+  auto fail = [](const std::string& why) {
+    std::fprintf(stderr, "stoker-run --slurm: %s\n", why.c_str());
+    return 1;
+  };
+  if (Env("SLURM_JOB_ID").empty() || Env("SLURM_PROCID").empty()) {
+    return fail("SLURM_JOB_ID/SLURM_PROCID are not set: run this under srun");
+  }
+  auto text = stoker::ReadFile(std::filesystem::path(job_dir) / "slurm.json");
+  if (!text.ok()) return fail(text.status().message());
+  auto intent = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (intent.is_discarded() || !intent.contains("replicas") || !intent["replicas"].is_array()) {
+    return fail(job_dir + "/slurm.json: no \"replicas\" list");
+  }
+  std::vector<std::string> replicas = intent["replicas"].get<std::vector<std::string>>();
+
+  runner::SlurmTask task;
+  task.job_id = std::atoll(Env("SLURM_JOB_ID").c_str());
+  task.procid = EnvInt("SLURM_PROCID");
+  task.localid = EnvInt("SLURM_LOCALID");
+  task.ntasks = EnvInt("SLURM_STEP_NUM_TASKS", "SLURM_NTASKS");
+  task.hosts = ExpandHostlist(Env("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST"));
+  auto per_node =
+      runner::ParseTasksPerNode(Env("SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"));
+  if (!per_node.ok()) return fail(per_node.status().message());
+  task.tasks_per_node = *per_node;
+  // GPUs only when Slurm bound some; a CUDA_VISIBLE_DEVICES merely inherited
+  // from the submitting daemon's environment does not count.
+  if (!Env("SLURM_STEP_GPUS", "SLURM_JOB_GPUS").empty()) {
+    task.gpus = Env("CUDA_VISIBLE_DEVICES", "SLURM_STEP_GPUS");
+  }
+  auto replica = runner::SlurmReplica(task, replicas);
+  if (!replica.ok()) return fail(replica.status().message());
+  std::fprintf(stderr, "stoker-run --slurm: task %d of Slurm job %lld is %s\n", task.procid,
+               static_cast<long long>(task.job_id), replica->c_str());
+  std::fflush(stderr);
+  ::close_range(3, ~0U, 0);
+  return runner::RunSupervisor(std::filesystem::path(job_dir) / *replica,
+                               [task, replicas](const std::map<std::string, std::string>& env) {
+                                 return runner::SlurmTaskEnv(env, replicas, task);
+                               });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool detach = false;
-  std::string dir;
+  bool detach = false, slurm = false;
+  std::string dir, job_dir;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--detach") {
@@ -67,6 +150,10 @@ int main(int argc, char** argv) {
       dir = argv[++i];
     } else if (a.rfind("--replica-dir=", 0) == 0) {
       dir = a.substr(std::strlen("--replica-dir="));
+    } else if (a == "--slurm") {
+      slurm = true;
+    } else if (a == "--job-dir" && i + 1 < argc) {
+      job_dir = argv[++i];
     } else if (a == "-h" || a == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
@@ -74,6 +161,13 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "stoker-run: unexpected argument '%s'\n%s", a.c_str(), kUsage);
       return 2;
     }
+  }
+  if (slurm) {
+    if (job_dir.empty() || detach || !dir.empty()) {
+      std::fprintf(stderr, "stoker-run: --slurm takes --job-dir DIR and nothing else\n%s", kUsage);
+      return 2;
+    }
+    return RunSlurmTask(job_dir);
   }
   if (dir.empty()) {
     std::fprintf(stderr, "stoker-run: --replica-dir is required\n%s", kUsage);

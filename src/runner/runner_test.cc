@@ -24,6 +24,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runner/launch.h"
+#include "runner/log_rotation.h"
 
 extern char** environ;
 
@@ -389,6 +390,19 @@ TEST_F(StokerRunTest, CancelStopsTheWholeProcessGroup) {
   EXPECT_EQ(::kill(-pgid, 0), -1);
 }
 
+TEST_F(StokerRunTest, StopsTheTrainerWhenItsReplicaDirectoryIsDeleted) {
+  WriteLaunch({{"argv", {"sh", "-c", "sleep 1000 & touch ready; wait"}}});
+  pid_t sup = SpawnSupervisor();
+  ASSERT_TRUE(WaitForFile("ready"));
+  ASSERT_TRUE(WaitForFile("trainer.json"));
+  pid_t pgid = ReadJson("trainer.json")["pgid"];
+  fs::remove_all(dir_);
+  // Nobody could see or cancel the replica any more: it stops on its own,
+  // and with no directory to report to, says so in its exit code.
+  EXPECT_EQ(Wait(sup), 1);
+  EXPECT_TRUE(GroupMembers(pgid).empty());
+}
+
 TEST_F(StokerRunTest, KillsATrainerThatIgnoresSigtermAfterTheGrace) {
   WriteLaunch(
       {{"argv", {"sh", "-c", "trap '' TERM; touch ready; exec sleep 1000"}}, {"grace_seconds", 1}});
@@ -426,6 +440,22 @@ TEST_F(StokerRunTest, StopsTheTrainerAtTheTimeout) {
   EXPECT_EQ(status["state"], "timeout");
   EXPECT_EQ(status["signal"], SIGTERM);
   EXPECT_EQ(status["message"], "timed out after 1s; stopped with SIGTERM");
+}
+
+TEST_F(StokerRunTest, RotatesTheTrainersLogAndKeepsItsEnd) {
+  WriteLaunch({{"argv", {"sh", "-c", "seq 1 20000; echo done >&2"}},
+               {"log_max_bytes", 4096},
+               {"log_max_files", 2}});
+  json status = RunToEnd();
+  EXPECT_EQ(status["exit_code"], 0);
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    if (e.path().filename().string().rfind("output.log", 0) != 0) continue;
+    ++files;
+    EXPECT_LE(fs::file_size(e.path()), 4096u) << e.path();
+  }
+  EXPECT_EQ(files, 3);
+  EXPECT_THAT(ReadLogTail(dir_, 100), ::testing::EndsWith("19999\n20000\ndone\n"));
 }
 
 TEST_F(StokerRunTest, AMissingProgramExitsWith127AndSaysWhy) {
@@ -488,6 +518,47 @@ TEST_F(StokerRunTest, UnpacksPackagesOntoThePythonPath) {
   EXPECT_EQ(status["state"], "launch_failed");
   EXPECT_THAT(status["message"].get<std::string>(), HasSubstr("without package support"));
 #endif
+}
+
+}  // namespace
+}  // namespace stoker::runner
+
+namespace stoker::runner {
+namespace {
+
+TEST(ParseLaunchSpecTest, ReadsRunAsAndNamesItsBadFields) {
+  auto spec = ParseLaunchSpec(
+      R"({"argv": ["true"], "run_as": {"user": "nobody", "uid": 65534, "gid": 65534}})");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  ASSERT_TRUE(spec->run_as.has_value());
+  EXPECT_EQ(spec->run_as->user, "nobody");
+  EXPECT_EQ(spec->run_as->uid, 65534u);
+  EXPECT_FALSE(ParseLaunchSpec(R"({"argv": ["true"]})")->run_as.has_value());
+  auto bad = ParseLaunchSpec(R"({"argv": ["true"], "run_as": {"user": "x", "uid": -1, "gid": 1}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("run_as.uid"), std::string::npos);
+  EXPECT_FALSE(ParseLaunchSpec(R"({"argv": ["true"], "run_as": {"uid": 1, "gid": 1}})").ok());
+}
+
+// As root, the trainer runs as the given account with its groups, and
+// cannot become root again.
+TEST_F(StokerRunTest, DropsToTheGivenAccountBeforeExec) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch accounts";
+  ASSERT_EQ(::chmod(dir_.c_str(), 0777), 0);  // the trainer writes its cwd
+  WriteLaunch({{"argv", {"sh", "-c", "id -u; id -g; id -G; cat /proc/self/status | grep CapEff"}},
+               {"run_as", {{"user", "nobody"}, {"uid", 65534}, {"gid", 65534}}}});
+  json status = RunToEnd();
+  EXPECT_EQ(status["exit_code"], 0) << Slurp(dir_ / "output.log");
+  EXPECT_EQ(Slurp(dir_ / "output.log"), "65534\n65534\n65534\nCapEff:\t0000000000000000\n");
+}
+
+TEST_F(StokerRunTest, FailsTheLaunchWhenItCannotSwitchAccounts) {
+  if (::geteuid() == 0) GTEST_SKIP() << "as root the switch succeeds";
+  WriteLaunch(
+      {{"argv", {"true"}}, {"run_as", {{"user", "nobody"}, {"uid", 65534}, {"gid", 65534}}}});
+  json status = RunToEnd();
+  EXPECT_EQ(status["state"], "launch_failed");
+  EXPECT_NE(status["message"].get<std::string>().find("not root"), std::string::npos);
 }
 
 }  // namespace

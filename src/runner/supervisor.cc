@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -25,6 +27,7 @@
 #include "common/files.h"
 #include "common/time.h"
 #include "runner/launch.h"
+#include "runner/log_rotation.h"
 
 #if STOKER_RUNNER_HAVE_STORAGE
 #include "storage/archive.h"
@@ -38,6 +41,9 @@ namespace fs = std::filesystem;
 // How long the final clean-up keeps killing and reaping descendants before
 // giving up on ones that cannot die (uninterruptible sleep).
 constexpr int64_t kCleanupLimitMs = 30000;
+
+// How often a supervisor checks that its replica directory still exists.
+constexpr int64_t kOrphanCheckMs = 1000;
 
 int64_t MonotonicMs() {
   timespec ts;
@@ -94,19 +100,22 @@ std::vector<pid_t> Descendants(pid_t root) {
   return out;
 }
 
-// Appends `line` to the replica's output.log through the already open fd.
-void AppendLine(int fd, const std::string& line) {
-  if (fd < 0) return;
-  std::string l = line + "\n";
-  ssize_t n = ::write(fd, l.data(), l.size());
-  (void)n;
-}
+// How long, after the last process of the replica died, the log pump waits
+// for the end of the trainer's output pipe (a process outside the replica's
+// tree could still hold it) before it takes what is there and stops.
+constexpr int kLogDrainMs = 2000;
+
+// The trainer's output pipe: 1 MiB (the unprivileged maximum) rather than the
+// default 64 KiB, so bursts do not wait on the pump.
+constexpr int kPipeBytes = 1 << 20;
 
 class Supervisor {
  public:
-  explicit Supervisor(fs::path dir) : dir_(std::move(dir)) {}
+  Supervisor(fs::path dir, EnvRewrite rewrite)
+      : dir_(std::move(dir)), rewrite_(std::move(rewrite)) {}
   ~Supervisor() {
-    for (int fd : {sfd_, lock_fd_, output_fd_, null_fd_}) {
+    pump_.reset();  // before the log it writes to
+    for (int fd : {sfd_, lock_fd_, null_fd_}) {
       if (fd >= 0) ::close(fd);
     }
   }
@@ -124,15 +133,20 @@ class Supervisor {
   bool DrainSignals();
   void StartTrainer(const LaunchSpec& spec, const std::vector<fs::path>& python_path);
   void Supervise();
+  // True when runner.lock (and so, in practice, the replica directory) was
+  // deleted while the supervisor holds it.
+  bool LockFileRemoved() const;
   void BeginStop(EndState reason);
   void ReapChildren();
   void KillEverythingLeft();
   int Finish();
 
   fs::path dir_;
+  EnvRewrite rewrite_;  // may be empty
   int sfd_ = -1;
   int lock_fd_ = -1;
-  int output_fd_ = -1;
+  std::unique_ptr<RotatingLog> log_;  // DIR/output.log
+  std::unique_ptr<LogPump> pump_;     // trainer output pipe -> log_, while it runs
   int null_fd_ = -1;
   int64_t supervisor_start_us_ = 0;
 
@@ -195,7 +209,11 @@ void Supervisor::SyncClaim() {
 
 Result<LaunchSpec> Supervisor::LoadLaunch() {
   STOKER_ASSIGN_OR_RETURN(std::string text, ReadFile(dir_ / "launch.json"));
-  return ParseLaunchSpec(text);
+  STOKER_ASSIGN_OR_RETURN(LaunchSpec spec, ParseLaunchSpec(text));
+  if (rewrite_) {
+    STOKER_ASSIGN_OR_RETURN(spec.env, rewrite_(spec.env));
+  }
+  return spec;
 }
 
 Result<std::vector<fs::path>> Supervisor::UnpackPackages(const LaunchSpec& spec) {
@@ -241,6 +259,31 @@ void Supervisor::StartTrainer(const LaunchSpec& spec, const std::vector<fs::path
   env_p.push_back(nullptr);
   const char* dir = dir_.c_str();
   const pid_t supervisor = ::getpid();
+  const std::optional<RunAs>& run_as = spec.run_as;
+  std::vector<gid_t> groups;
+  if (run_as) {
+    if (::geteuid() != 0 && ::geteuid() != run_as->uid) {
+      outcome_.message = "cannot run the trainer as " + run_as->user + " (uid " +
+                         std::to_string(run_as->uid) + "): stoker-run is not root";
+      return;
+    }
+    int n = 64;
+    groups.resize(n);
+    while (::getgrouplist(run_as->user.c_str(), run_as->gid, groups.data(), &n) < 0) {
+      groups.resize(n);
+    }
+    groups.resize(n);
+  }
+
+  // The trainer writes into a pipe that the log pump copies into the
+  // rotating output.log; both ends are close-on-exec (dup2 clears it on the
+  // trainer's 1 and 2).
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    outcome_.message = Errno("cannot create the trainer's output pipe");
+    return;
+  }
+  ::fcntl(pipe_fds[0], F_SETPIPE_SZ, kPipeBytes);
 
   outcome_.start_time_us = NowMicros();
   pid_t pid = ::fork();
@@ -255,10 +298,38 @@ void Supervisor::StartTrainer(const LaunchSpec& spec, const std::vector<fs::path
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::dup2(null_fd_, STDIN_FILENO);
-    ::dup2(output_fd_, STDOUT_FILENO);
-    ::dup2(output_fd_, STDERR_FILENO);
+    ::dup2(pipe_fds[1], STDOUT_FILENO);
+    ::dup2(pipe_fds[1], STDERR_FILENO);
+    if (run_as) {
+      // Groups, then gid, then uid (after setuid the others are no longer
+      // ours to set); each checked, and root must be gone for good.
+      const char* step = nullptr;
+      if (::setgroups(groups.size(), groups.data()) != 0) {
+        step = "setgroups";
+      } else if (::setgid(run_as->gid) != 0) {
+        step = "setgid";
+      } else if (::setuid(run_as->uid) != 0) {
+        step = "setuid";
+      } else if (::getuid() != run_as->uid || ::geteuid() != run_as->uid ||
+                 ::getgid() != run_as->gid || ::getegid() != run_as->gid) {
+        step = "checking the ids after setuid";
+      } else if (run_as->uid != 0 && ::setuid(0) == 0) {
+        step = "checking that root cannot be regained";
+      }
+      if (step) {
+        dprintf(STDERR_FILENO, "stoker-run: cannot run the trainer as %s (uid %u gid %u): %s: %s\n",
+                run_as->user.c_str(), run_as->uid, run_as->gid, step, std::strerror(errno));
+        ::_exit(127);
+      }
+      // A change of credentials clears the parent-death signal: set it again.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != supervisor) ::_exit(127);
+    }
     if (::chdir(dir) != 0) {
-      dprintf(STDERR_FILENO, "stoker-run: cannot enter %s: %s\n", dir, std::strerror(errno));
+      dprintf(STDERR_FILENO, "stoker-run: cannot enter %s: %s%s\n", dir, std::strerror(errno),
+              run_as ? " (the trainer runs as another account: every directory above the data "
+                       "dir must be searchable by it, e.g. use /var/lib/stoker, not /root/...)"
+                     : "");
       ::_exit(127);
     }
     int err = ENOENT;
@@ -273,11 +344,16 @@ void Supervisor::StartTrainer(const LaunchSpec& spec, const std::vector<fs::path
     dprintf(STDERR_FILENO, "stoker-run: cannot execute '%s': %s\n", argv_p[0], std::strerror(err));
     ::_exit(127);
   }
+  ::close(pipe_fds[1]);
   if (pid < 0) {
     outcome_.message = Errno("cannot fork the trainer");
+    ::close(pipe_fds[0]);
     return;
   }
   trainer_ = pid;
+  RotatingLog* log = log_.get();
+  pump_ = std::make_unique<LogPump>(pipe_fds[0],
+                                    [log](std::string_view data) { return log->Write(data); });
   ::setpgid(pid, pid);  // also here, so that kill(-pid) works from now on
 
   nlohmann::json trainer = {{"pid", pid}, {"pgid", pid}, {"start_time_us", outcome_.start_time_us}};
@@ -318,6 +394,11 @@ void Supervisor::ReapChildren() {
   }
 }
 
+bool Supervisor::LockFileRemoved() const {
+  struct stat st;
+  return lock_fd_ >= 0 && ::fstat(lock_fd_, &st) == 0 && st.st_nlink == 0;
+}
+
 void Supervisor::Supervise() {
   const int64_t start_ms = MonotonicMs();
   // Limits past ~300 years are as good as none, and would overflow.
@@ -335,9 +416,17 @@ void Supervisor::Supervise() {
     int64_t next = -1;
     if (timeout_ms >= 0 && !stop_reason_) next = timeout_ms;
     if (stop_signal_ == SIGTERM) next = stop_at_ms_ + grace_ms;
-    int wait_ms = next < 0 ? -1 : static_cast<int>(std::clamp<int64_t>(next - now, 0, 3600000));
+    // Wake at least every kOrphanCheckMs to notice a deleted replica directory.
+    int wait_ms = static_cast<int>(
+        std::clamp<int64_t>(next < 0 ? kOrphanCheckMs : next - now, 0, kOrphanCheckMs));
     pollfd pfd = {sfd_, POLLIN, 0};
     int n = ::poll(&pfd, 1, wait_ms);
+    if (!stop_reason_ && LockFileRemoved()) {
+      // Someone deleted the replica directory: no daemon can see, cancel or
+      // collect this replica any more, so it must not run on unobserved.
+      Log("the replica directory " + dir_.string() + " was deleted; stopping the trainer");
+      BeginStop(EndState::kCancelled);
+    }
     if (n < 0 && errno != EINTR) {
       Log(Errno("poll"));
       ::kill(-trainer_, SIGKILL);  // cannot supervise: stop rather than lose track
@@ -371,9 +460,13 @@ void Supervisor::KillEverythingLeft() {
 }
 
 int Supervisor::Finish() {
+  // Every byte the trainer wrote is in output.log before status.json says
+  // it ended, so whoever reads the log's tail on that signal sees the end.
+  if (pump_) pump_->Finish(kLogDrainMs);
   outcome_.end_time_us = NowMicros();
-  if (outcome_.state == EndState::kLaunchFailed) {
-    AppendLine(output_fd_, "stoker-run: " + outcome_.message);
+  if (outcome_.state == EndState::kLaunchFailed && log_) {
+    Status w = log_->Write("stoker-run: " + outcome_.message + "\n");
+    if (!w.ok()) Log(w.ToString());
   }
   Status s = WriteFileAtomic(dir_ / "status.json", FormatStatusJson(outcome_));
   if (!s.ok()) {
@@ -406,15 +499,20 @@ int Supervisor::Run() {
   int exit_code = 0;
   if (!Claim(&exit_code)) return exit_code;
 
-  fs::path output = dir_ / "output.log";
-  output_fd_ = ::open(output.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  null_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (output_fd_ < 0 || null_fd_ < 0) {
-    outcome_.message = Errno("cannot open " + output.string());
+  // The log limits come from launch.json; a launch.json that cannot be read
+  // is reported in a log with the default limits.
+  Result<LaunchSpec> spec = LoadLaunch();
+  log_ = std::make_unique<RotatingLog>(dir_, spec.ok() ? spec->log_limits : LogLimits{});
+  if (Status s = log_->Open(); !s.ok()) {
+    log_.reset();
+    outcome_.message = s.message();
     return Finish();
   }
-
-  Result<LaunchSpec> spec = LoadLaunch();
+  null_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null_fd_ < 0) {
+    outcome_.message = Errno("cannot open /dev/null");
+    return Finish();
+  }
   if (!spec.ok()) {
     outcome_.message = spec.status().message();
     return Finish();
@@ -457,8 +555,8 @@ int Supervisor::Run() {
 
 }  // namespace
 
-int RunSupervisor(const std::filesystem::path& dir) {
-  Supervisor supervisor(dir);
+int RunSupervisor(const std::filesystem::path& dir, EnvRewrite rewrite) {
+  Supervisor supervisor(dir, std::move(rewrite));
   return supervisor.Run();
 }
 

@@ -9,7 +9,9 @@
 //             RunSupervisor returns 0 without touching anything else, so a
 //             trainer never runs twice for one replica.
 //   launch    read DIR/launch.json, unpack packages, fork the trainer into
-//             its own process group with the exact environment given.
+//             its own process group with the exact environment given; its
+//             stdout and stderr go through a pipe into the rotating
+//             DIR/output.log (log_rotation.h), copied by two pump threads.
 //   supervise SIGTERM/SIGINT/SIGHUP (cancel) and the timeout stop the group with
 //             SIGTERM, then SIGKILL after the grace.
 //   clean up  once the trainer exits, SIGKILL every process left in its group
@@ -19,15 +21,27 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "common/status.h"
 
 namespace stoker::runner {
 
 // Runs the whole life above in the calling process, which must be
-// single-threaded (it forks, blocks signals and becomes a subreaper).
+// single-threaded when called (it forks, blocks signals and becomes a
+// subreaper; its own pump threads start after the fork).
 // Returns the process exit code: 0 once status.json is written and also when
 // the claim shows another supervisor; 1 when the directory is unusable
 // (no lock, no claim, no status.json could be written), with the reason on
 // stderr.
-int RunSupervisor(const std::filesystem::path& dir);
+//
+// `rewrite`, when given, turns launch.json's env into the trainer's env
+// after the claim (stoker-run --slurm: the placement-dependent variables);
+// an error from it ends the replica as launch_failed with its message.
+using EnvRewrite = std::function<Result<std::map<std::string, std::string>>(
+    const std::map<std::string, std::string>&)>;
+int RunSupervisor(const std::filesystem::path& dir, EnvRewrite rewrite = {});
 
 }  // namespace stoker::runner

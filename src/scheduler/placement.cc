@@ -1,32 +1,22 @@
 #include "scheduler/placement.h"
 
 #include <algorithm>
-#include <cmath>
-#include <sstream>
 
 namespace stoker::scheduler {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 
-std::string Gb(uint64_t bytes) {
-  std::ostringstream s;
-  s.precision(3);
-  s << bytes / kGiB << " GB";
-  return s.str();
-}
-
-bool GpuServes(const resources::Gpu& gpu, const std::string& type, const Options& options) {
-  if (gpu.type == type) return true;
-  if (!options.accelerator_substitution) return false;
-  return gpu.memory_bytes >= resources::AcceleratorMemoryBytes(type);
-}
-
 }  // namespace
 
 Result<std::vector<ReplicaRequest>> RequestsFor(const spec::CustomJobSpec& spec,
-                                                const resources::Node& node,
+                                                const std::vector<resources::Node>& nodes,
                                                 const std::string& field_prefix) {
+  double max_cpus = 0, max_mem = 0;
+  for (const resources::Node& n : nodes) {
+    max_cpus = std::max(max_cpus, n.cpus);
+    max_mem = std::max(max_mem, static_cast<double>(n.memory_bytes));
+  }
   std::vector<ReplicaRequest> out;
   for (size_t p = 0; p < spec.worker_pool_specs.size(); ++p) {
     const spec::WorkerPoolSpec& pool = spec.worker_pool_specs[p];
@@ -42,16 +32,15 @@ Result<std::vector<ReplicaRequest>> RequestsFor(const spec::CustomJobSpec& spec,
     ReplicaRequest r;
     r.pool = static_cast<int>(p);
     double want_mem = shape->memory_gb * kGiB;
-    r.cpus = std::min(shape->vcpus, node.cpus);
-    r.memory_bytes =
-        static_cast<uint64_t>(std::min(want_mem, static_cast<double>(node.memory_bytes)));
-    r.clamped = shape->vcpus > node.cpus || want_mem > static_cast<double>(node.memory_bytes);
+    r.ask.cpus = std::min(shape->vcpus, max_cpus);
+    r.ask.memory_bytes = static_cast<uint64_t>(std::min(want_mem, max_mem));
+    r.clamped = shape->vcpus > max_cpus || want_mem > max_mem;
     if (pool.machine_spec.accelerator_count > 0) {
-      r.gpus = pool.machine_spec.accelerator_count;
-      r.gpu_type = pool.machine_spec.accelerator_type;
+      r.ask.gpus = pool.machine_spec.accelerator_count;
+      r.ask.gpu_type = pool.machine_spec.accelerator_type;
     } else if (shape->gpu_count > 0) {
-      r.gpus = shape->gpu_count;
-      r.gpu_type = shape->gpu_type;
+      r.ask.gpus = shape->gpu_count;
+      r.ask.gpu_type = shape->gpu_type;
     }
     for (int64_t i = 0; i < pool.replica_count; ++i) {
       r.index = static_cast<int>(i);
@@ -62,82 +51,35 @@ Result<std::vector<ReplicaRequest>> RequestsFor(const spec::CustomJobSpec& spec,
   return out;
 }
 
-std::optional<std::vector<ReplicaPlacement>> PlaceGang(const std::vector<ReplicaRequest>& requests,
-                                                       const resources::Node& node,
-                                                       const Booked& booked, const Options& options,
-                                                       std::string* why) {
-  double cpu_cap = node.cpus * options.cpu_oversubscription;
-  double mem_cap = static_cast<double>(node.memory_bytes) * options.cpu_oversubscription;
-  double cpus = booked.cpus;
-  double mem = static_cast<double>(booked.memory_bytes);
-  std::set<int> busy = booked.gpus;
-  std::vector<ReplicaPlacement> out;
-  for (const ReplicaRequest& r : requests) {
-    ReplicaPlacement p{r.name, r.cpus, r.memory_bytes, {}, {}};
-    if (cpus + r.cpus > cpu_cap + 1e-9) {
-      if (why) {
-        *why = "needs " + std::to_string(static_cast<int>(std::ceil(r.cpus))) + " CPUs for " +
-               r.name + ", " + std::to_string(std::max(0.0, cpu_cap - cpus)) + " free";
-      }
-      return std::nullopt;
-    }
-    if (mem + static_cast<double>(r.memory_bytes) > mem_cap + 1) {
-      if (why) {
-        *why = "needs " + Gb(r.memory_bytes) + " memory for " + r.name + ", " +
-               Gb(static_cast<uint64_t>(std::max(0.0, mem_cap - mem))) + " free";
-      }
-      return std::nullopt;
-    }
-    // Exact type first, then substitutes.
-    for (int pass = 0; pass < 2 && static_cast<int>(p.gpus.size()) < r.gpus; ++pass) {
-      for (const resources::Gpu& g : node.gpus) {
-        if (static_cast<int>(p.gpus.size()) == r.gpus) break;
-        if (busy.count(g.index)) continue;
-        bool exact = g.type == r.gpu_type;
-        if (pass == 0 ? !exact : (exact || !GpuServes(g, r.gpu_type, options))) continue;
-        p.gpus.push_back(g.index);
-        busy.insert(g.index);
-        if (!exact) {
-          p.substitutions.push_back(r.gpu_type + " served by GPU " + std::to_string(g.index) +
-                                    " (" + g.type + ")");
-        }
-      }
-    }
-    if (static_cast<int>(p.gpus.size()) < r.gpus) {
-      if (why) {
-        int free = 0;
-        for (const resources::Gpu& g : node.gpus) {
-          if (!booked.gpus.count(g.index) && GpuServes(g, r.gpu_type, options)) ++free;
-        }
-        *why = "needs " + std::to_string(r.gpus) + "x " + r.gpu_type + " for " + r.name + ", " +
-               std::to_string(free) + " free";
-      }
-      return std::nullopt;
-    }
-    cpus += r.cpus;
-    mem += static_cast<double>(r.memory_bytes);
-    out.push_back(std::move(p));
-  }
-  return out;
+std::vector<ReplicaAsk> AsksOf(const std::vector<ReplicaRequest>& requests) {
+  std::vector<ReplicaAsk> asks;
+  asks.reserve(requests.size());
+  for (const ReplicaRequest& r : requests) asks.push_back(r.ask);
+  return asks;
 }
 
-Status CheckCanEverFit(const std::vector<ReplicaRequest>& requests, const resources::Node& node,
-                       const Options& options, const std::string& field_prefix) {
-  std::string why;
-  if (PlaceGang(requests, node, Booked{}, options, &why)) return OkStatus();
+Status CheckCanEverFit(const std::vector<ReplicaRequest>& requests,
+                       const std::vector<resources::Node>& nodes, const PolicyOptions& options,
+                       const std::string& field_prefix) {
+  QueuedJob job;
+  job.id = "new";
+  job.replicas = AsksOf(requests);
+  Status s = ValidateJob(job, nodes, options);
+  if (s.ok()) return s;
+  // The policy says "job new: <problem>"; point at the pool that asks for GPUs.
+  std::string problem = s.message();
+  if (size_t colon = problem.find(": "); colon != std::string::npos) problem.erase(0, colon + 2);
+  size_t gpus = 0;
+  for (const resources::Node& n : nodes) gpus += n.gpus.size();
   for (const ReplicaRequest& r : requests) {
-    if (r.gpus == 0) continue;
-    int serving = 0;
-    for (const resources::Gpu& g : node.gpus) serving += GpuServes(g, r.gpu_type, options);
+    if (r.ask.gpus <= 0) continue;
     return InvalidArgument(field_prefix + "workerPoolSpecs[" + std::to_string(r.pool) +
-                           "].machineSpec.acceleratorCount: the job needs " + why +
-                           " even on an idle machine; this machine has " +
-                           std::to_string(node.gpus.size()) + " GPU(s), " +
-                           std::to_string(serving) + " of which can serve " + r.gpu_type +
-                           " (declare GPUs under inventory: in the config, or ask for fewer)");
+                           "].machineSpec.acceleratorCount: the job " + problem + "; the cluster has " +
+                           std::to_string(gpus) +
+                           " GPU(s) (declare GPUs under inventory: in the config, or ask for fewer)");
   }
-  return InvalidArgument(field_prefix + "workerPoolSpecs: the job cannot fit on this machine: " +
-                         why + " (raise cpu_oversubscription in the config or use fewer replicas)");
+  return InvalidArgument(field_prefix + "workerPoolSpecs: the job " + problem +
+                         " (raise cpu_oversubscription in the config or use fewer replicas)");
 }
 
 }  // namespace stoker::scheduler

@@ -1,16 +1,14 @@
-// Gang placement on one node: pure functions of the requests, the node and
-// what is already booked. The FIFO queue in the controller calls these; the
-// full policy (priorities, fair share, backfill) is issue #4.
+// From a job's spec to what the scheduling policy (policy.h) places: one
+// ReplicaAsk per replica, with the names and positions the executor needs.
+// Pure functions of the spec, the nodes and the options.
 #pragma once
 
-#include <cstdint>
-#include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
 #include "resources/resources.h"
+#include "scheduler/policy.h"
 #include "spec/custom_job.h"
 
 namespace stoker::scheduler {
@@ -19,47 +17,26 @@ struct ReplicaRequest {
   std::string name;  // workerpool<i>-<j>
   int pool = 0;
   int index = 0;
-  double cpus = 0;  // already clamped to the node
-  uint64_t memory_bytes = 0;
-  int gpus = 0;
-  std::string gpu_type;  // Vertex enum name; "" when gpus == 0
-  bool clamped = false;  // the machine type asked for more than the node has
+  ReplicaAsk ask;        // CPUs and memory already clamped to the largest node
+  bool clamped = false;  // the machine type asked for more than any node has
 };
 
-// What the replicas of one job ask for. InvalidArgument naming the field for
-// an unknown machine type.
+// What the replicas of one job ask for, in launch order (pool, then index):
+// the machine type's vCPUs and memory (clamped to the largest node) and its
+// accelerators (acceleratorCount, a share of one GPU when below 1, or the
+// machine type's built-in GPUs). InvalidArgument naming the field for an
+// unknown machine type.
 Result<std::vector<ReplicaRequest>> RequestsFor(const spec::CustomJobSpec& spec,
-                                                const resources::Node& node,
+                                                const std::vector<resources::Node>& nodes,
                                                 const std::string& field_prefix);
 
-struct Booked {
-  double cpus = 0;
-  uint64_t memory_bytes = 0;
-  std::set<int> gpus;
-};
+// The asks of `requests`, in order (QueuedJob::replicas).
+std::vector<ReplicaAsk> AsksOf(const std::vector<ReplicaRequest>& requests);
 
-struct ReplicaPlacement {
-  std::string name;
-  double cpus = 0;
-  uint64_t memory_bytes = 0;
-  std::vector<int> gpus;
-  std::vector<std::string> substitutions;  // "NVIDIA_TESLA_T4 -> gpu 1 (NVIDIA_L4)"
-};
-
-struct Options {
-  double cpu_oversubscription = 1.0;
-  bool accelerator_substitution = true;
-};
-
-// Places every replica or none. On failure `why` says what is missing.
-std::optional<std::vector<ReplicaPlacement>> PlaceGang(const std::vector<ReplicaRequest>& requests,
-                                                       const resources::Node& node,
-                                                       const Booked& booked, const Options& options,
-                                                       std::string* why);
-
-// InvalidArgument with the numbers when the job could not run even on the
-// empty node (more GPUs of a kind than exist).
-Status CheckCanEverFit(const std::vector<ReplicaRequest>& requests, const resources::Node& node,
-                       const Options& options, const std::string& field_prefix);
+// InvalidArgument naming the field, with the numbers, when the job could not
+// run even on the idle cluster (more GPUs of a kind than exist, say).
+Status CheckCanEverFit(const std::vector<ReplicaRequest>& requests,
+                       const std::vector<resources::Node>& nodes, const PolicyOptions& options,
+                       const std::string& field_prefix);
 
 }  // namespace stoker::scheduler

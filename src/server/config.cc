@@ -17,6 +17,77 @@ std::vector<ImageRule> DefaultImageRules() {
   return rules;
 }
 
+namespace {
+
+// The `slurm:` mapping. Errors name the key (slurm.<key>).
+Status ParseSlurmConfig(const nlohmann::json& value, const std::string& where, SlurmConfig& out) {
+  if (!value.is_object()) return InvalidArgument(where + "slurm: must be a mapping");
+  for (auto& [key, v] : value.items()) {
+    std::string field = where + "slurm." + key;
+    if (key == "partition" || key == "account" || key == "qos" || key == "shared_dir") {
+      if (!v.is_string()) return InvalidArgument(field + ": must be a string");
+      std::string s = v.get<std::string>();
+      if (key == "partition") out.partition = s;
+      if (key == "account") out.account = s;
+      if (key == "qos") out.qos = s;
+      if (key == "shared_dir") {
+        if (!s.empty() && s[0] != '/') {
+          return InvalidArgument(field + ": '" + s +
+                                 "' must be an absolute path that every Slurm node sees");
+        }
+        out.shared_dir = s;
+      }
+    } else if (key == "sbatch_extra_args") {
+      if (!v.is_array()) return InvalidArgument(field + ": must be a list of strings");
+      for (const auto& a : v) {
+        if (!a.is_string()) return InvalidArgument(field + ": must be a list of strings");
+        out.sbatch_extra_args.push_back(a.get<std::string>());
+      }
+    } else if (key == "grace_seconds") {
+      if (!v.is_number() || v.get<double>() < 0) {
+        return InvalidArgument(field + ": must be a number of seconds, 0 or more");
+      }
+      out.grace_seconds = v.get<double>();
+    } else {
+      return InvalidArgument(field +
+                             ": unknown key (known: partition, account, qos, shared_dir, "
+                             "sbatch_extra_args, grace_seconds)");
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+namespace {
+
+// quotas: {user: {max_gpus: N, max_running_jobs: N}, ...}.
+Status ParseQuotas(const nlohmann::json& value, const std::string& where,
+                   std::map<std::string, scheduler::Quota>& out) {
+  const std::string example = " (e.g. quotas: {alice: {max_gpus: 2, max_running_jobs: 4}})";
+  if (!value.is_object()) return InvalidArgument(where + "quotas: must be a mapping" + example);
+  for (auto& [user, limits] : value.items()) {
+    std::string at = where + "quotas." + user;
+    if (!limits.is_object()) return InvalidArgument(at + ": must be a mapping" + example);
+    scheduler::Quota q;
+    for (auto& [k, v] : limits.items()) {
+      if (k == "max_gpus" && v.is_number() && v.get<double>() >= 0) {
+        q.max_gpus = v.get<double>();
+      } else if (k == "max_running_jobs" && v.is_number_integer() && v.get<int64_t>() >= 0) {
+        q.max_running_jobs = v.get<int>();
+      } else if (k == "max_gpus" || k == "max_running_jobs") {
+        return InvalidArgument(at + "." + k + ": must be a number of at least 0, got " + v.dump());
+      } else {
+        return InvalidArgument(at + ": unknown key '" + k + "' (known: max_gpus, max_running_jobs)");
+      }
+    }
+    out[user] = q;
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::filesystem::path& file,
                           bool file_is_explicit) {
   Config c;
@@ -77,18 +148,104 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
           c.cancel_grace_seconds = value.get<double>();
         } else if (key == "poll_interval_ms") {
           c.poll_interval_ms = value.get<int>();
+        } else if (key == "quotas") {
+          STOKER_RETURN_IF_ERROR(ParseQuotas(value, where, c.quotas));
+        } else if (key == "fair_share_half_life_hours" || key == "aging_hours" ||
+                   key == "hang_timeout_seconds") {
+          if (!value.is_number() || value.get<double>() < 0) {
+            return InvalidArgument(where + key + ": must be a number of at least 0, got " +
+                                   value.dump());
+          }
+          double v = value.get<double>();
+          if (key == "fair_share_half_life_hours") {
+            if (v == 0) return InvalidArgument(where + key + ": must be above 0");
+            c.fair_share_half_life_hours = v;
+          } else if (key == "aging_hours") {
+            c.aging_hours = v;
+          } else {
+            c.hang_timeout_seconds = v;
+          }
+        } else if (key == "backfill") {
+          c.backfill = value.get<bool>();
+        } else if (key == "log_max_bytes") {
+          if (!value.is_number_integer() || value.get<int64_t>() < 0) {
+            return InvalidArgument(where +
+                                   "log_max_bytes: must be a whole number of bytes "
+                                   "(0 = never rotate), got " +
+                                   value.dump());
+          }
+          c.log_max_bytes = value.get<uint64_t>();
+          if (c.log_max_bytes != 0 && c.log_max_bytes < 1024) {
+            return InvalidArgument(where + "log_max_bytes: must be 0 or at least 1024, got " +
+                                   value.dump());
+          }
+        } else if (key == "log_max_files") {
+          if (!value.is_number_integer() || value.get<int64_t>() < 1 ||
+              value.get<int64_t>() > 1000) {
+            return InvalidArgument(where +
+                                   "log_max_files: must be a whole number from 1 to 1000, got " +
+                                   value.dump());
+          }
+          c.log_max_files = value.get<int>();
+        } else if (key == "retention") {
+          if (!value.is_object()) {
+            return InvalidArgument(where +
+                                   "retention: must be a mapping, e.g. "
+                                   "{replica_dirs_days: 7, max_finished_replica_dirs: 10000}");
+          }
+          for (auto& [k, v] : value.items()) {
+            if (k == "replica_dirs_days") {
+              c.retention.replica_dirs_days = v.get<double>();
+            } else if (k == "max_finished_replica_dirs") {
+              c.retention.max_finished_replica_dirs = v.get<int64_t>();
+            } else if (k == "scan_interval_seconds") {
+              c.retention.scan_interval_seconds = v.get<double>();
+            } else {
+              return InvalidArgument(where + "retention: unknown key '" + k +
+                                     "' (known: replica_dirs_days, max_finished_replica_dirs, "
+                                     "scan_interval_seconds)");
+            }
+          }
         } else if (key == "nfs_mount_root") {
           c.nfs_mount_root = value.get<std::string>();
+        } else if (key == "tls_cert_file") {
+          c.tls_cert_file = value.get<std::string>();
+        } else if (key == "tls_key_file") {
+          c.tls_key_file = value.get<std::string>();
+        } else if (key == "allow_insecure_http") {
+          c.allow_insecure_http = value.get<bool>();
+        } else if (key == "default_unix_user") {
+          c.default_unix_user = value.get<std::string>();
+        } else if (key == "allow_root_trainers") {
+          c.allow_root_trainers = value.get<bool>();
+        } else if (key == "executor") {
+          c.executor = value.get<std::string>();
+          if (c.executor != "local" && c.executor != "slurm") {
+            return InvalidArgument(where + "executor: '" + c.executor +
+                                   "' is not an executor (use local or slurm)");
+          }
+        } else if (key == "slurm") {
+          STOKER_RETURN_IF_ERROR(ParseSlurmConfig(value, where, c.slurm));
         } else {
           return InvalidArgument(where + "unknown key '" + key +
                                  "' (known: listen, images, buckets, inventory, "
                                  "cpu_oversubscription, accelerator_substitution, "
-                                 "cancel_grace_seconds, poll_interval_ms, nfs_mount_root)");
+                                 "cancel_grace_seconds, poll_interval_ms, quotas, "
+                                 "fair_share_half_life_hours, aging_hours, backfill, "
+                                 "hang_timeout_seconds, nfs_mount_root, "
+                                 "log_max_bytes, log_max_files, retention, "
+                                 "tls_cert_file, tls_key_file, allow_insecure_http, "
+                                 "default_unix_user, allow_root_trainers, executor, slurm)");
         }
       }
     } catch (const nlohmann::json::exception& e) {
       return InvalidArgument(where + "wrong type of value: " + e.what());
     }
+  }
+  if (c.tls_cert_file.empty() != c.tls_key_file.empty()) {
+    return InvalidArgument(file.string() +
+                           ": tls_cert_file and tls_key_file: give both (a PEM certificate chain "
+                           "and its private key) or neither");
   }
   c.images = user_rules;
   for (ImageRule& r : DefaultImageRules()) c.images.push_back(std::move(r));

@@ -11,8 +11,34 @@
 //   accelerator_substitution: true   # a GPU of another type with at least as much memory may serve
 //   cancel_grace_seconds: 10
 //   poll_interval_ms: 100
+//   quotas:                     # per user; "*" applies to users not listed
+//     alice: {max_gpus: 2, max_running_jobs: 4}
+//     "*": {max_running_jobs: 10}
+//   fair_share_half_life_hours: 24  # GPU-seconds used count half after this long
+//   aging_hours: 1              # a waiting job gains +1 priority per this many hours (0 = no aging)
+//   backfill: true              # smaller jobs may start ahead when they delay no one
+//   hang_timeout_seconds: 0     # a running replica silent this long is reported hung (0 = off)
 //   nfs_mount_root: /mnt/nfs    # nfsMounts whose path exists here are linked at
 //   <root>/<mountPoint>
+//   tls_cert_file: /etc/stoker/cert.pem   # serve HTTPS with this certificate chain (PEM)
+//   tls_key_file: /etc/stoker/key.pem     # ... and this private key (both or neither)
+//   allow_insecure_http: false  # true: allow plain HTTP on a non-loopback address
+//   default_unix_user: nobody   # root daemon: account for users with no unix_user
+//   allow_root_trainers: false  # root daemon: true lets replicas run as root
+//   log_max_bytes: 67108864   # a replica's output.log is rotated past this size (0 = never)
+//   log_max_files: 3          # rotated files kept per replica (output.log.1 ... .3)
+//   retention:                # finished jobs' replica dirs (<data>/jobs/<id>/); buckets untouched
+//     replica_dirs_days: 7              # removed this long after the job ended (0 = at once)
+//     max_finished_replica_dirs: 10000  # at most this many kept, oldest removed first
+//     scan_interval_seconds: 60         # how often to look; a negative value turns a rule off
+//   executor: local             # local | slurm (docs/slurm.md)
+//   slurm:                      # only with executor: slurm
+//     partition: gpu            # default --partition (label slurm-partition overrides)
+//     account: ml               # default --account (label slurm-account overrides)
+//     qos: normal               # default --qos (label slurm-qos overrides)
+//     shared_dir: /shared/stoker  # holds jobs/; same path on every node (default: data dir)
+//     sbatch_extra_args: ["--exclusive"]
+//     grace_seconds: 30         # after the graceful scancel, a plain one
 #pragma once
 
 #include <filesystem>
@@ -23,12 +49,24 @@
 
 #include "common/status.h"
 #include "resources/resources.h"
+#include "scheduler/policy.h"
+#include "server/retention.h"
 
 namespace stoker::server {
 
 struct ImageRule {
   std::string match;   // glob on the image URI
   std::string python;  // interpreter path or "auto"
+};
+
+// The `slurm:` section (executor: slurm).
+struct SlurmConfig {
+  std::string partition;
+  std::string account;
+  std::string qos;
+  std::filesystem::path shared_dir;  // "" = the data dir
+  std::vector<std::string> sbatch_extra_args;
+  double grace_seconds = 30;
 };
 
 struct Config {
@@ -42,7 +80,22 @@ struct Config {
   bool accelerator_substitution = true;
   double cancel_grace_seconds = 10;
   int poll_interval_ms = 100;
+  std::map<std::string, scheduler::Quota> quotas;  // user (or "*") -> limits
+  double fair_share_half_life_hours = 24;
+  double aging_hours = 1;
+  bool backfill = true;
+  double hang_timeout_seconds = 0;
   std::string nfs_mount_root = "/mnt/nfs";  // where nfsMounts appear, as on Vertex
+  std::string tls_cert_file;                // "" = plain HTTP
+  std::string tls_key_file;
+  bool allow_insecure_http = false;  // plain HTTP on a non-loopback address
+  std::string default_unix_user = "nobody";
+  bool allow_root_trainers = false;
+  uint64_t log_max_bytes = 64ull << 20;  // per replica log file; 0 = no rotation
+  int log_max_files = 3;                  // rotated files kept, 1..1000
+  RetentionPolicy retention;
+  std::string executor = "local";  // local | slurm
+  SlurmConfig slurm;
   std::filesystem::path runner;             // stoker-run binary
   std::filesystem::path python_helpers;     // directory holding the hypertune module
   std::string api_url;                      // where trainers reach the API (set by main)

@@ -7,11 +7,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <fstream>
 
 #include "common/files.h"
 #include "common/time.h"
 #include "exec/replica_env.h"
+#include "runner/log_rotation.h"
 
 namespace stoker::server {
 namespace {
@@ -43,9 +47,61 @@ int FreePort() {
   return port;
 }
 
+// A number without trailing zeros: 4, 0.25, 15.5.
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
 std::string SignalName(int sig) {
   const char* abbrev = sigabbrev_np(sig);
   return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+// What an allocation (as stored) holds. Allocations written before GPU
+// sharing list whole GPUs as plain indexes.
+std::vector<scheduler::PlacedReplica> PlacedFromAllocation(const json& allocation,
+                                                           const resources::Node& node) {
+  std::vector<scheduler::PlacedReplica> out;
+  for (const json& r : allocation.value("replicas", json::array())) {
+    scheduler::PlacedReplica p;
+    p.node = 0;  // one local node
+    p.cpus = r.value("cpus", 0.0);
+    p.memory_bytes = r.value("memory_bytes", uint64_t{0});
+    if (r.contains("gpu_shares")) {
+      for (const json& g : r["gpu_shares"]) {
+        p.gpus.push_back({g.value("gpu", 0), g.value("fraction", 1.0),
+                          g.value("memory_bytes", uint64_t{0})});
+      }
+    } else {
+      for (const json& g : r.value("gpus", json::array())) {
+        int index = g.get<int>();
+        uint64_t memory = 0;
+        for (const resources::Gpu& gpu : node.gpus) {
+          if (gpu.index == index) memory = gpu.memory_bytes;
+        }
+        p.gpus.push_back({index, 1.0, memory});
+      }
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+// "2x NVIDIA_TESLA_T4", "0.25 of a NVIDIA_L4", "" for a job without GPUs.
+std::string GpuSummary(const std::vector<scheduler::ReplicaRequest>& requests) {
+  std::map<std::string, double> by_type;
+  for (const scheduler::ReplicaRequest& r : requests) {
+    if (r.ask.gpus > 0) by_type[r.ask.gpu_type] += r.ask.gpus;
+  }
+  std::string out;
+  for (const auto& [type, n] : by_type) {
+    if (!out.empty()) out += ", ";
+    json count = n == std::floor(n) ? json(static_cast<int64_t>(n)) : json(n);
+    out += count.dump() + "x " + type;
+  }
+  return out;
 }
 
 std::string OutputUri(const spec::CustomJob& job, int64_t id) {
@@ -170,32 +226,26 @@ void Controller::Adopt(store::JobRecord rec) {
     return;
   }
   a.job = std::move(job).value();
+  auto requests = scheduler::RequestsFor(a.job.job_spec, {node_}, "jobSpec.");
+  if (requests.ok()) a.requests = std::move(requests).value();
+  if (a.rec.allocation.is_object() && !executor_.PlacesReplicas()) {
+    a.placed = PlacedFromAllocation(a.rec.allocation, node_);
+  }
   if (a.rec.allocation.is_object()) {
-    for (const json& r : a.rec.allocation["replicas"]) {
-      a.replicas.push_back(r["name"].get<std::string>());
-      a.booked.cpus += r["cpus"].get<double>();
-      a.booked.memory_bytes += r["memory_bytes"].get<uint64_t>();
-      for (int g : r["gpus"]) a.booked.gpus.insert(g);
-    }
-    Book(a.booked, +1);
+    for (const json& r : a.rec.allocation["replicas"]) a.replicas.push_back(r["name"]);
   }
   bool pending = a.rec.state == JobState::kPending;
   active_[id] = std::move(a);
+  schedule_dirty_ = true;
+  if (!requests.ok() && active_[id].rec.state == JobState::kQueued) {
+    Finish(active_[id], JobState::kFailed, "cannot be placed", kRpcInternal,
+           requests.status().message());
+    return;
+  }
   // A PENDING job may have crashed mid-launch: launching again is idempotent.
   if (pending) {
     Status s = Launch(active_[id]);
     if (!s.ok()) Finish(active_[id], JobState::kFailed, "launch failed", kRpcInternal, s.message());
-  }
-}
-
-void Controller::Book(const scheduler::Booked& b, int sign) {
-  booked_.cpus += sign * b.cpus;
-  if (sign > 0) {
-    booked_.memory_bytes += b.memory_bytes;
-    booked_.gpus.insert(b.gpus.begin(), b.gpus.end());
-  } else {
-    booked_.memory_bytes -= b.memory_bytes;
-    for (int g : b.gpus) booked_.gpus.erase(g);
   }
 }
 
@@ -225,14 +275,9 @@ void Controller::Finish(Active& a, JobState to, const std::string& reason, int e
 }
 
 std::string Controller::LogTail(const Active& a, const std::string& replica) const {
-  std::filesystem::path log = executor_.ReplicaDir(a.rec.id, a.rec.attempt, replica) / "output.log";
-  std::ifstream in(log, std::ios::binary);
-  if (!in) return "";
-  in.seekg(0, std::ios::end);
-  std::streamoff size = in.tellg();
-  std::streamoff start = std::max<std::streamoff>(0, size - 4096);
-  in.seekg(start);
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The log may have just rotated: the tail then starts in output.log.1.
+  std::string data =
+      runner::ReadLogTail(executor_.ReplicaDir(a.rec.id, a.rec.attempt, replica), 4096);
   // Keep the last 20 lines.
   int lines = 0;
   size_t pos = data.size();
@@ -256,16 +301,18 @@ void Controller::Tick() {
   // Reap supervisors that exited (stokerd is their subreaper); their status is in files.
   while (::waitpid(-1, nullptr, WNOHANG) > 0) {
   }
-  // Ended jobs whose replicas are still stopping hold their bookings until they are gone.
+  // Fair share counts GPU time up to now, before ended jobs let go of theirs.
+  AccrueUsage(NowMicros());
+  // Ended attempts whose replicas are still stopping hold their resources until they are gone.
   for (auto it = draining_.begin(); it != draining_.end();) {
-    auto st = executor_.Poll(it->first, it->second.attempt, it->second.replicas);
+    auto st = executor_.Poll(it->first.first, it->first.second, it->second.replicas);
     bool done =
         st.ok() && std::all_of(st->begin(), st->end(), [](const exec::ReplicaStatus& r) {
           return r.phase == exec::ReplicaPhase::kEnded || r.phase == exec::ReplicaPhase::kLost;
         });
     if (done) {
-      Book(it->second.booked, -1);
       it = draining_.erase(it);
+      schedule_dirty_ = true;
     } else {
       ++it;
     }
@@ -281,25 +328,27 @@ void Controller::Tick() {
       ++it;
       continue;
     }
-    if (!a.replicas.empty()) {
-      auto st = executor_.Poll(a.rec.id, a.rec.attempt, a.replicas);
-      bool running =
-          !st.ok() || std::any_of(st->begin(), st->end(), [](const exec::ReplicaStatus& r) {
-            return r.phase == exec::ReplicaPhase::kRunning ||
-                   r.phase == exec::ReplicaPhase::kStarting;
-          });
-      if (running) {
-        Status s = executor_.Cancel(a.rec.id, a.rec.attempt, a.replicas);
-        if (!s.ok()) spdlog::warn("job {}: stopping replicas: {}", a.rec.id, s.ToString());
-        draining_[a.rec.id] = Draining{a.rec.attempt, a.replicas, a.booked};
-      } else {
-        Book(a.booked, -1);
-      }
-    }
+    Drain(a);
     it = active_.erase(it);
+    schedule_dirty_ = true;
   }
   TickStudies();
   Schedule();
+  ApplyRetention(retention_, config_.retention, store_, config_.data_dir, NowMicros());
+}
+
+void Controller::Drain(Active& a) {
+  if (a.replicas.empty()) return;
+  auto st = executor_.Poll(a.rec.id, a.rec.attempt, a.replicas);
+  bool running =
+      !st.ok() || std::any_of(st->begin(), st->end(), [](const exec::ReplicaStatus& r) {
+        return r.phase == exec::ReplicaPhase::kRunning || r.phase == exec::ReplicaPhase::kStarting;
+      });
+  if (!running) return;
+  Status s = executor_.Cancel(a.rec.id, a.rec.attempt, a.replicas);
+  if (!s.ok()) spdlog::warn("job {}: stopping replicas: {}", a.rec.id, s.ToString());
+  draining_[{a.rec.id, a.rec.attempt}] =
+      Draining{a.replicas, a.placed, a.rec.user, a.job.job_spec.scheduling.priority};
 }
 
 void Controller::HandleCancel(Active& a) {
@@ -343,10 +392,22 @@ void Controller::PollJob(Active& a) {
   if (a.rec.state == JobState::kPending && first_start > 0) {
     Move(a, JobState::kRunning, "replicas started", {.start_time_us = first_start});
   }
+  if (a.rec.state == JobState::kPending) {
+    // The executor's word on why nothing runs yet (Slurm's pending reason).
+    for (const exec::ReplicaStatus& r : st) {
+      if (r.phase != exec::ReplicaPhase::kStarting || r.message.empty()) continue;
+      if (r.message != a.rec.wait_reason) {
+        (void)store_.SetWaitReason(a.rec.id, r.message);
+        a.rec.wait_reason = r.message;
+      }
+      break;
+    }
+  }
   if (a.rec.state == JobState::kCancelling) {
     if (all_ended) Finish(a, JobState::kCancelled, "cancelled by user", kRpcCancelled, "CANCELED");
     return;
   }
+  if (a.rec.state == JobState::kRunning) CheckHung(a, st);
   // The primary replica decides success; any failure fails the job.
   for (const exec::ReplicaStatus& r : st) {
     if (r.Succeeded()) {
@@ -361,7 +422,9 @@ void Controller::PollJob(Active& a) {
       continue;
     }
     if (r.phase == exec::ReplicaPhase::kStarting || r.phase == exec::ReplicaPhase::kRunning) {
-      if (r.phase == exec::ReplicaPhase::kStarting && a.placed_us &&
+      // A replica queued by an executor that places replicas (Slurm) may
+      // wait as long as that queue does.
+      if (r.phase == exec::ReplicaPhase::kStarting && a.placed_us && !executor_.PlacesReplicas() &&
           NowMicros() - a.placed_us > 60'000'000) {
         Finish(a, JobState::kFailed, r.name + " never started", kRpcInternal,
                "The replica " + r.name + " did not start within 60s; see " +
@@ -401,6 +464,10 @@ void Controller::PollJob(Active& a) {
       Move(a, JobState::kRunning, "replicas started",
            {.start_time_us = r.start_us ? r.start_us : NowMicros()});
     }
+    // A timeout or an outside stop is final; other failures may be retried.
+    bool retriable = r.end_state != "timeout" && r.end_state != "cancelled";
+    bool infrastructure = r.phase == exec::ReplicaPhase::kLost || r.end_state == "launch_failed";
+    if (retriable && Retry(a, what, infrastructure, r.name != "workerpool0-0")) return;
     Finish(a, JobState::kFailed, what, code, message);
     return;
   }
@@ -411,61 +478,357 @@ void Controller::PollJob(Active& a) {
   }
 }
 
-void Controller::Schedule() {
-  scheduler::Options options{config_.cpu_oversubscription, config_.accelerator_substitution};
-  for (auto& [id, a] : active_) {
-    if (a.rec.state != JobState::kQueued || a.rec.cancel_requested) continue;
-    auto requests = scheduler::RequestsFor(a.job.job_spec, node_, "jobSpec.");
-    if (!requests.ok()) {
-      Finish(a, JobState::kFailed, "cannot be placed", kRpcInternal, requests.status().message());
+bool Controller::Retry(Active& a, const std::string& what, bool infrastructure, bool worker) {
+  const spec::Scheduling& sched = a.job.job_spec.scheduling;
+  if (sched.disable_retries) return false;
+  // User failures: scheduling.maxRetries. Infrastructure failures (a replica
+  // lost or unable to start), and any worker failure when
+  // restartJobOnWorkerRestart is set, restart the gang up to
+  // kRestartLimit times even without maxRetries.
+  constexpr int kRestartLimit = 3;
+  int limit = sched.max_retries;
+  if (infrastructure || (worker && sched.restart_job_on_worker_restart)) {
+    limit = std::max(limit, kRestartLimit);
+  }
+  if (a.rec.attempt >= limit) return false;
+  int next = a.rec.attempt + 1;
+  Drain(a);
+  std::string reason = what + " Restarting all replicas as attempt " + std::to_string(next + 1) +
+                       " of " + std::to_string(limit + 1) + ".";
+  store::TransitionUpdate u;
+  u.allocation = json();  // null: the next attempt is placed afresh
+  u.attempt = next;
+  if (!Move(a, JobState::kQueued, reason, u)) return false;
+  spdlog::info("job {}: {}", a.rec.id, reason);
+  a.rec.attempt = next;
+  a.rec.allocation = json();
+  a.replicas.clear();
+  a.placed.clear();
+  a.placed_us = 0;
+  a.hung_since_us.clear();
+  schedule_dirty_ = true;
+  return true;
+}
+
+void Controller::CheckHung(Active& a, const std::vector<exec::ReplicaStatus>& st) {
+  if (config_.hang_timeout_seconds <= 0) return;
+  int64_t now = NowMicros();
+  if (now - a.hang_check_us < 5'000'000) return;  // a few stat calls every 5 s at most
+  a.hang_check_us = now;
+  const auto limit_us = static_cast<int64_t>(config_.hang_timeout_seconds * 1e6);
+  for (const exec::ReplicaStatus& r : st) {
+    if (r.phase != exec::ReplicaPhase::kRunning) continue;
+    // Progress: output (any log file) or a metric report, whichever is newest.
+    std::filesystem::path dir = executor_.ReplicaDir(a.rec.id, a.rec.attempt, r.name);
+    int64_t last = r.start_us;
+    for (const char* f : {"output.log", "hypertune/output.metrics"}) {
+      std::error_code ec;
+      auto t = std::filesystem::last_write_time(dir / f, ec);
+      if (ec) continue;
+      auto sys = std::chrono::file_clock::to_sys(t);
+      last = std::max<int64_t>(
+          last, std::chrono::duration_cast<std::chrono::microseconds>(sys.time_since_epoch()).count());
+    }
+    auto reported = a.hung_since_us.find(r.name);
+    if (now - last > limit_us) {
+      if (reported == a.hung_since_us.end() || reported->second != last) {
+        a.hung_since_us[r.name] = last;
+        (void)store_.AddEvent(a.rec.id, "warning: " + r.name + " looks hung: no output or progress for " +
+                                            FormatDuration((now - last) / 1e6) +
+                                            " (hang_timeout_seconds " +
+                                            FormatDuration(config_.hang_timeout_seconds) + ")");
+      }
+    } else if (reported != a.hung_since_us.end()) {
+      a.hung_since_us.erase(reported);
+      (void)store_.AddEvent(a.rec.id, r.name + " made progress again");
+    }
+  }
+}
+
+void Controller::AccrueUsage(int64_t now_us) {
+  double dt = usage_us_ ? (now_us - usage_us_) / 1e6 : 0;
+  usage_us_ = now_us;
+  if (dt <= 0) return;
+  double decay = std::exp2(-dt / (config_.fair_share_half_life_hours * 3600));
+  for (auto& [user, v] : usage_) v *= decay;
+  auto add = [&](const std::string& user, const std::vector<scheduler::PlacedReplica>& placed) {
+    for (const scheduler::PlacedReplica& p : placed) {
+      for (const scheduler::GpuShare& g : p.gpus) usage_[user] += g.fraction * dt;
+    }
+  };
+  for (const auto& [key, d] : draining_) add(d.user, d.placed);
+  for (const auto& [id, a] : active_) add(a.rec.user, a.placed);
+}
+
+scheduler::Snapshot Controller::TakeSnapshot(int64_t now_us) {
+  scheduler::Snapshot snap;
+  snap.nodes = {node_};
+  snap.now_us = now_us;
+  snap.options.cpu_oversubscription = config_.cpu_oversubscription;
+  snap.options.accelerator_substitution = config_.accelerator_substitution;
+  snap.options.backfill = config_.backfill;
+  snap.options.aging_threshold_us = static_cast<int64_t>(config_.aging_hours * 3600e6);
+
+  auto add_running = [&](const std::string& id, const std::string& user, int priority,
+                         const std::vector<scheduler::PlacedReplica>& placed, int64_t start_us,
+                         double timeout_s) {
+    scheduler::RunningJob r;
+    r.id = id;
+    r.user = user;
+    r.priority = priority;
+    r.replicas = placed;
+    r.start_us = start_us;
+    r.runtime_bound_s = static_cast<int64_t>(std::ceil(timeout_s));
+    snap.running.push_back(std::move(r));
+  };
+  for (const auto& [key, d] : draining_) {
+    // Stopping: bound by the grace period from now.
+    add_running(std::to_string(key.first) + "/" + std::to_string(key.second), d.user, d.priority,
+                d.placed, now_us, config_.cancel_grace_seconds + 5);
+  }
+  for (const auto& [id, a] : active_) {
+    if (spec::IsTerminal(a.rec.state)) continue;
+    if (a.rec.state != JobState::kQueued) {
+      if (!a.placed.empty()) {
+        add_running(std::to_string(id), a.rec.user, a.job.job_spec.scheduling.priority, a.placed,
+                    a.placed_us ? a.placed_us : now_us, a.job.job_spec.scheduling.timeout_seconds);
+      }
       continue;
     }
-    std::string why;
-    auto placed = scheduler::PlaceGang(*requests, node_, booked_, options, &why);
-    if (!placed) {
-      // Strict FIFO: nothing behind the head may start before it.
-      std::string reason = "waiting for resources: " + why;
-      if (reason != a.rec.wait_reason) {
-        (void)store_.SetWaitReason(id, reason);
-        a.rec.wait_reason = reason;
-      }
-      return;
+    if (a.rec.cancel_requested || a.requests.empty()) continue;
+    scheduler::QueuedJob q;
+    q.id = std::to_string(id);
+    q.user = a.rec.user;
+    q.priority = a.job.job_spec.scheduling.priority;
+    q.submit_us = a.rec.create_time_us;
+    q.replicas = scheduler::AsksOf(a.requests);
+    q.runtime_bound_s = static_cast<int64_t>(std::ceil(a.job.job_spec.scheduling.timeout_seconds));
+    snap.queued.push_back(std::move(q));
+  }
+
+  AccrueUsage(now_us);
+  snap.usage_gpu_seconds = usage_;
+
+  // Quotas: named users, and "*" for everyone else who appears.
+  auto fallback = config_.quotas.find("*");
+  auto quota_for = [&](const std::string& user) {
+    auto q = config_.quotas.find(user);
+    if (q != config_.quotas.end()) {
+      snap.quotas[user] = q->second;
+    } else if (fallback != config_.quotas.end()) {
+      snap.quotas[user] = fallback->second;
     }
+  };
+  for (const scheduler::QueuedJob& q : snap.queued) quota_for(q.user);
+  for (const scheduler::RunningJob& r : snap.running) quota_for(r.user);
+  return snap;
+}
+
+void Controller::Schedule() {
+  if (executor_.PlacesReplicas()) {
+    HandOverQueued();
+    return;
+  }
+  // Decide when something changed, and every few seconds for aging and estimates.
+  constexpr int64_t kRefreshUs = 5'000'000;
+  int64_t now = NowMicros();
+  if (!schedule_dirty_ && now - last_schedule_us_ < kRefreshUs) return;
+  schedule_dirty_ = false;
+  last_schedule_us_ = now;
+  scheduler::Snapshot snap = TakeSnapshot(now);
+  scheduler::Decision d = scheduler::Schedule(snap);
+  for (const scheduler::RejectedJob& r : d.rejected) {
+    auto it = active_.find(std::stoll(r.job_id));
+    if (it == active_.end()) continue;
+    Finish(it->second, JobState::kFailed, "can never be placed", kRpcInternal,
+           r.status.message());
+  }
+  std::string ahead_of = d.reservation ? d.reservation->job_id : "";
+  for (const scheduler::StartJob& start : d.start) {
+    auto it = active_.find(std::stoll(start.job_id));
+    if (it != active_.end()) StartPlaced(it->second, start, ahead_of);
+  }
+  for (const scheduler::WaitingJob& w : d.wait) {
+    auto it = active_.find(std::stoll(w.job_id));
+    if (it != active_.end()) RecordWait(it->second, w, now);
+  }
+  PublishViews(snap, d);
+}
+
+void Controller::StartPlaced(Active& a, const scheduler::StartJob& start,
+                             const std::string& ahead_of) {
+  json replicas = json::array();
+  std::vector<std::string> names;
+  std::vector<std::string> notes;
+  for (size_t i = 0; i < start.replicas.size() && i < a.requests.size(); ++i) {
+    const scheduler::PlacedReplica& p = start.replicas[i];
+    const scheduler::ReplicaRequest& r = a.requests[i];
+    json gpus = json::array(), shares = json::array();
+    for (const scheduler::GpuShare& g : p.gpus) {
+      gpus.push_back(g.gpu);
+      shares.push_back({{"gpu", g.gpu}, {"fraction", g.fraction}, {"memory_bytes", g.memory_bytes}});
+    }
+    replicas.push_back({{"name", r.name},
+                        {"pool", r.pool},
+                        {"index", r.index},
+                        {"node", p.node},
+                        {"cpus", p.cpus},
+                        {"memory_bytes", p.memory_bytes},
+                        {"gpus", gpus},
+                        {"gpu_shares", shares},
+                        {"port", FreePort()}});
+    names.push_back(r.name);
+    for (const std::string& sub : p.substitutions) notes.push_back(r.name + ": " + sub);
+    if (r.clamped) {
+      notes.push_back(r.name + ": machine type clamped to this node (" + Num(p.cpus) + " CPUs, " +
+                      Num(p.memory_bytes / double(1ull << 30)) + " GB)");
+    }
+  }
+  if (start.backfilled && !ahead_of.empty()) {
+    notes.push_back("backfilled: started ahead of job " + ahead_of +
+                    " because it ends (scheduling.timeout) before that job can start");
+  }
+  json allocation = {{"node", node_.name}, {"replicas", replicas}};
+  for (const std::string& n : notes) (void)store_.AddEvent(a.rec.id, n);
+  if (!Move(a, JobState::kPending, "resources allocated on " + node_.name,
+            {.allocation = allocation})) {
+    return;
+  }
+  a.rec.allocation = allocation;
+  a.rec.wait_reason.clear();
+  a.replicas = names;
+  a.placed = start.replicas;
+  a.placed_us = NowMicros();
+  Status s = Launch(a);
+  if (!s.ok()) Finish(a, JobState::kFailed, "launch failed", kRpcInternal, s.message());
+}
+
+void Controller::RecordWait(Active& a, const scheduler::WaitingJob& w, int64_t now_us) {
+  const std::optional<double>& max_wait = a.job.job_spec.scheduling.max_wait_seconds;
+  if (max_wait && *max_wait > 0 && now_us - a.rec.create_time_us > *max_wait * 1e6) {
+    std::string why = "waited longer than its scheduling.maxWaitDuration of " +
+                      FormatDuration(*max_wait) + " for resources; last reason: " + w.reason;
+    Finish(a, JobState::kFailed, why, kRpcDeadlineExceeded, why);
+    return;
+  }
+  if (w.reason == a.rec.wait_reason) return;
+  (void)store_.SetWaitReason(a.rec.id, w.reason);
+  // An event when the kind of reason changes (the first clause, numbers
+  // aside: "needs 2x T4, 1 free" -> "quota: ..."); the same kind again (the
+  // count of jobs ahead changes often) at most once a minute.
+  std::string kind = w.reason.substr(0, w.reason.find("; "));
+  kind.erase(std::remove_if(kind.begin(), kind.end(), [](char c) { return c >= '0' && c <= '9'; }),
+             kind.end());
+  if (kind != a.wait_event_kind || now_us - a.wait_event_us > 60'000'000) {
+    (void)store_.AddEvent(a.rec.id, "waiting: " + w.reason);
+    a.wait_event_us = now_us;
+    a.wait_event_kind = kind;
+  }
+  a.rec.wait_reason = w.reason;
+}
+
+void Controller::PublishViews(const scheduler::Snapshot& snap, const scheduler::Decision& d) {
+  std::vector<QueueEntry> queue;
+  queue.reserve(d.wait.size());
+  for (const scheduler::WaitingJob& w : d.wait) {
+    auto it = active_.find(std::stoll(w.job_id));
+    if (it == active_.end() || it->second.rec.state != JobState::kQueued) continue;
+    const Active& a = it->second;
+    QueueEntry e;
+    e.job_id = a.rec.id;
+    e.display_name = a.rec.display_name;
+    e.user = a.rec.user;
+    e.priority = a.job.job_spec.scheduling.priority;
+    scheduler::QueuedJob q;
+    q.priority = e.priority;
+    q.submit_us = a.rec.create_time_us;
+    e.effective_priority = scheduler::EffectivePriority(q, snap.now_us, snap.options);
+    e.create_time_us = a.rec.create_time_us;
+    e.gpus = GpuSummary(a.requests);
+    e.reason = w.reason;
+    e.estimated_start_us = w.estimated_start_us;
+    queue.push_back(std::move(e));
+  }
+
+  // Nodes and who holds each GPU (running jobs and stopping attempts).
+  json nodes = json::array();
+  for (size_t n = 0; n < snap.nodes.size(); ++n) {
+    const resources::Node& node = snap.nodes[n];
+    double cpus = 0, memory = 0;
+    std::map<int, json> holders;
+    for (const scheduler::RunningJob& r : snap.running) {
+      for (size_t i = 0; i < r.replicas.size(); ++i) {
+        const scheduler::PlacedReplica& p = r.replicas[i];
+        if (p.node != static_cast<int>(n)) continue;
+        cpus += p.cpus;
+        memory += static_cast<double>(p.memory_bytes);
+        auto job = active_.find(std::atoll(r.id.c_str()));
+        std::string replica = job != active_.end() && i < job->second.replicas.size()
+                                  ? job->second.replicas[i]
+                                  : "";
+        for (const scheduler::GpuShare& g : p.gpus) {
+          holders[g.gpu].push_back({{"job", r.id},
+                                    {"replica", replica},
+                                    {"user", r.user},
+                                    {"fraction", g.fraction}});
+        }
+      }
+    }
+    json gpus = json::array();
+    for (const resources::Gpu& g : node.gpus) {
+      gpus.push_back({{"index", g.index},
+                      {"type", g.type},
+                      {"memory_bytes", g.memory_bytes},
+                      {"uuid", g.uuid},
+                      {"holders", holders.count(g.index) ? holders[g.index] : json::array()}});
+    }
+    nodes.push_back({{"name", node.name},
+                     {"cpus", node.cpus},
+                     {"memory_bytes", node.memory_bytes},
+                     {"cpus_booked", cpus},
+                     {"memory_booked_bytes", memory},
+                     {"cpu_oversubscription", snap.options.cpu_oversubscription},
+                     {"gpus", gpus}});
+  }
+  std::lock_guard lock(view_mu_);
+  queue_view_ = std::move(queue);
+  nodes_view_ = {{"nodes", nodes}};
+}
+
+std::vector<Controller::QueueEntry> Controller::Queue() const {
+  std::lock_guard lock(view_mu_);
+  return queue_view_;
+}
+
+json Controller::Nodes() const {
+  std::lock_guard lock(view_mu_);
+  return nodes_view_;
+}
+
+void Controller::HandOverQueued() {
+  for (auto& [id, a] : active_) {
+    if (a.rec.state != JobState::kQueued || a.rec.cancel_requested || a.requests.empty()) continue;
+    // The executor (Slurm) decides where replicas run: nothing to place here.
     json replicas = json::array();
-    scheduler::Booked booked;
     std::vector<std::string> names;
-    std::vector<std::string> notes;
-    for (size_t i = 0; i < placed->size(); ++i) {
-      const scheduler::ReplicaPlacement& p = (*placed)[i];
-      const scheduler::ReplicaRequest& r = (*requests)[i];
-      replicas.push_back({{"name", p.name},
+    for (const scheduler::ReplicaRequest& r : a.requests) {
+      replicas.push_back({{"name", r.name},
                           {"pool", r.pool},
                           {"index", r.index},
-                          {"cpus", p.cpus},
-                          {"memory_bytes", p.memory_bytes},
-                          {"gpus", p.gpus},
-                          {"port", FreePort()}});
-      booked.cpus += p.cpus;
-      booked.memory_bytes += p.memory_bytes;
-      booked.gpus.insert(p.gpus.begin(), p.gpus.end());
-      names.push_back(p.name);
-      for (const std::string& s : p.substitutions) notes.push_back(p.name + ": " + s);
-      if (r.clamped) {
-        notes.push_back(p.name + ": machine type clamped to this node (" +
-                        std::to_string(static_cast<int>(p.cpus)) + " CPUs)");
-      }
+                          {"cpus", r.ask.cpus},
+                          {"memory_bytes", r.ask.memory_bytes},
+                          {"gpus", json::array()},
+                          {"port", 0}});
+      names.push_back(r.name);
     }
-    json allocation = {{"node", node_.name}, {"replicas", replicas}};
-    for (const std::string& n : notes) (void)store_.AddEvent(id, n);
-    if (!Move(a, JobState::kPending, "resources allocated on " + node_.name,
+    json allocation = {{"node", "executor"}, {"replicas", replicas}};
+    if (!Move(a, JobState::kPending, "handed to the executor, which places the replicas",
               {.allocation = allocation})) {
-      return;
+      continue;
     }
     a.rec.allocation = allocation;
     a.replicas = names;
-    a.booked = booked;
     a.placed_us = NowMicros();
-    Book(booked, +1);
     Status s = Launch(a);
     if (!s.ok()) Finish(a, JobState::kFailed, "launch failed", kRpcInternal, s.message());
   }
@@ -476,6 +839,11 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
   exec::JobLaunch launch;
   launch.job_id = a.rec.id;
   launch.attempt = a.rec.attempt;
+  launch.labels = a.job.labels;
+  // What each replica's machine type asks for, for executors that place
+  // replicas themselves.
+  std::map<std::string, const scheduler::ReplicaRequest*> requests;
+  for (const scheduler::ReplicaRequest& q : a.requests) requests[q.name] = &q;
 
   std::string output_uri = OutputUri(a.job, a.rec.id);
   auto parsed = storage::ParseGsUri(output_uri, "jobSpec.baseOutputDirectory.outputUriPrefix");
@@ -554,6 +922,15 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
     exec::ReplicaCommand cmd = exec::BuildReplicaCommand(in);
     rl.argv = std::move(cmd.argv);
     rl.env = std::move(cmd.env);
+    // A share of one GPU: the trainer is told its share and memory limit
+    // (torch.cuda.set_per_process_memory_fraction(float(STOKER_GPU_FRACTION))).
+    for (const json& g : r.value("gpu_shares", json::array())) {
+      if (g.value("fraction", 1.0) < 1.0) {
+        rl.env["STOKER_GPU_FRACTION"] = Num(g.value("fraction", 1.0));
+        rl.env["STOKER_GPU_MEMORY_LIMIT_BYTES"] =
+            std::to_string(g.value("memory_bytes", uint64_t{0}));
+      }
+    }
     if (a.rec.study_id != 0 && !config_.api_url.empty()) {
       // Trainers in any language may POST measurements here instead of
       // writing the hypertune file.
@@ -573,6 +950,13 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
     }
     rl.timeout_seconds = spec.scheduling.timeout_seconds;
     rl.grace_seconds = config_.cancel_grace_seconds;
+    if (auto q = requests.find(rl.name); q != requests.end()) {
+      rl.cpus = q->second->ask.cpus;
+      rl.memory_bytes = q->second->ask.memory_bytes;
+      rl.gpus = static_cast<int>(std::ceil(q->second->ask.gpus));
+    }
+    rl.log_max_bytes = config_.log_max_bytes;
+    rl.log_max_files = config_.log_max_files;
     launch.replicas.push_back(std::move(rl));
   }
   return launch;

@@ -1,7 +1,8 @@
 // The control loop: the one thread that changes job state (DESIGN.md §2).
 //
-// It owns the in-memory view of active jobs, the FIFO queue and the
-// bookings. API handlers tell it about new jobs and cancel requests after
+// It owns the in-memory view of active jobs and what they hold; the
+// scheduling policy (scheduler/policy.h) decides which queued job starts
+// where, from a snapshot the loop builds when something changed. API handlers tell it about new jobs and cancel requests after
 // they are durable in the store; it also finds them on its own at start
 // (Recover), so a crash between the store commit and the notification loses
 // nothing. Each state change is committed to the store before anything acts
@@ -21,6 +22,7 @@
 #include "exec/executor.h"
 #include "resources/resources.h"
 #include "scheduler/placement.h"
+#include "scheduler/policy.h"
 #include "server/config.h"
 #include "spec/custom_job.h"
 #include "spec/study.h"
@@ -53,19 +55,43 @@ class Controller {
   void StudySubmitted(int64_t study_id);
   void StudyCancelRequested(int64_t study_id);
 
+  // One queued job as the policy sees it, for `stoker queue` (thread-safe copy).
+  struct QueueEntry {
+    int64_t job_id = 0;
+    std::string display_name;
+    std::string user;
+    int priority = 0;
+    int64_t effective_priority = 0;  // with aging
+    int64_t create_time_us = 0;
+    std::string gpus;    // "2x NVIDIA_TESLA_T4", "" for none
+    std::string reason;  // why it waits
+    int64_t estimated_start_us = 0;  // 0 = unknown
+  };
+  // The queue in the order the policy takes it, as of the last decision.
+  std::vector<QueueEntry> Queue() const;
+  // Nodes, their GPUs and what holds each ({"nodes": [...]}) as of the last
+  // decision; see api's nodes route for the shape.
+  nlohmann::json Nodes() const;
+
  private:
   struct Active {
     store::JobRecord rec;
     spec::CustomJob job;
-    std::vector<std::string> replicas;  // names, once placed
-    scheduler::Booked booked;
+    std::vector<scheduler::ReplicaRequest> requests;  // what each replica asks for
+    std::vector<std::string> replicas;                // names, once placed
+    std::vector<scheduler::PlacedReplica> placed;     // what the current attempt holds
     int64_t last_cancel_us = 0;
     int64_t placed_us = 0;
+    int64_t wait_event_us = 0;                    // last "waiting: ..." event
+    std::string wait_event_kind;                  // its first clause without numbers
+    std::map<std::string, int64_t> hung_since_us;  // replicas reported hung, by name
+    int64_t hang_check_us = 0;
   };
-  struct Draining {  // ended jobs whose replicas are still being stopped
-    int attempt = 0;
+  struct Draining {  // ended attempts whose replicas are still being stopped
     std::vector<std::string> replicas;
-    scheduler::Booked booked;
+    std::vector<scheduler::PlacedReplica> placed;
+    std::string user;
+    int priority = 0;
   };
 
   // A hyperparameter tuning job being driven (studies.cc).
@@ -94,6 +120,21 @@ class Controller {
   void HandleCancel(Active& a);
   void PollJob(Active& a);
   void Schedule();
+  // Builds the policy's view of the cluster and updates usage_ to `now_us`.
+  scheduler::Snapshot TakeSnapshot(int64_t now_us);
+  // Decays usage_ to `now_us` and adds the GPU time held since the last call.
+  void AccrueUsage(int64_t now_us);
+  void StartPlaced(Active& a, const scheduler::StartJob& start, const std::string& ahead_of);
+  void RecordWait(Active& a, const scheduler::WaitingJob& w, int64_t now_us);
+  void PublishViews(const scheduler::Snapshot& snap, const scheduler::Decision& d);
+  // Executors that place replicas themselves (Slurm): launch queued jobs at once.
+  void HandOverQueued();
+  // Restarts the whole gang as the next attempt when the job's retry rules
+  // allow it after `what` (a replica failure); false when the job must fail.
+  bool Retry(Active& a, const std::string& what, bool infrastructure, bool worker);
+  void CheckHung(Active& a, const std::vector<exec::ReplicaStatus>& st);
+  // Stops the current attempt's replicas; their resources stay held until they are gone.
+  void Drain(Active& a);
   Status Launch(Active& a);
   Result<exec::JobLaunch> BuildLaunch(const Active& a);
   // Commits a transition and updates the in-memory record; false if the store refused.
@@ -101,7 +142,6 @@ class Controller {
             store::TransitionUpdate update = {});
   void Finish(Active& a, spec::JobState to, const std::string& reason, int error_code,
               const std::string& error_message);
-  void Book(const scheduler::Booked& b, int sign);
   std::string LogTail(const Active& a, const std::string& replica) const;
 
   const Config& config_;
@@ -121,10 +161,19 @@ class Controller {
 
   // Loop-thread state.
   std::map<int64_t, Active> active_;
-  std::map<int64_t, Draining> draining_;
-  scheduler::Booked booked_;
+  std::map<std::pair<int64_t, int>, Draining> draining_;  // by (job, attempt)
   std::map<int64_t, Study> studies_;
+  std::map<std::string, double> usage_;  // decayed GPU-seconds per user (fair share)
+  int64_t usage_us_ = 0;                 // when usage_ was last brought up to date
+  bool schedule_dirty_ = true;           // something changed since the last decision
+  int64_t last_schedule_us_ = 0;
+
+  // Views for the API, replaced after each decision.
+  mutable std::mutex view_mu_;
+  std::vector<QueueEntry> queue_view_;
+  nlohmann::json nodes_view_ = nlohmann::json::object();
   std::thread thread_;
+  RetentionState retention_;  // finished replica dirs (retention.h); loop thread only
 };
 
 }  // namespace stoker::server

@@ -1,6 +1,7 @@
 // stokerd: the Stoker control plane. Builds every component (the one place
 // that does) and runs until SIGTERM or SIGINT. Running replicas survive it.
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/file.h>
@@ -11,11 +12,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 
 #include "api/api.h"
+#include "auth/auth_store.h"
 #include "common/files.h"
 #include "exec/environments.h"
 #include "exec/local_executor.h"
+#include "exec/slurm_executor.h"
 #include "http/http.h"
 #include "server/config.h"
 #include "server/controller.h"
@@ -50,6 +54,46 @@ fs::path FirstExisting(const std::vector<fs::path>& candidates) {
 int Fail(const std::string& what) {
   std::cerr << "stokerd: " << what << "\n";
   return 1;
+}
+
+bool IsLoopbackHost(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+// The name of the account stokerd runs as: the local default admin.
+std::string LocalUserName() {
+  std::string name;
+  if (passwd* pw = ::getpwuid(::geteuid())) name = pw->pw_name;
+  if (!auth::ValidateUserName(name, "").ok()) name = "admin";
+  return name;
+}
+
+// Which Unix account runs the replicas of `job_id` (auth::TrainerAccount,
+// with the name resolved here): nullopt = stokerd's own account.
+Result<std::optional<exec::RunAs>> TrainerAccountFor(store::Store& store, auth::AuthStore& users,
+                                                     const auth::TrainerPolicy& policy,
+                                                     int64_t job_id) {
+  STOKER_ASSIGN_OR_RETURN(store::JobRecord job, store.GetJob(job_id));
+  std::string mapped;
+  if (!job.user.empty()) {
+    if (auto u = users.GetUser(job.user); u.ok()) mapped = u->unix_user;
+  }
+  STOKER_ASSIGN_OR_RETURN(std::optional<std::string> account, auth::TrainerAccount(policy, mapped));
+  if (!account) return std::optional<exec::RunAs>();
+  passwd pw;
+  passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (::getpwnam_r(account->c_str(), &pw, buf.data(), buf.size(), &found) != 0 || !found) {
+    return FailedPrecondition(
+        "replicas of user '" + job.user + "' should run as Unix account '" + *account +
+        "', which does not exist on this machine; create it, or map the user to another account "
+        "(stoker admin users add NAME --unix-user U), or set default_unix_user in the config");
+  }
+  if (pw.pw_uid == 0 && !policy.allow_root_trainers) {
+    return PermissionDenied("replicas would run as '" + *account +
+                            "', which has uid 0; set allow_root_trainers: true to allow it");
+  }
+  return std::optional<exec::RunAs>(exec::RunAs{*account, pw.pw_uid, pw.pw_gid});
 }
 
 }  // namespace
@@ -102,6 +146,17 @@ int main(int argc, char** argv) {
 
   auto store = store::Store::Open(data);
   if (!store.ok()) return Fail(store.status().message());
+  // No daemon secret may reach a trainer (they inherit nothing of our
+  // environment, but make sure): the CLI's token variable goes first.
+  ::unsetenv("STOKER_TOKEN");
+  auto users = auth::AuthStore::Open(data / "stoker.db");
+  if (!users.ok()) return Fail(users.status().message());
+  auto wrote_token = auth::EnsureLocalAdmin(**users, LocalUserName(), data / "token");
+  if (!wrote_token.ok()) return Fail(wrote_token.status().message());
+  if (*wrote_token) {
+    spdlog::info("wrote the token of local admin '{}' to {} (mode 0600)", LocalUserName(),
+                 (data / "token").string());
+  }
 
   resources::Node node = config->inventory ? *config->inventory : resources::DetectLocalNode();
   std::vector<exec::ImageMatch> rules;
@@ -114,20 +169,60 @@ int main(int argc, char** argv) {
                node.memory_bytes / double(1ull << 30), node.gpus.size());
 
   storage::Buckets buckets(data, config->buckets);
-  exec::LocalExecutor executor(data, config->runner);
-  server::Controller controller(*config, node, **store, executor, buckets, environments);
+  std::unique_ptr<exec::Executor> executor;
+  if (config->executor == "slurm") {
+    auto instance = exec::LoadOrCreateSlurmInstance(data);
+    if (!instance.ok()) return Fail(instance.status().message());
+    exec::SlurmOptions so;
+    so.shared_dir = config->slurm.shared_dir.empty() ? data : config->slurm.shared_dir;
+    so.runner = fs::absolute(config->runner);
+    so.partition = config->slurm.partition;
+    so.account = config->slurm.account;
+    so.qos = config->slurm.qos;
+    so.sbatch_extra_args = config->slurm.sbatch_extra_args;
+    so.grace_seconds = config->slurm.grace_seconds;
+    so.instance = *instance;
+    spdlog::info("executor: slurm (jobs under {}, stoker-run {}, instance {})",
+                 (so.shared_dir / "jobs").string(), so.runner.string(), so.instance);
+    executor = std::make_unique<exec::SlurmExecutor>(std::move(so));
+  } else {
+    auto local = std::make_unique<exec::LocalExecutor>(data, config->runner);
+    auth::TrainerPolicy policy{::geteuid() == 0, config->default_unix_user,
+                               config->allow_root_trainers};
+    local->SetTrainerAccounts([&store, &users, policy](int64_t job_id) {
+      return TrainerAccountFor(**store, **users, policy, job_id);
+    });
+    executor = std::move(local);
+  }
+  server::Controller controller(*config, node, **store, *executor, buckets, environments);
 
   api::ApiDeps deps{store->get(),
                     &buckets,
                     &environments,
-                    &executor,
+                    executor.get(),
                     &controller,
                     &node,
-                    {config->cpu_oversubscription, config->accelerator_substitution}};
+                    {config->cpu_oversubscription, config->accelerator_substitution},
+                    users->get()};
   http::Server http_server(api::MakeHandler(deps), http::ServerOptions{});
   std::string host = config->listen.substr(0, config->listen.rfind(':'));
   int port = std::atoi(config->listen.substr(config->listen.rfind(':') + 1).c_str());
   if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  const bool tls = !config->tls_cert_file.empty();
+  if (!tls && !IsLoopbackHost(host) && !config->allow_insecure_http) {
+    return Fail("refusing to serve plain HTTP on " + config->listen +
+                ", which is not a loopback address: bearer tokens would cross the network in the "
+                "clear. Set tls_cert_file and tls_key_file in " +
+                (config->config_file.empty() ? (data / "config.yaml").string()
+                                             : config->config_file.string()) +
+                " (see docs/security.md), listen on 127.0.0.1, or set allow_insecure_http: true "
+                "behind a TLS-terminating proxy");
+  }
+  if (tls) {
+    if (Status s = http_server.EnableTls(config->tls_cert_file, config->tls_key_file); !s.ok()) {
+      return Fail(s.message());
+    }
+  }
 
   // Block the stop signals before any thread starts, then wait for one.
   sigset_t stop_signals;
@@ -143,14 +238,15 @@ int main(int argc, char** argv) {
   auto bound = http_server.Listen(host, port);
   if (!bound.ok())
     return Fail("cannot listen on " + config->listen + ": " + bound.status().message());
-  std::string url = "http://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) +
-                    ":" + std::to_string(*bound);
+  const std::string scheme = tls ? "https://" : "http://";
+  std::string url = scheme + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+                    std::to_string(*bound);
   // Trainers on this machine reach the API here (to push metrics).
-  config->api_url =
-      "http://" +
-      std::string(host == "0.0.0.0" || host == "::" ? "127.0.0.1"
-                                                    : url.substr(7, url.rfind(':') - 7)) +
-      ":" + std::to_string(*bound);
+  config->api_url = scheme +
+                    std::string(host == "0.0.0.0" || host == "::"
+                                    ? "127.0.0.1"
+                                    : url.substr(scheme.size(), url.rfind(':') - scheme.size())) +
+                    ":" + std::to_string(*bound);
   if (Status s = controller.Start(); !s.ok()) return Fail(s.message());
   http_server.Start();
   if (Status s = WriteFileAtomic(data / "stokerd.addr", url + "\n"); !s.ok())
@@ -164,5 +260,8 @@ int main(int argc, char** argv) {
   controller.Stop();
   std::error_code ec;
   fs::remove(data / "stokerd.addr", ec);
+  // Empty the pid file while still holding its lock (removing it could let
+  // two daemons lock different files): no stale pid for a later `kill`.
+  if (::ftruncate(pid_fd, 0) != 0) spdlog::warn("cannot empty {}", (data / "stokerd.pid").string());
   return 0;
 }

@@ -618,8 +618,9 @@ Result<LegacyTraining> FromTrainingInput(const std::string& job_id, const json& 
       if (const json* pr = Get(*s, "priority")) {
         if (!pr->is_number_integer() || pr->get<int64_t>() < 0 || pr->get<int64_t>() > 1000) {
           p.Add(Join(sp, "priority"), "must be a whole number from 0 to 1000, got " + pr->dump());
+        } else if (pr->get<int64_t>() != 0) {
+          sched["priority"] = pr->get<int64_t>();  // Stoker's jobSpec.scheduling.priority
         }
-        out.unhonoured.push_back(Join(sp, "priority"));
       }
       if (!sched.empty()) spec["scheduling"] = sched;
     }

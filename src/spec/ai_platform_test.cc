@@ -361,7 +361,7 @@ TEST(FromTrainingInputTest, MapsSchedulingToVertexScheduling) {
       {{"scheduling", {{"maxRunningTime", "3600s"}, {"maxWaitTime", "7200s"}, {"priority", 5}}}}));
   EXPECT_EQ(t.job.job_spec.scheduling.timeout_seconds, 3600);
   EXPECT_EQ(t.job.job_spec.scheduling.max_wait_seconds, 7200);
-  EXPECT_THAT(t.unhonoured, Contains("trainingInput.scheduling.priority"));
+  EXPECT_EQ(t.job.job_spec.scheduling.priority, 5);  // Stoker's extension honours it
   EXPECT_THAT(ErrorOf(PythonInput({{"scheduling", {{"maxWaitTime", "60s"}}}})),
               HasSubstr("trainingInput.scheduling.maxWaitTime: must be at least 1800s"));
   EXPECT_THAT(ErrorOf(PythonInput({{"scheduling", {{"maxRunningTime", "soon"}}}})),

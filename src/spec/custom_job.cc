@@ -56,9 +56,10 @@ const Names kStrategies = {"STANDARD", "SPOT", "FLEX_START", "ON_DEMAND", "LOW_C
 
 const Names kJobFields = {"displayName", "jobSpec", "labels", "encryptionSpec"};
 // Output-only CustomJob fields: accepted and dropped, so `describe` output can be resubmitted.
+// `stoker` is Stoker's own output block (user, attempt, waitReason).
 const Names kJobOutputOnly = {"name",         "state",       "createTime", "startTime",
                               "endTime",      "updateTime",  "error",      "webAccessUris",
-                              "satisfiesPzs", "satisfiesPzi"};
+                              "satisfiesPzs", "satisfiesPzi", "stoker"};
 const Names kSpecFields = {"workerPoolSpecs",       "scheduling",
                            "serviceAccount",        "network",
                            "reservedIpRanges",      "pscInterfaceConfig",

@@ -48,7 +48,12 @@ Status SqliteError(sqlite3* db, const std::string& what) {
   if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
     return Unavailable(msg + " (the database is locked by another process; retry)");
   }
-  if (rc == SQLITE_FULL) return ResourceExhausted(msg + " (free space in the data dir)");
+  // A full disk is the server's condition, not the caller's quota: Unavailable
+  // (HTTP 503, retry later) rather than ResourceExhausted (429).
+  if (rc == SQLITE_FULL) {
+    return Unavailable(msg +
+                       " (the disk holding the data dir is full; free space there and retry)");
+  }
   if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) {
     return FailedPrecondition(msg + " (the store is damaged; see docs/recovery.md)");
   }
@@ -468,6 +473,7 @@ Status Store::Transition(int64_t id, JobState from, JobState to, const std::stri
   if (update.error_code) sql += ", error_code = ?";
   if (update.error_message) sql += ", error_message = ?";
   if (update.allocation) sql += ", allocation = ?";
+  if (update.attempt) sql += ", attempt = ?";
   sql += " WHERE id = ? AND state = ?";
   Stmt s(db_, sql.c_str());
   int i = 1;
@@ -484,6 +490,7 @@ Status Store::Transition(int64_t id, JobState from, JobState to, const std::stri
       s.Bind(i++, update.allocation->dump());
     }
   }
+  if (update.attempt) s.Bind(i++, static_cast<int64_t>(*update.attempt));
   s.Bind(i++, id);
   s.Bind(i++, static_cast<int64_t>(from));
   if (s.Step() != SQLITE_DONE) return SqliteError(db_, "transition");

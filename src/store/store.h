@@ -121,6 +121,7 @@ struct TransitionUpdate {
   std::optional<int> error_code;
   std::optional<std::string> error_message;
   std::optional<nlohmann::json> allocation;  // null json clears it
+  std::optional<int> attempt;                // a retry starts the next attempt
 };
 
 struct ListOptions {

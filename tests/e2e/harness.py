@@ -21,7 +21,12 @@ STOKER = os.path.join(BIN, "stoker")
 STOKERD = os.path.join(BIN, "stokerd")
 IMAGE = "us-docker.pkg.dev/vertex-ai/training/pytorch-cpu.2-1.py310:latest"
 
+# As root, stokerd runs replicas as `nobody` unless told otherwise; the
+# tests' temp dirs are private to root, so the suite keeps the daemon's
+# account (test_auth.py checks the switch with a config of its own).
 DEFAULT_CONFIG = """
+default_unix_user: root
+allow_root_trainers: true
 images:
   - match: "local/sh"
     python: /bin/sh
@@ -103,10 +108,18 @@ class Daemon:
                 self.proc.returncode, open(self.log.name).read()[-3000:]))
         try:
             url = open(addr).read().strip()
-            with urllib.request.urlopen(url + "/healthz", timeout=2) as r:
+            with urllib.request.urlopen(url + "/healthz", timeout=2, context=self.ssl_context) as r:
                 return url if r.status == 200 else None
         except (OSError, urllib.error.URLError):
             return None
+
+    ssl_context = None  # for https daemons: an ssl.SSLContext that trusts their certificate
+
+    @property
+    def token(self):
+        """The local admin's token, which stokerd writes into its data dir."""
+        with open(os.path.join(self.data_dir, "token")) as f:
+            return f.read().strip()
 
     def kill(self, sig=signal.SIGKILL):
         if self.proc and self.proc.poll() is None:
@@ -144,6 +157,7 @@ class StokerTestCase(unittest.TestCase):
         full_env = dict(os.environ)
         full_env.pop("STOKER_SERVER", None)
         full_env["STOKER_HOME"] = os.path.join(self.tmp, "no-home")
+        full_env["STOKER_TOKEN"] = self.daemon.token
         if env:
             full_env.update(env)
         cmd = [STOKER, "--server", self.daemon.url, "--project", "p", "--region", "l"] + list(args)
@@ -152,11 +166,16 @@ class StokerTestCase(unittest.TestCase):
             raise AssertionError("%s failed (%d):\n%s\n%s" % (cmd, r.returncode, r.stdout, r.stderr))
         return r
 
-    def api(self, method, path, body=None, raw=None):
-        """Calls the REST API; returns (status, parsed JSON)."""
+    def api(self, method, path, body=None, raw=None, token=None):
+        """Calls the REST API as the local admin (or with `token`; "" for
+        none); returns (status, parsed JSON)."""
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        headers = {"content-type": "application/json"}
+        token = self.daemon.token if token is None else token
+        if token:
+            headers["authorization"] = "Bearer " + token
         req = urllib.request.Request(self.daemon.url + path, data=data, method=method,
-                                     headers={"content-type": "application/json"})
+                                     headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=30) as r:
                 return r.status, json.loads(r.read() or b"{}")

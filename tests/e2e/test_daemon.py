@@ -49,7 +49,8 @@ class DaemonTest(unittest.TestCase):
         data = os.path.join(self.tmp, "d2")
         os.makedirs(data)
         d = Daemon(data, "").start()
-        nowhere = {"STOKER_HOME": os.path.join(self.tmp, "empty-home")}
+        # With --server or $STOKER_SERVER the token comes from $STOKER_TOKEN.
+        nowhere = {"STOKER_HOME": os.path.join(self.tmp, "empty-home"), "STOKER_TOKEN": d.token}
         self.assertEqual(self.cli("--server", d.url, "jobs", "list", env=nowhere).returncode, 0)
         self.assertEqual(self.cli("jobs", "list", env=dict(nowhere, STOKER_SERVER=d.url)).returncode, 0)
         self.assertEqual(self.cli("jobs", "list", env={"STOKER_HOME": data}).returncode, 0)

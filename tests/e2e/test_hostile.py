@@ -190,13 +190,16 @@ class HostileInputTest(StokerTestCase):
         finally:
             s.close()
 
-    def request(self, method, target, body=b"", headers=None, **kw):
+    def request(self, method, target, body=b"", headers=None, auth=True, **kw):
+        """Sends one request, as the local admin unless `auth` is False."""
         if isinstance(body, str):
             body = body.encode()
         if isinstance(target, str):
             target = target.encode("latin-1")
         head = [b"%s %s HTTP/1.1" % (method.encode(), target), b"Host: stoker",
                 b"Connection: close", b"Content-Type: application/json"]
+        if auth:
+            head.append(b"Authorization: Bearer " + self.daemon.token.encode())
         if (body or method in ("POST", "PUT", "PATCH")) and "Content-Length" not in (headers or {}):
             head.append(b"Content-Length: %d" % len(body))
         for k, v in (headers or {}).items():
@@ -443,6 +446,39 @@ class HostileInputTest(StokerTestCase):
                   "replica=workerpool0-0&offset=-1", "replica=workerpool0-0&offset=abc",
                   "replica=workerpool0-0&offset=99999999999999999999999"):
             self.check("logs ?" + q[:60], self.request("GET", JOBS + "/" + jid + "/logs?" + q))
+
+    def test_unauthenticated_and_forged_credentials(self):
+        """Without a valid token every route but /healthz answers 401 (a
+        measurement push from loopback needs none, but still a real trial),
+        the body is not read into anything, and nothing is created."""
+        token = self.daemon.token
+        forged = [
+            None, "", "Bearer", "Bearer ", "Basic YWRtaW46YWRtaW4=", "bearer " + token + "x",
+            "Bearer " + token[:-1], "Bearer " + token.upper(), "Bearer stk_" + "0" * 64,
+            "Bearer " + "stk_" + "a" * 60000, "Bearer " + token + "\x00", "Bearer %s %s" % (token, token),
+            "Bearer " + "\u00e9".encode().decode("latin-1") * 100,
+        ]
+        targets = [("GET", JOBS), ("POST", JOBS), ("GET", JOBS + "/1"), ("POST", JOBS + "/1:cancel"),
+                   ("GET", "/storage/v1/b"), ("POST", "/storage/v1/b"), ("GET", "/v1/admin/users"),
+                   ("POST", "/v1/admin/users"), ("POST", "/v1/stoker/staging"), ("GET", "/v1/whoami"),
+                   ("POST", "/upload/storage/v1/b/bkt/o?name=x"), ("GET", "/nope")]
+        body = json.dumps(container_job("x", "echo pwned")).encode()
+        for value in forged:
+            for method, path in targets:
+                headers = {} if value is None else {"Authorization": value}
+                status, answer = self.check("%s %s with %r" % (method, path, (value or "")[:40]),
+                                            self.request(method, path, body, headers, auth=False))
+                # 400: a header value HTTP itself forbids (a NUL) never reaches the API.
+                self.assertIn(status, (400, 401), answer[:300])
+                if status == 401:
+                    self.assertIn(b"UNAUTHENTICATED", answer)
+                self.assertNotIn(token.encode(), answer)
+        # A measurement push without a token must still name a running trial.
+        self.check("anonymous measurement", self.request(
+            "POST", "/v1/projects/p/locations/l/studies/1/trials/1:addTrialMeasurement",
+            '{"measurement":{"metrics":[{"metricId":"m","value":1}]}}', auth=False), allowed=(404,))
+        status, answer = self.api("GET", JOBS)
+        self.assertEqual(answer.get("customJobs", []), [], "an unauthenticated submit got through")
 
     def test_out_of_range_study_ids(self):
         for bad in ("0", "-1", "99999999999999999999999"):

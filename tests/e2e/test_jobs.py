@@ -106,7 +106,8 @@ jobSpec:
         proc = subprocess.Popen(
             ["stoker" if False else os.path.join(os.environ.get("STOKER_BIN_DIR", ""), "stoker"),
              "--server", self.daemon.url, "--project", "p", "--region", "l", "jobs", "logs", job_id,
-             "--follow"], stdout=subprocess.PIPE, text=True)
+             "--follow"], stdout=subprocess.PIPE, text=True,
+            env=dict(os.environ, STOKER_TOKEN=self.daemon.token))
         first = proc.stdout.readline()
         self.assertEqual(first.strip(), "first")
         self.assertIsNone(proc.poll(), "logs --follow returned before the job ended")

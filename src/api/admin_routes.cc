@@ -1,0 +1,120 @@
+// Users and tokens (admin only; the role check in api.cc guards /v1/admin/):
+//   GET    /v1/admin/users                      {"users": [User + "tokens"]}
+//   POST   /v1/admin/users                      {"name", "role", "unixUser"} -> User
+//   DELETE /v1/admin/users/{name}               removes it and revokes its tokens
+//   POST   /v1/admin/users/{name}/tokens        -> {"id", "user", "token"}: shown once
+//   POST   /v1/admin/tokens/{id}:revoke         -> {}
+// and, for every authenticated caller:
+//   GET    /v1/whoami                           {"user", "role", "unixUser", "tokenId"}
+#include <regex>
+
+#include "api/routes.h"
+#include "common/time.h"
+
+namespace stoker::api {
+namespace {
+
+using nlohmann::json;
+
+json RenderUser(const auth::User& u, const std::vector<auth::TokenInfo>& tokens) {
+  json j = {{"name", u.name},
+            {"role", auth::RoleName(u.role)},
+            {"unixUser", u.unix_user},
+            {"createTime", FormatRfc3339(u.create_time_us)},
+            {"tokens", json::array()}};
+  for (const auth::TokenInfo& t : tokens) {
+    if (t.user != u.name) continue;
+    json tj = {{"id", t.id}, {"createTime", FormatRfc3339(t.create_time_us)}};
+    if (t.revoke_time_us) tj["revokeTime"] = FormatRfc3339(t.revoke_time_us);
+    j["tokens"].push_back(tj);
+  }
+  return j;
+}
+
+http::Response AddUser(const ApiDeps& d, const std::string& body) {
+  json j = json::parse(body, nullptr, false);
+  if (!j.is_object() || !j["name"].is_string()) {
+    return Error(InvalidArgument(
+        "body: expected {\"name\": \"alice\", \"role\": \"user\", \"unixUser\": \"alice\"}"));
+  }
+  auth::User u;
+  u.name = j["name"].get<std::string>();
+  const json& role = j.value("role", json("user"));
+  if (!role.is_string()) return Error(InvalidArgument("role: use admin, user or viewer"));
+  auto parsed = auth::ParseRole(role.get<std::string>(), "role");
+  if (!parsed.ok()) return Error(parsed.status());
+  u.role = *parsed;
+  const json& unix_user = j.value("unixUser", json(""));
+  if (!unix_user.is_string()) return Error(InvalidArgument("unixUser: must be a Unix user name"));
+  u.unix_user = unix_user.get<std::string>();
+  if (!u.unix_user.empty()) {
+    if (Status s = auth::ValidateUserName(u.unix_user, "unixUser"); !s.ok()) return Error(s);
+  }
+  if (Status s = d.auth->AddUser(u); !s.ok()) return Error(s);
+  auto stored = d.auth->GetUser(u.name);
+  if (!stored.ok()) return Error(stored.status());
+  return Json(RenderUser(*stored, {}));
+}
+
+}  // namespace
+
+std::optional<http::Response> HandleAdminRoutes(const ApiDeps& d, const http::Request& req,
+                                                const auth::Principal& caller) {
+  static const std::regex kUser(R"(^/v1/admin/users/([^/]+)$)");
+  static const std::regex kUserTokens(R"(^/v1/admin/users/([^/]+)/tokens$)");
+  static const std::regex kRevoke(R"(^/v1/admin/tokens/([^/:]+):revoke$)");
+  std::smatch m;
+  const std::string& path = req.path;
+  if (path == "/v1/whoami" && req.method == "GET") {
+    return Json({{"user", caller.user},
+                 {"role", auth::RoleName(caller.role)},
+                 {"unixUser", caller.unix_user},
+                 {"tokenId", caller.token_id}});
+  }
+  if (path.rfind("/v1/admin/", 0) != 0) return std::nullopt;
+  auto not_supported = [&req] {
+    return Error(InvalidArgument("method " + req.method + " is not supported on " + req.path));
+  };
+  if (path == "/v1/admin/users") {
+    if (req.method == "POST") return AddUser(d, req.body);
+    if (req.method != "GET") return not_supported();
+    auto users = d.auth->ListUsers();
+    if (!users.ok()) return Error(users.status());
+    auto tokens = d.auth->ListTokens();
+    if (!tokens.ok()) return Error(tokens.status());
+    json out = {{"users", json::array()}};
+    for (const auth::User& u : *users) out["users"].push_back(RenderUser(u, *tokens));
+    return Json(out);
+  }
+  if (std::regex_match(path, m, kUser)) {
+    if (req.method == "GET") {
+      auto u = d.auth->GetUser(m[1]);
+      if (!u.ok()) return Error(u.status());
+      auto tokens = d.auth->ListTokens(u->name);
+      if (!tokens.ok()) return Error(tokens.status());
+      return Json(RenderUser(*u, *tokens));
+    }
+    if (req.method != "DELETE") return not_supported();
+    if (m[1] == caller.user) {
+      return Error(FailedPrecondition(
+          "you cannot remove yourself ('" + caller.user +
+          "'); another admin can, which keeps at least one admin able to manage users"));
+    }
+    if (Status s = d.auth->RemoveUser(m[1]); !s.ok()) return Error(s);
+    return Json(json::object());
+  }
+  if (std::regex_match(path, m, kUserTokens)) {
+    if (req.method != "POST") return not_supported();
+    auto issued = d.auth->IssueToken(m[1]);
+    if (!issued.ok()) return Error(issued.status());
+    return Json({{"id", issued->id}, {"user", m[1].str()}, {"token", issued->token}});
+  }
+  if (std::regex_match(path, m, kRevoke)) {
+    if (req.method != "POST") return not_supported();
+    if (Status s = d.auth->RevokeToken(m[1]); !s.ok()) return Error(s);
+    return Json(json::object());
+  }
+  return Error(NotFound("no route for " + req.method + " " + path));
+}
+
+}  // namespace stoker::api

@@ -1,0 +1,43 @@
+// Stoker's own read-only views of the cluster (not part of the Vertex API):
+//   GET /v1/stoker/queue  the queue in the order the scheduler takes it, with
+//                         each job's reason to wait and estimated start
+//   GET /v1/stoker/nodes  nodes, their GPUs and what holds each
+// Every role may read them (like Slurm's squeue and sinfo); they show job
+// ids, users and display names, never specs or logs.
+#include "api/routes.h"
+#include "common/time.h"
+#include "server/controller.h"
+
+namespace stoker::api {
+
+using nlohmann::json;
+
+std::optional<http::Response> HandleClusterRoutes(const ApiDeps& d, const http::Request& req,
+                                                  const auth::Principal&) {
+  if (req.path == "/v1/stoker/queue") {
+    if (req.method != "GET") return Error(InvalidArgument("only GET is supported on " + req.path));
+    json jobs = json::array();
+    int position = 0;
+    for (const server::Controller::QueueEntry& e : d.controller->Queue()) {
+      json j = {{"position", ++position},
+                {"jobId", std::to_string(e.job_id)},
+                {"displayName", e.display_name},
+                {"user", e.user},
+                {"priority", e.priority},
+                {"effectivePriority", e.effective_priority},
+                {"createTime", FormatRfc3339(e.create_time_us)},
+                {"gpus", e.gpus},
+                {"reason", e.reason}};
+      if (e.estimated_start_us) j["estimatedStartTime"] = FormatRfc3339(e.estimated_start_us);
+      jobs.push_back(std::move(j));
+    }
+    return Json({{"jobs", jobs}});
+  }
+  if (req.path == "/v1/stoker/nodes") {
+    if (req.method != "GET") return Error(InvalidArgument("only GET is supported on " + req.path));
+    return Json(d.controller->Nodes());
+  }
+  return std::nullopt;
+}
+
+}  // namespace stoker::api

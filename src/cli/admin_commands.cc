@@ -1,0 +1,107 @@
+// `stoker admin users ...`: users, roles and API tokens, through the admin
+// routes of stokerd (/v1/admin/..., admins only).
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "http/http.h"
+
+namespace stoker::cli {
+
+using nlohmann::json;
+
+namespace {
+
+// Runs `call` on a fresh connection; prints its JSON in --format json, or
+// hands it to `text` otherwise.
+template <typename Call, typename Text>
+int Admin(const Globals& g, Call&& call, Text&& text) {
+  auto conn = Connect(g);
+  if (!conn.ok()) return Report(conn.status());
+  Result<json> r = call(**conn);
+  if (!r.ok()) return Report(r.status());
+  if (g.format == "json") {
+    std::cout << r->dump(2) << "\n";
+  } else {
+    text(*r);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int AdminUsersAdd(const Globals& g, const AdminUserFlags& f) {
+  json body = {{"name", f.name}, {"role", f.role}, {"unixUser", f.unix_user}};
+  return Admin(
+      g, [&](Connection& c) { return c.Call("POST", "/v1/admin/users", body.dump()); },
+      [](const json& u) {
+        std::cout << "Added user " << u.value("name", "") << " (role " << u.value("role", "")
+                  << (u.value("unixUser", "").empty() ? ""
+                                                      : ", unix user " + u.value("unixUser", ""))
+                  << "). Give it a token with: stoker admin users token " << u.value("name", "")
+                  << "\n";
+      });
+}
+
+int AdminUsersList(const Globals& g) {
+  return Admin(
+      g, [](Connection& c) { return c.Call("GET", "/v1/admin/users"); },
+      [](const json& out) {
+        std::printf("%-20s %-7s %-16s %s\n", "NAME", "ROLE", "UNIX_USER", "TOKENS");
+        for (const json& u : out.value("users", json::array())) {
+          std::string tokens;
+          for (const json& t : u.value("tokens", json::array())) {
+            if (!tokens.empty()) tokens += " ";
+            tokens += t.value("id", "") + (t.contains("revokeTime") ? "(revoked)" : "");
+          }
+          std::printf("%-20s %-7s %-16s %s\n", u.value("name", "").c_str(),
+                      u.value("role", "").c_str(),
+                      u.value("unixUser", "").empty() ? "-" : u.value("unixUser", "").c_str(),
+                      tokens.empty() ? "-" : tokens.c_str());
+        }
+      });
+}
+
+int AdminUsersRemove(const Globals& g, const std::string& name) {
+  return Admin(
+      g,
+      [&](Connection& c) { return c.Call("DELETE", "/v1/admin/users/" + http::UrlEncode(name)); },
+      [&](const json&) { std::cout << "Removed user " << name << " and revoked its tokens.\n"; });
+}
+
+int AdminUsersToken(const Globals& g, const std::string& name) {
+  return Admin(
+      g,
+      [&](Connection& c) {
+        return c.Call("POST", "/v1/admin/users/" + http::UrlEncode(name) + "/tokens");
+      },
+      [](const json& t) {
+        // The token alone on stdout, so that `TOKEN=$(stoker admin users token x)` works.
+        std::cout << t.value("token", "") << "\n";
+        std::cerr << "A new token (id " << t.value("id", "") << ") for user " << t.value("user", "")
+                  << ". It is shown only now; give it to the user as STOKER_TOKEN or --token, "
+                     "and revoke it with: stoker admin users revoke "
+                  << t.value("id", "") << "\n";
+      });
+}
+
+int AdminTokensRevoke(const Globals& g, const std::string& token_id) {
+  return Admin(
+      g,
+      [&](Connection& c) {
+        return c.Call("POST", "/v1/admin/tokens/" + http::UrlEncode(token_id) + ":revoke");
+      },
+      [&](const json&) { std::cout << "Revoked token " << token_id << ".\n"; });
+}
+
+int AdminWhoami(const Globals& g) {
+  return Admin(
+      g, [](Connection& c) { return c.Call("GET", "/v1/whoami"); },
+      [](const json& w) {
+        std::cout << w.value("user", "") << " (role " << w.value("role", "") << ", token "
+                  << w.value("tokenId", "") << ")\n";
+      });
+}
+
+}  // namespace stoker::cli

@@ -1,0 +1,50 @@
+// The executor side of the replica directory contract (src/runner/README.md),
+// shared by every executor that runs replicas under `stoker-run`: writing
+// launch.json, reading how a replica stands from the files its supervisor
+// writes, and claiming a replica that has not started so that it never does.
+//
+// Functions here touch only the replica directory; none blocks on a
+// trainer. Not thread-safe for the same directory (the control loop is the
+// only caller).
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "common/status.h"
+#include "exec/executor.h"
+
+namespace stoker::exec {
+
+// Creates `dir` and writes dir/launch.json for `replica` (argv, env,
+// packages, timeout, grace, log limits, run_as). Not synced: the store's PENDING commit is the
+// durable record, and a relaunch after a crash writes it again.
+Status WriteLaunchFile(const std::filesystem::path& dir, const ReplicaLaunch& replica);
+
+// True when dir/claim exists: a supervisor ran (or Cancel claimed it).
+bool Claimed(const std::filesystem::path& dir);
+
+// True when a live supervisor holds <dir>/runner.lock.
+bool SupervisorAlive(const std::filesystem::path& replica_dir);
+
+struct ReadStatusOptions {
+  // When the supervisor is found dead without a status, SIGKILL the
+  // trainer's process group recorded in trainer.json. Only meaningful when
+  // the supervisor ran on this machine.
+  bool kill_orphans = true;
+};
+
+// The replica's state from its files: kEnded from status.json; kRunning or
+// kStarting while a supervisor holds the lock; kLost when the claim exists,
+// the lock is free and there is no status; kLost when the directory is gone;
+// kStarting (message empty) when nothing has claimed it yet.
+ReplicaStatus ReadReplicaStatus(const std::filesystem::path& dir, const std::string& name,
+                                const ReadStatusOptions& options = {});
+
+// For a replica that has no supervisor yet: creates dir/claim (O_EXCL) and
+// a "cancelled before it started" status.json, so that a supervisor started
+// later exits without running the trainer. Returns true when it made the
+// claim, false when a supervisor (or an earlier call) already had.
+Result<bool> ClaimAsCancelled(const std::filesystem::path& dir);
+
+}  // namespace stoker::exec

@@ -1,0 +1,123 @@
+// SlurmExecutor: one Slurm batch job per Stoker job attempt; each Slurm task
+// runs `stoker-run --slurm --job-dir DIR`, which supervises one replica
+// exactly as in local mode (docs/slurm.md, docs/decisions/0007).
+//
+// Files, under <shared_dir>/jobs/<job>/[attempt-<n>/] (the "job dir", which
+// every node must see at the same path):
+//   slurm.json        the intent: Slurm job name, comment and the replicas in
+//                     task order. Synced before sbatch runs.
+//   slurm.sbatch      the batch script (#SBATCH options, then srun).
+//   slurm-job-id      the Slurm job id, synced once sbatch answered.
+//   slurm-<id>.out    the batch script's own output (srun's diagnostics).
+//   <replica>/        replica directories, as for the local executor.
+//
+// Launch is idempotent: with slurm-job-id present it does nothing; without
+// it, a job carrying this attempt's name and comment that Slurm still knows
+// is adopted instead of submitting again. Even a second submission could not
+// run a trainer twice: each replica's `claim` file admits one supervisor.
+//
+// Poll reads the replica files (never blocking on trainers) and, for
+// replicas no supervisor has claimed yet, Slurm's view of the job from one
+// `squeue` for all of this user's jobs, cached for `queue_refresh_seconds`.
+// Not thread-safe: called from the control loop only (ReplicaDir excepted).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exec/executor.h"
+
+namespace stoker::exec {
+
+struct SlurmOptions {
+  std::filesystem::path shared_dir;  // holds jobs/; same path on every node
+  std::filesystem::path runner;      // stoker-run; same path on every node
+  // Defaults for --partition/--account/--qos; the job labels
+  // slurm-partition, slurm-account and slurm-qos override them. "" = omit.
+  std::string partition;
+  std::string account;
+  std::string qos;
+  std::vector<std::string> sbatch_extra_args;  // passed to sbatch as given
+  // Cancel sends SIGTERM to the job's steps (the supervisors stop their
+  // trainers with SIGTERM, grace, SIGKILL); if the Slurm job is still there
+  // this long after, a plain scancel follows.
+  double grace_seconds = 30;
+  // Tells this daemon's Slurm jobs from those of other daemons on the same
+  // cluster (job ids restart at 1 in every data dir). Put in --comment.
+  std::string instance;
+  double queue_refresh_seconds = 1;  // how stale the cached squeue may be
+};
+
+// "stoker-<job>-<attempt>".
+std::string SlurmJobName(int64_t job_id, int attempt);
+// "stoker:<job>:<attempt>:<instance>".
+std::string SlurmComment(const std::string& instance, int64_t job_id, int attempt);
+
+// The batch script for `launch` (pure). InvalidArgument naming the label
+// when a slurm-* label holds characters Slurm option values cannot have.
+// Shape: the largest cpus/memory/gpus of any replica, for every task;
+// without GPUs `--ntasks=R` (Slurm may pack tasks on a node), with GPUs one
+// task per node (`--nodes=R --ntasks-per-node=1 --gres=gpu:N`). `--time` is
+// the timeout plus the grace plus 2 minutes, in whole minutes: stoker-run
+// enforces the exact timeout, Slurm's limit is the backstop.
+Result<std::string> SlurmBatchScript(const JobLaunch& launch, const SlurmOptions& options,
+                                     const std::filesystem::path& job_dir);
+
+// One job as squeue/scontrol see it.
+struct SlurmJobInfo {
+  std::string state;   // PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT, ...
+  std::string reason;  // Priority, Resources, NonZeroExitCode, None, ...
+  std::string nodes;
+};
+
+// Parses `squeue --noheader --format=%i|%T|%r|%N` output; lines that do not
+// parse are skipped (array and het job ids like 12_3 included).
+std::map<int64_t, SlurmJobInfo> ParseSqueue(const std::string& text);
+
+// True for job states after which nothing of the job runs any more.
+bool SlurmStateIsFinal(const std::string& state);
+
+class SlurmExecutor : public Executor {
+ public:
+  explicit SlurmExecutor(SlurmOptions options);
+
+  std::filesystem::path ReplicaDir(int64_t job_id, int attempt,
+                                   const std::string& replica) const override;
+  Status Launch(const JobLaunch& launch) override;
+  Result<std::vector<ReplicaStatus>> Poll(int64_t job_id, int attempt,
+                                          const std::vector<std::string>& replicas) override;
+  Status Cancel(int64_t job_id, int attempt, const std::vector<std::string>& replicas) override;
+  bool PlacesReplicas() const override { return true; }
+
+ private:
+  struct Attempt {  // what this daemon knows about one submitted attempt
+    int64_t slurm_id = 0;
+    int64_t known_since_us = 0;  // when this daemon learned the id (monotonic)
+    int64_t term_sent_us = 0;    // first graceful scancel (monotonic), 0 = none
+    bool killed = false;         // the plain scancel was sent
+  };
+
+  std::filesystem::path JobDir(int64_t job_id, int attempt) const;
+  // The attempt's Slurm id from memory, slurm-job-id, or (after a crash
+  // before the id was recorded) squeue by name and comment. nullopt: none.
+  Result<std::optional<Attempt*>> Find(int64_t job_id, int attempt, bool ask_slurm);
+  // Slurm's view of every job of this user, at most queue_refresh_seconds
+  // old and never older than `not_before_us`.
+  Result<const std::map<int64_t, SlurmJobInfo>*> Queue(int64_t not_before_us);
+  Status Scancel(int64_t slurm_id, bool graceful);
+
+  SlurmOptions options_;
+  std::map<std::pair<int64_t, int>, Attempt> attempts_;
+  std::map<int64_t, SlurmJobInfo> queue_;
+  int64_t queue_taken_us_ = -1;
+};
+
+// The id in <data_dir>/slurm-instance, created (random) on first use.
+Result<std::string> LoadOrCreateSlurmInstance(const std::filesystem::path& data_dir);
+
+}  // namespace stoker::exec

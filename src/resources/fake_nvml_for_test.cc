@@ -1,0 +1,60 @@
+// A fake libnvidia-ml for nvml_test: the NVML entry points that nvml.cc uses,
+// answering for two GPUs (an H100 and a T4) with fixed numbers, and failing
+// on demand through FAKE_NVML_FAIL_INIT. Loaded with dlopen by path, exactly
+// as the real library would be; never linked into anything.
+#include <cstdlib>
+#include <cstring>
+
+extern "C" {
+
+struct nvmlDevice_st {
+  const char* name;
+  const char* uuid;
+  unsigned long long total, used;
+  unsigned int util;
+};
+struct nvmlMemory_t {
+  unsigned long long total, free, used;
+};
+struct nvmlUtilization_t {
+  unsigned int gpu, memory;
+};
+
+static nvmlDevice_st kDevices[] = {
+    {"NVIDIA H100 80GB HBM3", "GPU-11111111-2222-3333-4444-555555555555", 85520809984ull,
+     1073741824ull, 37},
+    {"Tesla T4", "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee", 16106127360ull, 0, 0},
+};
+
+int nvmlInit_v2() { return std::getenv("FAKE_NVML_FAIL_INIT") ? 9 : 0; }  // 9: driver not loaded
+int nvmlShutdown() { return 0; }
+const char* nvmlErrorString(int rc) { return rc == 9 ? "Driver Not Loaded" : "Unknown Error"; }
+int nvmlDeviceGetCount_v2(unsigned int* n) {
+  *n = 2;
+  return 0;
+}
+int nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_st** d) {
+  if (i >= 2) return 2;  // invalid argument
+  *d = &kDevices[i];
+  return 0;
+}
+int nvmlDeviceGetName(nvmlDevice_st* d, char* out, unsigned int len) {
+  std::strncpy(out, d->name, len);
+  return 0;
+}
+int nvmlDeviceGetUUID(nvmlDevice_st* d, char* out, unsigned int len) {
+  std::strncpy(out, d->uuid, len);
+  return 0;
+}
+int nvmlDeviceGetMemoryInfo(nvmlDevice_st* d, nvmlMemory_t* m) {
+  m->total = d->total;
+  m->used = d->used;
+  m->free = d->total - d->used;
+  return 0;
+}
+int nvmlDeviceGetUtilizationRates(nvmlDevice_st* d, nvmlUtilization_t* u) {
+  u->gpu = d->util;
+  u->memory = 0;
+  return 0;
+}
+}

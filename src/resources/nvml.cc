@@ -1,0 +1,217 @@
+#include "resources/nvml.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <mutex>
+
+namespace stoker::resources {
+namespace {
+
+// The NVML types and entry points used here, declared from the public NVML
+// API reference (nvml.h is not needed to build).
+using nvmlReturn_t = int;  // an enum in nvml.h; 0 = NVML_SUCCESS
+constexpr nvmlReturn_t kNvmlSuccess = 0;
+using nvmlDevice_t = struct nvmlDevice_st*;
+struct nvmlMemory_t {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+struct nvmlUtilization_t {
+  unsigned int gpu;     // percent of time a kernel ran, last sample period
+  unsigned int memory;  // percent of time memory was read or written
+};
+constexpr unsigned kNameBuffer = 96;  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
+constexpr unsigned kUuidBuffer = 80;  // NVML_DEVICE_UUID_V2_BUFFER_SIZE
+
+struct Nvml {
+  void* lib = nullptr;
+  std::string error;  // why `lib` is null or a symbol is missing
+  nvmlReturn_t (*init)() = nullptr;
+  nvmlReturn_t (*shutdown)() = nullptr;
+  nvmlReturn_t (*count)(unsigned int*) = nullptr;
+  nvmlReturn_t (*handle)(unsigned int, nvmlDevice_t*) = nullptr;
+  nvmlReturn_t (*name)(nvmlDevice_t, char*, unsigned int) = nullptr;
+  nvmlReturn_t (*uuid)(nvmlDevice_t, char*, unsigned int) = nullptr;
+  nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
+  nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
+  const char* (*error_string)(nvmlReturn_t) = nullptr;  // optional
+
+  std::string Describe(nvmlReturn_t rc) const {
+    std::string s = "NVML error " + std::to_string(rc);
+    if (error_string) {
+      if (const char* text = error_string(rc)) s += " (" + std::string(text) + ")";
+    }
+    return s;
+  }
+};
+
+template <typename F>
+bool Resolve(Nvml& n, F*& fn, const char* symbol) {
+  fn = reinterpret_cast<F*>(::dlsym(n.lib, symbol));
+  if (!fn && n.error.empty()) n.error = std::string("the NVML library has no ") + symbol;
+  return fn != nullptr;
+}
+
+// Loads `library` once per path for the life of the process (NVML is never
+// unloaded: other threads may be inside it).
+const Nvml& Load(const std::string& library) {
+  static std::mutex mu;
+  static std::map<std::string, Nvml>* loaded = new std::map<std::string, Nvml>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto [it, fresh] = loaded->try_emplace(library);
+  Nvml& n = it->second;
+  if (!fresh) return n;
+  n.lib = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!n.lib) {
+    const char* e = ::dlerror();
+    n.error = library + " could not be loaded (" + (e ? e : "unknown error") +
+              "): no NVIDIA driver on this machine; install the driver or declare the GPUs "
+              "in the config";
+    return n;
+  }
+  bool ok = Resolve(n, n.init, "nvmlInit_v2") && Resolve(n, n.shutdown, "nvmlShutdown") &&
+            Resolve(n, n.count, "nvmlDeviceGetCount_v2") &&
+            Resolve(n, n.handle, "nvmlDeviceGetHandleByIndex_v2") &&
+            Resolve(n, n.name, "nvmlDeviceGetName") && Resolve(n, n.uuid, "nvmlDeviceGetUUID") &&
+            Resolve(n, n.memory, "nvmlDeviceGetMemoryInfo") &&
+            Resolve(n, n.utilization, "nvmlDeviceGetUtilizationRates");
+  n.error_string =
+      reinterpret_cast<const char* (*)(nvmlReturn_t)>(::dlsym(n.lib, "nvmlErrorString"));
+  if (!ok) {
+    n.error += " (" + library + " is too old or not NVML); update the NVIDIA driver";
+    ::dlclose(n.lib);
+    n.lib = nullptr;
+  }
+  return n;
+}
+
+// Runs `body(count)` between nvmlInit_v2 and nvmlShutdown; false with `why`
+// set when NVML is unusable.
+template <typename Body>
+bool WithNvml(const Nvml& n, std::string* why, Body&& body) {
+  auto fail = [&](const std::string& w) {
+    if (why) *why = w;
+    return false;
+  };
+  if (!n.lib) return fail(n.error);
+  nvmlReturn_t rc = n.init();
+  if (rc != kNvmlSuccess) {
+    return fail("nvmlInit_v2 failed: " + n.Describe(rc) +
+                "; is the NVIDIA driver loaded (nvidia-smi should work)?");
+  }
+  unsigned int count = 0;
+  rc = n.count(&count);
+  if (rc != kNvmlSuccess) {
+    n.shutdown();
+    return fail("nvmlDeviceGetCount_v2 failed: " + n.Describe(rc));
+  }
+  body(count);
+  n.shutdown();
+  if (count == 0) return fail("NVML reports no GPUs on this machine");
+  return true;
+}
+
+std::vector<std::string> Words(const std::string& name) {
+  std::vector<std::string> words;
+  std::string w;
+  for (char ch : name) {
+    if (std::isalnum(static_cast<unsigned char>(ch))) {
+      w += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    } else if (!w.empty()) {
+      words.push_back(std::move(w));
+      w.clear();
+    }
+  }
+  if (!w.empty()) words.push_back(std::move(w));
+  return words;
+}
+
+}  // namespace
+
+std::string VertexAcceleratorType(const std::string& nvml_name, uint64_t memory_bytes) {
+  const std::vector<std::string> words = Words(nvml_name);
+  auto has = [&](const char* w) { return std::find(words.begin(), words.end(), w) != words.end(); };
+  constexpr uint64_t k60GiB = 60ull << 30;
+  if (has("H200")) return "NVIDIA_H200_141GB";
+  if (has("H100")) return "NVIDIA_H100_80GB";
+  if (has("A100")) {
+    return has("80GB") || memory_bytes > k60GiB ? "NVIDIA_A100_80GB" : "NVIDIA_TESLA_A100";
+  }
+  if (has("L4")) return "NVIDIA_L4";
+  if (has("T4")) return "NVIDIA_TESLA_T4";
+  if (has("V100") || has("V100S")) return "NVIDIA_TESLA_V100";
+  if (has("P100")) return "NVIDIA_TESLA_P100";
+  if (has("P4")) return "NVIDIA_TESLA_P4";
+  if (has("K80")) return "NVIDIA_TESLA_K80";
+  if (has("GB200")) return "NVIDIA_GB200";
+  if (has("B200")) return "NVIDIA_B200";
+  for (size_t i = 0; i + 2 < words.size(); ++i) {
+    if (words[i] == "RTX" && words[i + 1] == "PRO" && words[i + 2] == "6000") {
+      return "NVIDIA_RTX_PRO_6000";
+    }
+  }
+  if (words.empty()) return "NVIDIA_UNKNOWN";
+  std::string type = "NVIDIA";
+  for (size_t i = words[0] == "NVIDIA" ? 1 : 0; i < words.size(); ++i) type += "_" + words[i];
+  return type;
+}
+
+std::vector<Gpu> DiscoverGpusFrom(const std::string& library, std::string* why) {
+  const Nvml& n = Load(library);
+  std::vector<Gpu> gpus;
+  std::string problem;
+  bool ok = WithNvml(n, why, [&](unsigned int count) {
+    for (unsigned int i = 0; i < count; ++i) {
+      nvmlDevice_t dev = nullptr;
+      char name[kNameBuffer] = {0};
+      char uuid[kUuidBuffer] = {0};
+      nvmlMemory_t mem{};
+      nvmlReturn_t rc = n.handle(i, &dev);
+      if (rc == kNvmlSuccess) rc = n.name(dev, name, kNameBuffer);
+      if (rc == kNvmlSuccess) rc = n.uuid(dev, uuid, kUuidBuffer);
+      if (rc == kNvmlSuccess) rc = n.memory(dev, &mem);
+      if (rc != kNvmlSuccess) {
+        // A GPU that cannot be queried (lost, or in reset) is not offered.
+        problem = "GPU " + std::to_string(i) + " could not be queried: " + n.Describe(rc);
+        continue;
+      }
+      name[kNameBuffer - 1] = uuid[kUuidBuffer - 1] = '\0';
+      gpus.push_back({static_cast<int>(i), VertexAcceleratorType(name, mem.total),
+                      static_cast<uint64_t>(mem.total), uuid});
+    }
+  });
+  if (ok && why) *why = problem;
+  if (ok && gpus.empty() && why) *why = "every GPU failed to answer NVML: " + problem;
+  return gpus;
+}
+
+std::vector<GpuUsage> QueryGpuUsageFrom(const std::string& library) {
+  const Nvml& n = Load(library);
+  std::vector<GpuUsage> usage;
+  WithNvml(n, nullptr, [&](unsigned int count) {
+    for (unsigned int i = 0; i < count; ++i) {
+      nvmlDevice_t dev = nullptr;
+      nvmlMemory_t mem{};
+      nvmlUtilization_t util{};
+      if (n.handle(i, &dev) != kNvmlSuccess || n.memory(dev, &mem) != kNvmlSuccess ||
+          n.utilization(dev, &util) != kNvmlSuccess) {
+        continue;
+      }
+      usage.push_back({static_cast<int>(i), static_cast<double>(util.gpu),
+                       static_cast<uint64_t>(mem.used), static_cast<uint64_t>(mem.total)});
+    }
+  });
+  return usage;
+}
+
+std::vector<Gpu> DiscoverGpus(std::string* why) {
+  return DiscoverGpusFrom("libnvidia-ml.so.1", why);
+}
+
+std::vector<GpuUsage> QueryGpuUsage() { return QueryGpuUsageFrom("libnvidia-ml.so.1"); }
+
+}  // namespace stoker::resources

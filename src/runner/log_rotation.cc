@@ -1,0 +1,385 @@
+#include "runner/log_rotation.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "common/files.h"
+
+namespace stoker::runner {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A trailing line without its newline is held back this long (or until it
+// grows this big) in the hope that the rest arrives, so that rotation does
+// not cut it; then it is written as it is (a progress bar, a prompt).
+constexpr int kHoldBackMs = 100;
+constexpr size_t kMaxHeldBack = 64 * 1024;
+
+int64_t MonotonicMs() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+std::string FileName(int index) {
+  return index == 0 ? "output.log" : "output.log." + std::to_string(index);
+}
+
+void Complain(const std::string& line) {
+  std::string l = "stoker-run[" + std::to_string(::getpid()) + "]: " + line + "\n";
+  ssize_t n = ::write(STDERR_FILENO, l.data(), l.size());
+  (void)n;
+}
+
+}  // namespace
+
+WriteStep PlanWrite(uint64_t size, std::string_view data, uint64_t max_bytes) {
+  if (max_bytes == 0) return {false, data.size()};
+  uint64_t room = size < max_bytes ? max_bytes - size : 0;
+  if (data.size() <= room) return {false, data.size()};
+  if (room > 0) {
+    size_t nl = data.substr(0, static_cast<size_t>(room)).rfind('\n');
+    if (nl != std::string_view::npos) return {false, nl + 1};
+    // A line longer than a whole file: cut it at the file's end.
+    if (size == 0) return {false, static_cast<size_t>(room)};
+  }
+  return {true, 0};
+}
+
+Result<std::vector<LogFile>> ParseLogState(std::string_view text) {
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("files") ||
+      !doc["files"].is_array()) {
+    return InvalidArgument("log_state.json: expected {\"files\": [...]}");
+  }
+  std::vector<LogFile> out;
+  for (const auto& f : doc["files"]) {
+    if (!f.is_object() || !f.value("name", nlohmann::json()).is_string() ||
+        !f.value("ino", nlohmann::json()).is_number_unsigned() ||
+        !f.value("start", nlohmann::json()).is_number_unsigned()) {
+      return InvalidArgument("log_state.json: files[" + std::to_string(out.size()) +
+                             "]: needs name, ino and start");
+    }
+    out.push_back(
+        {f["name"].get<std::string>(), f["ino"].get<uint64_t>(), f["start"].get<uint64_t>()});
+  }
+  return out;
+}
+
+RotatingLog::RotatingLog(fs::path dir, LogLimits limits) : dir_(std::move(dir)), limits_(limits) {
+  if (limits_.max_files < 1) limits_.max_files = 1;
+}
+
+RotatingLog::~RotatingLog() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status RotatingLog::Open() {
+  fs::path path = dir_ / FileName(0);
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  struct stat st = {};
+  if (fd_ < 0 || ::fstat(fd_, &st) != 0) {
+    return Internal("cannot open " + path.string() + ": " + std::strerror(errno));
+  }
+  size_ = static_cast<uint64_t>(st.st_size);
+  files_ = {{FileName(0), static_cast<uint64_t>(st.st_ino), 0}};
+  return OkStatus();
+}
+
+Status RotatingLog::Rotate() {
+  ::close(fd_);
+  fd_ = -1;
+  // output.log.(n-1) -> .n (replacing the oldest), ..., output.log -> .1.
+  for (int i = limits_.max_files; i >= 1; --i) {
+    fs::path from = dir_ / FileName(i - 1), to = dir_ / FileName(i);
+    if (::rename(from.c_str(), to.c_str()) != 0 && errno != ENOENT) {
+      return Internal("cannot rotate " + from.string() + " to " + to.string() + ": " +
+                      std::strerror(errno));
+    }
+  }
+  uint64_t next_start = files_.front().start + size_;
+  fs::path path = dir_ / FileName(0);
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  struct stat st = {};
+  if (fd_ < 0 || ::fstat(fd_, &st) != 0) {
+    return Internal("cannot open " + path.string() + " after rotating: " + std::strerror(errno));
+  }
+  size_ = 0;
+  files_.insert(files_.begin(), LogFile{"", static_cast<uint64_t>(st.st_ino), next_start});
+  if (files_.size() > static_cast<size_t>(limits_.max_files) + 1) files_.pop_back();
+  nlohmann::json state = {{"files", nlohmann::json::array()}};
+  for (size_t i = 0; i < files_.size(); ++i) {
+    files_[i].name = FileName(static_cast<int>(i));
+    state["files"].push_back(
+        {{"name", files_[i].name}, {"ino", files_[i].ino}, {"start", files_[i].start}});
+  }
+  return WriteFileAtomic(dir_ / "log_state.json", state.dump() + "\n", Durability::kNoSync);
+}
+
+Status RotatingLog::Write(std::string_view data) {
+  while (!data.empty()) {
+    if (fd_ < 0) return FailedPrecondition((dir_ / FileName(0)).string() + " is not open");
+    WriteStep step = PlanWrite(size_, data, limits_.max_bytes);
+    if (step.rotate) {
+      STOKER_RETURN_IF_ERROR(Rotate());
+      continue;
+    }
+    std::string_view part = data.substr(0, step.write);
+    while (!part.empty()) {
+      ssize_t n = ::write(fd_, part.data(), part.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        return Internal("cannot write " + (dir_ / FileName(0)).string() + ": " +
+                        std::strerror(n < 0 ? errno : ENOSPC));
+      }
+      part.remove_prefix(static_cast<size_t>(n));
+      size_ += static_cast<uint64_t>(n);
+    }
+    data.remove_prefix(step.write);
+  }
+  return OkStatus();
+}
+
+LogPump::LogPump(int read_fd, Sink sink, size_t buffer_limit)
+    : fd_(read_fd), sink_(std::move(sink)), buffer_limit_(buffer_limit) {
+  ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
+  stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  reader_ = std::thread([this] { ReadLoop(); });
+  writer_ = std::thread([this] { WriteLoop(); });
+}
+
+LogPump::~LogPump() { Finish(0); }
+
+void LogPump::Finish(int wait_ms) {
+  if (finished_) return;
+  finished_ = true;
+  {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), [this] { return eof_; });
+  }
+  uint64_t one = 1;
+  ssize_t n = ::write(stop_fd_, &one, sizeof one);
+  (void)n;
+  reader_.join();
+  writer_.join();
+  ::close(fd_);
+  ::close(stop_fd_);
+}
+
+void LogPump::ReadLoop() {
+  std::vector<char> buf(64 * 1024);
+  bool stopping = false;
+  while (true) {
+    if (!stopping) {
+      pollfd p[2] = {{fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+      if (::poll(p, 2, -1) < 0 && errno != EINTR) break;
+      // Stop requested: take what the pipe holds now, then end.
+      if (p[1].revents != 0) stopping = true;
+    }
+    ssize_t n = ::read(fd_, buf.data(), buf.size());
+    if (n > 0) {
+      std::lock_guard lock(mu_);
+      queue_.emplace_back(buf.data(), static_cast<size_t>(n));
+      queued_bytes_ += static_cast<size_t>(n);
+      // Over the limit: drop the oldest pieces, never the newest.
+      while (queued_bytes_ > buffer_limit_ && queue_.size() > 1) {
+        queued_bytes_ -= queue_.front().size();
+        dropped_ += queue_.front().size();
+        queue_.pop_front();
+      }
+      cv_.notify_all();
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN && !stopping) continue;
+    break;  // end of file, drained after a stop, or an error
+  }
+  std::lock_guard lock(mu_);
+  eof_ = true;
+  cv_.notify_all();
+}
+
+void LogPump::WriteLoop() {
+  std::unique_lock lock(mu_);
+  int64_t partial_since = -1;  // when the held-back partial line was first seen
+  bool failed = false;
+  bool at_line_start = true;  // the last byte handed to the sink was a newline
+  while (true) {
+    bool eof = eof_;
+    std::string data;
+    data.reserve(queued_bytes_);
+    for (const std::string& piece : queue_) data += piece;
+    queue_.clear();
+    queued_bytes_ = 0;
+    uint64_t dropped = dropped_;
+    dropped_ = 0;
+    // Hold back a trailing partial line for a moment (see kHoldBackMs).
+    size_t keep = data.size();
+    size_t nl = data.rfind('\n');
+    size_t partial = nl == std::string::npos ? 0 : nl + 1;
+    if (partial < data.size()) {
+      int64_t now = MonotonicMs();
+      if (nl != std::string::npos || partial_since < 0) partial_since = now;
+      if (!eof && data.size() - partial < kMaxHeldBack && now - partial_since < kHoldBackMs) {
+        keep = partial;
+      }
+    } else {
+      partial_since = -1;
+    }
+    if (keep < data.size()) {
+      queue_.push_front(data.substr(keep));
+      queued_bytes_ += data.size() - keep;
+      data.resize(keep);
+    } else {
+      partial_since = -1;
+    }
+    if (dropped > 0) {
+      // The gap lies before what is queued now.
+      data.insert(0, std::string(at_line_start ? "" : "\n") +
+                         "stoker-run: " + std::to_string(dropped) +
+                         " bytes of output dropped here: the disk did not keep up\n");
+    }
+    if (data.empty()) {
+      if (eof && queue_.empty()) break;
+      if (partial_since >= 0) {
+        cv_.wait_for(lock, std::chrono::milliseconds(kHoldBackMs));
+      } else {
+        cv_.wait(lock);
+      }
+      continue;
+    }
+    lock.unlock();
+    at_line_start = data.back() == '\n';
+    if (!failed) {
+      Status s = sink_(data);
+      if (!s.ok()) {
+        Complain(s.message() + "; dropping the rest of the trainer's output");
+        failed = true;
+      }
+    }
+    lock.lock();
+  }
+}
+
+namespace {
+
+// One file of a consistent view of the stream, open for reading.
+struct OpenLog {
+  int fd = -1;
+  uint64_t start = 0;
+  uint64_t size = 0;
+};
+
+struct Snapshot {
+  std::vector<OpenLog> files;  // oldest first
+  ~Snapshot() {
+    for (const OpenLog& f : files) ::close(f.fd);
+  }
+  uint64_t end() const { return files.empty() ? 0 : files.back().start + files.back().size; }
+};
+
+// Opens the files of DIR's stream as they are at one moment. False when a
+// rotation changed them while looking (the caller retries).
+bool TakeSnapshot(const fs::path& dir, Snapshot* snap) {
+  auto state_text = [&dir]() -> std::optional<std::string> {
+    auto t = ReadFile(dir / "log_state.json");
+    if (!t.ok()) return std::nullopt;
+    return *t;
+  };
+  std::optional<std::string> before = state_text();
+  std::vector<LogFile> entries;
+  if (before) {
+    auto parsed = ParseLogState(*before);
+    if (!parsed.ok()) return false;
+    entries = std::move(parsed).value();
+  } else {
+    entries = {{"output.log", 0, 0}};  // never rotated: no inode to check
+  }
+  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+    int fd = ::open((dir / it->name).c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st = {};
+    if (fd < 0 || ::fstat(fd, &st) != 0) {
+      bool missing = errno == ENOENT;
+      if (fd >= 0) ::close(fd);
+      return missing && !before && state_text() == before;  // no log yet: empty stream
+    }
+    snap->files.push_back({fd, it->start, static_cast<uint64_t>(st.st_size)});
+    if (before && static_cast<uint64_t>(st.st_ino) != it->ino) return false;
+  }
+  // Sizes were taken file by file; only output.log still grows, and the
+  // state file changes with every rotation.
+  return state_text() == before;
+}
+
+bool ReadAt(int fd, uint64_t pos, size_t n, std::string* out) {
+  size_t old = out->size();
+  out->resize(old + n);
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::pread(fd, out->data() + old + got, n - got, static_cast<off_t>(pos + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += static_cast<size_t>(r);
+  }
+  out->resize(old + got);
+  return got == n;
+}
+
+Result<std::unique_ptr<Snapshot>> Snap(const fs::path& dir) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    auto snap = std::make_unique<Snapshot>();
+    if (TakeSnapshot(dir, snap.get())) return snap;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return Unavailable("the log in " + dir.string() + " kept rotating while being read; try again");
+}
+
+}  // namespace
+
+Result<LogRead> ReadLogStream(const fs::path& dir, uint64_t offset, size_t max_bytes) {
+  STOKER_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snap, Snap(dir));
+  LogRead out;
+  out.size = snap->end();
+  out.offset = offset;
+  if (!snap->files.empty() && offset < snap->files.front().start) {
+    out.skipped = snap->files.front().start - offset;
+    out.offset = snap->files.front().start;
+  }
+  for (const OpenLog& f : snap->files) {
+    if (out.offset >= f.start + f.size) continue;
+    uint64_t pos = out.offset - f.start;
+    size_t n = static_cast<size_t>(std::min<uint64_t>(f.size - pos, max_bytes));
+    ReadAt(f.fd, pos, n, &out.data);
+    break;
+  }
+  out.next_offset = out.offset + out.data.size();
+  return out;
+}
+
+std::string ReadLogTail(const fs::path& dir, size_t max_bytes) {
+  auto snap = Snap(dir);
+  if (!snap.ok()) return "";
+  std::string out;
+  uint64_t end = (*snap)->end();
+  uint64_t from = end > max_bytes ? end - max_bytes : 0;
+  for (const OpenLog& f : (*snap)->files) {
+    if (f.start + f.size <= from) continue;
+    uint64_t pos = from > f.start ? from - f.start : 0;
+    ReadAt(f.fd, pos, static_cast<size_t>(f.size - pos), &out);
+  }
+  return out;
+}
+
+}  // namespace stoker::runner

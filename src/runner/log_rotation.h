@@ -1,0 +1,155 @@
+// The replica log: output.log, bounded by rotation.
+//
+// The trainer's stdout and stderr go into a pipe; stoker-run copies them into
+// DIR/output.log. When the next write would take output.log past
+// `max_bytes`, it is renamed output.log.1 (output.log.1 becomes .2, and so
+// on up to .`max_files`; the oldest is deleted) and a new output.log begins.
+// So the files of one replica never hold more than max_bytes * (max_files+1).
+//
+// Rotation cuts at a line end whenever one fits (PlanWrite), and the pump
+// holds back a trailing partial line for a moment, so a line is split across
+// files only when it is longer than the room left or the trainer paused in
+// the middle of it.
+//
+// Readers (the API, the failure message) see the log as one stream: bytes
+// numbered from 0 since the replica started. After the first rotation
+// DIR/log_state.json says where each file starts in that stream:
+//   {"files": [{"name": "output.log", "ino": N, "start": S}, {"name":
+//   "output.log.1", ...}, ...]}   newest first
+// written atomically after each rotation. A reader that opens a file whose
+// inode differs from the entry caught a rotation in flight and should retry.
+// Without log_state.json there has been no rotation: output.log starts at 0.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+
+namespace stoker::runner {
+
+struct LogLimits {
+  uint64_t max_bytes = 64ull << 20;  // per file; 0 = never rotate
+  int max_files = 3;                 // rotated files kept (>= 1)
+};
+
+// The next step of writing `data` to a file that holds `size` bytes: either
+// rotate first (`rotate`, with `write` 0) or write the first `write` bytes of
+// `data` into the current file. It writes up to the last line end that fits;
+// it rotates when no line end fits (so a line that started in this file is
+// cut only when it does not fit, and a new line never is); it cuts inside a
+// line only in an empty file (a line longer than a whole file). Applied
+// repeatedly to the rest, it never makes a file exceed `max_bytes` (> 0;
+// 0 means "write everything") and always makes progress. Pure.
+struct WriteStep {
+  bool rotate = false;
+  size_t write = 0;
+};
+WriteStep PlanWrite(uint64_t size, std::string_view data, uint64_t max_bytes);
+
+// One entry of log_state.json.
+struct LogFile {
+  std::string name;  // "output.log", "output.log.1", ...
+  uint64_t ino = 0;
+  uint64_t start = 0;  // offset of its first byte in the replica's log stream
+};
+
+// Parses log_state.json (newest first). InvalidArgument when malformed.
+Result<std::vector<LogFile>> ParseLogState(std::string_view json);
+
+// DIR/output.log with rotation. Not thread-safe: one writer at a time (the
+// pump's writer thread while it runs, the supervisor before and after).
+class RotatingLog {
+ public:
+  RotatingLog(std::filesystem::path dir, LogLimits limits);
+  ~RotatingLog();
+  RotatingLog(const RotatingLog&) = delete;
+  RotatingLog& operator=(const RotatingLog&) = delete;
+
+  // Opens (creating) output.log for appending.
+  Status Open();
+  // Appends `data`, rotating as PlanWrite says. Errors name the file.
+  Status Write(std::string_view data);
+
+ private:
+  Status Rotate();
+
+  std::filesystem::path dir_;
+  LogLimits limits_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+  std::vector<LogFile> files_;  // newest first; [0] is output.log
+};
+
+// Copies a pipe into a sink (RotatingLog::Write) on two threads of its own: a
+// reader that drains the pipe into memory and a writer that calls the sink.
+// The reader never waits for the writer, so the trainer never waits on a
+// slow disk: when more than `buffer_limit` bytes are queued, the oldest
+// queued output is dropped (the newest, which error messages quote, is
+// kept) and the writer puts a line saying how many bytes went missing where
+// they went missing. A sink error is reported once on stderr and the rest of
+// the output dropped. The sink is called from the writer thread only.
+class LogPump {
+ public:
+  using Sink = std::function<Status(std::string_view)>;
+  // Takes ownership of `read_fd`; `sink` must stay callable until Finish.
+  LogPump(int read_fd, Sink sink, size_t buffer_limit = 8u << 20);
+  ~LogPump();  // Finish(0) if not done
+  LogPump(const LogPump&) = delete;
+  LogPump& operator=(const LogPump&) = delete;
+
+  // Waits up to `wait_ms` for the pipe's end of file (every writer gone),
+  // then takes what is left in the pipe, writes everything and joins the
+  // threads. Idempotent.
+  void Finish(int wait_ms);
+
+ private:
+  void ReadLoop();
+  void WriteLoop();
+
+  int fd_;
+  int stop_fd_;  // eventfd: tells the reader to drain and stop
+  Sink sink_;
+  size_t buffer_limit_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  // Output read but not yet written, one piece per read, oldest first; what
+  // was dropped lies before its front. Guarded by mu_, like the others.
+  std::deque<std::string> queue_;
+  size_t queued_bytes_ = 0;
+  uint64_t dropped_ = 0;
+  bool eof_ = false;  // guarded by mu_
+  std::thread reader_, writer_;
+  bool finished_ = false;
+};
+
+// ---- reading the stream (any process; safe while the supervisor writes) ----
+
+// A piece of a replica's log stream.
+struct LogRead {
+  std::string data;          // never spans two files; empty at the end
+  uint64_t offset = 0;       // where `data` starts (> the asked offset if skipped)
+  uint64_t skipped = 0;      // bytes before `offset` that rotation already deleted
+  uint64_t next_offset = 0;  // offset + data.size()
+  uint64_t size = 0;         // the stream's length now
+};
+
+// Reads up to `max_bytes` of DIR's log stream from `offset`. A missing
+// output.log reads as an empty stream. Retries briefly when it catches a
+// rotation in flight; Unavailable if the files keep changing under it.
+Result<LogRead> ReadLogStream(const std::filesystem::path& dir, uint64_t offset, size_t max_bytes);
+
+// The stream's last `max_bytes` bytes (fewer if it is shorter), taken from
+// output.log.1 as well when output.log holds fewer: right after a rotation
+// the tail is still there. "" when there is no log.
+std::string ReadLogTail(const std::filesystem::path& dir, size_t max_bytes);
+
+}  // namespace stoker::runner
