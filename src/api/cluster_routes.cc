@@ -6,6 +6,7 @@
 // ids, users and display names, never specs or logs.
 #include "api/routes.h"
 #include "common/time.h"
+#include "resources/nvml.h"
 #include "server/controller.h"
 
 namespace stoker::api {
@@ -35,7 +36,19 @@ std::optional<http::Response> HandleClusterRoutes(const ApiDeps& d, const http::
   }
   if (req.path == "/v1/stoker/nodes") {
     if (req.method != "GET") return Error(InvalidArgument("only GET is supported on " + req.path));
-    return Json(d.controller->Nodes());
+    json nodes = d.controller->Nodes();
+    // Live utilization and memory in use, where NVML answers (this node only).
+    std::vector<resources::GpuUsage> usage = resources::QueryGpuUsage();
+    if (!usage.empty() && nodes.contains("nodes") && !nodes["nodes"].empty()) {
+      for (json& gpu : nodes["nodes"][0]["gpus"]) {
+        for (const resources::GpuUsage& u : usage) {
+          if (u.index != gpu.value("index", -1)) continue;
+          gpu["utilization_percent"] = u.utilization_percent;
+          gpu["memory_used_bytes"] = u.memory_used_bytes;
+        }
+      }
+    }
+    return Json(nodes);
   }
   return std::nullopt;
 }

@@ -110,6 +110,8 @@ ReplicaCommand BuildReplicaCommand(const ReplicaEnvInput& in) {
   std::string gpus;
   for (int g : in.place.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
   env["CUDA_VISIBLE_DEVICES"] = gpus;  // empty: no GPU for this replica
+  // GPU indexes are NVML's, which are PCI bus order; make CUDA count the same way.
+  env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
 
   if (!in.output_dir.empty()) {
     env["AIP_MODEL_DIR"] = JoinPath(in.output_dir, "model");

@@ -126,6 +126,7 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
                 static_cast<uint64_t>(value["memory_gb"].get<double>() * (1ull << 30));
           }
           int index = 0;
+          c.inventory_declares_gpus = value.contains("gpus");
           for (const auto& g : value.value("gpus", nlohmann::json::array())) {
             resources::Gpu gpu;
             gpu.index = index++;

@@ -76,6 +76,7 @@ struct Config {
   std::vector<ImageRule> images;  // user rules first, then the built-in ones
   std::map<std::string, std::filesystem::path> buckets;
   std::optional<resources::Node> inventory;  // declared; else detected
+  bool inventory_declares_gpus = false;      // inventory.gpus given (even empty): no NVML
   double cpu_oversubscription = 1.0;
   bool accelerator_substitution = true;
   double cancel_grace_seconds = 10;

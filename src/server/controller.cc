@@ -129,6 +129,23 @@ Status Controller::Start() {
   STOKER_ASSIGN_OR_RETURN(std::vector<store::JobRecord> jobs, store_.ActiveJobs());
   for (store::JobRecord& rec : jobs) Adopt(std::move(rec));
   if (!active_.empty()) spdlog::info("recovered {} active job(s) from the store", active_.size());
+  // A crash between recording a job's end and stopping its other replicas
+  // leaves those running: stop them now (jobs that ended in the last day).
+  auto ended = store_.EndedJobsSince(NowMicros() - 24LL * 3600 * 1'000'000);
+  if (ended.ok()) {
+    for (const store::JobRecord& rec : *ended) {
+      Active a;
+      a.rec = rec;
+      a.placed = PlacedFromAllocation(rec.allocation, node_);
+      for (const json& r : rec.allocation.value("replicas", json::array())) {
+        a.replicas.push_back(r.value("name", ""));
+      }
+      Drain(a);
+      if (draining_.count({rec.id, rec.attempt})) {
+        spdlog::warn("job {} ended but replicas of it still ran; stopping them", rec.id);
+      }
+    }
+  }
   STOKER_ASSIGN_OR_RETURN(std::vector<store::StudyRecord> studies, store_.ActiveStudies());
   for (store::StudyRecord& rec : studies) AdoptStudy(std::move(rec));
   thread_ = std::thread([this] { Loop(); });

@@ -20,6 +20,7 @@
 #include "exec/environments.h"
 #include "exec/local_executor.h"
 #include "exec/slurm_executor.h"
+#include "resources/nvml.h"
 #include "http/http.h"
 #include "server/config.h"
 #include "server/controller.h"
@@ -158,7 +159,17 @@ int main(int argc, char** argv) {
                  (data / "token").string());
   }
 
+  // GPUs: declared in the config (inventory.gpus), else found through NVML.
   resources::Node node = config->inventory ? *config->inventory : resources::DetectLocalNode();
+  if (!config->inventory || !config->inventory_declares_gpus) {
+    std::string why;
+    node.gpus = resources::DiscoverGpus(&why);
+    if (node.gpus.empty()) spdlog::info("no GPUs found through NVML: {}", why);
+    for (const resources::Gpu& g : node.gpus) {
+      spdlog::info("GPU {}: {} ({:.1f} GB, {})", g.index, g.type,
+                   g.memory_bytes / double(1ull << 30), g.uuid);
+    }
+  }
   std::vector<exec::ImageMatch> rules;
   for (const server::ImageRule& r : config->images) rules.push_back({r.match, r.python});
   exec::Environments environments(rules, data / "envs", config->python_helpers,

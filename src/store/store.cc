@@ -437,6 +437,16 @@ Result<std::vector<JobRecord>> Store::ActiveJobs() {
   return ActiveRows(db_, kJobColumns, "jobs", ReadJob, "list active jobs");
 }
 
+Result<std::vector<JobRecord>> Store::EndedJobsSince(int64_t since_us) {
+  std::lock_guard lock(mu_);
+  return SelectRows(
+      db_,
+      std::string("SELECT ") + kJobColumns +
+          " FROM jobs WHERE state IN (4, 5, 7) AND end_time >= ? AND allocation IS NOT NULL "
+          "ORDER BY id",
+      [&](Stmt& s) { s.Bind(1, since_us); }, ReadJob, "list ended jobs");
+}
+
 Status Store::RequestCancel(int64_t id) {
   std::lock_guard lock(mu_);
   Txn txn(db_);

@@ -149,6 +149,9 @@ class Store {
   Result<std::vector<JobRecord>> ListJobs(const ListOptions& options);
   // Jobs not in a terminal state, oldest first.
   Result<std::vector<JobRecord>> ActiveJobs();
+  // Ended jobs (SUCCEEDED, FAILED, CANCELLED) with an allocation, ended at or
+  // after `since_us`: a restarted daemon stops replicas they may have left.
+  Result<std::vector<JobRecord>> EndedJobsSince(int64_t since_us);
 
   // Records that the user asked to cancel. FailedPrecondition if the job
   // already ended; NotFound if there is no such job.

@@ -9,8 +9,9 @@ import signal
 import sqlite3
 import subprocess
 import tempfile
+import time
 
-from harness import STOKERD, SOURCE, Daemon, StokerTestCase, container_job, pid_alive, wait_for
+from harness import IMAGE, STOKERD, SOURCE, Daemon, StokerTestCase, container_job, pid_alive, wait_for
 
 TERMINAL = ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED")
 
@@ -133,6 +134,27 @@ class FaultsTest(StokerTestCase):
         self.assert_daemon_up()
         after = self.submit(container_job("after", "echo fine"))
         self.assertEqual(self.wait_state(after)["state"], "JOB_STATE_SUCCEEDED")
+
+    def test_replicas_left_by_a_crash_after_the_end_was_recorded_are_stopped(self):
+        # The chief and a worker run; stokerd dies after committing the job's
+        # end but before stopping the worker (simulated by writing the end
+        # into the stopped daemon's store). The next stokerd stops the worker.
+        worker_pid = os.path.join(self.tmp, "worker.pid")
+        job = container_job("left-behind", "sleep 60", pools=[{
+            "machineSpec": {"machineType": "e2-standard-2"}, "replicaCount": 1,
+            "containerSpec": {"imageUri": IMAGE, "command": [
+                "/bin/sh", "-c", "echo $$ > %s; exec sleep 60" % worker_pid]}}])
+        job_id = self.submit(job)
+        pid = int(wait_for(lambda: os.path.exists(worker_pid) and open(worker_pid).read().strip(), 30,
+                           "the worker's pid"))
+        self.daemon.kill(signal.SIGKILL)
+        with sqlite3.connect(os.path.join(self.data, "stoker.db")) as c:
+            c.execute("UPDATE jobs SET state = 4, end_time = ? WHERE id = ?",
+                      (int(time.time() * 1e6), int(job_id)))
+        self.assertTrue(pid_alive(pid))
+        self.daemon.start()
+        wait_for(lambda: not pid_alive(pid), 30, "the left-behind worker to be stopped")
+        self.assertEqual(self.job(job_id)["state"], "JOB_STATE_SUCCEEDED")
 
     def damaged_start(self):
         """Runs stokerd on the (damaged) data dir; it must refuse with advice."""
