@@ -46,20 +46,9 @@ poll_interval_ms: 20
 retention: {max_finished_replica_dirs: $max_dirs}
 YAML
 
-"$bin_dir/stokerd" --data-dir "$data" --listen 127.0.0.1:0 >"$data/stokerd.log" 2>&1 &
-pid=$!
-cleanup() {
-  kill -TERM "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-  if [[ $keep == 0 ]]; then rm -rf "$data"; else echo "data kept in $data" >&2; fi
-}
-trap cleanup EXIT
-for _ in $(seq 200); do
-  [[ -s $data/stokerd.addr ]] && break
-  kill -0 "$pid" 2>/dev/null || { cat "$data/stokerd.log" >&2; exit 1; }
-  sleep 0.05
-done
-url=$(cat "$data/stokerd.addr")
+# shellcheck source=../lib/stokerd.sh
+source "$repo/bench/lib/stokerd.sh"
+start_stokerd "$bin_dir" "$data" "$keep"
 echo "stokerd $pid at $url, data in $data; $jobs jobs, sampling every $every" >&2
 token=()
 [[ -f $data/token ]] && token=(--token-file "$data/token")

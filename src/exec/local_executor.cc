@@ -22,14 +22,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::optional<json> ReadJson(const fs::path& path) {
-  auto text = ReadFile(path);
-  if (!text.ok()) return std::nullopt;
-  json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return std::nullopt;
-  return j;
-}
-
 // Starts `stoker-run --replica-dir DIR` in a session of its own, with its
 // output in DIR/runner.log. stokerd is the child subreaper of its
 // supervisors and reaps them; should stokerd die they re-parent to init and
@@ -155,7 +147,7 @@ Status LocalExecutor::Cancel(int64_t job_id, int attempt,
     fs::path dir = ReplicaDir(job_id, attempt, name);
     if (fs::exists(dir / "status.json")) continue;
     // The supervisor turns SIGTERM into SIGTERM, grace, SIGKILL for the trainer.
-    auto r = ReadJson(dir / "runner.json");
+    auto r = ReadJsonObject(dir / "runner.json");
     if (r && SupervisorAlive(dir)) {
       auto pid = r->find("pid");  // a damaged file must not throw in the control loop
       if (pid != r->end() && pid->is_number_integer() && pid->get<int64_t>() > 1)

@@ -15,14 +15,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::optional<json> ReadJson(const fs::path& path) {
-  auto text = ReadFile(path);
-  if (!text.ok()) return std::nullopt;
-  json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return std::nullopt;
-  return j;
-}
-
 // An integer field of a replica file, 0 when absent or of another type.
 int64_t IntField(const json& j, const char* key) {
   auto it = j.find(key);
@@ -31,7 +23,7 @@ int64_t IntField(const json& j, const char* key) {
 
 // Fills `st` from dir/status.json; false when there is none (yet).
 bool ReadFinalStatus(const fs::path& dir, ReplicaStatus& st) {
-  auto s = ReadJson(dir / "status.json");
+  auto s = ReadJsonObject(dir / "status.json");
   // Damaged files (valid JSON of the wrong shape included) read as absent:
   // the caller reports them; they must never throw in the control loop.
   if (!s || !s->is_object()) return false;
@@ -52,6 +44,14 @@ bool ReadFinalStatus(const fs::path& dir, ReplicaStatus& st) {
 }
 
 }  // namespace
+
+std::optional<json> ReadJsonObject(const fs::path& path) {
+  auto text = ReadFile(path);
+  if (!text.ok()) return std::nullopt;
+  json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  return j;
+}
 
 Status WriteLaunchFile(const fs::path& dir, const ReplicaLaunch& r) {
   STOKER_RETURN_IF_ERROR(MakeDirs(dir));
@@ -93,7 +93,7 @@ ReplicaStatus ReadReplicaStatus(const fs::path& dir, const std::string& name,
     }
     return st;  // kStarting
   }
-  if (auto t = ReadJson(dir / "trainer.json")) st.start_us = IntField(*t, "start_time_us");
+  if (auto t = ReadJsonObject(dir / "trainer.json")) st.start_us = IntField(*t, "start_time_us");
   if (SupervisorAlive(dir)) {
     st.phase = st.start_us ? ReplicaPhase::kRunning : ReplicaPhase::kStarting;
     return st;
@@ -112,7 +112,7 @@ ReplicaStatus ReadReplicaStatus(const fs::path& dir, const std::string& name,
   }
   if (options.kill_orphans) {
     // Make sure nothing of the replica keeps running without its supervisor.
-    if (auto t = ReadJson(dir / "trainer.json")) {
+    if (auto t = ReadJsonObject(dir / "trainer.json")) {
       int64_t pgid = IntField(*t, "pgid");
       if (pgid > 1) ::kill(-static_cast<pid_t>(pgid), SIGKILL);
     }

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "common/status.h"
@@ -19,6 +21,10 @@ namespace stoker::exec {
 // Creates `dir` and writes dir/launch.json for `replica` (argv, env,
 // packages, timeout, grace, log limits, run_as). Not synced: the store's PENDING commit is the
 // durable record, and a relaunch after a crash writes it again.
+// A replica file (runner.json, status.json, ...) as a JSON object; nullopt
+// when it is missing, unreadable, not JSON or not an object.
+std::optional<nlohmann::json> ReadJsonObject(const std::filesystem::path& path);
+
 Status WriteLaunchFile(const std::filesystem::path& dir, const ReplicaLaunch& replica);
 
 // True when dir/claim exists: a supervisor ran (or Cancel claimed it).
