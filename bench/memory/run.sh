@@ -54,4 +54,4 @@ token=()
 [[ -f $data/token ]] && token=(--token-file "$data/token")
 python3 "$repo/bench/memory/drive.py" --url "$url" --pid "$pid" --jobs "$jobs" \
   --every "$every" --window "$window" "${token[@]}"
-echo "replica directories left: $(ls "$data/jobs" | wc -l) (retention keeps $max_dirs finished ones, scanning every 60 s)"
+echo "replica directories left: $(ls "$data/jobs" | wc -l) (retention keeps $max_dirs finished ones; past that it scans every 2 s)"

@@ -71,8 +71,8 @@ std::vector<scheduler::PlacedReplica> PlacedFromAllocation(const json& allocatio
     p.memory_bytes = r.value("memory_bytes", uint64_t{0});
     if (r.contains("gpu_shares")) {
       for (const json& g : r["gpu_shares"]) {
-        p.gpus.push_back({g.value("gpu", 0), g.value("fraction", 1.0),
-                          g.value("memory_bytes", uint64_t{0})});
+        p.gpus.push_back(
+            {g.value("gpu", 0), g.value("fraction", 1.0), g.value("memory_bytes", uint64_t{0})});
       }
     } else {
       for (const json& g : r.value("gpus", json::array())) {
@@ -348,6 +348,7 @@ void Controller::Tick() {
     Drain(a);
     it = active_.erase(it);
     schedule_dirty_ = true;
+    ++retention_.ended_since_scan;
   }
   TickStudies();
   Schedule();
@@ -357,10 +358,9 @@ void Controller::Tick() {
 void Controller::Drain(Active& a) {
   if (a.replicas.empty()) return;
   auto st = executor_.Poll(a.rec.id, a.rec.attempt, a.replicas);
-  bool running =
-      !st.ok() || std::any_of(st->begin(), st->end(), [](const exec::ReplicaStatus& r) {
-        return r.phase == exec::ReplicaPhase::kRunning || r.phase == exec::ReplicaPhase::kStarting;
-      });
+  bool running = !st.ok() || std::any_of(st->begin(), st->end(), [](const exec::ReplicaStatus& r) {
+    return r.phase == exec::ReplicaPhase::kRunning || r.phase == exec::ReplicaPhase::kStarting;
+  });
   if (!running) return;
   Status s = executor_.Cancel(a.rec.id, a.rec.attempt, a.replicas);
   if (!s.ok()) spdlog::warn("job {}: stopping replicas: {}", a.rec.id, s.ToString());
@@ -544,16 +544,17 @@ void Controller::CheckHung(Active& a, const std::vector<exec::ReplicaStatus>& st
       if (ec) continue;
       auto sys = std::chrono::file_clock::to_sys(t);
       last = std::max<int64_t>(
-          last, std::chrono::duration_cast<std::chrono::microseconds>(sys.time_since_epoch()).count());
+          last,
+          std::chrono::duration_cast<std::chrono::microseconds>(sys.time_since_epoch()).count());
     }
     auto reported = a.hung_since_us.find(r.name);
     if (now - last > limit_us) {
       if (reported == a.hung_since_us.end() || reported->second != last) {
         a.hung_since_us[r.name] = last;
-        (void)store_.AddEvent(a.rec.id, "warning: " + r.name + " looks hung: no output or progress for " +
-                                            FormatDuration((now - last) / 1e6) +
-                                            " (hang_timeout_seconds " +
-                                            FormatDuration(config_.hang_timeout_seconds) + ")");
+        (void)store_.AddEvent(a.rec.id,
+                              "warning: " + r.name + " looks hung: no output or progress for " +
+                                  FormatDuration((now - last) / 1e6) + " (hang_timeout_seconds " +
+                                  FormatDuration(config_.hang_timeout_seconds) + ")");
       }
     } else if (reported != a.hung_since_us.end()) {
       a.hung_since_us.erase(reported);
@@ -657,8 +658,7 @@ void Controller::Schedule() {
   for (const scheduler::RejectedJob& r : d.rejected) {
     auto it = active_.find(std::stoll(r.job_id));
     if (it == active_.end()) continue;
-    Finish(it->second, JobState::kFailed, "can never be placed", kRpcInternal,
-           r.status.message());
+    Finish(it->second, JobState::kFailed, "can never be placed", kRpcInternal, r.status.message());
   }
   std::string ahead_of = d.reservation ? d.reservation->job_id : "";
   for (const scheduler::StartJob& start : d.start) {
@@ -683,7 +683,8 @@ void Controller::StartPlaced(Active& a, const scheduler::StartJob& start,
     json gpus = json::array(), shares = json::array();
     for (const scheduler::GpuShare& g : p.gpus) {
       gpus.push_back(g.gpu);
-      shares.push_back({{"gpu", g.gpu}, {"fraction", g.fraction}, {"memory_bytes", g.memory_bytes}});
+      shares.push_back(
+          {{"gpu", g.gpu}, {"fraction", g.fraction}, {"memory_bytes", g.memory_bytes}});
     }
     replicas.push_back({{"name", r.name},
                         {"pool", r.pool},
@@ -780,14 +781,11 @@ void Controller::PublishViews(const scheduler::Snapshot& snap, const scheduler::
         cpus += p.cpus;
         memory += static_cast<double>(p.memory_bytes);
         auto job = active_.find(std::atoll(r.id.c_str()));
-        std::string replica = job != active_.end() && i < job->second.replicas.size()
-                                  ? job->second.replicas[i]
-                                  : "";
+        std::string replica =
+            job != active_.end() && i < job->second.replicas.size() ? job->second.replicas[i] : "";
         for (const scheduler::GpuShare& g : p.gpus) {
-          holders[g.gpu].push_back({{"job", r.id},
-                                    {"replica", replica},
-                                    {"user", r.user},
-                                    {"fraction", g.fraction}});
+          holders[g.gpu].push_back(
+              {{"job", r.id}, {"replica", replica}, {"user", r.user}, {"fraction", g.fraction}});
         }
       }
     }

@@ -15,7 +15,12 @@ namespace fs = std::filesystem;
 
 constexpr int kPageSize = 1000;
 constexpr int kPagesPerScan = 5;
-constexpr int kRemovalsPerScan = 100;
+// Removals per scan (the control loop waits meanwhile; a few ms each on a
+// busy disk); the rest go on at the next tick.
+constexpr int kRemovalsPerScan = 250;
+// Jobs ending beyond the count limit bring the next scan forward, but no
+// closer than this to the last one.
+constexpr int64_t kMinScanGapUs = 2'000'000;
 
 // True when a supervisor still holds a lock anywhere under the job's
 // directory (<job>/<replica>/ or <job>/attempt-N/<replica>/).
@@ -58,12 +63,20 @@ std::vector<int64_t> JobsToRemove(std::vector<FinishedJob> finished, int64_t now
 
 void ApplyRetention(RetentionState& state, const RetentionPolicy& policy, store::Store& store,
                     const fs::path& data_dir, int64_t now_us) {
-  if (now_us < state.next_scan_us) return;
+  bool over_count = policy.max_finished_replica_dirs >= 0 &&
+                    static_cast<int64_t>(state.finished.size()) + state.ended_since_scan >
+                        policy.max_finished_replica_dirs;
+  if (now_us < state.next_scan_us &&
+      !(over_count && now_us >= state.last_scan_us + kMinScanGapUs)) {
+    return;
+  }
   if (policy.replica_dirs_days < 0 && policy.max_finished_replica_dirs < 0) {
     state.next_scan_us = now_us + 3600'000'000LL;  // nothing to enforce
     return;
   }
   state.next_scan_us = now_us + static_cast<int64_t>(policy.scan_interval_seconds * 1e6);
+  state.last_scan_us = now_us;
+  state.ended_since_scan = 0;
   const fs::path jobs = data_dir / "jobs";
   auto note = [&](const store::JobRecord& job) {
     std::error_code ec;

@@ -5,7 +5,8 @@
 //   retention:
 //     replica_dirs_days: 7               # remove this long after the job ended (0 = at once)
 //     max_finished_replica_dirs: 10000   # and keep at most this many (oldest go first)
-//     scan_interval_seconds: 60          # how often the store is looked at
+//     scan_interval_seconds: 60          # how often the store is looked at (sooner past the count
+//     limit)
 //
 // A negative value turns its rule off. The rule (JobsToRemove) is pure;
 // ApplyRetention is the shell the control loop calls every tick.
@@ -54,16 +55,21 @@ struct RetentionState {
   std::set<int64_t> unfinished;       // ids <= cursor not terminal when last looked at
   std::map<int64_t, Entry> finished;  // terminal, directory still there
   int64_t next_scan_us = 0;
-  int64_t removed_total = 0;  // directories removed since start (for logs and tests)
+  int64_t last_scan_us = 0;
+  int64_t ended_since_scan = 0;  // the caller adds each job it sees end; a scan resets it
+  int64_t removed_total = 0;     // directories removed since start (for logs and tests)
 };
 
 // Removes what the policy says is due under `data_dir`/jobs. Cheap to call
 // on every control-loop tick: it returns at once until the scan interval
-// has passed; a scan reads at most a few thousand new jobs from the store
-// and removes at most 100 directories, and comes back on the next call
-// while work is left. A directory in which a supervisor is still alive (a
-// replica still stopping) is left for a later scan. Errors are logged, never
-// fatal. Call from one thread (the control loop).
+// has passed or, when the jobs the caller saw end (`ended_since_scan`) would
+// take the count over its limit, until 2 s after the last scan (so a burst
+// of short jobs overshoots the limit by a few seconds of jobs). A scan reads
+// at most a few thousand new jobs from the store and removes at most 250
+// directories, and comes back on the next call while work is left.
+// A directory in which a supervisor is still alive (a replica still
+// stopping) is left for a later scan. Errors are logged, never fatal. Call
+// from one thread (the control loop).
 void ApplyRetention(RetentionState& state, const RetentionPolicy& policy, store::Store& store,
                     const std::filesystem::path& data_dir, int64_t now_us);
 

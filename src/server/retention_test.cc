@@ -123,5 +123,35 @@ TEST_F(ApplyRetentionTest, TheCountLimitBoundsItsOwnMemory) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "jobs"), fs::directory_iterator()), 3);
 }
 
+TEST_F(ApplyRetentionTest, JobsEndingPastTheCountLimitBringTheScanForward) {
+  RetentionPolicy p{
+      .replica_dirs_days = -1, .max_finished_replica_dirs = 2, .scan_interval_seconds = 60};
+  Job(30);
+  Job(20);
+  ApplyRetention(state_, p, *store_, dir_, kNow);  // at the limit, nothing to remove
+  EXPECT_EQ(state_.next_scan_us, kNow + 60'000'000);
+  int64_t newer = Job(10);
+  ApplyRetention(state_, p, *store_, dir_, kNow + 3'000'000);  // nobody said a job ended
+  EXPECT_EQ(state_.removed_total, 0);
+  state_.ended_since_scan = 1;
+  ApplyRetention(state_, p, *store_, dir_, kNow + 1'000'000);  // too soon after the last scan
+  EXPECT_EQ(state_.removed_total, 0);
+  ApplyRetention(state_, p, *store_, dir_, kNow + 2'000'000);
+  EXPECT_EQ(state_.removed_total, 1);
+  EXPECT_TRUE(Exists(newer));
+  EXPECT_EQ(state_.ended_since_scan, 0);
+}
+
+TEST_F(ApplyRetentionTest, JobsEndingBelowTheCountLimitWaitForTheInterval) {
+  RetentionPolicy p{
+      .replica_dirs_days = -1, .max_finished_replica_dirs = 5, .scan_interval_seconds = 60};
+  Job(30);
+  ApplyRetention(state_, p, *store_, dir_, kNow);
+  Job(20);
+  state_.ended_since_scan = 1;
+  ApplyRetention(state_, p, *store_, dir_, kNow + 10'000'000);
+  EXPECT_EQ(state_.last_scan_us, kNow);
+}
+
 }  // namespace
 }  // namespace stoker::server
