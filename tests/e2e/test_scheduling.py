@@ -40,17 +40,24 @@ quotas:
         script = (record % "start") + "; "
         if wait_for_file:
             script += "while [ ! -e %s ]; do sleep 0.05; done; " % wait_for_file
-        script += "sleep %s; " % seconds + (record % "end")
+        script += "sleep %s; " % seconds
+        worker_script = chief_script = script + (record % "end")
         workers = []
         if replicas > 1:
+            # The job succeeds, and its workers are stopped, when the chief
+            # exits (Vertex's rule): the chief waits for its workers' end
+            # lines so that every replica's run is in the record.
+            chief_script = script + (
+                'while [ "$(grep -c \'^end [0-9]* %s \' %s)" -lt %d ]; do sleep 0.05; done; '
+                % (name, self.record, replicas - 1)) + (record % "end")
             workers = [{
                 "machineSpec": {"machineType": "e2-standard-2", "acceleratorType": GPU,
                                 "acceleratorCount": gpus} if gpus else
                                {"machineType": "e2-standard-2"},
                 "replicaCount": replicas - 1,
-                "containerSpec": {"imageUri": IMAGE, "command": ["/bin/sh", "-c", script]},
+                "containerSpec": {"imageUri": IMAGE, "command": ["/bin/sh", "-c", worker_script]},
             }]
-        job = container_job(name, script, accelerator=(GPU, gpus) if gpus else None,
+        job = container_job(name, chief_script, accelerator=(GPU, gpus) if gpus else None,
                             pools=workers, timeout="120s")
         job["jobSpec"]["scheduling"]["priority"] = priority
         return job
