@@ -15,4 +15,6 @@ stoker jobs submit --config examples/titanic/job.yaml \
 echo
 echo "The model is in gs://titanic/output/model/:"
 stoker storage ls gs://titanic/output/model/
-echo "(on disk: ${STOKER_HOME:-$HOME/.local/share/stoker}/buckets/titanic/output/model/)"
+home=${STOKER_HOME:-$HOME/.local/share/stoker}
+[ -z "${STOKER_HOME:-}" ] && [ "$(id -u)" -eq 0 ] && home=/var/lib/stoker
+echo "(on disk: $home/buckets/titanic/output/model/)"

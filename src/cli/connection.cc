@@ -93,12 +93,6 @@ Status StartDaemon(const fs::path& home) {
 
 }  // namespace
 
-fs::path StokerHome() {
-  if (const char* h = std::getenv("STOKER_HOME"); h && *h) return h;
-  const char* home = std::getenv("HOME");
-  return fs::path(home ? home : "/tmp") / ".local/share/stoker";
-}
-
 Connection::Connection(std::string url, std::string token, const http::ClientOptions& options)
     : url_(url), token_(std::move(token)), client_(url, options) {}
 
@@ -108,7 +102,7 @@ Result<std::unique_ptr<Connection>> Connection::Open(const ConnectionOptions& op
   if (const char* ca = std::getenv("STOKER_CA_FILE"); client_options.ca_file.empty() && ca) {
     client_options.ca_file = ca;
   }
-  fs::path home = StokerHome();
+  fs::path home = DefaultStokerHome();
   // The token is read lazily below, after a daemon we start has written it.
   auto token = [&options, &home]() -> std::string {
     if (!options.token.empty()) return options.token;

@@ -1,7 +1,7 @@
 // How the CLI finds and talks to stokerd.
 //
 // Discovery order: --server URL, then $STOKER_SERVER, then
-// $STOKER_HOME/stokerd.addr (STOKER_HOME defaults to ~/.local/share/stoker).
+// $STOKER_HOME/stokerd.addr (STOKER_HOME defaults to DefaultStokerHome()).
 // Only in the last case, when no daemon answers, the CLI starts one in the
 // background for that STOKER_HOME and waits until GET /healthz answers.
 //
@@ -21,8 +21,6 @@
 #include "http/http.h"
 
 namespace stoker::cli {
-
-std::filesystem::path StokerHome();
 
 struct ConnectionOptions {
   std::string server;   // --server ("" if not given)

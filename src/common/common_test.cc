@@ -1,4 +1,9 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <optional>
+#include <string>
 
 #include "common/files.h"
 #include "common/json_yaml.h"
@@ -53,6 +58,32 @@ TEST(FilesTest, WritesAtomicallyAndReadsBack) {
   EXPECT_EQ(ReadFile(dir / "a.json").value(), "{\"x\":1}");
   EXPECT_EQ(ReadFile(dir / "missing").status().code(), Code::kNotFound);
   std::filesystem::remove_all(dir);
+}
+
+// Sets an environment variable for one scope and restores it after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    value ? ::setenv(name, value, 1) : ::unsetenv(name);
+  }
+  ~ScopedEnv() { old_ ? ::setenv(name_, old_->c_str(), 1) : ::unsetenv(name_); }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(FilesTest, DefaultHomeIsStokerHomeThenByAccount) {
+  ScopedEnv home("HOME", "/home/ada");
+  {
+    ScopedEnv stoker_home("STOKER_HOME", "/data/stoker");
+    EXPECT_EQ(DefaultStokerHome(), "/data/stoker");
+  }
+  ScopedEnv no_stoker_home("STOKER_HOME", nullptr);
+  // Root's trainers run as another account, which cannot enter /root.
+  EXPECT_EQ(DefaultStokerHome(), ::geteuid() == 0 ? std::filesystem::path("/var/lib/stoker")
+                                                  : "/home/ada/.local/share/stoker");
 }
 
 }  // namespace

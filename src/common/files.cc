@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -94,6 +95,13 @@ Status MakeDirs(const std::filesystem::path& path) {
     return ErrnoStatus("cannot create directory", path);
   }
   return OkStatus();
+}
+
+std::filesystem::path DefaultStokerHome() {
+  if (const char* h = std::getenv("STOKER_HOME"); h && *h) return h;
+  if (::geteuid() == 0) return "/var/lib/stoker";
+  const char* home = std::getenv("HOME");
+  return std::filesystem::path(home && *home ? home : "/tmp") / ".local/share/stoker";
 }
 
 }  // namespace stoker

@@ -31,4 +31,10 @@ Status AppendLine(const std::filesystem::path& path, std::string_view line);
 // Creates the directory and its parents (like mkdir -p). Ok if it exists.
 Status MakeDirs(const std::filesystem::path& path);
 
+// The data dir that stokerd and the CLI use when none is given:
+// $STOKER_HOME; else, for root, /var/lib/stoker (a root daemon runs trainers
+// as another account, which must be able to reach the data dir, and root's
+// home is not searchable by others); else $HOME/.local/share/stoker.
+std::filesystem::path DefaultStokerHome();
+
 }  // namespace stoker

@@ -20,8 +20,8 @@
 #include "exec/environments.h"
 #include "exec/local_executor.h"
 #include "exec/slurm_executor.h"
-#include "resources/nvml.h"
 #include "http/http.h"
+#include "resources/nvml.h"
 #include "server/config.h"
 #include "server/controller.h"
 #include "storage/buckets.h"
@@ -31,12 +31,6 @@ namespace fs = std::filesystem;
 using namespace stoker;
 
 namespace {
-
-fs::path DefaultHome() {
-  if (const char* h = std::getenv("STOKER_HOME"); h && *h) return h;
-  const char* home = std::getenv("HOME");
-  return fs::path(home ? home : "/tmp") / ".local/share/stoker";
-}
 
 fs::path ExeDir() {
   std::error_code ec;
@@ -101,7 +95,7 @@ Result<std::optional<exec::RunAs>> TrainerAccountFor(store::Store& store, auth::
 
 int main(int argc, char** argv) {
   CLI::App app{"stokerd: the Stoker training service daemon"};
-  std::string data_dir = DefaultHome().string();
+  std::string data_dir = DefaultStokerHome().string();
   std::string listen;
   std::string config_path;
   std::string runner;
@@ -200,6 +194,13 @@ int main(int argc, char** argv) {
     auto local = std::make_unique<exec::LocalExecutor>(data, config->runner);
     auth::TrainerPolicy policy{::geteuid() == 0, config->default_unix_user,
                                config->allow_root_trainers};
+    if (policy.daemon_is_root) {
+      spdlog::info(
+          "stokerd runs as root: replicas run as their user's unix_user, else as '{}' "
+          "(default_unix_user){}",
+          policy.default_unix_user,
+          policy.allow_root_trainers ? "; root allowed (allow_root_trainers)" : "");
+    }
     local->SetTrainerAccounts([&store, &users, policy](int64_t job_id) {
       return TrainerAccountFor(**store, **users, policy, job_id);
     });
