@@ -7,8 +7,8 @@
 #                          [--no-slurm] [--keep]
 #
 # Builds nothing. The daemon declares `inventory: {cpus: 16, memory_gb: 64,
-# gpus: []}` with no oversubscription, so n1-standard-1 jobs get 16 slots like
-# Slurm's node. Slurm must be up (`sinfo`); if it is not and we are root, this
+# gpus: []}` and `cpu_oversubscription: 1` (no oversubscription), so
+# n1-standard-1 jobs get 16 slots like Slurm's node. Slurm must be up (`sinfo`); if it is not and we are root, this
 # starts it with scripts/slurm-localhost.sh --cpus 16 --memory-mb 32000.
 # Prints a markdown table (bench/placement/drive.py); appends nothing.
 set -euo pipefail
@@ -50,6 +50,7 @@ images:
   - match: "local/sh"
     python: /bin/sh
 inventory: {cpus: 16, memory_gb: 64, gpus: []}
+cpu_oversubscription: 1
 YAML
 
 # shellcheck source=../lib/stokerd.sh

@@ -7,7 +7,8 @@
 //       python: /usr/bin/python3            # interpreter; "auto" = one with torch
 //   buckets: {data: /srv/datasets}           # bucket name -> directory
 //   inventory: {cpus: 8, memory_gb: 32, gpus: [{type: NVIDIA_TESLA_T4, memory_gb: 16}]}
-//   cpu_oversubscription: 1.0   # local CPUs and memory may be booked this many times over
+//   cpu_oversubscription: 4     # local CPUs and memory may be booked this many times over
+//                               # (a chief + 2 workers of a cloud machine type fit one node)
 //   accelerator_substitution: true   # a GPU of another type with at least as much memory may serve
 //   cancel_grace_seconds: 10
 //   poll_interval_ms: 100
@@ -77,7 +78,7 @@ struct Config {
   std::map<std::string, std::filesystem::path> buckets;
   std::optional<resources::Node> inventory;  // declared; else detected
   bool inventory_declares_gpus = false;      // inventory.gpus given (even empty): no NVML
-  double cpu_oversubscription = 1.0;
+  double cpu_oversubscription = 4;
   bool accelerator_substitution = true;
   double cancel_grace_seconds = 10;
   int poll_interval_ms = 100;

@@ -2,7 +2,7 @@
 import json
 import os
 
-from harness import StokerTestCase, container_job, wait_for
+from harness import DEFAULT_CONFIG, IMAGE, StokerTestCase, container_job, wait_for
 
 
 class QueueTest(StokerTestCase):
@@ -54,3 +54,35 @@ inventory:
         # Gangs: a job's replicas are allocated together.
         ev = self.api("GET", self.project_path + "/" + ids[0] + "/events")[1]
         self.assertEqual(len(ev["allocation"]["replicas"][0]["gpus"]), 2)
+
+
+class LaptopTest(StokerTestCase):
+    """The default CPU and memory over-subscription on a small node: a job
+    written for cloud-sized replicas still runs on a laptop (issue #4)."""
+    # The suite's config with the default cpu_oversubscription, on 2 CPUs.
+    config = "\n".join(l for l in DEFAULT_CONFIG.splitlines()
+                        if not l.startswith("cpu_oversubscription")) + """
+inventory: {cpus: 2, memory_gb: 8, gpus: []}
+"""
+
+    def workers(self, count):
+        return [{"machineSpec": {"machineType": "n1-standard-8"}, "replicaCount": count,
+                 "containerSpec": {"imageUri": IMAGE, "command": ["/bin/sh", "-c", "true"]}}]
+
+    def test_a_chief_and_two_cloud_sized_workers_run_on_two_cpus(self):
+        job_id = self.submit(container_job("three", "true", machine="n1-standard-8",
+                                           pools=self.workers(2)))
+        job = self.wait_state(job_id)
+        self.assertEqual(job["state"], "JOB_STATE_SUCCEEDED", job.get("error"))
+        events = self.api("GET", self.project_path + "/" + job_id + "/events")[1]
+        reasons = [e["reason"] for e in events["events"]]
+        self.assertIn("workerpool1-1: machine type clamped to this node (2 CPUs, 8 GB)", reasons)
+
+    def test_a_gang_beyond_four_nodes_worth_is_refused_with_the_fix(self):
+        status, body = self.api("POST", self.project_path,
+                                container_job("five", "true", machine="n1-standard-8",
+                                              pools=self.workers(4)))
+        self.assertEqual(status, 400, body)
+        self.assertIn("can never run", body["error"]["message"])
+        self.assertIn("cpu_oversubscription", body["error"]["message"])
+
