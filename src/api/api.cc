@@ -189,7 +189,8 @@ Status AdmitCustomJob(const ApiDeps& d_, const spec::CustomJob& job) {
     auto path = d_.buckets->Resolve(spec.base_output_directory, f);
     if (!path.ok()) return InvalidArgument(path.status().message());
   }
-  STOKER_ASSIGN_OR_RETURN(auto requests, scheduler::RequestsFor(spec, {*d_.node}, "jobSpec."));
+  STOKER_ASSIGN_OR_RETURN(auto requests,
+                          scheduler::RequestsFor(spec, {*d_.node}, "jobSpec.", d_.machine_types));
   return scheduler::CheckCanEverFit(requests, {*d_.node}, d_.policy, "jobSpec.");
 }
 
@@ -270,8 +271,10 @@ int JsonDepth(std::string_view s, int limit) {
   for (size_t i = 0; i < s.size(); ++i) {
     char c = s[i];
     if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {

@@ -49,7 +49,8 @@ struct ApiDeps {
   const exec::Executor* executor;  // only ReplicaDir, to find logs
   server::Controller* controller;
   const resources::Node* node;
-  scheduler::PolicyOptions policy;  // for the can-it-ever-fit check at submission
+  scheduler::PolicyOptions policy;          // for the can-it-ever-fit check at submission
+  resources::MachineCatalog machine_types;  // the config's, before the built-in catalog
   // Users and tokens: every route but /healthz (and, from loopback, a
   // trainer's measurement push) needs a valid bearer token.
   auth::AuthStore* auth = nullptr;

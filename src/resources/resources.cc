@@ -50,7 +50,9 @@ std::optional<MachineShape> FromPattern(const std::string& name) {
 
 }  // namespace
 
-std::optional<MachineShape> LookupMachineType(const std::string& name) {
+std::optional<MachineShape> LookupMachineType(const std::string& name,
+                                              const MachineCatalog& overrides) {
+  if (auto it = overrides.find(name); it != overrides.end()) return it->second;
   if (auto shape = FromPattern(name)) return shape;
   static const std::map<std::string, MachineShape> kTable = {
       {"a2-highgpu-1g", {"a2-highgpu-1g", 12, 85, "NVIDIA_TESLA_A100", 1}},

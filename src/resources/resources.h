@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,9 +37,14 @@ struct MachineShape {
   int gpu_count = 0;
 };
 
-// Looks a Vertex or legacy AI Platform machine type up in the built-in
-// catalog (vCPUs and memory from reference/pricing.md). nullopt if unknown.
-std::optional<MachineShape> LookupMachineType(const std::string& name);
+// Machine types defined or redefined by the config (`machine_types:`), by name.
+using MachineCatalog = std::map<std::string, MachineShape>;
+
+// Looks a machine type up in `overrides`, then in the built-in catalog of
+// Vertex and legacy AI Platform types (vCPUs and memory from
+// reference/pricing.md). nullopt if unknown.
+std::optional<MachineShape> LookupMachineType(const std::string& name,
+                                              const MachineCatalog& overrides = {});
 
 // The memory in bytes of one GPU of a Vertex accelerator type (0 if unknown).
 uint64_t AcceleratorMemoryBytes(const std::string& accelerator_type);

@@ -11,7 +11,8 @@ constexpr double kGiB = 1024.0 * 1024 * 1024;
 
 Result<std::vector<ReplicaRequest>> RequestsFor(const spec::CustomJobSpec& spec,
                                                 const std::vector<resources::Node>& nodes,
-                                                const std::string& field_prefix) {
+                                                const std::string& field_prefix,
+                                                const resources::MachineCatalog& machine_types) {
   double max_cpus = 0, max_mem = 0;
   for (const resources::Node& n : nodes) {
     max_cpus = std::max(max_cpus, n.cpus);
@@ -22,12 +23,13 @@ Result<std::vector<ReplicaRequest>> RequestsFor(const spec::CustomJobSpec& spec,
     const spec::WorkerPoolSpec& pool = spec.worker_pool_specs[p];
     if (pool.empty) continue;
     std::string field = field_prefix + "workerPoolSpecs[" + std::to_string(p) + "].machineSpec";
-    auto shape = resources::LookupMachineType(pool.machine_spec.machine_type);
+    auto shape = resources::LookupMachineType(pool.machine_spec.machine_type, machine_types);
     if (!shape) {
       return InvalidArgument(field + ".machineType: unknown machine type '" +
                              pool.machine_spec.machine_type +
                              "'; use a Vertex type such as n1-standard-4, e2-standard-8, "
-                             "a2-highgpu-1g or g2-standard-8");
+                             "a2-highgpu-1g or g2-standard-8, or define it under machine_types: "
+                             "in the daemon's config");
     }
     ReplicaRequest r;
     r.pool = static_cast<int>(p);
@@ -73,10 +75,11 @@ Status CheckCanEverFit(const std::vector<ReplicaRequest>& requests,
   for (const resources::Node& n : nodes) gpus += n.gpus.size();
   for (const ReplicaRequest& r : requests) {
     if (r.ask.gpus <= 0) continue;
-    return InvalidArgument(field_prefix + "workerPoolSpecs[" + std::to_string(r.pool) +
-                           "].machineSpec.acceleratorCount: the job " + problem + "; the cluster has " +
-                           std::to_string(gpus) +
-                           " GPU(s) (declare GPUs under inventory: in the config, or ask for fewer)");
+    return InvalidArgument(
+        field_prefix + "workerPoolSpecs[" + std::to_string(r.pool) +
+        "].machineSpec.acceleratorCount: the job " + problem + "; the cluster has " +
+        std::to_string(gpus) +
+        " GPU(s) (declare GPUs under inventory: in the config, or ask for fewer)");
   }
   return InvalidArgument(field_prefix + "workerPoolSpecs: the job " + problem +
                          " (raise cpu_oversubscription in the config or use fewer replicas)");

@@ -24,11 +24,12 @@ struct ReplicaRequest {
 // What the replicas of one job ask for, in launch order (pool, then index):
 // the machine type's vCPUs and memory (clamped to the largest node) and its
 // accelerators (acceleratorCount, a share of one GPU when below 1, or the
-// machine type's built-in GPUs). InvalidArgument naming the field for an
-// unknown machine type.
-Result<std::vector<ReplicaRequest>> RequestsFor(const spec::CustomJobSpec& spec,
-                                                const std::vector<resources::Node>& nodes,
-                                                const std::string& field_prefix);
+// machine type's built-in GPUs). Machine types are looked up in
+// `machine_types` (the config's) before the built-in catalog.
+// InvalidArgument naming the field for an unknown machine type.
+Result<std::vector<ReplicaRequest>> RequestsFor(
+    const spec::CustomJobSpec& spec, const std::vector<resources::Node>& nodes,
+    const std::string& field_prefix, const resources::MachineCatalog& machine_types = {});
 
 // The asks of `requests`, in order (QueuedJob::replicas).
 std::vector<ReplicaAsk> AsksOf(const std::vector<ReplicaRequest>& requests);

@@ -73,5 +73,27 @@ TEST(PlacementTest, ClampsMachineTypesToTheLargestNode) {
             std::string::npos);
 }
 
+TEST(PlacementTest, ConfigMachineTypesComeBeforeTheCatalog) {
+  resources::MachineCatalog config = {
+      {"lab-box", {"lab-box", 2, 6, "NVIDIA_TESLA_T4", 1}},      // a new name
+      {"n1-standard-4", {"n1-standard-4", 1, 2, "", 0}},          // a redefined one
+  };
+  auto custom = RequestsFor(Spec("lab-box", 1, 0), TwoT4s(), "", config);
+  ASSERT_TRUE(custom.ok()) << custom.status().ToString();
+  EXPECT_EQ((*custom)[0].ask.cpus, 2);
+  EXPECT_EQ((*custom)[0].ask.memory_bytes, 6ull << 30);
+  EXPECT_EQ((*custom)[0].ask.gpus, 1);
+  EXPECT_EQ((*custom)[0].ask.gpu_type, "NVIDIA_TESLA_T4");
+  auto redefined = RequestsFor(Spec("n1-standard-4", 1, 0), TwoT4s(), "", config);
+  ASSERT_TRUE(redefined.ok());
+  EXPECT_EQ((*redefined)[0].ask.cpus, 1);
+  EXPECT_FALSE((*redefined)[0].clamped);
+  // Without the config, the name is unknown and the error says where to define it.
+  auto unknown = RequestsFor(Spec("lab-box", 1, 0), TwoT4s(), "jobSpec.");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("machine_types:"), std::string::npos)
+      << unknown.status().message();
+}
+
 }  // namespace
 }  // namespace stoker::scheduler

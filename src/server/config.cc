@@ -78,10 +78,58 @@ Status ParseQuotas(const nlohmann::json& value, const std::string& where,
       } else if (k == "max_gpus" || k == "max_running_jobs") {
         return InvalidArgument(at + "." + k + ": must be a number of at least 0, got " + v.dump());
       } else {
-        return InvalidArgument(at + ": unknown key '" + k + "' (known: max_gpus, max_running_jobs)");
+        return InvalidArgument(at + ": unknown key '" + k +
+                               "' (known: max_gpus, max_running_jobs)");
       }
     }
     out[user] = q;
+  }
+  return OkStatus();
+}
+
+// `machine_types: {NAME: {vcpus, memory_gb, gpu_type, gpu_count}}`.
+Status ParseMachineTypes(const nlohmann::json& value, const std::string& where,
+                         resources::MachineCatalog& out) {
+  const std::string example =
+      " (e.g. machine_types: {lab-box: {vcpus: 16, memory_gb: 64, gpu_type: NVIDIA_L4, "
+      "gpu_count: 2}})";
+  if (!value.is_object()) {
+    return InvalidArgument(where + "machine_types: must be a mapping" + example);
+  }
+  for (auto& [name, v] : value.items()) {
+    std::string at = where + "machine_types." + name;
+    if (!v.is_object()) return InvalidArgument(at + ": must be a mapping" + example);
+    resources::MachineShape shape{name, 0, 0, "", 0};
+    for (auto& [k, x] : v.items()) {
+      if ((k == "vcpus" || k == "memory_gb") && x.is_number() && x.get<double>() > 0) {
+        (k == "vcpus" ? shape.vcpus : shape.memory_gb) = x.get<double>();
+      } else if (k == "vcpus" || k == "memory_gb") {
+        return InvalidArgument(at + "." + k + ": must be a number above 0, got " + x.dump());
+      } else if (k == "gpu_type" && x.is_string() &&
+                 resources::AcceleratorMemoryBytes(x.get<std::string>()) > 0) {
+        shape.gpu_type = x.get<std::string>();
+      } else if (k == "gpu_type") {
+        return InvalidArgument(at + ".gpu_type: " + x.dump() +
+                               " is not a Vertex GPU type (e.g. NVIDIA_TESLA_T4, NVIDIA_L4, "
+                               "NVIDIA_H100_80GB)");
+      } else if (k == "gpu_count" && x.is_number_integer() && x.get<int64_t>() >= 0 &&
+                 x.get<int64_t>() <= 64) {
+        shape.gpu_count = x.get<int>();
+      } else if (k == "gpu_count") {
+        return InvalidArgument(at + ".gpu_count: must be a whole number from 0 to 64, got " +
+                               x.dump());
+      } else {
+        return InvalidArgument(at + ": unknown key '" + k +
+                               "' (known: vcpus, memory_gb, gpu_type, gpu_count)");
+      }
+    }
+    if (shape.vcpus == 0 || shape.memory_gb == 0) {
+      return InvalidArgument(at + ": needs vcpus and memory_gb" + example);
+    }
+    if ((shape.gpu_count > 0) != !shape.gpu_type.empty()) {
+      return InvalidArgument(at + ": give gpu_type and gpu_count together, or neither" + example);
+    }
+    out[name] = shape;
   }
   return OkStatus();
 }
@@ -143,6 +191,8 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
           if (c.cpu_oversubscription < 1) {
             return InvalidArgument(where + "cpu_oversubscription: must be at least 1");
           }
+        } else if (key == "machine_types") {
+          STOKER_RETURN_IF_ERROR(ParseMachineTypes(value, where, c.machine_types));
         } else if (key == "accelerator_substitution") {
           c.accelerator_substitution = value.get<bool>();
         } else if (key == "cancel_grace_seconds") {
@@ -230,7 +280,7 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
         } else {
           return InvalidArgument(where + "unknown key '" + key +
                                  "' (known: listen, images, buckets, inventory, "
-                                 "cpu_oversubscription, accelerator_substitution, "
+                                 "cpu_oversubscription, machine_types, accelerator_substitution, "
                                  "cancel_grace_seconds, poll_interval_ms, quotas, "
                                  "fair_share_half_life_hours, aging_hours, backfill, "
                                  "hang_timeout_seconds, nfs_mount_root, "

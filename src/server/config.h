@@ -9,6 +9,8 @@
 //   inventory: {cpus: 8, memory_gb: 32, gpus: [{type: NVIDIA_TESLA_T4, memory_gb: 16}]}
 //   cpu_oversubscription: 4     # local CPUs and memory may be booked this many times over
 //                               # (a chief + 2 workers of a cloud machine type fit one node)
+//   machine_types:              # define machine types, or redefine the built-in catalog's
+//     lab-box: {vcpus: 16, memory_gb: 64, gpu_type: NVIDIA_L4, gpu_count: 2}
 //   accelerator_substitution: true   # a GPU of another type with at least as much memory may serve
 //   cancel_grace_seconds: 10
 //   poll_interval_ms: 100
@@ -16,8 +18,8 @@
 //     alice: {max_gpus: 2, max_running_jobs: 4}
 //     "*": {max_running_jobs: 10}
 //   fair_share_half_life_hours: 24  # GPU-seconds used count half after this long
-//   aging_hours: 1              # a waiting job gains +1 priority per this many hours (0 = no aging)
-//   backfill: true              # smaller jobs may start ahead when they delay no one
+//   aging_hours: 1              # a waiting job gains +1 priority per this many hours (0 = no
+//   aging) backfill: true              # smaller jobs may start ahead when they delay no one
 //   hang_timeout_seconds: 0     # a running replica silent this long is reported hung (0 = off)
 //   nfs_mount_root: /mnt/nfs    # nfsMounts whose path exists here are linked at
 //   <root>/<mountPoint>
@@ -79,6 +81,7 @@ struct Config {
   std::optional<resources::Node> inventory;  // declared; else detected
   bool inventory_declares_gpus = false;      // inventory.gpus given (even empty): no NVML
   double cpu_oversubscription = 4;
+  resources::MachineCatalog machine_types;  // before the built-in catalog
   bool accelerator_substitution = true;
   double cancel_grace_seconds = 10;
   int poll_interval_ms = 100;
@@ -94,13 +97,13 @@ struct Config {
   std::string default_unix_user = "nobody";
   bool allow_root_trainers = false;
   uint64_t log_max_bytes = 64ull << 20;  // per replica log file; 0 = no rotation
-  int log_max_files = 3;                  // rotated files kept, 1..1000
+  int log_max_files = 3;                 // rotated files kept, 1..1000
   RetentionPolicy retention;
   std::string executor = "local";  // local | slurm
   SlurmConfig slurm;
-  std::filesystem::path runner;             // stoker-run binary
-  std::filesystem::path python_helpers;     // directory holding the hypertune module
-  std::string api_url;                      // where trainers reach the API (set by main)
+  std::filesystem::path runner;          // stoker-run binary
+  std::filesystem::path python_helpers;  // directory holding the hypertune module
+  std::string api_url;                   // where trainers reach the API (set by main)
 };
 
 // The rules that map Vertex's prebuilt training images (PyTorch, TensorFlow,

@@ -243,7 +243,8 @@ void Controller::Adopt(store::JobRecord rec) {
     return;
   }
   a.job = std::move(job).value();
-  auto requests = scheduler::RequestsFor(a.job.job_spec, {node_}, "jobSpec.");
+  auto requests =
+      scheduler::RequestsFor(a.job.job_spec, {node_}, "jobSpec.", config_.machine_types);
   if (requests.ok()) a.requests = std::move(requests).value();
   if (a.rec.allocation.is_object() && !executor_.PlacesReplicas()) {
     a.placed = PlacedFromAllocation(a.rec.allocation, node_);

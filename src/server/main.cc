@@ -215,6 +215,7 @@ int main(int argc, char** argv) {
                     &controller,
                     &node,
                     {config->cpu_oversubscription, config->accelerator_substitution},
+                    config->machine_types,
                     users->get()};
   http::Server http_server(api::MakeHandler(deps), http::ServerOptions{});
   std::string host = config->listen.substr(0, config->listen.rfind(':'));

@@ -1,8 +1,9 @@
 """A FIFO queue that never over-commits GPUs."""
 import json
 import os
+import subprocess
 
-from harness import DEFAULT_CONFIG, IMAGE, StokerTestCase, container_job, wait_for
+from harness import DEFAULT_CONFIG, IMAGE, STOKERD, StokerTestCase, container_job, wait_for
 
 
 class QueueTest(StokerTestCase):
@@ -58,11 +59,14 @@ inventory:
 
 class LaptopTest(StokerTestCase):
     """The default CPU and memory over-subscription on a small node: a job
-    written for cloud-sized replicas still runs on a laptop (issue #4)."""
+    written for cloud-sized replicas still runs on a laptop; machine types
+    defined in the config (issue #4)."""
     # The suite's config with the default cpu_oversubscription, on 2 CPUs.
     config = "\n".join(l for l in DEFAULT_CONFIG.splitlines()
                         if not l.startswith("cpu_oversubscription")) + """
-inventory: {cpus: 2, memory_gb: 8, gpus: []}
+inventory: {cpus: 2, memory_gb: 8, gpus: [{type: NVIDIA_TESLA_T4}]}
+machine_types:
+  lab-box: {vcpus: 1, memory_gb: 3, gpu_type: NVIDIA_TESLA_T4, gpu_count: 1}
 """
 
     def workers(self, count):
@@ -86,3 +90,24 @@ inventory: {cpus: 2, memory_gb: 8, gpus: []}
         self.assertIn("can never run", body["error"]["message"])
         self.assertIn("cpu_oversubscription", body["error"]["message"])
 
+    def test_a_machine_type_from_the_config_books_its_shape_and_gpus(self):
+        job_id = self.submit(container_job("lab", 'echo "gpus=$CUDA_VISIBLE_DEVICES"',
+                                           machine="lab-box"))
+        job = self.wait_state(job_id)
+        self.assertEqual(job["state"], "JOB_STATE_SUCCEEDED", job.get("error"))
+        replica = self.api("GET", self.project_path + "/" + job_id + "/events")[1][
+            "allocation"]["replicas"][0]
+        self.assertEqual((replica["cpus"], replica["memory_bytes"], replica["gpus"]),
+                         (1, 3 << 30, [0]))
+        self.assertIn("gpus=0", self.stoker("jobs", "logs", job_id).stdout)
+
+    def test_a_bad_machine_type_in_the_config_stops_the_daemon_with_the_key(self):
+        data = os.path.join(self.tmp, "bad")
+        os.makedirs(data)
+        with open(os.path.join(data, "config.yaml"), "w") as f:
+            f.write("machine_types:\n  lab-box: {vcpus: 4, gpu_type: NVIDIA_TESLA_T5, gpu_count: 1}\n")
+        r = subprocess.run([STOKERD, "--data-dir", data, "--listen", "127.0.0.1:0"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("machine_types.lab-box.gpu_type", r.stderr)
+        self.assertIn("NVIDIA_TESLA_T4", r.stderr)  # the fix: a real type
