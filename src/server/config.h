@@ -1,4 +1,5 @@
 // stokerd's configuration: a YAML file (optional) plus built-in defaults.
+// User documentation: docs/config.md (keep the two in step).
 //
 // Keys (all optional):
 //   listen: "127.0.0.1:0"
