@@ -60,6 +60,22 @@ TEST(FilesTest, WritesAtomicallyAndReadsBack) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(FilesTest, ReadsLargeFilesAndFilesWithoutASize) {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("stoker_read_" + std::to_string(::getpid()));
+  ASSERT_TRUE(MakeDirs(dir).ok());
+  std::string big(3 * 1000 * 1000 + 7, '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 131 % 251);
+  ASSERT_TRUE(WriteFileAtomic(dir / "big", big, Durability::kNoSync).ok());
+  EXPECT_EQ(ReadFile(dir / "big").value(), big);
+  ASSERT_TRUE(WriteFileAtomic(dir / "empty", "", Durability::kNoSync).ok());
+  EXPECT_EQ(ReadFile(dir / "empty").value(), "");
+  // procfs files stat as empty; their content is read all the same.
+  EXPECT_NE(ReadFile("/proc/self/status").value().find("Pid:"), std::string::npos);
+  EXPECT_FALSE(ReadFile(dir).ok());  // a directory
+  std::filesystem::remove_all(dir);
+}
+
 // Sets an environment variable for one scope and restores it after.
 class ScopedEnv {
  public:

@@ -1,14 +1,13 @@
 #include "common/files.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace stoker {
 namespace {
@@ -25,11 +24,33 @@ Status ErrnoStatus(const std::string& what, const std::filesystem::path& path) {
 }  // namespace
 
 Result<std::string> ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return ErrnoStatus("cannot read", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus("cannot read", path);
+  // Sized from fstat and read in place: a 200 MB upload went through an
+  // ostringstream at about 50 MB/s. What lies past the stat'ed size (a file
+  // still growing, or one that is not regular) is appended piecewise.
+  struct stat st {};
+  std::string out;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) out.resize(static_cast<size_t>(st.st_size));
+  size_t size = 0;
+  char more[64 * 1024];
+  for (;;) {
+    bool in_place = size < out.size();
+    ssize_t n = in_place ? ::read(fd, out.data() + size, out.size() - size)
+                         : ::read(fd, more, sizeof more);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      Status s = ErrnoStatus("cannot read", path);
+      ::close(fd);
+      return s;
+    }
+    if (n == 0) break;
+    if (!in_place) out.append(more, static_cast<size_t>(n));
+    size += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  out.resize(size);  // a file that shrank since fstat
+  return out;
 }
 
 Status WriteFileAtomic(const std::filesystem::path& path, std::string_view data,

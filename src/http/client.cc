@@ -301,6 +301,9 @@ Result<Response> Client::Call(const std::string& method, const std::string& targ
     }
 
     im.parser.emplace();
+    // Beast reads only as much as the buffer has room for (at most 64 KiB):
+    // give it that room, or a large download takes tiny reads.
+    if (im.buffer.capacity() < 64 * 1024) im.buffer.reserve(64 * 1024);
     im.parser->header_limit(kHeaderLimit);
     im.parser->body_limit(std::numeric_limits<uint64_t>::max());
     if (verb == bhttp::verb::head) im.parser->skip(true);
