@@ -271,10 +271,11 @@ int JsonDepth(std::string_view s, int limit) {
   for (size_t i = 0; i < s.size(); ++i) {
     char c = s[i];
     if (in_string) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
+      if (c == '\\') {
+        ++i;  // skip the escaped character
+      } else if (c == '"') {
         in_string = false;
+      }
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
