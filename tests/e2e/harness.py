@@ -36,6 +36,12 @@ cpu_oversubscription: 16
 """
 
 
+def read_text(path):
+    """The whole text of the file at `path` (closed before it returns)."""
+    with open(path) as f:
+        return f.read()
+
+
 def wait_for(predicate, timeout=30.0, what="condition"):
     """Polls `predicate` until it returns a truthy value; fails after `timeout`."""
     deadline = time.monotonic() + timeout
@@ -105,9 +111,9 @@ class Daemon:
     def _healthy_url(self, addr):
         if self.proc.poll() is not None:
             raise AssertionError("stokerd exited with %s; log:\n%s" % (
-                self.proc.returncode, open(self.log.name).read()[-3000:]))
+                self.proc.returncode, read_text(self.log.name)[-3000:]))
         try:
-            url = open(addr).read().strip()
+            url = read_text(addr).strip()
             with urllib.request.urlopen(url + "/healthz", timeout=2, context=self.ssl_context) as r:
                 return url if r.status == 200 else None
         except (OSError, urllib.error.URLError):

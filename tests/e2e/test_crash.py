@@ -34,7 +34,7 @@ import unittest
 import urllib.error
 import urllib.request
 
-from harness import IMAGE, Daemon, StokerTestCase, wait_for
+from harness import IMAGE, Daemon, StokerTestCase, read_text, wait_for
 
 TERMINAL = ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED")
 JOBS = "/v1/projects/p/locations/l/customJobs"
@@ -189,7 +189,7 @@ class Chaos:
     # ---- faults ---------------------------------------------------------------
 
     def started_pid(self, job_id):
-        for line in open(self.starts).read().splitlines():
+        for line in read_text(self.starts).splitlines():
             parts = line.split()
             if len(parts) == 3 and parts[0] == "start" and parts[1] == job_id:
                 return int(parts[2])
@@ -353,7 +353,7 @@ class Chaos:
     def check(self):
         jobs = {j["name"].rsplit("/", 1)[1]: j for j in self.list_jobs()}
         starts, ends = {}, {}
-        for line in open(self.starts).read().splitlines():
+        for line in read_text(self.starts).splitlines():
             kind, job_id, pid = line.split()
             (starts if kind == "start" else ends).setdefault(job_id, []).append(int(pid))
         for job_id, pids in starts.items():
@@ -403,7 +403,7 @@ class Chaos:
                     self.proc_has(pid, "stoker-run", "cmdline") and
                     self.proc_has(pid, self.case.data, "cmdline")):
                 try:
-                    state = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[0]
+                    state = read_text("/proc/%d/stat" % pid).rsplit(")", 1)[1].split()[0]
                 except (OSError, IndexError):
                     continue
                 if state != "Z":
@@ -417,7 +417,7 @@ class Chaos:
         except AssertionError:
             for pid in self.leftovers():
                 try:
-                    cmd = open("/proc/%d/cmdline" % pid).read().replace("\0", " ")
+                    cmd = read_text("/proc/%d/cmdline" % pid).replace("\0", " ")
                 except OSError:
                     continue
                 self.violation("process %d outlives its job: %s" % (pid, cmd[:200]))

@@ -7,7 +7,7 @@ import tempfile
 import unittest
 import urllib.request
 
-from harness import STOKER, STOKERD, Daemon, pid_alive, wait_for
+from harness import STOKER, STOKERD, Daemon, pid_alive, read_text, wait_for
 
 
 class DaemonTest(unittest.TestCase):
@@ -20,7 +20,7 @@ class DaemonTest(unittest.TestCase):
         for d in os.listdir(self.tmp):
             pidfile = os.path.join(self.tmp, d, "stokerd.pid")
             if os.path.exists(pidfile):
-                text = open(pidfile).read().strip()
+                text = read_text(pidfile).strip()
                 if text and pid_alive(int(text)):
                     os.kill(int(text), signal.SIGTERM)
                     wait_for(lambda: not pid_alive(int(text)), 20, "stokerd to stop")
@@ -35,7 +35,7 @@ class DaemonTest(unittest.TestCase):
         data = os.path.join(self.tmp, "d1")
         os.makedirs(data)
         d = Daemon(data, "").start()
-        self.assertEqual(open(os.path.join(data, "stokerd.pid")).read().strip(), str(d.proc.pid))
+        self.assertEqual(read_text(os.path.join(data, "stokerd.pid")).strip(), str(d.proc.pid))
         self.assertTrue(d.url.startswith("http://127.0.0.1:"))
         second = subprocess.run([STOKERD, "--data-dir", data, "--listen", "127.0.0.1:0"],
                                 capture_output=True, text=True, timeout=30)
@@ -65,11 +65,11 @@ class DaemonTest(unittest.TestCase):
         home = os.path.join(self.tmp, "home")
         r = self.cli("jobs", "list", env={"STOKER_HOME": home})
         self.assertEqual(r.returncode, 0, r.stderr)
-        url = open(os.path.join(home, "stokerd.addr")).read().strip()
+        url = read_text(os.path.join(home, "stokerd.addr")).strip()
         with urllib.request.urlopen(url + "/healthz") as resp:
             self.assertEqual(resp.status, 200)
-        pid = int(open(os.path.join(home, "stokerd.pid")).read())
+        pid = int(read_text(os.path.join(home, "stokerd.pid")))
         self.assertTrue(pid_alive(pid))
         # The next call reuses it.
         self.assertEqual(self.cli("jobs", "list", env={"STOKER_HOME": home}).returncode, 0)
-        self.assertEqual(int(open(os.path.join(home, "stokerd.pid")).read()), pid)
+        self.assertEqual(int(read_text(os.path.join(home, "stokerd.pid"))), pid)

@@ -3,7 +3,7 @@ import os
 import signal
 import time
 
-from harness import Daemon, StokerTestCase, container_job, wait_for
+from harness import Daemon, StokerTestCase, container_job, read_text, wait_for
 
 
 class DurabilityTest(StokerTestCase):
@@ -33,7 +33,7 @@ class DurabilityTest(StokerTestCase):
         self.assertEqual(failed["state"], "JOB_STATE_FAILED")
         self.assertIn("non-zero status of 7", failed["error"]["message"])
         self.assertEqual(self.wait_state(second)["state"], "JOB_STATE_SUCCEEDED")
-        self.assertEqual(sorted(open(runs).read().split()), ["first", "second"])
+        self.assertEqual(sorted(read_text(runs).split()), ["first", "second"])
 
     def test_repeated_kills_during_a_stream_of_jobs_lose_nothing(self):
         marks = os.path.join(self.tmp, "marks")
@@ -51,7 +51,7 @@ class DurabilityTest(StokerTestCase):
         names = sorted(os.listdir(marks))
         self.assertEqual(len(names), len(acked))
         for n in names:
-            self.assertEqual(open(os.path.join(marks, n)).read().split(), [n])
+            self.assertEqual(read_text(os.path.join(marks, n)).split(), [n])
 
     def test_sigterm_leaves_replicas_running_for_the_next_daemon(self):
         gate = os.path.join(self.tmp, "gate")

@@ -16,7 +16,7 @@ import signal
 import subprocess
 import unittest
 
-from harness import (DEFAULT_CONFIG, IMAGE, SOURCE, Daemon, StokerTestCase, pid_alive,
+from harness import (DEFAULT_CONFIG, IMAGE, SOURCE, Daemon, StokerTestCase, pid_alive, read_text,
                      wait_for)
 
 
@@ -70,7 +70,7 @@ class ExecutorContract:
         r = subprocess.run(["squeue", "-h", "-t", "all", "--name",
                             "stoker-%s-%d" % (job_id, attempt), "-o", "%i|%k"],
                            capture_output=True, text=True, check=True)
-        instance = open(os.path.join(self.data, "slurm-instance")).read().strip()
+        instance = read_text(os.path.join(self.data, "slurm-instance")).strip()
         return [l.split("|")[0] for l in r.stdout.split()
                 if l.split("|")[1].endswith(":" + instance)]
 
@@ -120,7 +120,7 @@ class ExecutorContract:
         job = self.wait_state(job_id, timeout=60)
         self.assertEqual(job["state"], "JOB_STATE_CANCELLED")
         for r in (0, 1):
-            pid = int(open(self.out("pid-%d" % r)).read())
+            pid = int(read_text(self.out("pid-%d" % r)))
             wait_for(lambda: not pid_alive(pid), 30, "replica %d (pid %d) to stop" % (r, pid))
         if self.slurm:
             ids = self.slurm_jobs(job_id)
@@ -179,7 +179,7 @@ class SlurmExecutorContractTest(ExecutorContract, StokerTestCase):
     def tearDown(self):
         # This daemon's Slurm jobs only: other daemons may share the cluster.
         try:
-            instance = open(os.path.join(self.data, "slurm-instance")).read().strip()
+            instance = read_text(os.path.join(self.data, "slurm-instance")).strip()
             r = subprocess.run(["squeue", "-h", "-o", "%i|%k"], capture_output=True, text=True)
             ids = [l.split("|")[0] for l in r.stdout.split() if l.endswith(":" + instance)]
             if ids:

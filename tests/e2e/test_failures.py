@@ -3,7 +3,7 @@ import os
 import re
 import time
 
-from harness import StokerTestCase, container_job, pid_alive, wait_for
+from harness import StokerTestCase, container_job, pid_alive, read_text, wait_for
 
 
 class FailuresTest(StokerTestCase):
@@ -41,7 +41,7 @@ class FailuresTest(StokerTestCase):
         script = ("trap '' TERM; (trap '' TERM; sleep 1000) & echo $! >> %s; "
                   "setsid sleep 1000 & echo $! >> %s; echo $$ >> %s; wait" % (pids, pids, pids))
         job_id = self.submit(container_job("stubborn", script))
-        wait_for(lambda: os.path.exists(pids) and len(open(pids).read().split()) == 3, 30,
+        wait_for(lambda: os.path.exists(pids) and len(read_text(pids).split()) == 3, 30,
                  "the trainer to start its children")
         wait_for(lambda: self.job(job_id)["state"] == "JOB_STATE_RUNNING", 30, "RUNNING")
         r = self.stoker("jobs", "cancel", job_id)
@@ -49,7 +49,7 @@ class FailuresTest(StokerTestCase):
         job = self.wait_state(job_id, timeout=30)
         self.assertEqual(job["state"], "JOB_STATE_CANCELLED")
         self.assertEqual(job["error"]["code"], 1)
-        for pid in map(int, open(pids).read().split()):
+        for pid in map(int, read_text(pids).split()):
             wait_for(lambda: not pid_alive(pid), 10, "process %d to be gone" % pid)
         d = self.stoker("jobs", "describe", job_id).stdout
         self.assertIn("RUNNING -> CANCELLING", d)

@@ -11,7 +11,8 @@ import subprocess
 import tempfile
 import time
 
-from harness import IMAGE, STOKERD, SOURCE, Daemon, StokerTestCase, container_job, pid_alive, wait_for
+from harness import (IMAGE, SOURCE, STOKERD, Daemon, StokerTestCase, container_job, pid_alive,
+                     read_text, wait_for)
 
 TERMINAL = ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED")
 
@@ -121,7 +122,7 @@ class FaultsTest(StokerTestCase):
         pid_file = os.path.join(self.tmp, "pid")
         job_id = self.submit(no_retries(container_job("doomed", gated(gate, pid_file))))
         wait_for(lambda: self.job(job_id)["state"] == "JOB_STATE_RUNNING", 30, "RUNNING")
-        trainer = int(wait_for(lambda: os.path.exists(pid_file) and open(pid_file).read().strip(), 30,
+        trainer = int(wait_for(lambda: os.path.exists(pid_file) and read_text(pid_file).strip(), 30,
                                "the trainer's pid"))
         supervisor = json.load(open(os.path.join(self.replica_dir(job_id), "runner.json")))["pid"]
         shutil.rmtree(os.path.join(self.data, "jobs", job_id))
@@ -145,7 +146,7 @@ class FaultsTest(StokerTestCase):
             "containerSpec": {"imageUri": IMAGE, "command": [
                 "/bin/sh", "-c", "echo $$ > %s; exec sleep 60" % worker_pid]}}])
         job_id = self.submit(job)
-        pid = int(wait_for(lambda: os.path.exists(worker_pid) and open(worker_pid).read().strip(), 30,
+        pid = int(wait_for(lambda: os.path.exists(worker_pid) and read_text(worker_pid).strip(), 30,
                            "the worker's pid"))
         self.daemon.kill(signal.SIGKILL)
         with sqlite3.connect(os.path.join(self.data, "stoker.db")) as c:
@@ -185,7 +186,7 @@ class FaultsTest(StokerTestCase):
             f.write(b"\xa5" * page)
         self.damaged_start()
         # The steps of docs/recovery.md, as written there.
-        doc = open(os.path.join(SOURCE, "docs", "recovery.md")).read()
+        doc = read_text(os.path.join(SOURCE, "docs", "recovery.md"))
         self.assertIn("sqlite3 $STOKER_HOME/stoker.db '.recover' | sqlite3 /tmp/recovered.db", doc)
         self.assertIn("fuser $STOKER_HOME/stoker.db", doc)
         recovered = os.path.join(tempfile.mkdtemp(dir=self.tmp), "recovered.db")

@@ -3,7 +3,7 @@ import json
 import os
 import re
 
-from harness import IMAGE, StokerTestCase, container_job, wait_for
+from harness import IMAGE, StokerTestCase, container_job, read_text, wait_for
 
 
 class JobsTest(StokerTestCase):
@@ -60,7 +60,7 @@ jobSpec:
         job_id = self.submit(job)
         self.assertEqual(self.wait_state(job_id)["state"], "JOB_STATE_SUCCEEDED")
         rdir = self.replica_dir(job_id)
-        env = dict(line.split("=", 1) for line in open(os.path.join(rdir, "env.txt")).read().splitlines()
+        env = dict(line.split("=", 1) for line in read_text(os.path.join(rdir, "env.txt")).splitlines()
                    if "=" in line)
         out = os.path.join(self.data, "buckets", "out", "run1")
         self.assertEqual(env["AIP_MODEL_DIR"], out + "/model/")
@@ -79,7 +79,7 @@ jobSpec:
         tf = json.loads(env["TF_CONFIG"])
         self.assertEqual(tf["task"]["type"], "chief")
         self.assertEqual((env["RANK"], env["WORLD_SIZE"]), ("0", "1"))
-        args = open(os.path.join(rdir, "args.txt")).read().split()
+        args = read_text(os.path.join(rdir, "args.txt")).split()
         self.assertEqual(args, ["--train=" + os.path.join(self.data, "buckets", "data", "train"),
                                 "--model=" + out + "/model/"])
         self.assertNotIn("STOKER_SERVER", env)
@@ -139,7 +139,7 @@ jobSpec:
 
     def test_args_flag_replaces_every_pools_args(self):
         path = self.write("job.json", json.dumps(container_job("args", 'echo "$@"')))
-        job = json.loads(open(path).read())
+        job = json.loads(read_text(path))
         job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["command"].append("sh")
         job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"] = ["--old"]
         open(path, "w").write(json.dumps(job))

@@ -3,7 +3,8 @@ import json
 import os
 import subprocess
 
-from harness import DEFAULT_CONFIG, IMAGE, STOKERD, StokerTestCase, container_job, wait_for
+from harness import (DEFAULT_CONFIG, IMAGE, STOKERD, StokerTestCase, container_job, read_text,
+                     wait_for)
 
 
 class QueueTest(StokerTestCase):
@@ -34,7 +35,7 @@ inventory:
         # Replay the record: no GPU ever held by two jobs, starts in submission order.
         holders = {}
         starts = []
-        for line in open(log).read().splitlines():
+        for line in read_text(log).splitlines():
             kind, gpus, stamp, name = line.split()
             for g in gpus.split(","):
                 if kind == "start":

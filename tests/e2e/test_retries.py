@@ -3,7 +3,7 @@ restartJobOnWorkerRestart, disableRetries) and hung replicas reported."""
 import os
 import time
 
-from harness import IMAGE, StokerTestCase, container_job, wait_for
+from harness import IMAGE, StokerTestCase, container_job, read_text, wait_for
 
 
 class RetryTest(StokerTestCase):
@@ -40,7 +40,7 @@ hang_timeout_seconds: 2
         final = self.wait_state(job_id)
         self.assertEqual(final["state"], "JOB_STATE_SUCCEEDED", final)
         self.assertEqual(final["stoker"]["attempt"], 2)
-        self.assertEqual(len(open(runs).read().split()), 3)
+        self.assertEqual(len(read_text(runs).split()), 3)
         events = self.events(job_id)
         self.assertTrue(any("exited with a non-zero status of 3" in e and
                             "Restarting all replicas as attempt 2 of 3" in e for e in events), events)
@@ -53,14 +53,14 @@ hang_timeout_seconds: 2
         self.assertEqual(final["state"], "JOB_STATE_FAILED")
         self.assertIn("non-zero status of 3", final["error"]["message"])
         self.assertIn("run 2 fails", final["error"]["message"])
-        self.assertEqual(len(open(runs).read().split()), 2)
+        self.assertEqual(len(read_text(runs).split()), 2)
 
     def test_restart_on_worker_restart_restarts_the_gang_unless_retries_are_disabled(self):
         job, runs = self.counting_job("gang", 1, {"restartJobOnWorkerRestart": True},
                                       worker_fails=True)
         final = self.wait_state(self.submit(job))
         self.assertEqual(final["state"], "JOB_STATE_SUCCEEDED", final)
-        self.assertEqual(open(runs).read().split(), ["chief-0", "chief-0"])  # the chief ran again
+        self.assertEqual(read_text(runs).split(), ["chief-0", "chief-0"])  # the chief ran again
 
         job, runs = self.counting_job("no-retries", 1, {"restartJobOnWorkerRestart": True,
                                                         "disableRetries": True, "maxRetries": 5},
@@ -68,7 +68,7 @@ hang_timeout_seconds: 2
         final = self.wait_state(self.submit(job))
         self.assertEqual(final["state"], "JOB_STATE_FAILED")
         self.assertIn("workerpool1-0", final["error"]["message"])
-        self.assertEqual(open(runs).read().split(), ["chief-0"])
+        self.assertEqual(read_text(runs).split(), ["chief-0"])
 
     def test_a_silent_replica_is_reported_hung_and_then_as_progressing(self):
         job = container_job("quiet", "echo hello; sleep 9; echo more; sleep 7; echo done")

@@ -8,7 +8,7 @@ import json
 import os
 import time
 
-from harness import IMAGE, StokerTestCase, container_job, wait_for
+from harness import IMAGE, StokerTestCase, container_job, read_text, wait_for
 
 GPU = "NVIDIA_TESLA_T4"
 
@@ -122,7 +122,7 @@ quotas:
 
         # ---- Replay the record. ----
         runs = {}  # (job, rank) -> [start, end, gpus, share]
-        for line in open(self.record).read().splitlines():
+        for line in read_text(self.record).splitlines():
             kind, stamp, name, rank, gpus, share = line.split()
             entry = runs.setdefault((name, rank), [None, None, gpus, float(share)])
             entry[0 if kind == "start" else 1] = int(stamp)

@@ -4,7 +4,7 @@ import json
 import os
 import signal
 
-from harness import IMAGE, Daemon, StokerTestCase, container_job, wait_for
+from harness import IMAGE, Daemon, StokerTestCase, container_job, read_text, wait_for
 
 # Records every catchable stop signal it receives instead of dying of it, so
 # that any signal from a restart shows up in the file.
@@ -24,13 +24,13 @@ class ShutdownTest(StokerTestCase):
         job_id = self.submit(container_job("long", "while [ ! -e %s ]; do sleep 0.05; done" % gate))
         wait_for(lambda: self.job(job_id)["state"] == "JOB_STATE_RUNNING", 30, "RUNNING")
         pid = self.daemon.proc.pid
-        self.assertEqual(open(os.path.join(self.data, "stokerd.pid")).read().strip(), str(pid))
+        self.assertEqual(read_text(os.path.join(self.data, "stokerd.pid")).strip(), str(pid))
         self.daemon.kill(signal.SIGTERM)
         self.assertEqual(self.daemon.proc.returncode, 0)
         self.assertFalse(os.path.exists(os.path.join(self.data, "stokerd.addr")))
         # No stale pid for `kill $(cat stokerd.pid)` to hit another process with.
-        self.assertEqual(open(os.path.join(self.data, "stokerd.pid")).read(), "")
-        self.assertIn("running replicas keep running", open(self.daemon.log.name).read())
+        self.assertEqual(read_text(os.path.join(self.data, "stokerd.pid")), "")
+        self.assertIn("running replicas keep running", read_text(self.daemon.log.name))
         self.daemon = Daemon(self.data, self.config).start()
         self.assertEqual(self.job(job_id)["state"], "JOB_STATE_RUNNING")
         open(gate, "w").close()
@@ -44,10 +44,10 @@ class ShutdownTest(StokerTestCase):
         worker = {"machineSpec": {"machineType": "e2-standard-2"}, "replicaCount": 2,
                   "containerSpec": {"imageUri": IMAGE, "command": ["/bin/sh", "-c", script]}}
         job_id = self.submit(container_job("dist", chief, pools=[worker]))
-        wait_for(lambda: os.path.exists(starts) and len(open(starts).read().splitlines()) == 3, 30,
+        wait_for(lambda: os.path.exists(starts) and len(read_text(starts).splitlines()) == 3, 30,
                  "three replicas to start")
         wait_for(lambda: self.job(job_id)["state"] == "JOB_STATE_RUNNING", 30, "RUNNING")
-        trainers = [int(line.split()[2]) for line in open(starts).read().splitlines()]
+        trainers = [int(line.split()[2]) for line in read_text(starts).splitlines()]
         for round_ in range(4):
             self.daemon.kill(signal.SIGTERM)
             self.assertEqual(self.daemon.proc.returncode, 0, "round %d" % round_)
@@ -58,12 +58,12 @@ class ShutdownTest(StokerTestCase):
         open(gate, "w").close()
         job = self.wait_state(job_id)
         self.assertEqual(job["state"], "JOB_STATE_SUCCEEDED", job.get("error"))
-        self.assertFalse(os.path.exists(sigs) and open(sigs).read(),
-                         "a trainer got a signal: %s" % (os.path.exists(sigs) and open(sigs).read()))
+        self.assertFalse(os.path.exists(sigs) and read_text(sigs),
+                         "a trainer got a signal: %s" % (os.path.exists(sigs) and read_text(sigs)))
         # Each replica ran once, and each ran to its end.
-        self.assertEqual(len(open(starts).read().splitlines()), 3)
+        self.assertEqual(len(read_text(starts).splitlines()), 3)
         for replica in ("workerpool0-0", "workerpool1-0", "workerpool1-1"):
-            log = open(os.path.join(self.replica_dir(job_id, replica), "output.log")).read()
+            log = read_text(os.path.join(self.replica_dir(job_id, replica), "output.log"))
             self.assertIn("trainer done", log, replica)
             status = json.load(open(os.path.join(self.replica_dir(job_id, replica), "status.json")))
             self.assertEqual(status["state"], "exited", (replica, status))

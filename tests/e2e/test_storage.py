@@ -1,7 +1,8 @@
 """Local buckets behind gs:// through the API."""
 import os
+import pathlib
 
-from harness import StokerTestCase
+from harness import StokerTestCase, read_text
 
 
 class StorageTest(StokerTestCase):
@@ -19,8 +20,8 @@ class StorageTest(StokerTestCase):
         self.assertIn("gs://data/", self.stoker("storage", "ls").stdout)
         back = os.path.join(self.tmp, "back")
         self.stoker("storage", "cp", "gs://data/set", back)
-        self.assertEqual(open(os.path.join(back, "a.txt")).read(), "alpha")
-        self.assertEqual(open(os.path.join(back, "sub", "b.bin"), "rb").read(), bytes(range(256)) * 100)
+        self.assertEqual(read_text(os.path.join(back, "a.txt")), "alpha")
+        self.assertEqual(pathlib.Path(back, "sub", "b.bin").read_bytes(), bytes(range(256)) * 100)
         # The bytes sit in the bucket directory under the data dir.
         self.assertTrue(os.path.exists(os.path.join(self.data, "buckets", "data", "set", "sub", "b.bin")))
 
@@ -30,7 +31,7 @@ class StorageTest(StokerTestCase):
         self.stoker("storage", "cp", f, "gs://mdl/renamed.txt")
         out = os.path.join(self.tmp, "out.txt")
         self.stoker("storage", "cp", "gs://mdl/models/model.txt", out)
-        self.assertEqual(open(out).read(), "weights")
+        self.assertEqual(read_text(out), "weights")
         self.assertIn("gs://mdl/renamed.txt", self.stoker("storage", "ls", "gs://mdl/").stdout)
 
     def test_missing_things_are_errors(self):

@@ -5,7 +5,7 @@ import os
 import re
 import subprocess
 
-from harness import SOURCE, StokerTestCase
+from harness import SOURCE, StokerTestCase, read_text
 
 
 class TitanicTest(StokerTestCase):
@@ -28,7 +28,7 @@ class TitanicTest(StokerTestCase):
         model_dir = os.path.join(self.data, "buckets", "titanic", "output", "model")
         self.assertTrue(os.listdir(model_dir))
         job_id = re.search(r"Submitted job (\d+)", r.stdout).group(1)
-        metrics = open(os.path.join(self.replica_dir(job_id), "hypertune", "output.metrics")).read().splitlines()
+        metrics = read_text(os.path.join(self.replica_dir(job_id), "hypertune", "output.metrics")).splitlines()
         self.assertEqual(len(metrics), 5)
         self.assertEqual(json.loads(metrics[-1])["global_step"], "5")
         self.assertIn("accuracy", json.loads(metrics[-1]))

@@ -4,7 +4,7 @@ import json
 import os
 import signal
 
-from harness import IMAGE, Daemon, StokerTestCase, wait_for
+from harness import IMAGE, Daemon, StokerTestCase, read_text, wait_for
 
 TRAINER = r'''
 import argparse, json, os, time
@@ -103,7 +103,7 @@ class TuningTest(StokerTestCase):
         spans = []
         for t in trials:
             start = json.load(open(os.path.join(self.trace, "trial-" + t["id"])))["start"]
-            end = float(open(os.path.join(self.trace, "end-" + t["id"])).read())
+            end = float(read_text(os.path.join(self.trace, "end-" + t["id"])))
             spans.append((start, end))
         for s, _ in spans:
             self.assertLessEqual(sum(1 for a, b in spans if a <= s < b), 2)

@@ -235,6 +235,11 @@ def main(argv=None):
         report_metric(final, args.epochs)
         print('model saved to %s' % out, flush=True)
     if cluster.distributed:
+        # Every rank finishes before any tears the group down, and the DDP
+        # wrapper goes first: torch 1.13's gloo teardown sometimes hung for
+        # good on rank 0 when rank 1 had already exited (2 runs in 5 here).
+        dist.barrier()
+        del net
         dist.destroy_process_group()
 
 
