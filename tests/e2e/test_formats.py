@@ -122,7 +122,11 @@ scheduling: {timeout: 600s}
         r = self.stoker("ai", "custom-jobs", "create", "--display-name=replaced", "--config", config,
                         "--worker-pool-spec=machine-type=e2-standard-2,container-image-uri=" + IMAGE,
                         "--worker-pool-spec=machine-type=e2-standard-2,container-image-uri=" + IMAGE,
-                        "--command=/bin/sh,-c,echo replaced", "--follow")
+                        # The job ends, and stops its worker, when the chief exits: the
+                        # chief waits for the worker's mark so that both have printed.
+                        "--command=/bin/sh,-c,echo replaced; touch %s/rank-$RANK; "
+                        "while [ ! -e %s/rank-1 ]; do sleep 0.05; done" % (self.tmp, self.tmp),
+                        "--follow")
         self.assertEqual(r.stdout.count("replaced"), 2, r.stdout)
         spec = self.job(self.created_id(r.stdout))["jobSpec"]
         self.assertEqual([p["machineSpec"]["machineType"] for p in spec["workerPoolSpecs"]],
