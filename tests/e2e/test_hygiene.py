@@ -108,7 +108,9 @@ class RetentionTest(StokerTestCase):
         # A running job keeps its directory.
         wait_for(lambda: self.job(running)["state"] == "JOB_STATE_RUNNING", 30, "RUNNING")
         self.assertTrue(os.path.isdir(self.replica_dir(running)))
-        self.assertIn("waiting", self.stoker("jobs", "logs", running).stdout)
+        # RUNNING means the trainer was started, not that it has printed yet.
+        wait_for(lambda: "waiting" in self.stoker("jobs", "logs", running).stdout, 30,
+                 "the running job's log line")
         self.stoker("jobs", "cancel", running)
         self.wait_state(running)
         wait_for(lambda: not os.path.exists(os.path.join(self.data, "jobs", running)), 30,
