@@ -10,11 +10,13 @@ from harness import IMAGE, Daemon, StokerTestCase, container_job, read_text, wai
 # that any signal from a restart shows up in the file.
 TRAINER = ("for s in TERM INT HUP QUIT USR1 USR2 PIPE; do trap \"echo $s $$ >> {sigs}\" $s; done; "
            "echo \"start $CLOUD_ML_JOB_ID $$\" >> {starts}; "
-           "while [ ! -e {gate} ]; do sleep 0.05; done; {then} echo \"trainer done\"")
-# Workers report their end; the chief ends last, so that its success never
-# has to stop a worker that is still running.
-WORKER_THEN = "echo end >> {ends};"
-CHIEF_THEN = "while [ \"$(cat {ends} 2>/dev/null | wc -l)\" -lt 2 ]; do sleep 0.05; done;"
+           "while [ ! -e {gate} ]; do sleep 0.05; done; echo \"trainer done\"; {then}")
+# The job ends, and stops the replicas still running, when the chief exits.
+# So the chief ends last: each worker's last act is to leave its pid, and the
+# chief waits until both workers' processes are gone.
+WORKER_THEN = "echo $$ >> {ends}"
+CHIEF_THEN = ("while [ \"$(cat {ends} 2>/dev/null | wc -l)\" -lt 2 ]; do sleep 0.05; done; "
+              "for p in $(cat {ends}); do while kill -0 $p 2>/dev/null; do sleep 0.05; done; done")
 
 
 class ShutdownTest(StokerTestCase):
