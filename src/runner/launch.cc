@@ -120,6 +120,9 @@ Result<LaunchSpec> ParseLaunchSpec(std::string_view text) {
     STOKER_ASSIGN_OR_RETURN(run_as.gid, id("gid"));
     spec.run_as = run_as;
   }
+  if (auto it = doc.find("isolation"); it != doc.end()) {
+    STOKER_ASSIGN_OR_RETURN(spec.isolation, ParseIsolationSpec(*it));
+  }
   return spec;
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "runner/isolation.h"
 #include "runner/log_rotation.h"
 
 namespace stoker::runner {
@@ -37,6 +38,9 @@ struct LaunchSpec {
   // Set: the supervisor drops to this account (groups, gid, uid, in that
   // order, each checked) before exec; unset: the trainer runs as it does.
   std::optional<RunAs> run_as;
+  // "isolation": what the trainer's view of the file system hides and keeps
+  // (isolation.h); absent = off.
+  IsolationSpec isolation;
 };
 
 // Parses launch.json. InvalidArgument naming the offending field otherwise

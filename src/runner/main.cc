@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/files.h"
+#include "runner/isolation.h"
 #include "runner/slurm_task.h"
 #include "runner/supervisor.h"
 
@@ -140,6 +141,13 @@ int RunSlurmTask(const std::string& job_dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // stokerd's start-up check (isolation.h): exit 0 when trainers can be
+  // isolated here, else 1 and why on stdout.
+  if (argc == 3 && std::strcmp(argv[1], "--probe-isolation") == 0) {
+    stoker::Status s = stoker::runner::ProbeIsolation(argv[2]);
+    if (!s.ok()) std::printf("%s\n", s.message().c_str());
+    return s.ok() ? 0 : 1;
+  }
   bool detach = false, slurm = false;
   std::string dir, job_dir;
   for (int i = 1; i < argc; ++i) {

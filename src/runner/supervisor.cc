@@ -26,6 +26,7 @@
 
 #include "common/files.h"
 #include "common/time.h"
+#include "runner/isolation.h"
 #include "runner/launch.h"
 #include "runner/log_rotation.h"
 
@@ -284,6 +285,7 @@ void Supervisor::StartTrainer(const LaunchSpec& spec, const std::vector<fs::path
     return;
   }
   ::fcntl(pipe_fds[0], F_SETPIPE_SZ, kPipeBytes);
+  Isolation isolation(spec.isolation, run_as ? run_as->uid == 0 : ::geteuid() == 0);
 
   outcome_.start_time_us = NowMicros();
   pid_t pid = ::fork();
@@ -297,9 +299,16 @@ void Supervisor::StartTrainer(const LaunchSpec& spec, const std::vector<fs::path
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    // Before the account switch, and while stderr is still runner.log for
+    // its note (isolation.h).
+    const char* isolation_error = isolation.Enter(STDERR_FILENO);
     ::dup2(null_fd_, STDIN_FILENO);
     ::dup2(pipe_fds[1], STDOUT_FILENO);
     ::dup2(pipe_fds[1], STDERR_FILENO);
+    if (isolation_error) {
+      dprintf(STDERR_FILENO, "stoker-run: %s\n", isolation_error);
+      ::_exit(127);
+    }
     if (run_as) {
       // Groups, then gid, then uid (after setuid the others are no longer
       // ours to set); each checked, and root must be gone for good.

@@ -1,0 +1,140 @@
+// Filesystem isolation of one trainer (docs/security.md, "Trainers";
+// docs/decisions/0009-job-isolation.md).
+//
+// stoker-run gives each trainer a private view of the file system in which
+// every hidden directory (the daemon's data dir: its token, stoker.db, the
+// other jobs' directories) is an empty, read-only directory that nobody can
+// list, and every hidden file (a TLS key) cannot be opened. What the trainer
+// needs is put back at the same paths: its own job's directory, the buckets,
+// Stoker's interpreter links. Paths are the same as outside, so nothing else
+// about the trainer's environment changes.
+//
+// How: the trainer's process enters a new user namespace and a new mount
+// namespace (CLONE_NEWUSER | CLONE_NEWNS), makes every mount private, opens
+// the paths to keep (O_PATH), mounts a tmpfs over each hidden directory,
+// binds the kept paths back through /proc/self/fd/N, binds /dev/null with
+// `nodev` over each hidden file, and makes the tmpfs read-only. The user
+// namespace maps ids to themselves, so files keep their owners: every id
+// when stoker-run is root (written by a helper process that stays in the
+// parent namespace, as only it may), the one uid and gid otherwise (with
+// setgroups denied, as the kernel requires). The user namespace is what
+// keeps other processes of the same account out: the kernel lets no process
+// reach into another user namespace's processes (/proc/PID/root,
+// /proc/PID/fd, ptrace) without CAP_SYS_PTRACE there, so trainers of two
+// jobs that share an account cannot read each other's view, and a trainer
+// cannot read stokerd's. The trainer keeps no capability after exec (its
+// uid is not 0), so it cannot undo the mounts; any namespace it makes later
+// gets them locked.
+//
+// Not isolated: trainers that run as root (they could undo it); /tmp,
+// /dev/shm, the network and abstract sockets, which stay shared.
+//
+// Use, in two steps because the second runs between fork and exec:
+//   Isolation isolation(spec, trainer_is_root);  // supervisor: may allocate
+//   const char* error = isolation.Enter(note_fd); // forked child: syscalls only
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace stoker::runner {
+
+// The config key job_isolation.
+enum class IsolationMode {
+  kOff,       // today's view: everything the account may read
+  kAuto,      // isolate when the kernel allows it; otherwise run, and say so
+  kRequired,  // isolate, or the trainer does not start
+};
+
+// "isolation" of launch.json:
+//   {"mode": "off|auto|required", "hide": [PATH...], "keep": [PATH...],
+//    "keep_read_only": [PATH...]}
+// Absolute paths. Paths that do not exist at launch are ignored; a kept path
+// matters only under a hidden directory (elsewhere it is visible anyway).
+struct IsolationSpec {
+  IsolationMode mode = IsolationMode::kOff;
+  std::vector<std::filesystem::path> hide;
+  std::vector<std::filesystem::path> keep;            // read-write
+  std::vector<std::filesystem::path> keep_read_only;  // read-only
+};
+
+// Parses launch.json's "isolation" value (null = off). InvalidArgument
+// naming the field otherwise.
+Result<IsolationSpec> ParseIsolationSpec(const nlohmann::json& value);
+
+class Isolation {
+ public:
+  // Resolves the spec against the file system (which paths exist, are
+  // directories, lie under which hidden directory) and prepares every string
+  // Enter needs. `trainer_is_root`: the trainer will run as uid 0.
+  Isolation(const IsolationSpec& spec, bool trainer_is_root);
+
+  // Puts the calling process into the isolated view. Call it in the child
+  // between fork and exec, single-threaded, before dropping privileges (it
+  // needs stoker-run's own credentials); it only makes system calls (it
+  // forks one short-lived helper when stoker-run is root).
+  //
+  // Returns nullptr when the trainer may start: isolated, or mode off, or
+  // mode auto and isolation is impossible here (no user namespaces, no
+  // permission to mount, a trainer running as root); in that last case the
+  // view is left (or put back) as it was and one line saying why goes to
+  // `note_fd` (-1: nowhere). Returns a message naming job_isolation when the
+  // trainer must not start: mode required and isolation is impossible, or a
+  // failure after which the view cannot be put back. The message lives in
+  // this object.
+  const char* Enter(int note_fd);
+
+  // What Enter will do, for tests and logs: the directories that become
+  // empty and the paths bound back ("ro " or "rw " + target).
+  const std::vector<std::string>& hidden_dirs() const { return hide_dirs_; }
+  std::vector<std::string> Describe() const;
+
+ private:
+  struct Bind {
+    std::string source;  // the path to open (symlinks followed)
+    std::string target;  // where it appears: under a hidden directory
+    bool is_dir = true;
+    bool read_only = false;
+    int fd = -1;  // set in Enter
+  };
+  struct MountPoint {
+    std::string path;  // inside a hidden directory's tmpfs
+    bool is_dir = true;
+  };
+
+  // Enter's steps; each false return leaves the reason in message_.
+  bool Unshare();
+  bool WriteRootMaps();
+  bool Mount();
+  // Undoes Mount's mounts (auto mode, after a failure).
+  void Unmount();
+  const char* Fail(int note_fd, bool can_fall_back);
+  void SetMessage(const char* step, const char* path, int err);
+
+  IsolationMode mode_;
+  bool trainer_is_root_;
+  bool root_;                    // stoker-run's euid is 0
+  bool changed_ = false;         // Enter made a namespace (it cannot be left)
+  bool user_namespace_ = false;  // ... a user namespace with its ids mapped
+  std::string uid_map_, gid_map_;
+  std::vector<std::string> hide_dirs_;    // canonical; get a tmpfs
+  std::vector<std::string> hide_files_;   // canonical; get /dev/null, nodev
+  std::vector<Bind> binds_;               // parents first
+  std::vector<MountPoint> mount_points_;  // in creation order
+  int mounted_dirs_ = 0;                  // how many of hide_dirs_ carry our tmpfs
+  int mounted_files_ = 0;
+  char message_[1024] = {};
+};
+
+// For `stoker-run --probe-isolation DIR`: tries, in this (single-threaded,
+// throwaway) process, what a trainer would get with `DIR` hidden and
+// DIR/jobs kept. OK, or why isolation is impossible here.
+Status ProbeIsolation(const std::filesystem::path& dir);
+
+}  // namespace stoker::runner
