@@ -191,6 +191,10 @@ Status AdmitCustomJob(const ApiDeps& d_, const spec::CustomJob& job) {
   }
   STOKER_ASSIGN_OR_RETURN(auto requests,
                           scheduler::RequestsFor(spec, {*d_.node}, "jobSpec.", d_.machine_types));
+  // An executor that places replicas itself (Slurm) knows its cluster; this
+  // node's inventory says nothing about it, and Slurm refuses what can never
+  // run when the job is handed over (the job then fails with its words).
+  if (d_.executor->PlacesReplicas()) return OkStatus();
   return scheduler::CheckCanEverFit(requests, {*d_.node}, d_.policy, "jobSpec.");
 }
 
@@ -324,10 +328,6 @@ Status CheckRequestBounds(const http::Request& req) {
   return OkStatus();
 }
 
-bool IsLoopback(const std::string& address) {
-  return address.rfind("127.", 0) == 0 || address == "::1";
-}
-
 // 401: no credential, or one that does not authenticate.
 http::Response Unauthenticated(const std::string& why) {
   http::Response r = Json({{"error",
@@ -357,13 +357,22 @@ class Api {
   http::Response Handle(const http::Request& req) {
     if (req.path == "/healthz") return Json({{"status", "ok"}});
     static const std::regex kMeasure(
-        R"(^/v1/projects/[^/]+/locations/[^/]+/studies/\d+/trials/\d+:addTrialMeasurement$)");
+        R"(^/v1/projects/[^/]+/locations/[^/]+/studies/(\d{1,19})/trials/(\d{1,19}):addTrialMeasurement$)");
     auto header = req.headers.find("authorization");
     if (header == req.headers.end()) {
-      // Trainers push measurements from this machine without a token: no
-      // daemon secret may reach a trainer's environment.
-      if (IsLoopback(req.remote_address) && req.method == "POST" &&
-          std::regex_match(req.path, kMeasure)) {
+      // A trainer pushes its trial's measurements with the trial's key (the
+      // ?key= of $STOKER_METRICS_URL) instead of a token: no daemon secret
+      // reaches a trainer, and the key opens this one trial only.
+      std::smatch m;
+      if (req.method == "POST" && std::regex_match(req.path, m, kMeasure)) {
+        auto key = req.query.find("key");
+        if (key == req.query.end() || d_.push_secret.empty() ||
+            !auth::ConstantTimeEquals(key->second,
+                                      auth::TrialPushKey(d_.push_secret, m[1].str(), m[2].str()))) {
+          return Unauthenticated(
+              "a measurement push needs its trial's key (POST to $STOKER_METRICS_URL as given, "
+              "with its ?key=) or a bearer token");
+        }
         if (Status s = CheckRequestBounds(req); !s.ok()) return Error(s);
         auth::Principal trainer{"", auth::Role::kUser, "", ""};
         if (auto r = HandleTuningRoutes(d_, req, trainer)) return *r;

@@ -51,9 +51,12 @@ struct ApiDeps {
   const resources::Node* node;
   scheduler::PolicyOptions policy;          // for the can-it-ever-fit check at submission
   resources::MachineCatalog machine_types;  // the config's, before the built-in catalog
-  // Users and tokens: every route but /healthz (and, from loopback, a
-  // trainer's measurement push) needs a valid bearer token.
+  // Users and tokens: every route but /healthz (and a trainer's measurement
+  // push with its trial's key) needs a valid bearer token.
   auth::AuthStore* auth = nullptr;
+  // Opens trial push keys (auth::TrialPushKey): a trainer's measurement push
+  // with its trial's ?key= needs no token.
+  std::string push_secret;
 };
 
 // HTTP status of an error code (the one place this mapping lives).

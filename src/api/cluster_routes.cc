@@ -2,9 +2,11 @@
 //   GET /v1/stoker/queue  the queue in the order the scheduler takes it, with
 //                         each job's reason to wait and estimated start
 //   GET /v1/stoker/nodes  nodes, their GPUs and what holds each
-// Every role may read them (like Slurm's squeue and sinfo); they show job
-// ids, users and display names, never specs or logs.
+// Every role may read them (like Slurm's squeue and sinfo): they show job
+// ids, users, positions and GPUs, never specs or logs; a job's display name
+// only to those who may see the job (its owner, admins, viewers).
 #include "api/routes.h"
+#include "auth/auth.h"
 #include "common/time.h"
 #include "resources/nvml.h"
 #include "server/controller.h"
@@ -14,7 +16,7 @@ namespace stoker::api {
 using nlohmann::json;
 
 std::optional<http::Response> HandleClusterRoutes(const ApiDeps& d, const http::Request& req,
-                                                  const auth::Principal&) {
+                                                  const auth::Principal& caller) {
   if (req.path == "/v1/stoker/queue") {
     if (req.method != "GET") return Error(InvalidArgument("only GET is supported on " + req.path));
     json jobs = json::array();
@@ -30,6 +32,7 @@ std::optional<http::Response> HandleClusterRoutes(const ApiDeps& d, const http::
                 {"gpus", e.gpus},
                 {"reason", e.reason}};
       if (e.estimated_start_us) j["estimatedStartTime"] = FormatRfc3339(e.estimated_start_us);
+      if (!auth::CanSee(caller, e.user)) j.erase("displayName");
       jobs.push_back(std::move(j));
     }
     return Json({{"jobs", jobs}});
@@ -37,10 +40,13 @@ std::optional<http::Response> HandleClusterRoutes(const ApiDeps& d, const http::
   if (req.path == "/v1/stoker/nodes") {
     if (req.method != "GET") return Error(InvalidArgument("only GET is supported on " + req.path));
     json nodes = d.controller->Nodes();
-    // Live utilization and memory in use, where NVML answers (this node only).
+    // Live utilization and memory in use, where NVML answers (this node
+    // only), for GPUs that were found through NVML (they have a UUID): a GPU
+    // declared in the config is not the physical GPU of the same index.
     std::vector<resources::GpuUsage> usage = resources::QueryGpuUsage();
     if (!usage.empty() && nodes.contains("nodes") && !nodes["nodes"].empty()) {
       for (json& gpu : nodes["nodes"][0]["gpus"]) {
+        if (gpu.value("uuid", "").empty()) continue;
         for (const resources::GpuUsage& u : usage) {
           if (u.index != gpu.value("index", -1)) continue;
           gpu["utilization_percent"] = u.utilization_percent;

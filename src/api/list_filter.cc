@@ -4,6 +4,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/time.h"
 #include "spec/job_state.h"
 
 namespace stoker::api {
@@ -415,75 +416,7 @@ class Parser {
   int depth_ = 0;
 };
 
-bool Digits(std::string_view s, size_t at, size_t n, int* out) {
-  if (at + n > s.size()) return false;
-  int v = 0;
-  for (size_t i = at; i < at + n; ++i) {
-    if (!std::isdigit(static_cast<unsigned char>(s[i]))) return false;
-    v = v * 10 + (s[i] - '0');
-  }
-  *out = v;
-  return true;
-}
-
-// Days from 1970-01-01 to y-m-d (proleptic Gregorian), Howard Hinnant's way.
-int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const unsigned yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<int64_t>(doe) - 719468;
-}
-
 }  // namespace
-
-std::optional<int64_t> ParseRfc3339Micros(const std::string& text) {
-  std::string_view s = text;
-  int y, mo, d, h, mi, sec;
-  if (!Digits(s, 0, 4, &y) || s.size() < 20 || s[4] != '-' || !Digits(s, 5, 2, &mo) ||
-      s[7] != '-' || !Digits(s, 8, 2, &d) || (s[10] != 'T' && s[10] != 't') ||
-      !Digits(s, 11, 2, &h) || s[13] != ':' || !Digits(s, 14, 2, &mi) || s[16] != ':' ||
-      !Digits(s, 17, 2, &sec)) {
-    return std::nullopt;
-  }
-  static constexpr int kDays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  if (mo < 1 || mo > 12 || d < 1 || d > kDays[mo - 1] || h > 23 || mi > 59 || sec > 60) {
-    return std::nullopt;
-  }
-  bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-  if (mo == 2 && d == 29 && !leap) return std::nullopt;
-  size_t i = 19;
-  int64_t frac_us = 0;
-  if (i < s.size() && s[i] == '.') {
-    ++i;
-    size_t start = i;
-    int64_t scale = 100000;
-    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
-      frac_us += (s[i] - '0') * scale;
-      scale /= 10;
-      ++i;
-    }
-    if (i == start || i - start > 9) return std::nullopt;
-  }
-  int64_t offset_s = 0;
-  if (i < s.size() && (s[i] == 'Z' || s[i] == 'z')) {
-    ++i;
-  } else if (i < s.size() && (s[i] == '+' || s[i] == '-')) {
-    int oh, om;
-    if (!Digits(s, i + 1, 2, &oh) || i + 3 >= s.size() || s[i + 3] != ':' ||
-        !Digits(s, i + 4, 2, &om) || oh > 23 || om > 59) {
-      return std::nullopt;
-    }
-    offset_s = (oh * 3600 + om * 60) * (s[i] == '+' ? 1 : -1);
-    i += 6;
-  } else {
-    return std::nullopt;
-  }
-  if (i != s.size()) return std::nullopt;
-  int64_t secs = DaysFromCivil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset_s;
-  return secs * 1000000 + frac_us;
-}
 
 bool Filter::Matches(const FilterSubject& subject) const {
   return root_ == nullptr || Eval(*root_, subject);

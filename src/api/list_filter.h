@@ -58,8 +58,5 @@ class Filter {
 // 1) naming what was expected there.
 Result<Filter> ParseFilter(const std::string& text);
 
-// Parses an RFC 3339 timestamp ("2021-05-18T00:00:00Z",
-// "2021-05-18T02:00:00.5+02:00") into microseconds since the epoch.
-std::optional<int64_t> ParseRfc3339Micros(const std::string& text);
 
 }  // namespace stoker::api

@@ -1,6 +1,7 @@
 #include "auth/auth.h"
 
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <sys/random.h>
 
 #include <cerrno>
@@ -102,6 +103,20 @@ std::string Sha256Hex(std::string_view data) {
   // EVP_Digest with SHA-256 cannot fail for in-memory input short of
   // allocation failure, which is a broken invariant here.
   if (EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr) != 1) {
+    std::abort();
+  }
+  return Hex(digest, len);
+}
+
+std::string TrialPushKey(std::string_view secret, std::string_view study_id,
+                         std::string_view trial_id) {
+  std::string message = std::string(study_id) + "/" + std::string(trial_id);
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  // HMAC over in-memory input cannot fail short of allocation failure.
+  if (HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+           reinterpret_cast<const unsigned char*>(message.data()), message.size(), digest,
+           &len) == nullptr) {
     std::abort();
   }
   return Hex(digest, len);

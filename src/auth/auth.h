@@ -76,6 +76,17 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b);
 // the header is not a bearer credential.
 std::optional<std::string> BearerToken(std::string_view authorization);
 
+// ---- measurement pushes ----
+
+// The key that lets a tuning trial's trainers push measurements for that
+// trial, and only that one, without a token: lower-case hex
+// HMAC-SHA256(secret, "<study>/<trial>"). stokerd appends it to the trial's
+// STOKER_METRICS_URL as ?key=...; knowing one trial's key tells nothing about
+// the secret or any other trial's key. `secret` comes from
+// AuthStore::PushSecret.
+std::string TrialPushKey(std::string_view secret, std::string_view study_id,
+                         std::string_view trial_id);
+
 // ---- trainers ----
 
 // Which Unix account runs a job's replicas.

@@ -31,6 +31,10 @@ CREATE TABLE IF NOT EXISTS tokens (
   revoke_time_us INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS tokens_by_user ON tokens(user);
+CREATE TABLE IF NOT EXISTS secrets (
+  name TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
 )sql";
 
 Status SqliteError(sqlite3* db, const std::string& what) {
@@ -313,6 +317,18 @@ Result<bool> EnsureLocalAdmin(AuthStore& store, const std::string& os_user,
   ::unlink(token_file.c_str());
   STOKER_RETURN_IF_ERROR(WriteSecretFile(token_file, issued.token));
   return true;
+}
+
+Result<std::string> AuthStore::PushSecret() {
+  STOKER_ASSIGN_OR_RETURN(std::string fresh, NewToken());  // 32 random bytes, hex
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt insert(db_, "INSERT OR IGNORE INTO secrets(name, value) VALUES ('push', ?)");
+  if (!insert.ok()) return insert.Error("cannot store the push secret");
+  insert.Bind(1, fresh.substr(kTokenPrefix.size()));
+  if (insert.Step() != SQLITE_DONE) return insert.Error("cannot store the push secret");
+  Stmt get(db_, "SELECT value FROM secrets WHERE name = 'push'");
+  if (!get.ok() || get.Step() != SQLITE_ROW) return get.Error("cannot read the push secret");
+  return get.Text(0);
 }
 
 }  // namespace stoker::auth

@@ -70,6 +70,11 @@ class AuthStore {
   // user is gone; the message never echoes the token.
   Result<Principal> Authenticate(std::string_view token);
 
+  // The secret behind trial push keys (TrialPushKey): 32 random bytes as hex,
+  // made on first use and kept in the `secrets` table, so keys handed to
+  // running trials stay valid across restarts.
+  Result<std::string> PushSecret();
+
  private:
   explicit AuthStore(sqlite3* db) : db_(db) {}
   Status Exec(const char* sql);

@@ -61,6 +61,18 @@ TEST(TokenTest, BearerTokenReadsTheAuthorizationHeader) {
   EXPECT_EQ(BearerToken(""), std::nullopt);
 }
 
+TEST(PushKeyTest, IsAnHmacPerStudyAndTrialAndSecret) {
+  std::string key = TrialPushKey("s3cret", "4", "2");
+  EXPECT_EQ(key.size(), 64u);
+  EXPECT_EQ(key, TrialPushKey("s3cret", "4", "2"));  // stable across restarts
+  EXPECT_NE(key, TrialPushKey("s3cret", "4", "3"));
+  EXPECT_NE(key, TrialPushKey("s3cret", "42", ""));  // "4/2" vs "42/": the separator counts
+  EXPECT_NE(key, TrialPushKey("other", "4", "2"));
+  // HMAC-SHA256 of "<study>/<trial>", as Python's hmac module computes it.
+  EXPECT_EQ(TrialPushKey("Jefe", "what do ya want for nothing?", "x"),
+            "230d51c92a3070a49171b051e8e50784d00d8a95b1fb772cc4b4734b7af93d11");
+}
+
 TEST(RoleTest, ParsesNamesAndNamesTheFieldOnError) {
   EXPECT_EQ(*ParseRole("admin", "role"), Role::kAdmin);
   EXPECT_EQ(*ParseRole("viewer", "role"), Role::kViewer);
@@ -249,6 +261,16 @@ TEST_F(AuthStoreTest, LocalTokenFileIsReplacedWhenMissingRevokedOrExposed) {
   struct stat st;
   ASSERT_EQ(::stat(file.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST_F(AuthStoreTest, PushSecretIsMadeOnceAndKept) {
+  auto first = store_->PushSecret();
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->size(), 64u);
+  EXPECT_EQ(*store_->PushSecret(), *first);
+  auto reopened = AuthStore::Open(dir_.path() / "stoker.db");
+  ASSERT_TRUE(reopened.ok());
+  EXPECT_EQ(*(*reopened)->PushSecret(), *first);
 }
 
 TEST_F(AuthStoreTest, NoLocalTokenWhenTheAdminsChoseOtherUsers) {

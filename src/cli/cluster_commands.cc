@@ -13,6 +13,25 @@ namespace {
 
 std::string Cut(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n); }
 
+// "in 1m58s", "in 3h05m", "now" for a start estimate; "unknown" without one.
+std::string StartsIn(const json& job, int64_t now_us) {
+  auto at = ParseRfc3339Micros(job.value("estimatedStartTime", ""));
+  if (!at) return "unknown";
+  int64_t s = (*at - now_us) / 1000000;
+  if (s <= 0) return "now";
+  char buf[32];
+  if (s < 3600) {
+    std::snprintf(buf, sizeof buf, "in %lldm%02llds", static_cast<long long>(s / 60),
+                  static_cast<long long>(s % 60));
+  } else if (s < 48 * 3600) {
+    std::snprintf(buf, sizeof buf, "in %lldh%02lldm", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s % 3600 / 60));
+  } else {
+    std::snprintf(buf, sizeof buf, "in %lldd", static_cast<long long>(s / 86400));
+  }
+  return buf;
+}
+
 std::string Gb(double bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f GB", bytes / double(1ull << 30));
@@ -35,17 +54,18 @@ int Queue(const Globals& g) {
     std::cout << "The queue is empty.\n";
     return 0;
   }
-  std::printf("%-4s %-6s %-20s %-10s %-5s %-20s %-20s %s\n", "POS", "ID", "NAME", "USER", "PRIO",
+  int64_t now = NowMicros();
+  std::printf("%-4s %-6s %-20s %-10s %-5s %-20s %-12s %s\n", "POS", "ID", "NAME", "USER", "PRIO",
               "GPUS", "EST. START", "WHY IT WAITS");
   for (const json& j : jobs) {
     std::string prio = std::to_string(j.value("priority", 0));
     int64_t effective = j.value("effectivePriority", int64_t{0});
     if (effective != j.value("priority", 0)) prio += "+" + std::to_string(effective - j.value("priority", 0));
-    std::printf("%-4d %-6s %-20s %-10s %-5s %-20s %-20s %s\n", j.value("position", 0),
+    std::printf("%-4d %-6s %-20s %-10s %-5s %-20s %-12s %s\n", j.value("position", 0),
                 j.value("jobId", "").c_str(), Cut(j.value("displayName", ""), 20).c_str(),
                 Cut(j.value("user", ""), 10).c_str(), prio.c_str(),
                 Cut(j.value("gpus", ""), 20).c_str(),
-                j.value("estimatedStartTime", "unknown").substr(0, 19).c_str(),
+                StartsIn(j, now).c_str(),
                 j.value("reason", "").c_str());
   }
   return 0;

@@ -102,5 +102,19 @@ TEST(FilesTest, DefaultHomeIsStokerHomeThenByAccount) {
                                                   : "/home/ada/.local/share/stoker");
 }
 
+TEST(TimeTest, ParsesRfc3339Timestamps) {
+  constexpr int64_t kMay18 = 1621296000LL * 1000000;
+  EXPECT_EQ(ParseRfc3339Micros("1970-01-01T00:00:00Z"), 0);
+  EXPECT_EQ(ParseRfc3339Micros("2021-05-18T00:00:00Z"), kMay18);
+  EXPECT_EQ(ParseRfc3339Micros("2021-05-18T00:00:00.123456Z"), kMay18 + 123456);
+  EXPECT_EQ(ParseRfc3339Micros("2021-05-17T19:00:00-05:00"), kMay18);
+  EXPECT_EQ(ParseRfc3339Micros("2024-02-29T00:00:00Z").has_value(), true);
+  for (const char* bad :
+       {"2021-05-18", "2021-13-01T00:00:00Z", "2021-02-29T00:00:00Z", "2021-05-18T00:00:00",
+        "2021-05-18T24:00:00Z", "yesterday", "2021-05-18T00:00:00Zjunk", "2021-05-18T00:00:00.Z"}) {
+    EXPECT_FALSE(ParseRfc3339Micros(bad).has_value()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace stoker

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "common/status.h"
@@ -19,6 +20,11 @@ int64_t NowMicros();
 
 // "2024-05-18T00:00:00.123456Z" (UTC, microseconds).
 std::string FormatRfc3339(int64_t micros);
+
+// Parses an RFC 3339 timestamp ("2021-05-18T00:00:00Z",
+// "2021-05-18T02:00:00.5+02:00") into microseconds since the epoch;
+// nullopt when it is not one.
+std::optional<int64_t> ParseRfc3339Micros(const std::string& text);
 
 // Parses a protobuf Duration string ("3600s", "0.5s", "604800s") into
 // seconds. Also accepts a bare number of seconds. InvalidArgument otherwise,

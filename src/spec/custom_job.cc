@@ -50,6 +50,12 @@ using nlohmann::json;
 constexpr size_t kMaxPools = 4;
 constexpr size_t kMaxEnv = 100;
 constexpr size_t kMaxPackageUris = 100;
+// A replica's command line and environment end up in one execve: Linux
+// refuses a single string of 128 KiB or more (MAX_ARG_STRLEN) and all of them
+// together past ARG_MAX (2 MiB by default, shared with what Stoker adds), so
+// a job is refused at submission rather than failing at launch.
+constexpr size_t kMaxArgBytes = 128 * 1024 - 1;
+constexpr size_t kMaxCommandLineBytes = 1024 * 1024;
 
 // Reference §1.7, without STRATEGY_UNSPECIFIED (which means STANDARD).
 const Names kStrategies = {"STANDARD", "SPOT", "FLEX_START", "ON_DEMAND", "LOW_COST"};
@@ -349,6 +355,35 @@ void CheckEnv(const std::vector<EnvVar>& env, const std::string& path, Problems&
   }
 }
 
+// Bounds on a task's command, args and env (kMaxArgBytes, kMaxCommandLineBytes).
+void CheckCommandLine(const std::vector<std::string>* command, const std::vector<std::string>& args,
+                      const std::vector<EnvVar>& env, const std::string& path, Problems& p) {
+  size_t total = 0;
+  auto one = [&](size_t bytes, const std::string& field) {
+    total += bytes + 1;
+    if (bytes > kMaxArgBytes) {
+      p.AddUnlessCovered(field, "is " + std::to_string(bytes) + " bytes long; one argument or "
+                                    "variable may have at most " + std::to_string(kMaxArgBytes) +
+                                    " (Linux's MAX_ARG_STRLEN); pass large inputs as files "
+                                    "(gs://BUCKET/...)");
+    }
+  };
+  if (command) {
+    for (size_t i = 0; i < command->size(); ++i)
+      one((*command)[i].size(), At(Join(path, "command"), i));
+  }
+  for (size_t i = 0; i < args.size(); ++i) one(args[i].size(), At(Join(path, "args"), i));
+  for (size_t i = 0; i < env.size(); ++i) {
+    one(env[i].name.size() + 1 + env[i].value.size(), Join(At(Join(path, "env"), i), "value"));
+  }
+  if (total > kMaxCommandLineBytes) {
+    p.AddUnlessCovered(path, "command, args and env take " + std::to_string(total) +
+                                 " bytes; at most " + std::to_string(kMaxCommandLineBytes) +
+                                 " are allowed (they share one execve's ARG_MAX); pass large "
+                                 "inputs as files (gs://BUCKET/...)");
+  }
+}
+
 // An acceleratorCount as written: "2", "0.25".
 std::string FormatCount(double count) {
   if (count == std::floor(count)) return std::to_string(static_cast<int64_t>(count));
@@ -417,6 +452,7 @@ void CheckPool(const WorkerPoolSpec& pool, const std::string& path, bool primary
       p.AddUnlessCovered(Join(cpath, "imageUri"), "required; give the container image to run");
     }
     CheckEnv(c.env, cpath, p);
+    CheckCommandLine(&c.command, c.args, c.env, cpath, p);
   }
   if (has_p) {
     const PythonPackageSpec& py = *pool.python_package_spec;
@@ -444,6 +480,7 @@ void CheckPool(const WorkerPoolSpec& pool, const std::string& path, bool primary
                          "required; give the module to run, such as 'trainer.task'");
     }
     CheckEnv(py.env, ppath, p);
+    CheckCommandLine(nullptr, py.args, py.env, ppath, p);
   }
   if (pool.extra.is_object() && pool.extra.contains("nfsMounts") &&
       pool.extra["nfsMounts"].is_array()) {

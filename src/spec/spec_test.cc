@@ -497,6 +497,25 @@ TEST(CustomJobTest, AllowsAtMost100EnvironmentVariables) {
   EXPECT_THAT(ErrorOf(j), HasSubstr("containerSpec.env: at most 100 variables are allowed"));
 }
 
+TEST(CustomJobTest, RefusesCommandLinesThatExecveWouldRefuse) {
+  json j = MinimalJob();
+  json& c = j["jobSpec"]["workerPoolSpecs"][0]["containerSpec"];
+  c["args"] = {"--ok", std::string(128 * 1024, 'x')};
+  std::string pool = "jobSpec.workerPoolSpecs[0].containerSpec";
+  EXPECT_THAT(ErrorOf(j), HasSubstr(pool + ".args[1]: is 131072 bytes long; one argument or "
+                                           "variable may have at most 131071"));
+  c["args"] = {std::string(128 * 1024 - 1, 'x')};  // just fits
+  EXPECT_EQ(ErrorOf(j), "");
+  // Many strings that each fit but together pass 1 MiB.
+  c["args"] = json::array();
+  for (int i = 0; i < 9; ++i) c["args"].push_back(std::string(120 * 1024, 'a'));
+  EXPECT_THAT(ErrorOf(j), HasSubstr(pool + ": command, args and env take 1105929 bytes; at most "
+                                           "1048576 are allowed"));
+  c["args"] = json::array();
+  c["env"] = {{{"name", "BIG"}, {"value", std::string(200000, 'v')}}};
+  EXPECT_THAT(ErrorOf(j), HasSubstr(pool + ".env[0].value: is 200004 bytes long"));
+}
+
 TEST(CustomJobTest, AsksForQuotesWhenYamlTurnedAStringIntoANumber) {
   json j = MinimalJob();
   j["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["env"] = {{{"name", "LR"}, {"value", 0.1}}};

@@ -39,6 +39,12 @@ using internal::TypeName;
 using nlohmann::json;
 
 constexpr size_t kMaxDiscreteValues = 1000;
+constexpr size_t kMaxCategories = 1000;
+// Parameters in a study, conditional ones included, and metrics: bounds that
+// keep checking (pairwise id checks) and suggesting cheap; a GP over more
+// than 100 dimensions would not learn from a trial budget anyway.
+constexpr size_t kMaxParameters = 100;
+constexpr size_t kMaxMetrics = 100;
 constexpr double kMinDiscreteGap = 1e-10;
 constexpr const char* kDefaultLegacyMetric = "training/hptuning/metric";
 constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
@@ -719,6 +725,11 @@ void CheckParameter(const ParameterSpec& s, const std::string& path, const Diale
     case ParameterKind::kCategorical:
       if (s.categories.empty()) {
         p.AddUnlessCovered(values, "required; " + std::string(kCategoriesHint));
+      } else if (s.categories.size() > kMaxCategories) {
+        p.AddUnlessCovered(values, "at most " + std::to_string(kMaxCategories) +
+                                       " categories are allowed, got " +
+                                       std::to_string(s.categories.size()));
+        break;
       }
       for (size_t i = 0; i < s.categories.size(); ++i) {
         const std::string& c = s.categories[i];
@@ -862,12 +873,32 @@ void CheckGrid(const StudySpec& s, const std::string& path, const Dialect& d, Pr
   }
 }
 
+size_t CountParameters(const ParameterSpec& s) {
+  size_t n = 1;
+  for (const auto& child : s.children) n += CountParameters(child.spec);
+  return n;
+}
+
 void CheckStudy(const StudySpec& s, const std::string& path, const Dialect& d, Problems& p) {
   std::string metrics = Join(path, "metrics");
   if (!d.legacy && s.metrics.empty()) {
     p.AddUnlessCovered(metrics,
                        "required; give at least one {metricId, goal}, the metric the "
                        "trials report through cloudml-hypertune");
+  }
+  if (s.metrics.size() > kMaxMetrics) {
+    p.AddUnlessCovered(metrics, "at most " + std::to_string(kMaxMetrics) +
+                                    " metrics are allowed, got " + std::to_string(s.metrics.size()));
+    return;
+  }
+  size_t parameters = 0;
+  for (const ParameterSpec& parameter : s.parameters) parameters += CountParameters(parameter);
+  if (parameters > kMaxParameters) {
+    p.AddUnlessCovered(Join(path, d.Parameters()),
+                       "at most " + std::to_string(kMaxParameters) +
+                           " parameters (conditional ones included) are allowed, got " +
+                           std::to_string(parameters));
+    return;
   }
   for (size_t i = 0; i < s.metrics.size(); ++i) {
     const std::string& id = s.metrics[i].metric_id;

@@ -492,6 +492,25 @@ TEST(StudyTest, AtMostAThousandDiscreteValuesAreAllowed) {
   EXPECT_EQ(ErrorOf(WithParameters(json::array({p}))), "");
 }
 
+TEST(StudyTest, AtMostAThousandCategoriesAndAHundredParametersAreAllowed) {
+  json categories = json::array();
+  for (int i = 0; i < 1001; ++i) categories.push_back("c" + std::to_string(i));
+  json c = {{"parameterId", "a"}, {"categoricalValueSpec", {{"values", categories}}}};
+  EXPECT_THAT(ErrorOf(WithParameters(json::array({c}))),
+              HasSubstr("studySpec.parameters[0].categoricalValueSpec.values: at most 1000 "
+                        "categories are allowed, got 1001"));
+  json many = json::array();
+  for (int i = 0; i < 100; ++i) {
+    many.push_back({{"parameterId", "p" + std::to_string(i)},
+                    {"doubleValueSpec", {{"minValue", 0}, {"maxValue", 1}}}});
+  }
+  EXPECT_EQ(ErrorOf(WithParameters(many)), "");
+  many.push_back({{"parameterId", "one_more"}, {"doubleValueSpec", {{"minValue", 0}, {"maxValue", 1}}}});
+  EXPECT_THAT(ErrorOf(WithParameters(many)),
+              HasSubstr("studySpec.parameters: at most 100 parameters (conditional ones "
+                        "included) are allowed, got 101"));
+}
+
 TEST(StudyTest, CategoricalValuesMustBeNonEmptyUniqueAndUnscaled) {
   std::string m = ErrorOf(WithParameters(json::array({
       Param(R"({"parameterId": "a", "categoricalValueSpec": {"values": []}})"),

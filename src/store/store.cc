@@ -28,6 +28,11 @@ class Stmt {
   void BindNull(int i) { sqlite3_bind_null(stmt_, i); }
   // SQLITE_ROW, SQLITE_DONE or an error code.
   int Step() { return sqlite3_step(stmt_); }
+  // Ready to run again with new bindings.
+  void Reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
   int64_t Int(int col) { return sqlite3_column_int64(stmt_, col); }
   std::string Text(int col) {
     const unsigned char* p = sqlite3_column_text(stmt_, col);
@@ -529,6 +534,30 @@ Status Store::SetWaitReason(int64_t id, const std::string& reason) {
   s.Bind(3, reason);
   if (s.Step() != SQLITE_DONE) return SqliteError(db_, "set wait reason");
   return OkStatus();
+}
+
+Status Store::RecordWaits(const std::vector<WaitNote>& notes) {
+  if (notes.empty()) return OkStatus();
+  std::lock_guard lock(mu_);
+  Txn txn(db_);
+  if (!txn.begun()) return SqliteError(db_, "begin");
+  int64_t now = NowMicros();
+  Stmt set(db_, "UPDATE jobs SET wait_reason = ? WHERE id = ? AND wait_reason != ?");
+  Stmt state(db_, "SELECT state FROM jobs WHERE id = ?");
+  for (const WaitNote& n : notes) {
+    set.Reset();
+    set.Bind(1, n.reason);
+    set.Bind(2, n.id);
+    set.Bind(3, n.reason);
+    if (set.Step() != SQLITE_DONE) return SqliteError(db_, "set wait reason");
+    if (n.event.empty()) continue;
+    state.Reset();
+    state.Bind(1, n.id);
+    if (state.Step() != SQLITE_ROW) continue;
+    auto st = static_cast<JobState>(state.Int(0));
+    STOKER_RETURN_IF_ERROR(InsertEvent(n.id, st, st, n.event, now));
+  }
+  return txn.Commit();
 }
 
 Result<std::vector<Event>> Store::Events(int64_t id) {

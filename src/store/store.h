@@ -165,6 +165,18 @@ class Store {
   Status AddEvent(int64_t id, const std::string& reason);
   Status SetWaitReason(int64_t id, const std::string& reason);
 
+  // Why queued jobs wait, as one decision of the scheduler sees it: each
+  // job's wait reason and, where `event` is not empty, an event with that
+  // reason. One transaction (one sync) for all of them, so that a decision
+  // over a queue of thousands costs one commit, not thousands. Jobs that no
+  // longer exist are skipped.
+  struct WaitNote {
+    int64_t id = 0;
+    std::string reason;
+    std::string event;  // "" = no event
+  };
+  Status RecordWaits(const std::vector<WaitNote>& notes);
+
   Result<std::vector<Event>> Events(int64_t id);
 
   // ---- studies (HyperparameterTuningJob) and their trials ----

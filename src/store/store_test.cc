@@ -65,6 +65,27 @@ TEST_F(StoreTest, TransitionRequiresTheExpectedFromState) {
   EXPECT_EQ(store->Events(job.id)->size(), 2u);
 }
 
+TEST_F(StoreTest, RecordsWaitReasonsAndEventsOfADecisionTogether) {
+  auto store = std::move(Store::Open(dir_)).value();
+  auto a = store->CreateJob(Job("a")).value();
+  auto b = store->CreateJob(Job("b")).value();
+  ASSERT_TRUE(store
+                  ->RecordWaits({{a.id, "needs 1x NVIDIA_L4, 0 free", "waiting: needs 1x NVIDIA_L4"},
+                                 {b.id, "1 job ahead in the queue", ""},
+                                 {999, "no such job", "waiting: nothing"}})
+                  .ok());
+  EXPECT_EQ(store->GetJob(a.id)->wait_reason, "needs 1x NVIDIA_L4, 0 free");
+  EXPECT_EQ(store->GetJob(b.id)->wait_reason, "1 job ahead in the queue");
+  auto ea = store->Events(a.id).value();
+  ASSERT_EQ(ea.size(), 2u);  // submitted, then the wait
+  EXPECT_EQ(ea[1].reason, "waiting: needs 1x NVIDIA_L4");
+  EXPECT_EQ(ea[1].from, JobState::kQueued);
+  EXPECT_EQ(ea[1].to, JobState::kQueued);
+  EXPECT_EQ(store->Events(b.id)->size(), 1u);  // no event asked for
+  EXPECT_TRUE(store->Events(999)->empty());
+  EXPECT_TRUE(store->RecordWaits({}).ok());
+}
+
 TEST_F(StoreTest, ActiveJobsLeaveOutEndedOnes) {
   auto store = std::move(Store::Open(dir_)).value();
   auto a = store->CreateJob(Job("a")).value();

@@ -17,6 +17,11 @@ class FailuresTest(StokerTestCase):
         self.assertIn("workerpool0-0", msg)
         self.assertIn("non-zero status of 3", msg)
         self.assertTrue(msg.rstrip().endswith("bad things"), msg)
+        # No retry by default (scheduling.maxRetries defaults to 0): one attempt, one run.
+        self.assertEqual(job["stoker"]["attempt"], 0)
+        events = self.api("GET", self.project_path + "/" + job_id + "/events")[1]["events"]
+        self.assertEqual([e["to"] for e in events].count("JOB_STATE_RUNNING"), 1, events)
+        self.assertFalse(any("Restarting" in e["reason"] for e in events), events)
         r = self.stoker("jobs", "submit", "--config",
                         self.write("j.json", __import__("json").dumps(container_job("b2", "exit 5"))),
                         "--follow", check=False)

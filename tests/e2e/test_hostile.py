@@ -296,6 +296,25 @@ class HostileInputTest(StokerTestCase):
         job = container_job("x", "true")
         job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"] = ["gs://nob/x"] * 200000
         self.post_json("200k args naming a missing bucket", JOBS, json.dumps(job))
+        # With a bucket that exists, the bounds themselves answer: one string
+        # past Linux's MAX_ARG_STRLEN, or more than 1 MiB in all.
+        self.assertEqual(self.api("POST", "/storage/v1/b", {"name": "real"})[0], 200)
+        job = container_job("x", "true")
+        job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"] = ["gs://real/x"] * 200000
+        self.post_json("200k args naming a real bucket", JOBS, json.dumps(job),
+                       want="are allowed (they share one execve's ARG_MAX)")
+        job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"] = ["gs://real/" + "x" * (1 << 20)]
+        self.post_json("a 1 MiB arg", JOBS, json.dumps(job), want="MAX_ARG_STRLEN")
+        self.post_json("a 1 MiB env value", JOBS, json.dumps(container_job(
+            "x", "true", env=[("E", "v" * (1 << 20))])), want="MAX_ARG_STRLEN")
+        self.post_json("100k categories", STUDIES, json.dumps(study(studySpec={
+            "metrics": [{"metricId": "m", "goal": "MAXIMIZE"}],
+            "parameters": [{"parameterId": "c", "categoricalValueSpec": {
+                "values": ["v%d" % i for i in range(100000)]}}]})), want="at most 1000 categories")
+        self.post_json("10k metrics", STUDIES, json.dumps(study(studySpec={
+            "metrics": [{"metricId": "m%d" % i, "goal": "MAXIMIZE"} for i in range(10000)],
+            "parameters": [{"parameterId": "x", "doubleValueSpec": {"minValue": 0, "maxValue": 1}}]})),
+            want="at most 100 metrics")
         job = container_job("x", "true")
         job["labels"] = {"k%d" % i: "v" for i in range(200000)}
         self.post_json("200k labels (Vertex allows 64)", JOBS, json.dumps(job))
@@ -303,7 +322,8 @@ class HostileInputTest(StokerTestCase):
         self.post_json("10k parameters", STUDIES, json.dumps(study(studySpec={
             "metrics": [{"metricId": "m", "goal": "MAXIMIZE"}],
             "parameters": [{"parameterId": "p%d" % i, "discreteValueSpec": {"values": list(range(100))}}
-                           for i in range(10000)], "algorithm": "GRID_SEARCH"})))
+                           for i in range(10000)], "algorithm": "GRID_SEARCH"})),
+            want="at most 100 parameters")
         self.post_json("1e6 discrete values", STUDIES, json.dumps(study(studySpec={
             "metrics": [{"metricId": "m", "goal": "MAXIMIZE"}],
             "parameters": [{"parameterId": "x", "discreteValueSpec": {"values": [1] * 1000000}}]})))
@@ -452,7 +472,7 @@ class HostileInputTest(StokerTestCase):
 
     def test_unauthenticated_and_forged_credentials(self):
         """Without a valid token every route but /healthz answers 401 (a
-        measurement push from loopback needs none, but still a real trial),
+        measurement push needs its trial's key instead),
         the body is not read into anything, and nothing is created."""
         token = self.daemon.token
         forged = [
@@ -476,10 +496,16 @@ class HostileInputTest(StokerTestCase):
                 if status == 401:
                     self.assertIn(b"UNAUTHENTICATED", answer)
                 self.assertNotIn(token.encode(), answer)
-        # A measurement push without a token must still name a running trial.
-        self.check("anonymous measurement", self.request(
-            "POST", "/v1/projects/p/locations/l/studies/1/trials/1:addTrialMeasurement",
-            '{"measurement":{"metrics":[{"metricId":"m","value":1}]}}', auth=False), allowed=(404,))
+        # A measurement push without a token needs its trial's key.
+        measure = "/v1/projects/p/locations/l/studies/1/trials/1:addTrialMeasurement"
+        for query in ("", "?key=", "?key=" + "0" * 64, "?key=" + "a" * 60000, "?key=%00",
+                      "?key=" + token[4:]):
+            status, answer = self.check("anonymous measurement " + query[:20], self.request(
+                "POST", measure + query, '{"measurement":{"metrics":[{"metricId":"m","value":1}]}}',
+                auth=False))
+            self.assertIn(status, (401, 414), query[:20])
+            if status == 401:
+                self.assertIn(b"trial's key", answer)
         status, answer = self.api("GET", JOBS)
         self.assertEqual(answer.get("customJobs", []), [], "an unauthenticated submit got through")
 

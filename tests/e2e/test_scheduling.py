@@ -4,13 +4,21 @@ trainer appends when it started and ended on which GPU (with what share) to
 one record; the test proves from that record and the jobs' events that no
 GPU was booked beyond its capacity, gangs started together, priorities, fair
 share and quotas held, and that `stoker queue` / `stoker nodes` explain it."""
+import calendar
 import json
 import os
+import signal
 import time
 
 from harness import IMAGE, StokerTestCase, container_job, read_text, wait_for
 
 GPU = "NVIDIA_TESLA_T4"
+
+
+def rfc3339_seconds(stamp):
+    """Seconds since the epoch of an RFC 3339 UTC time ("...T10:00:00.123Z")."""
+    whole, _, frac = stamp.rstrip("Z").partition(".")
+    return calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S")) + float("0." + (frac or "0"))
 
 
 class SchedulingTest(StokerTestCase):
@@ -71,17 +79,21 @@ quotas:
         release = os.path.join(self.tmp, "release")
         alice, bob, carol = (self.token_for(u) for u in ("alice", "bob", "carol"))
 
-        # Alice has used the whole cluster for a while: fair share puts her last.
+        # Alice has used the whole cluster for a while: fair share puts her last,
+        # also after a daemon restart (usage is rebuilt from the job history).
         first = self.submit_as(alice, self.job_file("alice-history", 4, gpus=4))
         self.assertEqual(self.wait_state(first)["state"], "JOB_STATE_SUCCEEDED")
+        self.daemon.kill(signal.SIGTERM)
+        self.daemon.start()
 
-        # A blocker holds every GPU while the mix queues up behind it.
+        # A blocker holds every GPU while the mix queues up behind it. Jobs are
+        # submitted in an order that plain FIFO would get wrong: lowest
+        # priority first, alice before bob, the highest priorities last.
         blocker = self.submit(self.job_file("blocker", 0, gpus=4, wait_for_file=release))
         wait_for(lambda: self.job(blocker)["state"] == "JOB_STATE_RUNNING", 30, "blocker")
+        blocker_placed = self.placed_at(blocker)
         jobs = {}
-        for i in range(2):
-            jobs["high%d" % i] = self.submit(self.job_file("high%d" % i, 1, gpus=1, priority=10))
-        jobs["gang2"] = self.submit(self.job_file("gang2", 1, gpus=1, priority=5, replicas=2))
+        jobs["large"] = self.submit(self.job_file("large", 1, gpus=4, priority=-5))
         jobs["gang3"] = self.submit(self.job_file("gang3", 1, gpus=1, replicas=3))
         for i in range(4):
             jobs["alice%d" % i] = self.submit_as(alice, self.job_file("alice%d" % i, 1, gpus=1))
@@ -93,27 +105,37 @@ quotas:
                                                             priority=1))
         for i in range(3):
             jobs["cpu%d" % i] = self.submit(self.job_file("cpu%d" % i, 0.5))
-        jobs["large"] = self.submit(self.job_file("large", 1, gpus=4, priority=-5))
+        jobs["gang2"] = self.submit(self.job_file("gang2", 1, gpus=1, priority=5, replicas=2))
+        for i in range(2):
+            jobs["high%d" % i] = self.submit(self.job_file("high%d" % i, 1, gpus=1, priority=10))
 
-        # While blocked: the queue explains itself, highest priority first.
+        # While blocked: the queue explains itself, highest priority first,
+        # with a start estimate from the blocker's scheduling.timeout (120 s).
         def queue_ready():
             q = json.loads(self.stoker("--format", "json", "queue").stdout)["jobs"]
-            return q if len(q) >= 20 else None
+            return q if len(q) >= 20 and q[0]["displayName"] in ("high0", "high1") else None
         queue = wait_for(queue_ready, 20, "the queue to list the waiting jobs")
         self.assertEqual({q["displayName"] for q in queue[:2]}, {"high0", "high1"})
+        self.assertEqual(queue[2]["displayName"], "gang2")
+        self.assertEqual(queue[-1]["displayName"], "large")
         self.assertIn("NVIDIA_TESLA_T4", queue[0]["reason"])
         for q in queue:
             self.assertTrue(q["reason"], q)
+        estimate = rfc3339_seconds(queue[0]["estimatedStartTime"])
+        self.assertAlmostEqual(estimate, rfc3339_seconds(blocker_placed) + 120, delta=3)
         text = self.stoker("queue").stdout
         self.assertIn("WHY IT WAITS", text)
-        self.assertIn("high0", text)
+        self.assertRegex(text, r"high0 .* in 1m[0-9]+s ")  # the estimate, relative to now
         nodes = json.loads(self.stoker("--format", "json", "nodes").stdout)["nodes"]
         self.assertEqual(len(nodes[0]["gpus"]), 4)
         for gpu in nodes[0]["gpus"]:
             self.assertEqual([h["job"] for h in gpu["holders"]], [blocker])
+            self.assertNotIn("utilization_percent", gpu)  # declared GPUs: no NVML numbers
         self.assertIn("running job " + blocker, self.stoker("nodes").stdout)
         listing = self.stoker("jobs", "list").stdout
         self.assertIn("needs", listing)  # list shows why queued jobs wait
+        described = self.stoker("jobs", "describe", jobs["high0"]).stdout
+        self.assertIn("needs 1x NVIDIA_TESLA_T4, 0 free", described)
 
         open(release, "w").close()
         for name, job_id in jobs.items():
@@ -129,6 +151,9 @@ quotas:
         for key, (start, end, _, _) in runs.items():
             self.assertIsNotNone(start, key)
             self.assertIsNotNone(end, key)
+        started = {}  # job name -> when its first replica started (ns)
+        for (name, _), (start, _, _, _) in runs.items():
+            started[name] = min(start, started.get(name, start))
 
         # 1. No GPU ever held beyond its capacity (shares add up to at most 1).
         changes = []
@@ -151,17 +176,22 @@ quotas:
             self.assertLess(max(starts) - min(starts), 2e9, gang)
             self.assertLess(max(starts), min(m[1] for m in members), gang + " did not overlap")
 
-        # 3. Priority: among jobs of one shape (one whole GPU) queued together,
-        # the higher priority was placed first.
-        placed = {name: self.placed_at(job_id) for name, job_id in jobs.items()}
-        singles = [n for n in jobs if n.startswith(("alice", "bob", "carol"))]
-        for high in ("high0", "high1"):
+        # 3. Priority, from the record: the two priority-10 jobs and the
+        # priority-5 gang (submitted last) started before every priority-0
+        # whole-GPU job; the priority -5 job (submitted first) after every
+        # other GPU job.
+        singles = [n for n in jobs if n.startswith(("alice", "bob", "carol", "gang3"))]
+        for high in ("high0", "high1", "gang2"):
             for other in singles:
-                self.assertLess(placed[high], placed[other], "%s before %s" % (high, other))
+                self.assertLess(started[high], started[other], "%s before %s" % (high, other))
+        for other in jobs:
+            if other not in ("large",) and not other.startswith("cpu"):
+                self.assertLess(started[other], started["large"], "%s before large" % other)
 
-        # 4. Fair share: bob (no history) before alice (a 4-GPU history), same priority.
-        self.assertLess(max(placed["bob%d" % i] for i in range(4)),
-                        min(placed["alice%d" % i] for i in range(4)))
+        # 4. Fair share: bob (no history) before alice (a 4-GPU history from
+        # before the restart), same priority and shape, alice submitted first.
+        self.assertLess(max(started["bob%d" % i] for i in range(4)),
+                        min(started["alice%d" % i] for i in range(4)))
 
         # 5. Quota: carol never held more than one GPU, and was told why she waited.
         carol_runs = sorted(v[:2] for (n, _), v in runs.items() if n.startswith("carol"))
@@ -179,6 +209,49 @@ quotas:
         packed = any(a is not b and a[2] == b[2] and a[0] < b[1] and b[0] < a[1]
                      for a in shares for b in shares)
         self.assertTrue(packed, "no two 0.25-GPU jobs shared a GPU: %s" % shares)
+
+
+class SubstitutionTest(StokerTestCase):
+    """A job asks for a T4 on a machine with only an L4 (24 GB >= 16 GB)."""
+    config = StokerTestCase.config + """
+inventory:
+  cpus: 8
+  memory_gb: 32
+  gpus: [{type: NVIDIA_L4}]
+"""
+
+    def test_a_bigger_gpu_serves_a_missing_type_and_the_job_says_so(self):
+        job = container_job("sub", 'echo "gpus=$CUDA_VISIBLE_DEVICES"',
+                            accelerator=("NVIDIA_TESLA_T4", 1))
+        job_id = self.submit(job)
+        self.assertEqual(self.wait_state(job_id)["state"], "JOB_STATE_SUCCEEDED")
+        self.assertIn("gpus=0", self.stoker("jobs", "logs", job_id).stdout)
+        events = self.api("GET", self.project_path + "/" + job_id + "/events")[1]["events"]
+        self.assertTrue(any("NVIDIA_TESLA_T4 served by GPU 0 (NVIDIA_L4)" in e["reason"]
+                            for e in events), events)
+        # A type with more memory than any GPU here (80 GB) is refused at once.
+        status, body = self.api("POST", self.project_path, container_job(
+            "big", "true", accelerator=("NVIDIA_H100_80GB", 1)))
+        self.assertEqual(status, 400, body)
+        self.assertIn("workerPoolSpecs[0].machineSpec.acceleratorCount", body["error"]["message"])
+
+
+class NoSubstitutionTest(StokerTestCase):
+    config = StokerTestCase.config + """
+inventory:
+  cpus: 8
+  memory_gb: 32
+  gpus: [{type: NVIDIA_L4}]
+accelerator_substitution: false
+"""
+
+    def test_without_substitution_a_missing_type_is_refused_with_the_numbers(self):
+        status, body = self.api("POST", self.project_path, container_job(
+            "sub", "true", accelerator=("NVIDIA_TESLA_T4", 1)))
+        self.assertEqual(status, 400, body)
+        message = body["error"]["message"]
+        self.assertIn("workerPoolSpecs[0].machineSpec.acceleratorCount", message)
+        self.assertIn("1 GPU(s)", message)
 
 
 if __name__ == "__main__":

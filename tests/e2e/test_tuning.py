@@ -178,6 +178,8 @@ class TuningTest(StokerTestCase):
 PUSHER = r'''
 import json, os, sys, urllib.request
 x = float(sys.argv[1].split("=", 1)[1])
+with open(os.path.join(os.environ["URLS"], os.environ["CLOUD_ML_TRIAL_ID"]), "w") as f:
+    f.write(os.environ["STOKER_METRICS_URL"])
 for step in (1, 2):
     body = {"measurement": {"stepCount": str(step), "metrics": [{"metricId": "loss", "value": (x - 2) ** 2 + step}]}}
     req = urllib.request.Request(os.environ["STOKER_METRICS_URL"], data=json.dumps(body).encode(),
@@ -199,7 +201,7 @@ for step in range(1, 11):
 
 class TuningExtrasTest(StokerTestCase):
 
-    def run_study(self, script, params, metric, goal, trials, extra=None):
+    def run_study(self, script, params, metric, goal, trials, extra=None, env=None):
         path = self.write("t.py", script)
         body = {
             "displayName": "x", "maxTrialCount": trials, "parallelTrialCount": 1,
@@ -207,7 +209,8 @@ class TuningExtrasTest(StokerTestCase):
                               **(extra or {})),
             "trialJobSpec": {"workerPoolSpecs": [{
                 "machineSpec": {"machineType": "e2-standard-2"}, "replicaCount": 1,
-                "containerSpec": {"imageUri": IMAGE, "command": ["python3", path]}}]},
+                "containerSpec": {"imageUri": IMAGE, "command": ["python3", path],
+                                  "env": [{"name": k, "value": v} for k, v in (env or {}).items()]}}]},
         }
         status, reply = self.api("POST", "/v1/projects/p/locations/l/hyperparameterTuningJobs", body)
         self.assertEqual(status, 200, reply)
@@ -216,8 +219,10 @@ class TuningExtrasTest(StokerTestCase):
             self.api("GET", "/v1/projects/p/locations/l/hyperparameterTuningJobs/" + sid)[1]), 120, "study")
 
     def test_trainers_can_push_measurements_over_http(self):
+        urls = os.path.join(self.tmp, "urls")
+        os.makedirs(urls)
         study = self.run_study(PUSHER, [{"parameterId": "x", "doubleValueSpec": {"minValue": 0, "maxValue": 4}}],
-                               "loss", "MINIMIZE", 2)
+                               "loss", "MINIMIZE", 2, env={"URLS": urls})
         self.assertEqual(study["state"], "JOB_STATE_SUCCEEDED", study.get("error"))
         for t in study["trials"]:
             self.assertEqual(t["state"], "SUCCEEDED")
@@ -228,6 +233,15 @@ class TuningExtrasTest(StokerTestCase):
                                  {"measurement": {"metrics": [{"metricId": "loss", "value": 1}]}})
         self.assertEqual(status, 400)
         self.assertIn("only while it runs", reply["error"]["message"])
+        # Without a token, a push needs its own trial's key: the URL as given is
+        # accepted (the trial has ended: 400), another trial's key or none is not.
+        one = read_text(os.path.join(urls, "1"))
+        self.assertIn(":addTrialMeasurement?key=", one)
+        body = {"measurement": {"metrics": [{"metricId": "loss", "value": 1}]}}
+        path = one[len(self.daemon.url):]
+        self.assertEqual(self.api("POST", path, body, token="")[0], 400)
+        self.assertEqual(self.api("POST", path.replace("/trials/1:", "/trials/2:"), body, token="")[0], 401)
+        self.assertEqual(self.api("POST", path.split("?")[0], body, token="")[0], 401)
 
     def test_median_stopping_stops_trials_that_fall_behind(self):
         kinds = ["good1", "good2", "good3", "bad1", "bad2"]

@@ -139,7 +139,10 @@ def main(argv=None):
 
     torch.set_num_threads(args.threads)
     use_cuda = torch.cuda.is_available()
-    device = torch.device('cuda', cluster.local_rank) if use_cuda else torch.device('cpu')
+    # CUDA_VISIBLE_DEVICES holds only this replica's GPUs, so its first GPU is
+    # cuda:0 whatever LOCAL_RANK says (several ranks may share a node).
+    device = (torch.device('cuda', cluster.local_rank % torch.cuda.device_count())
+              if use_cuda else torch.device('cpu'))
     if use_cuda:
         torch.cuda.set_device(device)
 
