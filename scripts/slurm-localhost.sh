@@ -1,32 +1,59 @@
 #!/usr/bin/env bash
 # A one-node Slurm cluster on this host, for CI (the executor contract suite)
-# and bench/: munged, slurmctld and slurmd as root daemons, no cgroups, no
-# accounting, Slurm's default scheduler settings.
+# and bench/: munged, slurmctld and slurmd as root daemons, no cgroup
+# confinement (proctrack/linuxproc, task/none), no accounting, Slurm's
+# default scheduler settings. Two partitions on the node: `debug` (default)
+# and `second` (for tests that choose a partition with a job label).
 #
-#   scripts/slurm-localhost.sh [--cpus N] [--memory-mb M]   start (or restart afresh)
-#   scripts/slurm-localhost.sh --stop [--purge-packages]     stop what a start started
+#   scripts/slurm-localhost.sh [--cpus N] [--memory-mb M] [--force]   start (or restart afresh)
+#   scripts/slurm-localhost.sh --stop [--force] [--purge-packages]    stop what a start started
 #
 # Start installs slurm-wlm and munge with apt-get when missing, writes
-# /etc/slurm/slurm.conf for this host, clears slurmctld's state, starts the
-# daemons and waits (at most 60 s) for the node to be idle. --cpus/--memory-mb
-# declare a bigger node than the hardware (SlurmdParameters=config_overrides)
-# so that multi-replica jobs fit on a small CI machine; without them the node
-# is what `slurmd -C` sees. Idempotent: a second start stops the first (by pid
-# files). Needs root.
+# /etc/slurm/slurm.conf and cgroup.conf for this host and the installed Slurm
+# version, clears slurmctld's state, starts the daemons and waits (at most
+# 60 s) for the node to be idle. --cpus/--memory-mb declare a bigger node than
+# the hardware (SlurmdParameters=config_overrides) so that multi-replica jobs
+# fit on a small CI machine; without them the node is what `slurmd -C` sees.
+# Idempotent: a second start stops the first (by pid files).
+#
+# It manages only a cluster it set up: a slurm.conf or cgroup.conf it did not
+# write (no "Written by stoker" first line) is neither overwritten nor are its
+# daemons stopped, unless --force. Stop cancels every job squeue lists (any
+# user) and waits for them to leave before it stops the daemons. Needs root
+# (run it with sudo otherwise).
 set -euo pipefail
 
-cpus="" memory_mb="" stop=0 purge=0
+cpus="" memory_mb="" stop=0 purge=0 force=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --cpus) cpus=$2; shift ;;
     --memory-mb) memory_mb=$2; shift ;;
     --stop) stop=1 ;;
+    --force) force=1 ;;
     --purge-packages) purge=1 ;;
     --keep-packages) ;;
     *) echo "slurm-localhost.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
 done
+
+conf_dir=/etc/slurm
+marker="# Written by stoker scripts/slurm-localhost.sh"
+
+# ours FILE: true when FILE is missing or was written by this script.
+ours() { [[ ! -e $1 ]] || [[ $(head -1 "$1") == "$marker"* ]]; }
+
+refuse_foreign() {  # refuse_foreign WHAT: stop unless the config files are ours or --force
+  local f
+  [[ $force == 1 ]] && return 0
+  for f in "$conf_dir/slurm.conf" "$conf_dir/cgroup.conf"; do
+    if ! ours "$f"; then
+      echo "slurm-localhost.sh: $f was not written by this script (it may belong to a real" \
+        "cluster); refusing to $1. Move it away, or pass --force." >&2
+      exit 1
+    fi
+  done
+}
 
 stop_pidfile() {  # stop_pidfile FILE: SIGTERM the pid in FILE, wait up to 10s
   local file=$1 pid
@@ -40,9 +67,19 @@ stop_pidfile() {  # stop_pidfile FILE: SIGTERM the pid in FILE, wait up to 10s
 }
 
 stop_all() {
-  # Jobs first, so that no slurmstepd is left behind.
+  # Jobs first, every user's, so that no slurmstepd is left behind; then wait
+  # (at most 30 s) until squeue lists none.
   if command -v scancel >/dev/null && [[ -s /run/slurmctld.pid ]]; then
-    scancel --user=root >/dev/null 2>&1 || true
+    local ids
+    ids=$(squeue -h -o %A 2>/dev/null || true)
+    if [[ -n $ids ]]; then
+      # shellcheck disable=SC2086
+      scancel $ids >/dev/null 2>&1 || true
+      for _ in $(seq 300); do
+        [[ -z $(squeue -h -o %A 2>/dev/null || true) ]] && break
+        sleep 0.1
+      done
+    fi
   fi
   stop_pidfile /run/slurmd.pid
   stop_pidfile /run/slurmctld.pid
@@ -55,6 +92,7 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 
 if [[ $stop == 1 ]]; then
+  refuse_foreign "stop its daemons"
   stop_all
   if [[ $purge == 1 ]]; then
     DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq slurm-wlm slurmctld slurmd slurm-client munge >/dev/null
@@ -69,10 +107,10 @@ if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null || ! comm
   apt-get install -y -qq --no-install-recommends slurm-wlm munge >/dev/null
 fi
 
+refuse_foreign "overwrite it"
 stop_all >/dev/null 2>&1 || true
 
 host=$(hostname -s)
-conf_dir=/etc/slurm
 mkdir -p "$conf_dir" /var/spool/slurmctld /var/spool/slurmd /var/log/slurm /run/munge
 
 # munge: a key if missing, then the daemon as the munge user.
@@ -104,7 +142,7 @@ if [[ -n $cpus || -n $memory_mb ]]; then
 fi
 
 cat >"$conf_dir/slurm.conf" <<CONF
-# Written by stoker scripts/slurm-localhost.sh: one node, defaults elsewhere.
+$marker: one node, defaults elsewhere.
 ClusterName=localhost
 SlurmctldHost=$host(127.0.0.1)
 SlurmUser=root
@@ -129,19 +167,43 @@ MaxJobCount=100000
 $overrides
 $node_line NodeAddr=127.0.0.1 State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
+PartitionName=second Nodes=$host Default=NO MaxTime=INFINITE State=UP
 CONF
-# No cgroup.conf: slurmd 22.05 always loads a cgroup plugin (autodetected) and
-# rejects CgroupPlugin=disabled (only newer releases know it); with
-# proctrack/linuxproc and task/none nothing uses it.
-if [[ -e $conf_dir/cgroup.conf ]] && grep -q '^CgroupPlugin=disabled' "$conf_dir/cgroup.conf"; then
-  rm -f "$conf_dir/cgroup.conf"
+
+# cgroup.conf: with proctrack/linuxproc and task/none no job is confined, but
+# slurmd still initialises a cgroup plugin. Slurm 24.05 and later can turn it
+# off (CgroupPlugin=disabled). Older releases reject that value: there the
+# plugin must match the host. cgroup v1 or hybrid hosts get cgroup/v1; a pure
+# cgroup v2 host gets cgroup/v2 with IgnoreSystemd, since slurmd is started
+# here by hand, not as a systemd unit, and must not ask systemd (dbus) for
+# a scope.
+version=$(slurmd -V | sed -nE 's/^slurm[^0-9]*([0-9]+)\.([0-9]+).*/\1 \2/p')
+read -r major minor <<<"${version:-0 0}"
+cgroup_fs=$(stat -fc %T /sys/fs/cgroup 2>/dev/null || echo none)
+if ((major > 24 || (major == 24 && minor >= 5))); then
+  cgroup_lines="CgroupPlugin=disabled"
+elif [[ $cgroup_fs == cgroup2fs ]]; then
+  cgroup_lines=$'CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes'
+  # 22.05 enables the controllers it needs with CgroupAutomount (man cgroup.conf).
+  ((major == 22)) && cgroup_lines+=$'\nCgroupAutomount=yes'
+else
+  cgroup_lines="CgroupPlugin=cgroup/v1"
 fi
+cat >"$conf_dir/cgroup.conf" <<CONF
+$marker for slurm $major.$minor on a $cgroup_fs /sys/fs/cgroup.
+$cgroup_lines
+CONF
 
 # -c: start with no jobs from an earlier run (and no cluster name either: a
 # state dir left by another ClusterName would stop slurmctld).
 rm -f /var/spool/slurmctld/clustername
 slurmctld -c || { echo "slurm-localhost.sh: slurmctld did not start; see /var/log/slurm/slurmctld.log" >&2; exit 1; }
-slurmd || { echo "slurm-localhost.sh: slurmd did not start; see /var/log/slurm/slurmd.log" >&2; exit 1; }
+slurmd || {
+  echo "slurm-localhost.sh: slurmd did not start; the end of /var/log/slurm/slurmd.log:" >&2
+  tail -n 15 /var/log/slurm/slurmd.log >&2 || true
+  echo "(cgroup.conf says: $(tail -n +2 "$conf_dir/cgroup.conf" | tr '\n' ' '))" >&2
+  exit 1
+}
 
 state=""
 for _ in $(seq 600); do

@@ -28,6 +28,9 @@ exec python3 - "$jobs" "$build/bin" "$out" <<'PY'
 import json, os, signal, statistics, subprocess, sys, tempfile, time, urllib.request
 jobs, bin_dir, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 tmp = tempfile.mkdtemp(prefix="stoker-slurm-bench-")
+# A root stokerd runs trainers as nobody (docs/slurm.md), who must be able to
+# enter the data dir below: the default account switch is part of what we time.
+os.chmod(tmp, 0o711)
 
 def wait(pred, timeout=60):
     deadline = time.monotonic() + timeout

@@ -54,8 +54,11 @@ struct ReplicaLaunch {
 struct JobLaunch {
   int64_t job_id = 0;
   int attempt = 0;
-  std::vector<ReplicaLaunch> replicas;  // in rank order: pool, then index
+  std::vector<ReplicaLaunch> replicas;        // in rank order: pool, then index
   std::map<std::string, std::string> labels;  // the job's labels (e.g. slurm-partition)
+  // jobSpec.scheduling.priority (-1000..1000, higher first), for executors
+  // whose own scheduler orders the jobs (Slurm: --nice).
+  int priority = 0;
 };
 
 enum class ReplicaPhase {

@@ -13,6 +13,7 @@
 
 #include "common/files.h"
 #include "exec/replica_files.h"
+#include "exec/trainer_account.h"
 
 extern char** environ;
 
@@ -53,50 +54,6 @@ Status SpawnSupervisor(const fs::path& runner, const fs::path& dir) {
   return OkStatus();
 }
 
-Status Chown(const fs::path& path, const RunAs& who, mode_t mode) {
-  if (::chown(path.c_str(), who.uid, who.gid) != 0 || ::chmod(path.c_str(), mode) != 0) {
-    return Internal("cannot hand " + path.string() + " to " + who.user + " (uid " +
-                    std::to_string(who.uid) + "): " + std::strerror(errno));
-  }
-  return OkStatus();
-}
-
-// Gives `who` the directories between `jobs_root` (exclusive) and the
-// replica directory `dir` with mode 0700, so that no other trainer account
-// can read them; jobs_root itself becomes 0711 (enterable, not listable).
-// The job's output directory (the parent of AIP_MODEL_DIR), when stokerd
-// created it inside its data dir, goes to `who` as well so the trainer can
-// write its model.
-Status HandOver(const fs::path& jobs_root, const fs::path& dir, const RunAs& who,
-                const std::map<std::string, std::string>& env) {
-  if (::chmod(jobs_root.c_str(), 0711) != 0) {
-    return Internal("cannot chmod " + jobs_root.string() + ": " + std::strerror(errno));
-  }
-  for (fs::path p = dir; p != jobs_root && p.has_relative_path() && p != p.parent_path();
-       p = p.parent_path()) {
-    STOKER_RETURN_IF_ERROR(Chown(p, who, 0700));
-  }
-  if (auto it = env.find("AIP_MODEL_DIR"); it != env.end()) {
-    std::string model = it->second;  // ".../out/model/" -> ".../out"
-    while (model.size() > 1 && model.back() == '/') model.pop_back();
-    fs::path out = fs::path(model).parent_path();
-    std::error_code ec;
-    fs::path data = fs::weakly_canonical(jobs_root.parent_path(), ec);
-    fs::path canon = fs::weakly_canonical(out, ec);
-    auto rel = canon.lexically_relative(data);
-    if (!ec && !rel.empty() && *rel.begin() != ".." && fs::is_directory(canon)) {
-      struct stat st;
-      if (::stat(canon.c_str(), &st) == 0 && st.st_uid == ::geteuid()) {
-        if (::chown(canon.c_str(), who.uid, who.gid) != 0) {
-          return Internal("cannot hand the output directory " + canon.string() + " to " + who.user +
-                          ": " + std::strerror(errno));
-        }
-      }
-    }
-  }
-  return OkStatus();
-}
-
 }  // namespace
 
 LocalExecutor::LocalExecutor(fs::path data_dir, fs::path runner_path)
@@ -121,7 +78,7 @@ Status LocalExecutor::Launch(const JobLaunch& launch) {
     if (run_as) {
       copy.run_as = run_as;
       STOKER_RETURN_IF_ERROR(MakeDirs(dir));
-      STOKER_RETURN_IF_ERROR(HandOver(data_dir_ / "jobs", dir, *run_as, copy.env));
+      STOKER_RETURN_IF_ERROR(HandOverReplicaDir(data_dir_ / "jobs", dir, *run_as, copy.env));
     }
     // Not synced: the PENDING commit in the store is the durable record, and
     // recovery writes launch.json again for a replica that has no claim.

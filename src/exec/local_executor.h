@@ -12,6 +12,7 @@
 #include <string>
 
 #include "exec/executor.h"
+#include "exec/trainer_account.h"
 
 namespace stoker::exec {
 
@@ -32,7 +33,6 @@ class LocalExecutor : public Executor {
   // (mode 0700) and its replica directories to it, so that trainers of other
   // accounts cannot read them. Unset: replicas run as the daemon's account.
   // Call before the first Launch.
-  using TrainerAccounts = std::function<Result<std::optional<RunAs>>(int64_t job_id)>;
   void SetTrainerAccounts(TrainerAccounts accounts) { accounts_ = std::move(accounts); }
 
  private:

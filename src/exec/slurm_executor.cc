@@ -153,6 +153,10 @@ std::string Brief(const CommandResult& r) {
 
 }  // namespace
 
+int SlurmNice(int priority, const SlurmOptions& options) {
+  return options.nice_base.value_or(1000) - priority;
+}
+
 std::string SlurmJobName(int64_t job_id, int attempt) {
   return "stoker-" + std::to_string(job_id) + "-" + std::to_string(attempt);
 }
@@ -208,6 +212,12 @@ Result<std::string> SlurmBatchScript(const JobLaunch& launch, const SlurmOptions
     opts.push_back("--time=" +
                    std::to_string(static_cast<int64_t>(std::ceil((timeout + grace + 120) / 60))));
   }
+  // Slurm must never run an attempt a second time behind Stoker's back (a
+  // node failure or preemption would otherwise requeue it).
+  opts.push_back("--no-requeue");
+  if (int nice = SlurmNice(launch.priority, options); nice != 0) {
+    opts.push_back("--nice=" + std::to_string(nice));
+  }
   if (!partition.empty()) opts.push_back("--partition=" + partition);
   if (!account.empty()) opts.push_back("--account=" + account);
   if (!qos.empty()) opts.push_back("--qos=" + qos);
@@ -262,7 +272,9 @@ Result<std::string> LoadOrCreateSlurmInstance(const fs::path& data_dir) {
   return std::string(id);
 }
 
-SlurmExecutor::SlurmExecutor(SlurmOptions options) : options_(std::move(options)) {}
+SlurmExecutor::SlurmExecutor(SlurmOptions options) : options_(std::move(options)) {
+  if (!options_.nice_base) options_.nice_base = ::geteuid() == 0 ? 0 : 1000;
+}
 
 fs::path SlurmExecutor::JobDir(int64_t job_id, int attempt) const {
   fs::path dir = options_.shared_dir / "jobs" / std::to_string(job_id);
@@ -337,11 +349,23 @@ Status SlurmExecutor::Launch(const JobLaunch& launch) {
   if (found) return OkStatus();  // submitted before (a relaunch after a crash)
 
   STOKER_ASSIGN_OR_RETURN(std::string script, SlurmBatchScript(launch, options_, dir));
+  std::optional<RunAs> run_as;
+  if (accounts_) {
+    STOKER_ASSIGN_OR_RETURN(run_as, accounts_(launch.job_id));
+  }
   json replicas = json::array();
   for (const ReplicaLaunch& r : launch.replicas) {
     fs::path rdir = dir / r.name;
     replicas.push_back(r.name);
-    if (!Claimed(rdir)) STOKER_RETURN_IF_ERROR(WriteLaunchFile(rdir, r));
+    if (Claimed(rdir)) continue;
+    ReplicaLaunch copy = r;
+    if (run_as) {
+      copy.run_as = run_as;
+      STOKER_RETURN_IF_ERROR(MakeDirs(rdir));
+      STOKER_RETURN_IF_ERROR(
+          HandOverReplicaDir(options_.shared_dir / "jobs", rdir, *run_as, copy.env));
+    }
+    STOKER_RETURN_IF_ERROR(WriteLaunchFile(rdir, copy));
   }
   json intent = {{"job_name", SlurmJobName(launch.job_id, launch.attempt)},
                  {"comment", SlurmComment(options_.instance, launch.job_id, launch.attempt)},

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "exec/executor.h"
+#include "exec/trainer_account.h"
 
 namespace stoker::exec {
 
@@ -51,7 +52,15 @@ struct SlurmOptions {
   // cluster (job ids restart at 1 in every data dir). Put in --comment.
   std::string instance;
   double queue_refresh_seconds = 1;  // how stale the cached squeue may be
+  // A job's Slurm nice value is nice_base - jobSpec.scheduling.priority
+  // (docs/slurm.md). Unset: 0 when stokerd runs as root (root may give
+  // negative nice values, which raise a job), else 1000, since Slurm refuses
+  // negative ones from unprivileged users (priority 1000 then maps to 0).
+  std::optional<int> nice_base;
 };
+
+// The --nice value for a job of Stoker priority `priority`.
+int SlurmNice(int priority, const SlurmOptions& options);
 
 // "stoker-<job>-<attempt>".
 std::string SlurmJobName(int64_t job_id, int attempt);
@@ -64,7 +73,10 @@ std::string SlurmComment(const std::string& instance, int64_t job_id, int attemp
 // without GPUs `--ntasks=R` (Slurm may pack tasks on a node), with GPUs one
 // task per node (`--nodes=R --ntasks-per-node=1 --gres=gpu:N`). `--time` is
 // the timeout plus the grace plus 2 minutes, in whole minutes: stoker-run
-// enforces the exact timeout, Slurm's limit is the backstop.
+// enforces the exact timeout, Slurm's limit is the backstop. Always
+// `--no-requeue`: a Stoker attempt runs at most once; retries are new
+// attempts that Stoker decides on. `--nice` from the job's priority
+// (SlurmNice), left out when 0.
 Result<std::string> SlurmBatchScript(const JobLaunch& launch, const SlurmOptions& options,
                                      const std::filesystem::path& job_dir);
 
@@ -94,6 +106,15 @@ class SlurmExecutor : public Executor {
   Status Cancel(int64_t job_id, int attempt, const std::vector<std::string>& replicas) override;
   bool PlacesReplicas() const override { return true; }
 
+  // Which account runs a job's trainers, with the same rule as the local
+  // executor (stokerd as root: the user's unix_user, else
+  // default_unix_user; root only with allow_root_trainers). When it names
+  // one, Launch puts it in launch.json (stoker-run, root in the Slurm task
+  // like stokerd, switches to it) and hands the job's directories in the
+  // shared dir to it. Unset: trainers run as the Slurm job's user. Call
+  // before the first Launch.
+  void SetTrainerAccounts(TrainerAccounts accounts) { accounts_ = std::move(accounts); }
+
  private:
   struct Attempt {  // what this daemon knows about one submitted attempt
     int64_t slurm_id = 0;
@@ -112,6 +133,7 @@ class SlurmExecutor : public Executor {
   Status Scancel(int64_t slurm_id, bool graceful);
 
   SlurmOptions options_;
+  TrainerAccounts accounts_;
   std::map<std::pair<int64_t, int>, Attempt> attempts_;
   std::map<int64_t, SlurmJobInfo> queue_;
   int64_t queue_taken_us_ = -1;

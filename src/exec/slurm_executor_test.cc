@@ -3,7 +3,10 @@
 #include "exec/slurm_executor.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "exec/replica_files.h"
@@ -82,6 +85,37 @@ TEST(SlurmBatchScriptTest, LabelsOverrideTheConfigAndAreChecked) {
       << bad.status().message();
 }
 
+TEST(SlurmBatchScriptTest, SlurmNeverRequeuesAnAttempt) {
+  auto s = SlurmBatchScript(TwoReplicas(), Options(), "/j");
+  ASSERT_TRUE(s.ok());
+  EXPECT_NE(s->find("#SBATCH --no-requeue\n"), std::string::npos) << *s;
+  EXPECT_EQ(s->find("--requeue\n"), std::string::npos);
+}
+
+TEST(SlurmBatchScriptTest, PriorityBecomesNiceBelowTheBase) {
+  JobLaunch l = TwoReplicas();
+  SlurmOptions o = Options();
+  o.nice_base = 1000;  // an unprivileged stokerd: nice never negative
+  l.priority = 0;
+  EXPECT_NE(SlurmBatchScript(l, o, "/j")->find("#SBATCH --nice=1000\n"), std::string::npos);
+  l.priority = 250;
+  EXPECT_NE(SlurmBatchScript(l, o, "/j")->find("#SBATCH --nice=750\n"), std::string::npos);
+  l.priority = 1000;  // the highest priority asks nothing of Slurm
+  EXPECT_EQ(SlurmBatchScript(l, o, "/j")->find("--nice"), std::string::npos);
+  l.priority = -1000;
+  EXPECT_NE(SlurmBatchScript(l, o, "/j")->find("#SBATCH --nice=2000\n"), std::string::npos);
+
+  o.nice_base = 0;  // stokerd as root: higher priority, lower (negative) nice
+  l.priority = 10;
+  EXPECT_NE(SlurmBatchScript(l, o, "/j")->find("#SBATCH --nice=-10\n"), std::string::npos);
+  l.priority = 0;
+  EXPECT_EQ(SlurmBatchScript(l, o, "/j")->find("--nice"), std::string::npos);
+  // Higher Stoker priority, never a higher nice (Slurm: lower nice first).
+  for (int p = -1000; p < 1000; p += 125) {
+    EXPECT_GT(SlurmNice(p, o), SlurmNice(p + 125, o));
+  }
+}
+
 TEST(SlurmBatchScriptTest, NoTimeoutMeansNoTimeLimit) {
   JobLaunch l = TwoReplicas();
   for (ReplicaLaunch& r : l.replicas) r.timeout_seconds = 0;
@@ -127,6 +161,64 @@ TEST(SlurmExecutorTest, CancelBeforeSubmissionClaimsEveryReplicaSoNoneStarts) {
     EXPECT_EQ(r.end_state, "cancelled");
   }
   std::filesystem::remove_all(tmp);
+}
+
+// Launch with no Slurm client in PATH: everything up to sbatch happens, then
+// the launch fails saying so.
+class SlurmLaunchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tmp_ = std::filesystem::temp_directory_path() /
+           ("stoker-slurm-launch-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(tmp_);
+    if (const char* p = std::getenv("PATH")) path_ = p;
+    ::setenv("PATH", (tmp_ / "no-bin").c_str(), 1);
+  }
+  void TearDown() override {
+    ::setenv("PATH", path_.c_str(), 1);
+    std::filesystem::remove_all(tmp_);
+  }
+  SlurmOptions Opts() {
+    SlurmOptions o = Options();
+    o.shared_dir = tmp_;
+    return o;
+  }
+  std::filesystem::path tmp_;
+  std::string path_;
+};
+
+TEST_F(SlurmLaunchTest, TheTrainerAccountGoesIntoLaunchJsonAsLocally) {
+  SlurmExecutor e(Opts());
+  RunAs me{"me", static_cast<uint32_t>(::geteuid()), static_cast<uint32_t>(::getegid())};
+  e.SetTrainerAccounts([&](int64_t job_id) -> Result<std::optional<RunAs>> {
+    EXPECT_EQ(job_id, 12);
+    return std::optional<RunAs>(me);
+  });
+  Status s = e.Launch(TwoReplicas());
+  ASSERT_FALSE(s.ok());  // no sbatch here
+  EXPECT_NE(s.message().find("sbatch"), std::string::npos) << s.message();
+  for (const char* r : {"workerpool0-0", "workerpool1-0"}) {
+    auto spec = ReadJsonObject(e.ReplicaDir(12, 1, r) / "launch.json");
+    ASSERT_TRUE(spec.has_value()) << r;
+    ASSERT_TRUE(spec->contains("run_as")) << spec->dump();
+    EXPECT_EQ((*spec)["run_as"]["uid"], ::geteuid());
+  }
+  // The job's directories belong to the account, private to it.
+  struct stat st;
+  ASSERT_EQ(::stat(e.ReplicaDir(12, 1, "workerpool0-0").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
+TEST_F(SlurmLaunchTest, ARefusedAccountFailsTheLaunchBeforeSlurmIsAsked) {
+  SlurmExecutor e(Opts());
+  e.SetTrainerAccounts([](int64_t) -> Result<std::optional<RunAs>> {
+    return PermissionDenied("replicas would run as 'root', which has uid 0");
+  });
+  Status s = e.Launch(TwoReplicas());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Code::kPermissionDenied);
+  std::error_code ec;
+  EXPECT_FALSE(std::filesystem::exists(tmp_ / "jobs/12/attempt-1/slurm.json", ec));
 }
 
 }  // namespace

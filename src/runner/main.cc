@@ -9,6 +9,7 @@
 // the forks: the launching daemon waits only for the short-lived middle
 // process.
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -92,6 +93,15 @@ std::vector<std::string> ExpandHostlist(const std::string& list) {
   return hosts;
 }
 
+// True when a signal that stops the supervisor (SIGTERM, SIGINT, SIGHUP)
+// is pending: the supervisor blocks them and reads them later.
+bool StopPending() {
+  sigset_t pending;
+  if (::sigpending(&pending) != 0) return false;
+  return sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1 ||
+         sigismember(&pending, SIGHUP) == 1;
+}
+
 // One task of `srun stoker-run --slurm --job-dir DIR`: find this task's
 // replica in DIR/slurm.json and supervise it with the Slurm placement.
 int RunSlurmTask(const std::string& job_dir) {
@@ -132,10 +142,26 @@ int RunSlurmTask(const std::string& job_dir) {
                static_cast<long long>(task.job_id), replica->c_str());
   std::fflush(stderr);
   ::close_range(3, ~0U, 0);
-  return runner::RunSupervisor(std::filesystem::path(job_dir) / *replica,
-                               [task, replicas](const std::map<std::string, std::string>& env) {
-                                 return runner::SlurmTaskEnv(env, replicas, task);
-                               });
+  // Runs after the claim, with the supervisor's stop signals blocked (they
+  // wait in its signalfd): exchange ports with the other tasks, then build
+  // the environment. A stop while waiting leaves the env as it is: the
+  // supervisor then finds the signal and ends the replica as cancelled
+  // before any trainer starts.
+  const std::filesystem::path port_dir = runner::SlurmPortDir(job_dir, task.job_id);
+  auto rewrite = [task, replicas, port_dir](const std::map<std::string, std::string>& env)
+      -> stoker::Result<std::map<std::string, std::string>> {
+    STOKER_ASSIGN_OR_RETURN(runner::PortReservation held, runner::PortReservation::Bind());
+    STOKER_RETURN_IF_ERROR(runner::PublishPort(port_dir, task.procid, held.port()));
+    auto ports =
+        runner::AwaitPorts(port_dir, task.ntasks, runner::kSlurmPortWaitSeconds, StopPending);
+    if (!ports.ok() && ports.status().code() == stoker::Code::kCancelled) return env;
+    if (!ports.ok()) return ports.status();
+    runner::SlurmTask placed = task;
+    placed.ports = *ports;
+    return runner::SlurmTaskEnv(env, replicas, placed);
+    // `held` is released here, just before the trainer starts and binds it.
+  };
+  return runner::RunSupervisor(std::filesystem::path(job_dir) / *replica, rewrite);
 }
 
 }  // namespace

@@ -1,10 +1,22 @@
 #include "runner/slurm_task.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <nlohmann/json.hpp>
+#include <thread>
+
+#include "common/files.h"
 
 namespace stoker::runner {
 namespace {
 
+namespace fs = std::filesystem;
 using nlohmann::json;
 
 // Pool index of "workerpool<P>-<I>" and its index; false if not that form.
@@ -50,7 +62,99 @@ Status RewriteCluster(json& cluster, const std::map<std::string, int>& role_pool
 
 }  // namespace
 
-int SlurmBasePort(int64_t job_id) { return 20000 + static_cast<int>(job_id % 20000); }
+Result<PortReservation> PortReservation::Bind() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Unavailable(std::string("cannot reserve a port: socket: ") + strerror(errno));
+  // SO_REUSEADDR on the reservation lets the trainer's listening socket
+  // (which sets it too, as torch's TCPStore and gRPC do) bind the port even
+  // before the release; without it a bound socket blocks every other bind.
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    std::string why = strerror(errno);
+    ::close(fd);
+    return Unavailable("cannot reserve a port: bind: " + why);
+  }
+  return PortReservation(fd, ntohs(addr.sin_port));
+}
+
+PortReservation::PortReservation(PortReservation&& other) noexcept
+    : fd_(other.fd_), port_(other.port_) {
+  other.fd_ = -1;
+}
+
+PortReservation& PortReservation::operator=(PortReservation&& other) noexcept {
+  if (this != &other) {
+    Release();
+    fd_ = other.fd_;
+    port_ = other.port_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+void PortReservation::Release() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+fs::path SlurmPortDir(const fs::path& job_dir, int64_t slurm_job_id) {
+  return job_dir / ("slurm-" + std::to_string(slurm_job_id) + "-ports");
+}
+
+Status PublishPort(const fs::path& port_dir, int task, int port) {
+  STOKER_RETURN_IF_ERROR(MakeDirs(port_dir));
+  // Not synced: the file matters only while the step runs.
+  return WriteFileAtomic(port_dir / std::to_string(task), std::to_string(port) + "\n",
+                         Durability::kNoSync);
+}
+
+Result<std::vector<int>> AwaitPorts(const fs::path& port_dir, int ntasks, double timeout_seconds,
+                                    const std::function<bool()>& stop) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
+  std::vector<int> ports(ntasks, 0);
+  auto delay = std::chrono::milliseconds(5);
+  while (true) {
+    std::vector<int> missing;
+    for (int t = 0; t < ntasks; ++t) {
+      if (ports[t] > 0) continue;
+      fs::path file = port_dir / std::to_string(t);
+      auto text = ReadFile(file);
+      if (!text.ok()) {
+        missing.push_back(t);
+        continue;
+      }
+      int port = 0;
+      char extra = 0;
+      if (std::sscanf(text->c_str(), "%d %c", &port, &extra) != 1 || port <= 0 || port > 65535) {
+        return InvalidArgument(file.string() + ": '" + *text + "' is not a port number");
+      }
+      ports[t] = port;
+    }
+    if (missing.empty()) return ports;
+    if (stop && stop())
+      return Status(Code::kCancelled, "stopped while waiting for the ports of the other tasks");
+    if (Clock::now() >= deadline) {
+      std::string list;
+      for (int t : missing) list += (list.empty() ? "" : ", ") + std::to_string(t);
+      return DeadlineExceeded(
+          "task(s) " + list + " of " + std::to_string(ntasks) + " did not publish a port in " +
+          port_dir.string() + " within " + std::to_string(static_cast<int>(timeout_seconds)) +
+          " s: did stoker-run start on every node, and is the job directory the same shared "
+          "directory on every node? (see the slurm-<id>.out of the job)");
+    }
+    std::this_thread::sleep_for(delay);
+    delay = std::min(delay * 2, std::chrono::milliseconds(100));
+  }
+}
 
 Result<std::vector<int>> ParseTasksPerNode(const std::string& text) {
   std::vector<int> out;
@@ -91,7 +195,10 @@ Result<std::map<std::string, std::string>> SlurmTaskEnv(
     const std::map<std::string, std::string>& env, const std::vector<std::string>& replicas,
     const SlurmTask& task) {
   STOKER_RETURN_IF_ERROR(SlurmReplica(task, replicas).status());
-  int port = SlurmBasePort(task.job_id);
+  if (task.ports.size() != replicas.size()) {
+    return InvalidArgument("ports: " + std::to_string(task.ports.size()) + " task port(s) for " +
+                           std::to_string(replicas.size()) + " replicas");
+  }
   std::map<std::pair<int, int>, std::string> address;  // (pool, index) -> host:port
   for (int t = 0; t < static_cast<int>(replicas.size()); ++t) {
     int pool = 0, index = 0;
@@ -100,7 +207,7 @@ Result<std::map<std::string, std::string>> SlurmTaskEnv(
                              "' is not named workerpool<P>-<I>");
     }
     STOKER_ASSIGN_OR_RETURN(std::string host, HostOfTask(task, t));
-    address[{pool, index}] = host + ":" + std::to_string(port + t);
+    address[{pool, index}] = host + ":" + std::to_string(task.ports[t]);
   }
 
   std::map<std::string, std::string> out = env;
@@ -136,7 +243,7 @@ Result<std::map<std::string, std::string>> SlurmTaskEnv(
 
   STOKER_ASSIGN_OR_RETURN(std::string master, HostOfTask(task, 0));
   out["MASTER_ADDR"] = master;
-  out["MASTER_PORT"] = std::to_string(port);
+  out["MASTER_PORT"] = std::to_string(task.ports[0]);
   out["LOCAL_RANK"] = std::to_string(task.localid);
   // Tasks on this node: the entry of the node that runs this task.
   int first = 0, local_world = 1, node = 0;

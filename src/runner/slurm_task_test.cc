@@ -1,8 +1,17 @@
 #include "runner/slurm_task.h"
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <thread>
+
+#include "common/files.h"
 
 namespace stoker::runner {
 namespace {
@@ -36,6 +45,7 @@ SlurmTask Task(int procid, int localid) {
   t.ntasks = 3;
   t.hosts = {"n1", "n2"};
   t.tasks_per_node = {2, 1};
+  t.ports = {41001, 41777, 40002};  // as exchanged: one per task, in no order
   return t;
 }
 
@@ -43,15 +53,15 @@ TEST(SlurmTaskEnvTest, RewritesAddressesForBlockDistributionAcrossNodes) {
   auto env = SlurmTaskEnv(DaemonEnv(1, 1, 2), kReplicas, Task(2, 0));
   ASSERT_TRUE(env.ok()) << env.status().ToString();
   json cs = json::parse(env->at("CLUSTER_SPEC"));
-  // Base port 20000 + 20007 % 20000 = 20007; task t listens on base + t.
-  EXPECT_EQ(cs["cluster"]["workerpool0"], json({"n1:20007"}));
-  EXPECT_EQ(cs["cluster"]["workerpool1"], json({"n1:20008", "n2:20009"}));
+  // Task t's address is its node and the port it reserved.
+  EXPECT_EQ(cs["cluster"]["workerpool0"], json({"n1:41001"}));
+  EXPECT_EQ(cs["cluster"]["workerpool1"], json({"n1:41777", "n2:40002"}));
   EXPECT_EQ(cs["task"]["index"], 1);  // untouched
   json tf = json::parse(env->at("TF_CONFIG"));
-  EXPECT_EQ(tf["cluster"]["chief"], json({"n1:20007"}));
-  EXPECT_EQ(tf["cluster"]["worker"], json({"n1:20008", "n2:20009"}));
+  EXPECT_EQ(tf["cluster"]["chief"], json({"n1:41001"}));
+  EXPECT_EQ(tf["cluster"]["worker"], json({"n1:41777", "n2:40002"}));
   EXPECT_EQ(env->at("MASTER_ADDR"), "n1");
-  EXPECT_EQ(env->at("MASTER_PORT"), "20007");
+  EXPECT_EQ(env->at("MASTER_PORT"), "41001");  // task 0's, in every task
   EXPECT_EQ(env->at("LOCAL_RANK"), "0");
   EXPECT_EQ(env->at("LOCAL_WORLD_SIZE"), "1");  // n2 runs one task
   EXPECT_EQ(env->at("RANK"), "2");
@@ -98,10 +108,120 @@ TEST(ParseTasksPerNodeTest, ExpandsRepeats) {
   EXPECT_FALSE(ParseTasksPerNode("").ok());
 }
 
-TEST(SlurmBasePortTest, StaysInItsRange) {
-  EXPECT_EQ(SlurmBasePort(1), 20001);
-  EXPECT_EQ(SlurmBasePort(40000), 20000);
-  EXPECT_EQ(SlurmBasePort(59999), 39999);
+TEST(SlurmTaskEnvTest, EveryTaskSeesTheSameMasterPortAndCluster) {
+  std::vector<json> clusters;
+  for (int t = 0; t < 3; ++t) {
+    int pool = t == 0 ? 0 : 1, index = t == 0 ? 0 : t - 1;
+    auto env = SlurmTaskEnv(DaemonEnv(pool, index, t), kReplicas, Task(t, t == 2 ? 0 : t));
+    ASSERT_TRUE(env.ok()) << env.status().ToString();
+    EXPECT_EQ(env->at("MASTER_PORT"), "41001");
+    clusters.push_back(json::parse(env->at("CLUSTER_SPEC"))["cluster"]);
+  }
+  EXPECT_EQ(clusters[0], clusters[1]);
+  EXPECT_EQ(clusters[0], clusters[2]);
+}
+
+TEST(SlurmTaskEnvTest, RefusesWithoutOnePortPerTask) {
+  SlurmTask t = Task(0, 0);
+  t.ports = {41001};
+  auto env = SlurmTaskEnv(DaemonEnv(0, 0, 0), kReplicas, t);
+  ASSERT_FALSE(env.ok());
+  EXPECT_NE(env.status().message().find("ports"), std::string::npos);
+}
+
+// A fresh directory under TMPDIR, removed at the end of the test.
+class PortExchangeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "slurm-ports-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(PortExchangeTest, AReservedPortIsHeldUntilReleased) {
+  auto r = PortReservation::Bind();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_GT(r->port(), 0);
+  // While held, a plain bind (no SO_REUSEADDR, as an unrelated program
+  // would do) of the port fails; after the release it succeeds.
+  auto plain_bind = [](int port) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_ANY);
+    addr.sin_port = htons(port);
+    bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(fd);
+    return ok;
+  };
+  EXPECT_FALSE(plain_bind(r->port()));
+  // A listening socket with SO_REUSEADDR (torch's TCPStore, gRPC) can take
+  // the port even while it is held.
+  {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_ANY);
+    addr.sin_port = htons(r->port());
+    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << strerror(errno);
+    EXPECT_EQ(::listen(fd, 1), 0) << strerror(errno);
+    ::close(fd);
+  }
+  auto other = PortReservation::Bind();
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(other->port(), r->port());
+  int port = r->port();
+  r->Release();
+  EXPECT_TRUE(plain_bind(port));
+}
+
+TEST_F(PortExchangeTest, PortDirIsPerSlurmJob) {
+  EXPECT_EQ(SlurmPortDir("/s/jobs/7", 1234), std::filesystem::path("/s/jobs/7/slurm-1234-ports"));
+}
+
+TEST_F(PortExchangeTest, EveryTaskReadsEveryPublishedPort) {
+  std::filesystem::path ports = dir_ / "slurm-9-ports";
+  // Task 1 publishes later, from another thread, as another node would.
+  ASSERT_TRUE(PublishPort(ports, 0, 41001).ok());
+  ASSERT_TRUE(PublishPort(ports, 2, 40002).ok());
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_TRUE(PublishPort(ports, 1, 41777).ok());
+  });
+  auto got = AwaitPorts(ports, 3, 10, [] { return false; });
+  late.join();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, (std::vector<int>{41001, 41777, 40002}));
+}
+
+TEST_F(PortExchangeTest, AMissingTaskEndsTheWaitWithAClearError) {
+  std::filesystem::path ports = dir_ / "slurm-9-ports";
+  ASSERT_TRUE(PublishPort(ports, 0, 41001).ok());
+  auto got = AwaitPorts(ports, 3, 0.2, [] { return false; });
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), Code::kDeadlineExceeded);
+  EXPECT_NE(got.status().message().find("task(s) 1, 2 of 3"), std::string::npos)
+      << got.status().message();
+}
+
+TEST_F(PortExchangeTest, AStopEndsTheWaitAtOnce) {
+  auto got = AwaitPorts(dir_ / "slurm-9-ports", 2, 60, [] { return true; });
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), Code::kCancelled);
+}
+
+TEST_F(PortExchangeTest, AFileWithoutAPortIsAnError) {
+  std::filesystem::path ports = dir_ / "slurm-9-ports";
+  ASSERT_TRUE(MakeDirs(ports).ok());
+  ASSERT_TRUE(WriteFileAtomic(ports / "0", "http\n").ok());
+  auto got = AwaitPorts(ports, 1, 1, [] { return false; });
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), Code::kInvalidArgument);
 }
 
 }  // namespace

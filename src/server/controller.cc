@@ -856,6 +856,7 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
   launch.job_id = a.rec.id;
   launch.attempt = a.rec.attempt;
   launch.labels = a.job.labels;
+  launch.priority = spec.scheduling.priority;
   // What each replica's machine type asks for, for executors that place
   // replicas themselves.
   std::map<std::string, const scheduler::ReplicaRequest*> requests;

@@ -175,6 +175,19 @@ int main(int argc, char** argv) {
 
   storage::Buckets buckets(data, config->buckets);
   std::unique_ptr<exec::Executor> executor;
+  // One rule for both executors: which account runs a job's trainers.
+  auth::TrainerPolicy policy{::geteuid() == 0, config->default_unix_user,
+                             config->allow_root_trainers};
+  if (policy.daemon_is_root) {
+    spdlog::info(
+        "stokerd runs as root: replicas run as their user's unix_user, else as '{}' "
+        "(default_unix_user){}",
+        policy.default_unix_user,
+        policy.allow_root_trainers ? "; root allowed (allow_root_trainers)" : "");
+  }
+  auto trainer_accounts = [&store, &users, policy](int64_t job_id) {
+    return TrainerAccountFor(**store, **users, policy, job_id);
+  };
   if (config->executor == "slurm") {
     auto instance = exec::LoadOrCreateSlurmInstance(data);
     if (!instance.ok()) return Fail(instance.status().message());
@@ -189,21 +202,12 @@ int main(int argc, char** argv) {
     so.instance = *instance;
     spdlog::info("executor: slurm (jobs under {}, stoker-run {}, instance {})",
                  (so.shared_dir / "jobs").string(), so.runner.string(), so.instance);
-    executor = std::make_unique<exec::SlurmExecutor>(std::move(so));
+    auto slurm = std::make_unique<exec::SlurmExecutor>(std::move(so));
+    slurm->SetTrainerAccounts(trainer_accounts);
+    executor = std::move(slurm);
   } else {
     auto local = std::make_unique<exec::LocalExecutor>(data, config->runner);
-    auth::TrainerPolicy policy{::geteuid() == 0, config->default_unix_user,
-                               config->allow_root_trainers};
-    if (policy.daemon_is_root) {
-      spdlog::info(
-          "stokerd runs as root: replicas run as their user's unix_user, else as '{}' "
-          "(default_unix_user){}",
-          policy.default_unix_user,
-          policy.allow_root_trainers ? "; root allowed (allow_root_trainers)" : "");
-    }
-    local->SetTrainerAccounts([&store, &users, policy](int64_t job_id) {
-      return TrainerAccountFor(**store, **users, policy, job_id);
-    });
+    local->SetTrainerAccounts(trainer_accounts);
     executor = std::move(local);
   }
   server::Controller controller(*config, node, **store, *executor, buckets, environments);
