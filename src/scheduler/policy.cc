@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <memory>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
@@ -37,17 +38,18 @@ std::string FormatTime(int64_t us) {
   return buf;
 }
 
-// Hash mixing step (multiply-xorshift); cheap and good enough for tables
-// that compare keys on a hash match.
+// One step of a multiplicative hash (FxHash's): a rotate, an xor and a
+// multiply per 8-byte word. Weak on its own, but enough for HashIndex, which
+// spreads it over the slots with Fibonacci hashing and compares keys on a
+// hash match. This runs several times for each of 10,000 queued jobs.
 inline uint64_t Mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  h *= 0xff51afd7ed558ccdull;
-  return h ^ (h >> 32);
+  return (std::rotl(h, 5) ^ v) * 0x517cc1b727220a95ull;
 }
 
 // Every byte of `s`; no allocation, no library call. Short strings (user
 // names, GPU types) take two overlapping loads.
-uint64_t StringHash(std::string_view s, uint64_t h = 0x9e3779b97f4a7c15ull) {
+[[gnu::always_inline]] inline uint64_t StringHash(std::string_view s,
+                                                  uint64_t h = 0x9e3779b97f4a7c15ull) {
   const char* p = s.data();
   const size_t n = s.size();
   auto load8 = [](const char* q) {
@@ -73,6 +75,31 @@ uint64_t StringHash(std::string_view s, uint64_t h = 0x9e3779b97f4a7c15ull) {
   return Mix(h, w);
 }
 
+// a == b, without a library call for the short strings that user names and
+// GPU types are (overlapping loads, as in StringHash): one or two compares
+// per queued job add up over 10,000 jobs.
+inline bool SameText(std::string_view a, std::string_view b) {
+  const size_t n = a.size();
+  if (n != b.size()) return false;
+  if (n >= 8 && n <= 16) {
+    uint64_t a0, a1, b0, b1;
+    std::memcpy(&a0, a.data(), 8);
+    std::memcpy(&a1, a.data() + n - 8, 8);
+    std::memcpy(&b0, b.data(), 8);
+    std::memcpy(&b1, b.data() + n - 8, 8);
+    return a0 == b0 && a1 == b1;
+  }
+  if (n >= 4 && n < 8) {
+    uint32_t a0, a1, b0, b1;
+    std::memcpy(&a0, a.data(), 4);
+    std::memcpy(&a1, a.data() + n - 4, 4);
+    std::memcpy(&b0, b.data(), 4);
+    std::memcpy(&b1, b.data() + n - 4, 4);
+    return a0 == b0 && a1 == b1;
+  }
+  return a == b;
+}
+
 // An open-addressing index from 64-bit hashes to dense ids 0, 1, 2, ... The
 // caller owns the keys and settles hash collisions through `same(id)`. Lives
 // for one call, so it only grows. Cheaper than std::unordered_map here: no
@@ -82,7 +109,7 @@ class HashIndex {
   // The id of the key hashing to `h` for which same(id) holds; if there is
   // none, registers the key as id size() and sets *added.
   template <typename Same>
-  uint32_t FindOrAdd(uint64_t h, Same&& same, bool* added) {
+  [[gnu::always_inline]] uint32_t FindOrAdd(uint64_t h, Same&& same, bool* added) {
     if ((size_ + 1) * 2 > slots_.size()) Grow();
     const size_t mask = slots_.size() - 1;
     for (size_t i = Home(h);; i = (i + 1) & mask) {
@@ -128,15 +155,17 @@ class HashIndex {
 
 // Users of one snapshot, interned: per-user facts live in vectors indexed by
 // the id, so the hot loop hashes each job's user once.
+// The names are copies, side by side: comparing with a name in the first job
+// of each user, scattered over the queue, would miss the cache.
 struct Users {
   HashIndex index;
-  std::vector<std::string_view> names;
+  std::vector<std::string> names;
 
-  uint32_t Id(std::string_view user) {
+  [[gnu::always_inline]] uint32_t Id(std::string_view user) {
     bool added = false;
     uint32_t id = index.FindOrAdd(
-        StringHash(user), [&](uint32_t i) { return names[i] == user; }, &added);
-    if (added) names.push_back(user);
+        StringHash(user), [&](uint32_t i) { return SameText(names[i], user); }, &added);
+    if (added) names.emplace_back(user);
     return id;
   }
 };
@@ -150,16 +179,24 @@ struct QueueKeys {
   std::vector<int64_t> submit;  // submit_us
 };
 
-QueueKeys GatherKeys(const Snapshot& snap, Users& users) {
+// Also calls per_job(index, job, interned user) for each job, in the same
+// pass.
+template <typename PerJob>
+QueueKeys GatherKeys(const Snapshot& snap, Users& users, PerJob&& per_job) {
   QueueKeys k;
   const size_t q = snap.queued.size();
-  k.user.reserve(q);
-  k.prio.reserve(q);
-  k.submit.reserve(q);
-  for (const QueuedJob& j : snap.queued) {
-    k.user.push_back(users.Id(j.user));
-    k.prio.push_back(EffectivePriority(j, snap.now_us, snap.options));
-    k.submit.push_back(j.submit_us);
+  k.user.resize(q);
+  k.prio.resize(q);
+  k.submit.resize(q);
+  for (size_t i = 0; i < q; ++i) {
+    // Each job's replicas are a heap block of their own, which per_job reads
+    // first thing: ask for it a few jobs ahead so that the miss overlaps.
+    if (i + 6 < q) __builtin_prefetch(snap.queued[i + 6].replicas.data());
+    const QueuedJob& j = snap.queued[i];
+    k.user[i] = users.Id(j.user);
+    k.prio[i] = EffectivePriority(j, snap.now_us, snap.options);
+    k.submit[i] = j.submit_us;
+    per_job(i, j, k.user[i]);
   }
   return k;
 }
@@ -247,7 +284,11 @@ struct Cluster {
   // pos_flat[pos_off[n * Types() + t] .. pos_off[n * Types() + t + 1]).
   std::vector<int> pos_flat;
   std::vector<int> pos_off;
-  mutable std::unordered_map<std::string, Serving> serving;
+  int max_per_type = 0;  // the most GPUs of one type on any node
+  int max_per_node = 0;  // the most GPUs on any node
+  // Requested types seen so far; few, so a linear search by name is cheap.
+  // Entries never move: Need::serving points at them.
+  mutable std::vector<std::unique_ptr<Serving>> serving;
 
   explicit Cluster(const std::vector<resources::Node>& n) : nodes(&n) {
     // Types are few and neighbouring GPUs usually share one, so the previous
@@ -272,14 +313,24 @@ struct Cluster {
     const size_t types = type_names.size();
     pos_off.reserve(n.size() * types + 1);
     for (size_t i = 0; i < n.size(); ++i) {
+      max_per_node = std::max(max_per_node, static_cast<int>(type_of[i].size()));
       for (size_t t = 0; t < types; ++t) {
-        pos_off.push_back(static_cast<int>(pos_flat.size()));
+        const size_t first = pos_flat.size();
+        pos_off.push_back(static_cast<int>(first));
         for (size_t p = 0; p < type_of[i].size(); ++p) {
           if (type_of[i][p] == static_cast<int>(t)) pos_flat.push_back(static_cast<int>(p));
         }
+        max_per_type = std::max(max_per_type, static_cast<int>(pos_flat.size() - first));
       }
     }
     pos_off.push_back(static_cast<int>(pos_flat.size()));
+  }
+
+  // The set of State::by_free holding the nodes with `count` unbooked GPUs
+  // of type `type`.
+  size_t FreeSet(int type, int count) const {
+    return static_cast<size_t>(type) * static_cast<size_t>(max_per_type + 1) +
+           static_cast<size_t>(count);
   }
 
   IdSpan Positions(int node, int type) const {
@@ -290,8 +341,9 @@ struct Cluster {
   int Types() const { return static_cast<int>(type_names.size()); }
 
   const Serving* ServingFor(const std::string& type) const {
-    auto it = serving.find(type);
-    if (it != serving.end()) return &it->second;
+    for (const auto& sv : serving) {
+      if (sv->type == type) return sv.get();
+    }
     Serving s;
     s.type = type;
     uint64_t want = resources::AcceleratorMemoryBytes(type);
@@ -306,7 +358,8 @@ struct Cluster {
                      [&](int a, int b) { return type_memory[a] < type_memory[b]; });
     if (s.exact >= 0) s.allowed.push_back(s.exact);
     s.allowed.insert(s.allowed.end(), s.subs.begin(), s.subs.end());
-    return &serving.emplace(type, std::move(s)).first->second;
+    serving.push_back(std::make_unique<Serving>(std::move(s)));
+    return serving.back().get();
   }
 
   int PosOf(int node, int gpu_index) const {
@@ -326,19 +379,82 @@ struct NodeState {
   int free_total = 0;
 };
 
+// Families of node sets, as bitsets: set s holds node n when bit n of
+// words [s x words, (s + 1) x words) is set. They let Place visit only the
+// nodes that may suit a replica, in index order, instead of every node.
+class NodeSets {
+ public:
+  NodeSets() = default;
+  NodeSets(size_t sets, size_t nodes) : words_((nodes + 63) / 64), bits_(sets * words_, 0) {}
+
+  size_t words() const { return words_; }
+  uint64_t Word(size_t set, size_t w) const { return bits_[set * words_ + w]; }
+  void Insert(size_t set, int node) { bits_[Index(set, node)] |= Bit(node); }
+  void Flip(size_t set, int node) { bits_[Index(set, node)] ^= Bit(node); }
+  void Move(size_t from, size_t to, int node) {
+    bits_[Index(from, node)] &= ~Bit(node);
+    bits_[Index(to, node)] |= Bit(node);
+  }
+
+ private:
+  size_t Index(size_t set, int node) const { return set * words_ + static_cast<size_t>(node) / 64; }
+  static uint64_t Bit(int node) { return uint64_t{1} << (node % 64); }
+  size_t words_ = 0;
+  std::vector<uint64_t> bits_;
+};
+
+// Calls visit(node) for each node of the set whose w-th word is word_of(w),
+// in ascending order, until visit returns true; returns whether it did.
+template <typename WordOf, typename Visit>
+bool ForEachNode(size_t words, WordOf&& word_of, Visit&& visit) {
+  for (size_t w = 0; w < words; ++w) {
+    for (uint64_t bits = word_of(w); bits != 0; bits &= bits - 1) {
+      if (visit(static_cast<int>(w * 64) + std::countr_zero(bits))) return true;
+    }
+  }
+  return false;
+}
+
+// A GPU partly booked by shares: more than nothing, less than all of it.
+inline bool IsPartial(double frac) { return frac > kEps && frac < 1; }
+
 // What is booked where. Bookings only grow during a call, except on copies
-// used to replay running jobs' ends.
+// used to replay running jobs' ends and on the idle scratch state.
 // Flat arrays, so that a copy costs a handful of allocations.
 struct State {
   std::vector<NodeState> nodes;
-  std::vector<double> frac;     // booked fraction per GPU (gpu_base + position)
-  std::vector<int> node_free;   // per node and type (type_base + type): unbooked GPUs
-  std::vector<int> free_whole;  // per type, cluster-wide
-  // The node of every Book() on this state, in order: a node's fitness for a
-  // replica can only have changed if it appears here after a point in time
-  // (see PlaceHint).
+  std::vector<double> frac;       // booked fraction per GPU (gpu_base + position)
+  std::vector<int> node_free;     // per node and type (type_base + type): unbooked GPUs
+  std::vector<int> node_partial;  // per node and type: partly booked GPUs (IsPartial)
+  std::vector<int> free_whole;    // per type, cluster-wide
+  // The counts above as node sets, kept in step by Book():
+  NodeSets by_free;       // set Cluster::FreeSet(t, k): nodes with k unbooked GPUs of type t
+  NodeSets with_free;     // set t: nodes with an unbooked GPU of type t
+  NodeSets with_partial;  // set t: nodes with a partly booked GPU of type t
+  NodeSets by_total;      // set k: nodes with k unbooked GPUs of any type
+  // The node of every Book() on this state, in order, when `logged`: a
+  // node's fitness for a replica can only have changed if it appears here
+  // after a point in time (see PlaceHint). States that no hint refers to
+  // (replay copies, the idle scratch state) keep no log.
+  bool logged = true;
   std::vector<int> log;
 };
+
+// A copy of `s` with an empty log, kept when `logged`.
+State Copy(const State& s, bool logged) {
+  State copy;
+  copy.nodes = s.nodes;
+  copy.frac = s.frac;
+  copy.node_free = s.node_free;
+  copy.node_partial = s.node_partial;
+  copy.free_whole = s.free_whole;
+  copy.by_free = s.by_free;
+  copy.with_free = s.with_free;
+  copy.with_partial = s.with_partial;
+  copy.by_total = s.by_total;
+  copy.logged = logged;
+  return copy;
+}
 
 // One replica's hold, in internal coordinates (GPU positions, not indexes).
 // A replica's GPUs as (position, fraction): up to 8 inline, the rest on the
@@ -347,6 +463,10 @@ struct State {
 class GpuList {
  public:
   using Entry = std::pair<int, double>;
+  void clear() {
+    spill_.clear();
+    size_ = 0;
+  }
   void emplace_back(int pos, double fraction) {
     if (size_ < kInline) {
       inline_[size_++] = {pos, fraction};
@@ -376,7 +496,12 @@ struct Hold {
 
 State IdleState(const Cluster& c, const PolicyOptions& o) {
   State s;
-  s.free_whole.assign(c.Types(), 0);
+  const size_t nodes = c.nodes->size(), types = static_cast<size_t>(c.Types());
+  s.free_whole.assign(types, 0);
+  s.by_free = NodeSets(c.FreeSet(c.Types(), 0), nodes);
+  s.with_free = NodeSets(types, nodes);
+  s.with_partial = NodeSets(types, nodes);
+  s.by_total = NodeSets(static_cast<size_t>(c.max_per_node) + 1, nodes);
   for (size_t i = 0; i < c.nodes->size(); ++i) {
     const resources::Node& n = (*c.nodes)[i];
     NodeState ns;
@@ -391,27 +516,49 @@ State IdleState(const Cluster& c, const PolicyOptions& o) {
       ++s.free_whole[t];
     }
     ns.free_total = static_cast<int>(n.gpus.size());
+    const int node = static_cast<int>(i);
+    for (int t = 0; t < c.Types(); ++t) {
+      const int free = s.node_free[ns.type_base + t];
+      s.by_free.Insert(c.FreeSet(t, free), node);
+      if (free > 0) s.with_free.Insert(t, node);
+    }
+    s.by_total.Insert(ns.free_total, node);
     s.nodes.push_back(std::move(ns));
   }
+  s.node_partial.assign(s.node_free.size(), 0);
   return s;
 }
 
+// Books (sign +1) or releases (-1) `h` on `s`, keeping the counts and node
+// sets in step.
 void Book(const Cluster& c, State& s, const Hold& h, int sign) {
-  s.log.push_back(h.node);
+  if (s.logged) s.log.push_back(h.node);
   NodeState& ns = s.nodes[h.node];
   ns.cpu_used += sign * h.cpus;
   ns.mem_used += sign * h.mem;
   for (auto [pos, f] : h.gpus) {
-    int t = c.type_of[h.node][pos];
+    const int t = c.type_of[h.node][pos];
     double& frac = s.frac[ns.gpu_base + pos];
-    bool was_free = frac <= kEps;
+    const bool was_free = frac <= kEps, was_partial = IsPartial(frac);
     frac += sign * f;
     if (frac <= kEps) frac = 0;
-    bool is_free = frac <= kEps;
-    int delta = static_cast<int>(is_free) - static_cast<int>(was_free);
-    s.node_free[ns.type_base + t] += delta;
-    ns.free_total += delta;
-    s.free_whole[t] += delta;
+    const bool is_free = frac <= kEps;
+    if (is_free != was_free) {
+      const int delta = is_free ? 1 : -1;
+      int& free = s.node_free[ns.type_base + t];
+      s.by_free.Move(c.FreeSet(t, free), c.FreeSet(t, free + delta), h.node);
+      if (free == 0 || free + delta == 0) s.with_free.Flip(t, h.node);
+      s.by_total.Move(ns.free_total, ns.free_total + delta, h.node);
+      free += delta;
+      ns.free_total += delta;
+      s.free_whole[t] += delta;
+    }
+    if (IsPartial(frac) != was_partial) {
+      const int delta = was_partial ? -1 : 1;
+      int& partial = s.node_partial[ns.type_base + t];
+      if (partial == 0 || partial + delta == 0) s.with_partial.Flip(t, h.node);
+      partial += delta;
+    }
   }
 }
 
@@ -422,6 +569,7 @@ struct Need {
   int whole = 0;    // whole GPUs
   double frac = 0;  // share of one GPU, when whole == 0
   const Serving* serving = nullptr;
+  int ask = -1;  // the call's id of this ask (see Asks), -1 = none
 };
 
 struct Shape {
@@ -435,18 +583,18 @@ std::string ShapeProblem(const std::vector<ReplicaAsk>& replicas) {
   if (replicas.empty()) return "has no replicas";
   for (size_t i = 0; i < replicas.size(); ++i) {
     const ReplicaAsk& r = replicas[i];
-    std::string at = "replicas[" + std::to_string(i) + "]";
+    auto at = [i] { return "replicas[" + std::to_string(i) + "]"; };
     if (!(r.gpus >= 0) || !std::isfinite(r.gpus)) {
-      return at + ".gpus is " + Num(r.gpus) + "; use 0 or more";
+      return at() + ".gpus is " + Num(r.gpus) + "; use 0 or more";
     }
     if (r.gpus > 1 && r.gpus != std::floor(r.gpus)) {
-      return at + ".gpus is " + Num(r.gpus) + "; counts above 1 must be whole numbers (ask for " +
+      return at() + ".gpus is " + Num(r.gpus) + "; counts above 1 must be whole numbers (ask for " +
              Num(std::floor(r.gpus)) + " or " + Num(std::ceil(r.gpus)) +
              ", or a fraction below 1 to share one GPU)";
     }
-    if (r.gpus > 0 && r.gpu_type.empty()) return at + ".gpu_type is empty; name the GPU type";
+    if (r.gpus > 0 && r.gpu_type.empty()) return at() + ".gpu_type is empty; name the GPU type";
     if (!(r.cpus >= 0) || !std::isfinite(r.cpus)) {
-      return at + ".cpus is " + Num(r.cpus) + "; use 0 or more";
+      return at() + ".cpus is " + Num(r.cpus) + "; use 0 or more";
     }
   }
   return "";
@@ -485,17 +633,51 @@ Shape Compile(const Cluster& c, const std::vector<ReplicaAsk>& replicas) {
   return s;
 }
 
-// Identical asks hash alike, without allocating.
+// The distinct replica asks of one call, interned: where a replica goes
+// depends only on its ask and the state (see BestNode), so placement hints
+// are kept per ask and shared by every shape and replica that asks the same.
+class Asks {
+ public:
+  // Sets need.ask to the id of its ask, registering it if new.
+  void Intern(Need& need) {
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (double v : {need.cpus, need.mem, need.frac}) {
+      uint64_t bits;
+      std::memcpy(&bits, &v, sizeof bits);
+      h = Mix(h, bits);
+    }
+    h = Mix(h, static_cast<uint64_t>(need.whole));
+    h = Mix(h, reinterpret_cast<uintptr_t>(need.serving));
+    bool added = false;
+    need.ask = static_cast<int>(index_.FindOrAdd(
+        h,
+        [&](uint32_t i) {
+          const Need& o = first_[i];
+          return o.cpus == need.cpus && o.mem == need.mem && o.whole == need.whole &&
+                 o.frac == need.frac && o.serving == need.serving;
+        },
+        &added));
+    if (added) first_.push_back(need);
+  }
+  size_t size() const { return first_.size(); }
+
+ private:
+  HashIndex index_;
+  std::vector<Need> first_;  // one of each ask, by id
+};
+
+// Identical asks hash alike, without allocating. Each replica's fields are
+// hashed apart (products by distinct odd constants, and the GPU type) and
+// folded once, so that the steps do not wait on each other: this runs for
+// every queued job.
 uint64_t ShapeHash(const std::vector<ReplicaAsk>& replicas) {
-  uint64_t h = 0x9e3779b97f4a7c15ull;
+  uint64_t h = replicas.size();
   for (const ReplicaAsk& r : replicas) {
-    uint64_t bits;
-    std::memcpy(&bits, &r.cpus, sizeof bits);
-    h = Mix(h, bits);
-    h = Mix(h, r.memory_bytes);
-    std::memcpy(&bits, &r.gpus, sizeof bits);
-    h = Mix(h, bits);
-    h = StringHash(r.gpu_type, h);
+    uint64_t cpus, gpus;
+    std::memcpy(&cpus, &r.cpus, sizeof cpus);
+    std::memcpy(&gpus, &r.gpus, sizeof gpus);
+    h = Mix(h, (cpus * 0x9e3779b97f4a7c15ull) ^ (r.memory_bytes * 0xc2b2ae3d27d4eb4full) ^
+                   (gpus * 0x165667b19e3779f9ull) ^ StringHash(r.gpu_type));
   }
   return h;
 }
@@ -504,7 +686,7 @@ bool SameAsks(const std::vector<ReplicaAsk>& a, const std::vector<ReplicaAsk>& b
   return std::equal(a.begin(), a.end(), b.begin(), b.end(),
                     [](const ReplicaAsk& x, const ReplicaAsk& y) {
                       return x.cpus == y.cpus && x.memory_bytes == y.memory_bytes &&
-                             x.gpus == y.gpus && x.gpu_type == y.gpu_type;
+                             x.gpus == y.gpus && SameText(x.gpu_type, y.gpu_type);
                     });
 }
 
@@ -560,13 +742,19 @@ struct Choice {
   }
 };
 
+// Rule 4: the replica's CPUs and memory fit the node's (oversubscribed)
+// capacity.
+inline bool FitsCpuMem(const NodeState& ns, const Need& need) {
+  if (ns.cpu_used + need.cpus > ns.cpu_cap + kEps) return false;
+  return !(ns.mem_used + need.mem > ns.mem_cap + 1);
+}
+
 // Scores node `n` for `need` using GPU types `types`; false if it does not fit.
 [[gnu::always_inline]] inline bool ScoreNode(const Cluster& c, const State& s, const Need& need,
                                              IdSpan types, int n, bool in_gang, double rank,
                                              Choice* out) {
   const NodeState& ns = s.nodes[n];
-  if (ns.cpu_used + need.cpus > ns.cpu_cap + kEps) return false;
-  if (ns.mem_used + need.mem > ns.mem_cap + 1) return false;
+  if (!FitsCpuMem(ns, need)) return false;
   Score& sc = out->score;
   sc.gang = in_gang ? 0 : 1;
   sc.rank = rank;
@@ -598,13 +786,14 @@ struct Choice {
   return true;
 }
 
-// The best node for a shape's first replica on one state, per pass, as of a
-// position in that state's log. Nodes absent from the log since then score as
-// they did, so the best is the old best or a node booked since: Place
-// rescores only those. When the old best itself got worse, nothing is known
-// about the other nodes and Place scans them all. Kept per shape and per
-// state by the caller; only valid without a rank (the first replica has no
-// gang yet, so its score does not depend on the rest of the gang).
+// BestNode for one replica ask on one state, per pass, as of a position in
+// that state's log. Nodes absent from the log since then score as they did,
+// so the best is the old best or a node booked since: Place rescores only
+// those. When the old best itself got worse, nothing is known about the
+// other nodes and Place asks BestNode again. Kept per ask (Need::ask) and per
+// state by the caller; only valid without a rank. BestNode does not depend
+// on the gang (Place tries the gang's nodes first, and none of them fits when
+// it gets there), so every replica of a gang may use it.
 struct PlaceHint {
   struct Pass {
     bool valid = false;
@@ -643,70 +832,136 @@ bool RefreshHint(const Cluster& c, const State& s, const Need& need, IdSpan type
   return true;
 }
 
-// Places every replica or none. On success books the holds on `s` and
-// returns them in replica order; `rank` (lower first) breaks ties between
-// otherwise equal nodes. `hint`, when given, must be the caller's memo of
-// this shape on this very state (and `rank` must be null).
-std::optional<std::vector<Hold>> Place(const Cluster& c, State& s, const Shape& shape,
-                                       const PolicyOptions& o,
-                                       const std::vector<double>* rank = nullptr,
-                                       PlaceHint* hint = nullptr) {
-  if (!MayFit(c, s, shape, o)) return std::nullopt;
-  const int nodes = static_cast<int>(s.nodes.size());
-  std::vector<Hold> holds(shape.replicas);
-  std::vector<char> in_gang(nodes, 0);
-  std::vector<int> booked;  // replica indexes booked so far, for rollback
+// The best node for `need` outside its gang (the caller scores the gang's
+// nodes first): the lowest Score, then the lowest index; node -1 when none
+// fits. Equal to scoring every node. With a rank (or a share too small to
+// rule out fully booked GPUs) it does just that; otherwise it visits only the
+// nodes that the state's node sets say may fit, in groups that each score
+// better than the next, and stops once no node left can beat the best:
+//  - whole GPUs of one type: the nodes with k of them free, for k = count,
+//    count + 1, ...: all score k - count, so the first that fits wins;
+//  - whole GPUs of several types: the nodes with a free GPU of one of them,
+//    stopping at a node that fits exactly (fit 0 cannot be beaten);
+//  - a GPU share: the nodes with a partly booked GPU of the types, then the
+//    first other node with a free one (those all score 1 - share);
+//  - no GPU: the nodes with k free GPUs, for k = 0, 1, ...: fit is k, so the
+//    first group with a node that fits holds the best, the one with the
+//    least CPU left over (ScoreNode's slack).
+Choice BestNode(const Cluster& c, const State& s, const Need& need, IdSpan types,
+                const std::vector<double>* rank) {
+  Choice best, sc;
+  // Scores n; keeps it when it beats the best. Nodes come in index order, so
+  // on equal scores the earlier one stays. Returns whether n fits.
+  auto consider = [&](int n) {
+    if (!ScoreNode(c, s, need, types, n, false, rank ? (*rank)[n] : 0, &sc)) return false;
+    if (best.BeatenBy(sc)) best = sc;
+    return true;
+  };
+  const size_t words = s.by_free.words();
+  // The w-th word of the union of sets[t] over the allowed types t.
+  auto any_type = [&](const NodeSets& sets) {
+    return [&sets, types](size_t w) {
+      uint64_t bits = 0;
+      for (int t : types) bits |= sets.Word(static_cast<size_t>(t), w);
+      return bits;
+    };
+  };
+  // A share of kEps or less fits even a fully booked GPU, which no set holds.
+  const bool tiny_share = need.whole == 0 && need.frac > 0 && need.frac <= kEps;
+  if (rank != nullptr || tiny_share) {
+    for (int n = 0; n < static_cast<int>(s.nodes.size()); ++n) consider(n);
+  } else if (need.whole > 0 && types.last - types.first == 1) {
+    const int t = *types.begin();
+    for (int k = need.whole; k <= c.max_per_type; ++k) {
+      const size_t set = c.FreeSet(t, k);
+      auto word = [&](size_t w) { return s.by_free.Word(set, w); };
+      if (ForEachNode(words, word, consider)) break;
+    }
+  } else if (need.whole > 0) {
+    ForEachNode(words, any_type(s.with_free),
+                [&](int n) { return consider(n) && best.score.fit == 0; });
+  } else if (need.frac > 0) {
+    auto partial = any_type(s.with_partial);
+    ForEachNode(words, partial, [&](int n) {
+      consider(n);
+      return false;
+    });
+    ForEachNode(words, any_type(s.with_free), [&](int n) {
+      const bool scored = (partial(static_cast<size_t>(n) / 64) >> (n % 64)) & 1;
+      return !scored && consider(n);
+    });
+  } else {
+    // Within a group only the slack differs: compare it alone, in a loop
+    // that runs over many nodes, then score the winner in full.
+    for (int k = 0; k <= c.max_per_node && best.node < 0; ++k) {
+      int best_n = -1;
+      double best_slack = 0;
+      auto word = [&](size_t w) { return s.by_total.Word(static_cast<size_t>(k), w); };
+      ForEachNode(words, word, [&](int n) {
+        const NodeState& ns = s.nodes[n];
+        if (!FitsCpuMem(ns, need)) return false;
+        const double slack = ns.cpu_cap - ns.cpu_used - need.cpus;
+        if (best_n < 0 || slack < best_slack) best_n = n, best_slack = slack;
+        return false;
+      });
+      if (best_n >= 0) consider(best_n);
+    }
+  }
+  return best;
+}
+
+// Places every replica or none. On success books the holds on `s`, leaves
+// them in `holds` in replica order (one per replica) and returns true; on
+// failure books nothing and leaves `holds` unspecified. `holds` is the
+// caller's buffer, reused across calls. `rank` (lower first) breaks ties
+// between otherwise equal nodes. `hints`, when given, must be the caller's
+// memo of this very state, indexed by Need::ask (and `rank` must be null).
+bool Place(const Cluster& c, State& s, const Shape& shape, const PolicyOptions& o,
+           std::vector<Hold>& holds, const std::vector<double>* rank = nullptr,
+           std::vector<PlaceHint>* hints = nullptr) {
+  if (!MayFit(c, s, shape, o)) return false;
+  holds.resize(shape.replicas);
+  size_t placed = 0;  // shape.needs[0, placed) are booked
   for (const Need& need : shape.needs) {
     bool gpu = need.whole > 0 || need.frac > 0;
     int passes = gpu && o.accelerator_substitution && !need.serving->subs.empty() ? 2 : 1;
     Choice best;
     int best_pass = 0;
-    // For whole GPUs without a rank, a node that this need leaves with no
-    // free allowed GPU and that is in the gang when any node is cannot be
-    // beaten (only a lower node index could tie, and nodes are scanned in
-    // index order), so the scan stops there.
-    const bool can_stop = need.whole > 0 && rank == nullptr;
-    const int best_gang = booked.empty() ? 1 : 0;
-    const bool hinted = hint != nullptr && rank == nullptr && booked.empty();
+    PlaceHint* hint = hints != nullptr && s.logged && rank == nullptr && need.ask >= 0
+                          ? &(*hints)[static_cast<size_t>(need.ask)]
+                          : nullptr;
     for (int pass = gpu && need.serving->exact < 0 ? 1 : 0; pass < passes && best.node < 0;
          ++pass) {
       const IdSpan types = gpu ? Allowed(need, pass) : IdSpan();
       best_pass = pass;
-      if (hinted && RefreshHint(c, s, need, types, hint->pass[pass])) {
-        best = hint->pass[pass].best;
-        continue;
-      }
-      Choice sc;
       // A node the gang already uses beats every other (rule 2's packing), so
       // when one of those fits, only they need a score.
-      for (int i : booked) {
-        const int n = holds[i].node;
+      Choice sc;
+      for (size_t i = 0; i < placed; ++i) {
+        const int n = holds[shape.needs[i].replica].node;
         if (ScoreNode(c, s, need, types, n, true, rank ? (*rank)[n] : 0, &sc) &&
             best.BeatenBy(sc)) {
           best = sc;
         }
       }
       if (best.node >= 0) continue;
-      for (int n = 0; n < nodes; ++n) {
-        if (!ScoreNode(c, s, need, types, n, in_gang[n] != 0, rank ? (*rank)[n] : 0, &sc)) {
-          continue;
-        }
-        if (best.node < 0 || sc.score < best.score) {
-          best = sc;
-          if (can_stop && sc.score.gang == best_gang && sc.score.fit == 0) break;
-        }
+      if (hint != nullptr && RefreshHint(c, s, need, types, hint->pass[pass])) {
+        best = hint->pass[pass].best;
+        continue;
       }
-      if (hinted) hint->pass[pass] = {true, s.log.size(), best};
+      best = BestNode(c, s, need, types, rank);
+      if (hint != nullptr) hint->pass[pass] = {true, s.log.size(), best};
     }
     if (best.node < 0) {
-      for (int i : booked) Book(c, s, holds[i], -1);
-      return std::nullopt;
+      for (size_t i = 0; i < placed; ++i) Book(c, s, holds[shape.needs[i].replica], -1);
+      return false;
     }
     const int n = best.node;
     Hold& h = holds[need.replica];
     h.node = n;
     h.cpus = need.cpus;
     h.mem = need.mem;
+    h.gpus.clear();
     if (need.whole > 0) {
       const NodeState& ns = s.nodes[n];
       for (int t : Allowed(need, best_pass)) {
@@ -719,10 +974,9 @@ std::optional<std::vector<Hold>> Place(const Cluster& c, State& s, const Shape& 
       h.gpus.emplace_back(best.pos, need.frac);
     }
     Book(c, s, h, +1);
-    booked.push_back(need.replica);
-    in_gang[n] = 1;
+    ++placed;
   }
-  return holds;
+  return true;
 }
 
 std::vector<PlacedReplica> ToPlaced(const Cluster& c, const std::vector<Hold>& holds,
@@ -759,6 +1013,46 @@ struct Summary {
   std::unordered_map<const Serving*, std::pair<int, double>> gpus;
 };
 
+// The most unbooked GPUs of `types` on any one node, and the most room
+// (1 - booked fraction, at least 0) on any one GPU of `types`. Read from the
+// node sets: a free GPU has all the room there is, and only nodes with a
+// free or partly booked GPU of the types matter.
+std::pair<int, double> MostFree(const Cluster& c, const State& s, IdSpan types) {
+  const size_t words = s.with_free.words();
+  auto any_type = [&](const NodeSets& sets) {
+    return [&sets, types](size_t w) {
+      uint64_t bits = 0;
+      for (int t : types) bits |= sets.Word(static_cast<size_t>(t), w);
+      return bits;
+    };
+  };
+  int most = 0;
+  if (types.last - types.first == 1) {
+    const int t = *types.begin();
+    for (int k = c.max_per_type; k > 0 && most == 0; --k) {
+      for (size_t w = 0; w < words && most == 0; ++w) {
+        if (s.by_free.Word(c.FreeSet(t, k), w) != 0) most = k;
+      }
+    }
+  } else {
+    ForEachNode(words, any_type(s.with_free), [&](int n) {
+      int a = 0;
+      for (int t : types) a += s.node_free[s.nodes[n].type_base + t];
+      most = std::max(most, a);
+      return false;
+    });
+  }
+  if (most > 0) return {most, 1.0};
+  double room = 0;
+  ForEachNode(words, any_type(s.with_partial), [&](int n) {
+    for (int t : types) {
+      for (int p : c.Positions(n, t)) room = std::max(room, 1 - s.frac[s.nodes[n].gpu_base + p]);
+    }
+    return false;
+  });
+  return {0, room};
+}
+
 // Why `shape` does not fit on `s`, in numbers.
 std::string Diagnose(const Cluster& c, const State& s, const Shape& shape, const PolicyOptions& o,
                      Summary& sum) {
@@ -784,21 +1078,7 @@ std::string Diagnose(const Cluster& c, const State& s, const Shape& shape, const
   for (const Need& n : shape.needs) {
     if (n.whole == 0 && n.frac == 0) continue;
     auto [it, fresh] = sum.gpus.try_emplace(n.serving);
-    if (fresh) {
-      int most = 0;
-      double room = 0;
-      for (size_t i = 0; i < s.nodes.size(); ++i) {
-        int a = 0;
-        for (int t : Allowed(n, subs ? 1 : 0)) {
-          a += s.node_free[s.nodes[i].type_base + t];
-          for (int p : c.Positions(static_cast<int>(i), t)) {
-            room = std::max(room, 1 - s.frac[s.nodes[i].gpu_base + p]);
-          }
-        }
-        most = std::max(most, a);
-      }
-      it->second = {most, room};
-    }
+    if (fresh) it->second = MostFree(c, s, Allowed(n, subs ? 1 : 0));
     auto [most, room] = it->second;
     if (n.whole > most) {
       return "needs " + std::to_string(n.whole) + "x " + n.serving->type +
@@ -836,11 +1116,12 @@ std::string Diagnose(const Cluster& c, const State& s, const Shape& shape, const
 }
 
 // A job that holds resources and may end: running before the call or
-// started by it.
+// started by it. Its holds are [first, last) of the call's pool of holds
+// (one allocation for all jobs instead of one per job).
 struct Event {
   int64_t end_us = 0;
   const std::string* job_id = nullptr;
-  std::vector<Hold> holds;
+  uint32_t first = 0, last = 0;
 };
 
 struct Earliest {
@@ -852,8 +1133,7 @@ struct Earliest {
 // Whether one replica fits on node `n` as it stands (any allowed GPU type).
 bool NodeFits(const Cluster& c, const State& s, const Need& need, int n, const PolicyOptions& o) {
   const NodeState& ns = s.nodes[n];
-  if (ns.cpu_used + need.cpus > ns.cpu_cap + kEps) return false;
-  if (ns.mem_used + need.mem > ns.mem_cap + 1) return false;
+  if (!FitsCpuMem(ns, need)) return false;
   int pass = o.accelerator_substitution ? 1 : 0;
   if (need.whole > 0) {
     int avail = 0;
@@ -870,26 +1150,28 @@ bool NodeFits(const Cluster& c, const State& s, const Need& need, int n, const P
   return true;
 }
 
-// Replays the ends of `events` (sorted by end) on a copy of `s` until `shape`
-// fits. nullopt when it never does. With `after_jobs`, also names the ended
-// jobs that shared a node with the placement.
+// Replays the ends of `events` (sorted by end; holds in `pool`) on a copy of
+// `s` until `shape` fits. nullopt when it never does. With `after_jobs`, also
+// names the ended jobs that shared a node with the placement.
 std::optional<Earliest> EarliestFit(const Cluster& c, const State& s,
-                                    const std::vector<Event>& events, const Shape& shape,
-                                    const PolicyOptions& o, int64_t now_us, bool after_jobs) {
-  State copy = s;
+                                    const std::vector<Event>& events, const std::vector<Hold>& pool,
+                                    const Shape& shape, const PolicyOptions& o, int64_t now_us,
+                                    bool after_jobs) {
+  State copy = Copy(s, false);
   // A single replica can only start fitting on a node that something left.
   const bool single = shape.replicas == 1;
   std::vector<int> touched;
+  std::vector<Hold> holds;
   size_t i = 0;
   int64_t t = now_us;
-  auto holds = Place(c, copy, shape, o);
-  while (!holds && i < events.size()) {
+  bool fits = Place(c, copy, shape, o, holds);
+  while (!fits && i < events.size()) {
     t = events[i].end_us;
     touched.clear();
     for (; i < events.size() && events[i].end_us == t; ++i) {
-      for (const Hold& h : events[i].holds) {
-        Book(c, copy, h, -1);
-        touched.push_back(h.node);
+      for (uint32_t k = events[i].first; k < events[i].last; ++k) {
+        Book(c, copy, pool[k], -1);
+        touched.push_back(pool[k].node);
       }
     }
     if (!MayFit(c, copy, shape, o)) continue;
@@ -897,22 +1179,39 @@ std::optional<Earliest> EarliestFit(const Cluster& c, const State& s,
                                [&](int n) { return NodeFits(c, copy, shape.needs[0], n, o); })) {
       continue;
     }
-    holds = Place(c, copy, shape, o);
+    fits = Place(c, copy, shape, o, holds);
   }
-  if (!holds) return std::nullopt;
+  if (!fits) return std::nullopt;
   Earliest e;
   e.start_us = std::max(t, now_us);
-  e.holds = std::move(*holds);
+  e.holds = std::move(holds);
   if (after_jobs) {
     std::vector<char> used(s.nodes.size(), 0);
     for (const Hold& h : e.holds) used[h.node] = 1;
     for (size_t j = 0; j < i; ++j) {
-      bool shares = std::any_of(events[j].holds.begin(), events[j].holds.end(),
+      bool shares = std::any_of(pool.begin() + events[j].first, pool.begin() + events[j].last,
                                 [&](const Hold& h) { return used[h.node] != 0; });
       if (shares) e.after_jobs.push_back(*events[j].job_id);
     }
   }
   return e;
+}
+
+// Whether `shape` fits the idle cluster `idle`, exactly as Place would
+// answer there. A single replica fits iff some node fits it, so the first
+// such node settles it (usually the first node); a gang takes the greedy
+// placement on `scratch`, an idle state, which it leaves idle.
+bool FitsIdle(const Cluster& c, const State& idle, State& scratch, const Shape& shape,
+              const PolicyOptions& o, std::vector<Hold>& holds) {
+  if (shape.replicas == 1) {
+    for (int n = 0; n < static_cast<int>(idle.nodes.size()); ++n) {
+      if (NodeFits(c, idle, shape.needs[0], n, o)) return true;
+    }
+    return false;
+  }
+  if (!Place(c, scratch, shape, o, holds)) return false;
+  for (const Hold& h : holds) Book(c, scratch, h, -1);
+  return true;
 }
 
 std::string JobList(const std::vector<std::string>& ids) {
@@ -946,11 +1245,15 @@ struct ShapeMemo {
   int diagnosis_version = -1;
   bool estimated = false;
   int64_t estimate_us = 0;
-  PlaceHint hint_now;   // Place on the booked state (st)
-  PlaceHint hint_held;  // Place beside the reservation (held)
 };
 
 }  // namespace
+
+std::string WaitingJob::Reason() const {
+  if (!detail.empty()) return detail;
+  return std::to_string(jobs_ahead) +
+         (jobs_ahead == 1 ? " job ahead in the queue" : " jobs ahead in the queue");
+}
 
 int64_t EffectivePriority(const QueuedJob& job, int64_t now_us, const PolicyOptions& options) {
   if (options.aging_threshold_us <= 0 || now_us <= job.submit_us) return job.priority;
@@ -959,10 +1262,10 @@ int64_t EffectivePriority(const QueuedJob& job, int64_t now_us, const PolicyOpti
 
 std::vector<size_t> QueueOrder(const Snapshot& snap) {
   Users users;
-  QueueKeys keys = GatherKeys(snap, users);
+  QueueKeys keys = GatherKeys(snap, users, [](size_t, const QueuedJob&, uint32_t) {});
   std::vector<double> usage(users.names.size(), 0.0);
   for (uint32_t u = 0; u < usage.size(); ++u) {
-    auto it = snap.usage_gpu_seconds.find(std::string(users.names[u]));
+    auto it = snap.usage_gpu_seconds.find(users.names[u]);
     if (it != snap.usage_gpu_seconds.end()) usage[u] = it->second;
   }
   return OrderQueue(keys, usage);
@@ -975,7 +1278,8 @@ Status ValidateJob(const QueuedJob& job, const std::vector<resources::Node>& nod
     Cluster c(nodes);
     State idle = IdleState(c, options);
     Shape shape = Compile(c, job.replicas);
-    if (!Place(c, idle, shape, options)) {
+    std::vector<Hold> holds;
+    if (!Place(c, idle, shape, options, holds)) {
       problem = "can never run on this cluster even when idle: " +
                 Diagnose(c, IdleState(c, options), shape, options) +
                 " (ask for less, allow accelerator substitution, or add nodes)";
@@ -992,11 +1296,44 @@ Decision Schedule(const Snapshot& snap) {
   Cluster c(snap.nodes);
   const State idle = IdleState(c, o);
   State st = idle;
+  State scratch = Copy(idle, false);  // stays idle between feasibility probes
+  std::vector<Hold> holds;            // Place's output, reused for every attempt
+
+  // One pass over the queue in index (memory) order: the ordering keys, and
+  // each job's shape memo. Whether a shape is valid and fits the idle
+  // cluster does not depend on the order.
+  Users users;
+  Asks asks;
+  std::vector<ShapeMemo> memos;  // index = HashIndex id
+  HashIndex by_shape;
+  // What the main loop needs of each job besides its id, in one record: it
+  // visits the jobs in queue order, and one cache miss per job beats three.
+  struct JobFacts {
+    uint32_t user = 0;
+    uint32_t shape = 0;  // index into memos
+    int64_t runtime_bound_s = 0;
+  };
+  std::vector<JobFacts> facts(snap.queued.size());
+  const QueueKeys keys = GatherKeys(snap, users, [&](size_t qi, const QueuedJob& job, uint32_t u) {
+    bool fresh = false;
+    const uint32_t slot = by_shape.FindOrAdd(
+        ShapeHash(job.replicas), [&](uint32_t i) { return SameAsks(*memos[i].asks, job.replicas); },
+        &fresh);
+    facts[qi] = {u, slot, job.runtime_bound_s};
+    if (!fresh) return;
+    ShapeMemo& m = memos.emplace_back();
+    m.asks = &job.replicas;
+    m.problem = ShapeProblem(job.replicas);
+    if (!m.problem.empty()) return;
+    m.shape = Compile(c, job.replicas);
+    for (Need& n : m.shape.needs) asks.Intern(n);
+    if (!FitsIdle(c, idle, scratch, m.shape, o, holds)) {
+      m.problem = "can never run on this cluster even when idle: " + Diagnose(c, idle, m.shape, o) +
+                  " (ask for less, allow accelerator substitution, or add nodes)";
+    }
+  });
 
   // Per-user facts by interned id: running jobs and GPUs, usage, quota.
-  Users users;
-  const QueueKeys keys = GatherKeys(snap, users);
-  const std::vector<uint32_t>& user_of = keys.user;  // per queued job
   std::vector<uint32_t> running_user;
   running_user.reserve(snap.running.size());
   for (const RunningJob& r : snap.running) running_user.push_back(users.Id(r.user));
@@ -1006,7 +1343,7 @@ Decision Schedule(const Snapshot& snap) {
   std::vector<double> usage(user_count, 0.0);
   std::vector<const Quota*> quota(user_count, nullptr);
   for (uint32_t u = 0; u < user_count; ++u) {
-    const std::string name(users.names[u]);
+    const std::string& name = users.names[u];
     auto it = snap.usage_gpu_seconds.find(name);
     if (it != snap.usage_gpu_seconds.end()) usage[u] = it->second;
     auto q = snap.quotas.find(name);
@@ -1015,14 +1352,19 @@ Decision Schedule(const Snapshot& snap) {
 
   // Book the running jobs; remember when each may end.
   std::vector<Event> events;
+  std::vector<Hold> pool;  // the holds of `events`
+  events.reserve(snap.running.size());
+  pool.reserve(snap.running.size());
   for (size_t ri = 0; ri < snap.running.size(); ++ri) {
     const RunningJob& r = snap.running[ri];
     const uint32_t u = running_user[ri];
-    Event e;
-    e.job_id = &r.id;
+    const size_t first = pool.size();
     for (const PlacedReplica& p : r.replicas) {
       if (p.node < 0 || p.node >= static_cast<int>(snap.nodes.size())) continue;
-      Hold h{p.node, p.cpus, static_cast<double>(p.memory_bytes), {}};
+      Hold& h = pool.emplace_back();
+      h.node = p.node;
+      h.cpus = p.cpus;
+      h.mem = static_cast<double>(p.memory_bytes);
       for (const GpuShare& g : p.gpus) {
         int pos = c.PosOf(p.node, g.gpu);
         if (pos < 0) continue;
@@ -1030,12 +1372,14 @@ Decision Schedule(const Snapshot& snap) {
         user_gpus[u] += g.fraction;
       }
       Book(c, st, h, +1);
-      e.holds.push_back(std::move(h));
     }
     ++user_jobs[u];
     if (r.runtime_bound_s > 0) {
-      e.end_us = std::max(r.start_us + r.runtime_bound_s * kUsPerS, snap.now_us);
-      events.push_back(std::move(e));
+      const int64_t end = std::max(r.start_us + r.runtime_bound_s * kUsPerS, snap.now_us);
+      events.push_back(
+          {end, &r.id, static_cast<uint32_t>(first), static_cast<uint32_t>(pool.size())});
+    } else {
+      pool.resize(first);  // never ends: no replay needs its holds
     }
   }
   // Jobs started by this call are appended to `events`; a replay needs them
@@ -1044,26 +1388,15 @@ Decision Schedule(const Snapshot& snap) {
   size_t events_sorted = 0;
   auto sorted_events = [&]() -> const std::vector<Event>& {
     if (events_sorted < events.size()) {
-      // Sort (end, position) keys, not the events: same order, fewer moves.
-      std::vector<std::pair<int64_t, size_t>> keys;
-      keys.reserve(events.size() - events_sorted);
-      for (size_t i = events_sorted; i < events.size(); ++i) keys.emplace_back(events[i].end_us, i);
-      std::sort(keys.begin(), keys.end());
-      std::vector<Event> tail;
-      tail.reserve(keys.size());
-      for (const auto& k : keys) tail.push_back(std::move(events[k.second]));
-      std::move(tail.begin(), tail.end(), events.begin() + static_cast<long>(events_sorted));
       auto by_end = [](const Event& a, const Event& b) { return a.end_us < b.end_us; };
-      std::inplace_merge(events.begin(), events.begin() + static_cast<long>(events_sorted),
-                         events.end(), by_end);
+      const auto mid = events.begin() + static_cast<long>(events_sorted);
+      std::stable_sort(mid, events.end(), by_end);
+      std::inplace_merge(events.begin(), mid, events.end(), by_end);
       events_sorted = events.size();
     }
     return events;
   };
 
-  std::vector<ShapeMemo> memos;  // index = HashIndex id; all made before the main loop
-  HashIndex by_shape;
-  State scratch = idle;       // stays idle between feasibility probes
   std::optional<State> held;  // st plus the reservation's holds
   int64_t reserved_us = 0;    // reservation start, 0 = unknown
   std::string reserved_text;
@@ -1078,7 +1411,7 @@ Decision Schedule(const Snapshot& snap) {
     if (!m.estimated && estimates_left > 0) {
       --estimates_left;
       m.estimated = true;
-      auto e = EarliestFit(c, st, sorted_events(), m.shape, o, snap.now_us, false);
+      auto e = EarliestFit(c, st, sorted_events(), pool, m.shape, o, snap.now_us, false);
       m.estimate_us = e ? e->start_us : 0;
     }
     if (m.estimate_us == 0) return 0;
@@ -1105,45 +1438,43 @@ Decision Schedule(const Snapshot& snap) {
     out += waiting_ahead == 1 ? " job ahead in the queue" : " jobs ahead in the queue";
   };
   // Records a wait that is not a quota hold. Past the detailed ones, the
-  // reason is the place in line alone and `detail` is never called.
+  // detail stays empty (WaitingJob::Reason() gives the place in line) and
+  // `detail` is never called: this runs for nearly every job of a long queue.
+  auto add_wait = [&](const std::string& job_id, std::string detail, int64_t estimated) {
+    d.wait.emplace_back(job_id, std::move(detail), waiting_ahead, estimated);  // in place
+  };
   auto wait = [&](const std::string& job_id, int64_t estimated, auto&& detail) {
-    if (waiting_ahead > detailed) {  // waiting_ahead counts the reservation holder
-      // One allocation: this runs for nearly every job of a long queue.
-      const std::string_view ahead =
-          waiting_ahead == 1 ? " job ahead in the queue" : " jobs ahead in the queue";
-      char buf[64];
-      char* end = std::to_chars(buf, buf + 24, waiting_ahead).ptr;
-      std::memcpy(end, ahead.data(), ahead.size());
-      d.wait.push_back({job_id, std::string(buf, end + ahead.size()), estimated});
-    } else {
-      d.wait.push_back({job_id, detail(), estimated});
-    }
+    // waiting_ahead counts the reservation holder
+    add_wait(job_id, waiting_ahead > detailed ? std::string() : detail(), estimated);
     ++waiting_ahead;
   };
 
-  // Each job's shape memo, found in index order (see QueueKeys). Whether a
-  // shape is valid and fits the idle cluster does not depend on the order.
-  std::vector<uint32_t> shape_of;
-  shape_of.reserve(snap.queued.size());
-  for (const QueuedJob& job : snap.queued) {
-    bool fresh = false;
-    const uint32_t slot = by_shape.FindOrAdd(
-        ShapeHash(job.replicas), [&](uint32_t i) { return SameAsks(*memos[i].asks, job.replicas); },
-        &fresh);
-    shape_of.push_back(slot);
-    if (!fresh) continue;
-    ShapeMemo& m = memos.emplace_back();
-    m.asks = &job.replicas;
-    m.problem = ShapeProblem(job.replicas);
-    if (!m.problem.empty()) continue;
-    m.shape = Compile(c, job.replicas);
-    if (auto probe = Place(c, scratch, m.shape, o)) {
-      for (const Hold& h : *probe) Book(c, scratch, h, -1);
-    } else {
-      m.problem = "can never run on this cluster even when idle: " + Diagnose(c, idle, m.shape, o) +
-                  " (ask for less, allow accelerator substitution, or add nodes)";
+  // Placement hints per ask, on st and on held (see PlaceHint).
+  std::vector<PlaceHint> hints_now(asks.size()), hints_held(asks.size());
+
+  // Records the start of `job` (shape memo m, user u) whose holds (in
+  // `holds`) are already booked on st (and on held).
+  auto start = [&](const QueuedJob& job, const ShapeMemo& m, uint32_t u, bool backfilled) {
+    ++version;
+    ++user_jobs[u];
+    user_gpus[u] += m.shape.total_gpus;
+    // The shape's first job asks exactly the same (SameAsks), and its asks
+    // are in cache where this job's may not be.
+    d.start.push_back({job.id, ToPlaced(c, holds, *m.asks), backfilled});
+    if (job.runtime_bound_s > 0) {
+      const size_t first = pool.size();
+      pool.insert(pool.end(), holds.begin(), holds.end());
+      events.push_back({snap.now_us + job.runtime_bound_s * kUsPerS, &job.id,
+                        static_cast<uint32_t>(first), static_cast<uint32_t>(pool.size())});
     }
-  }
+  };
+  auto wait_for_resources = [&](const QueuedJob& job, ShapeMemo& m) {
+    wait(job.id, estimate(m), [&] {
+      std::string why = diagnosis(m);
+      ahead_suffix(why);
+      return why;
+    });
+  };
 
   const std::vector<size_t> order = OrderQueue(keys, usage);
   for (size_t k = 0; k < order.size(); ++k) {
@@ -1151,8 +1482,9 @@ Decision Schedule(const Snapshot& snap) {
     if (k + 8 < order.size()) __builtin_prefetch(&snap.queued[order[k + 8]]);
     const size_t qi = order[k];
     const QueuedJob& job = snap.queued[qi];
-    const uint32_t user = user_of[qi];
-    ShapeMemo& m = memos[shape_of[qi]];
+    const JobFacts& f = facts[qi];
+    const uint32_t user = f.user;
+    ShapeMemo& m = memos[f.shape];
     if (!m.problem.empty()) {
       d.rejected.push_back({job.id, InvalidArgument("job " + job.id + ": " + m.problem)});
       continue;
@@ -1163,45 +1495,24 @@ Decision Schedule(const Snapshot& snap) {
       int jobs = user_jobs[user];
       double gpus = user_gpus[user];
       if (q->max_running_jobs && jobs >= *q->max_running_jobs) {
-        d.wait.push_back({job.id,
-                          "quota: user " + job.user + " already runs " + std::to_string(jobs) +
-                              " of " + std::to_string(*q->max_running_jobs) + " allowed jobs",
-                          0});
+        add_wait(job.id,
+                 "quota: user " + job.user + " already runs " + std::to_string(jobs) + " of " +
+                     std::to_string(*q->max_running_jobs) + " allowed jobs",
+                 0);
         continue;
       }
       if (q->max_gpus && gpus + m.shape.total_gpus > *q->max_gpus + kEps) {
-        d.wait.push_back({job.id,
-                          "quota: user " + job.user + " uses " + Num(gpus) + " of " +
-                              Num(*q->max_gpus) + " allowed GPUs; this job needs " +
-                              Num(m.shape.total_gpus),
-                          0});
+        add_wait(job.id,
+                 "quota: user " + job.user + " uses " + Num(gpus) + " of " + Num(*q->max_gpus) +
+                     " allowed GPUs; this job needs " + Num(m.shape.total_gpus),
+                 0);
         continue;
       }
     }
 
-    // Records a start whose holds are already booked on st (and on held).
-    auto start = [&](std::vector<Hold> holds, bool backfilled) {
-      ++version;
-      ++user_jobs[user];
-      user_gpus[user] += m.shape.total_gpus;
-      d.start.push_back({job.id, ToPlaced(c, holds, job.replicas), backfilled});
-      if (job.runtime_bound_s > 0) {
-        events.push_back({snap.now_us + job.runtime_bound_s * kUsPerS, &job.id, std::move(holds)});
-      }
-    };
-    auto wait_for_resources = [&]() {
-      wait(job.id, estimate(m), [&] {
-        std::string why = diagnosis(m);
-        ahead_suffix(why);
-        return why;
-      });
-    };
-
     if (!d.reservation) {
-      std::optional<std::vector<Hold>> holds;
-      if (!m.fails_now) holds = Place(c, st, m.shape, o, nullptr, &m.hint_now);
-      if (holds) {
-        start(std::move(*holds), false);
+      if (!m.fails_now && Place(c, st, m.shape, o, holds, nullptr, &hints_now)) {
+        start(job, m, user, false);
         continue;
       }
       m.fails_now = true;
@@ -1209,7 +1520,7 @@ Decision Schedule(const Snapshot& snap) {
       Reservation r;
       r.job_id = job.id;
       std::vector<Hold> rholds;
-      if (auto e = EarliestFit(c, st, sorted_events(), m.shape, o, snap.now_us, true)) {
+      if (auto e = EarliestFit(c, st, sorted_events(), pool, m.shape, o, snap.now_us, true)) {
         r.start_us = e->start_us;
         r.after_jobs = std::move(e->after_jobs);
         rholds = std::move(e->holds);
@@ -1220,11 +1531,16 @@ Decision Schedule(const Snapshot& snap) {
           rank[n] = -st.nodes[n].free_total -
                     (st.nodes[n].cpu_cap - st.nodes[n].cpu_used) / (1 + st.nodes[n].cpu_cap);
         }
-        rholds = *Place(c, scratch, m.shape, o, &rank);
-        for (const Hold& h : rholds) Book(c, scratch, h, -1);
+        // The shape fits the idle cluster, but the greedy placement with a
+        // rank may take other nodes; should it fail, nothing is held.
+        if (Place(c, scratch, m.shape, o, rholds, &rank)) {
+          for (const Hold& h : rholds) Book(c, scratch, h, -1);
+        } else {
+          rholds.clear();
+        }
       }
-      r.replicas = ToPlaced(c, rholds, job.replicas);
-      held = st;
+      r.replicas = ToPlaced(c, rholds, *m.asks);
+      held = Copy(st, true);
       for (const Hold& h : rholds) Book(c, *held, h, +1);
       reserved_us = r.start_us;
       reserved_text = ReservationText(r);
@@ -1232,7 +1548,7 @@ Decision Schedule(const Snapshot& snap) {
       std::string why = diagnosis(m);
       why += "; reserved: ";
       why += reserved_text;
-      d.wait.push_back({job.id, std::move(why), r.start_us});
+      add_wait(job.id, std::move(why), r.start_us);
       d.reservation = std::move(r);
       ++waiting_ahead;
       continue;
@@ -1248,38 +1564,38 @@ Decision Schedule(const Snapshot& snap) {
     }
     // Rule 7: backfill when it fits now and cannot delay the reservation.
     if (m.fails_now) {
-      wait_for_resources();
+      wait_for_resources(job, m);
       continue;
     }
-    bool ends_first = reserved_us > 0 && job.runtime_bound_s > 0 &&
-                      snap.now_us + job.runtime_bound_s * kUsPerS <= reserved_us;
+    bool ends_first = reserved_us > 0 && f.runtime_bound_s > 0 &&
+                      snap.now_us + f.runtime_bound_s * kUsPerS <= reserved_us;
     if (ends_first) {
-      if (auto holds = Place(c, st, m.shape, o, nullptr, &m.hint_now)) {
-        for (const Hold& h : *holds) Book(c, *held, h, +1);
-        start(std::move(*holds), true);
+      if (Place(c, st, m.shape, o, holds, nullptr, &hints_now)) {
+        for (const Hold& h : holds) Book(c, *held, h, +1);
+        start(job, m, user, true);
       } else {
         m.fails_now = true;
-        wait_for_resources();
+        wait_for_resources(job, m);
       }
       continue;
     }
     // Runs past the reservation: it must fit beside the reserved resources
     // (held = st + reservation, so what fits there fits now too).
     if (!m.fails_held) {
-      if (auto holds = Place(c, *held, m.shape, o, nullptr, &m.hint_held)) {
-        for (const Hold& h : *holds) Book(c, st, h, +1);
-        start(std::move(*holds), true);
+      if (Place(c, *held, m.shape, o, holds, nullptr, &hints_held)) {
+        for (const Hold& h : holds) Book(c, st, h, +1);
+        start(job, m, user, true);
         continue;
       }
       m.fails_held = true;
-      if (auto now = Place(c, st, m.shape, o, nullptr, &m.hint_now)) {
-        for (const Hold& h : *now) Book(c, st, h, -1);
+      if (Place(c, st, m.shape, o, holds, nullptr, &hints_now)) {
+        for (const Hold& h : holds) Book(c, st, h, -1);
       } else {
         m.fails_now = true;
       }
     }
     if (m.fails_now) {
-      wait_for_resources();
+      wait_for_resources(job, m);
       continue;
     }
     wait(job.id, reserved_us, [&] {

@@ -45,7 +45,8 @@
 //     the queue") for the reservation holder, for quota holds and for the
 //     first PolicyOptions::detailed_reasons other waiting jobs in queue order;
 //     the waiting jobs after those get only their place in line, exactly
-//     "N jobs ahead in the queue" ("1 job" for one; N > detailed_reasons).
+//     "N jobs ahead in the queue" ("1 job" for one; N > detailed_reasons),
+//     which WaitingJob::Reason() spells from WaitingJob::jobs_ahead.
 //     A detailed reason costs a string per job and, after every start, a
 //     cluster scan per shape, so a 10,000-job queue would otherwise spend
 //     much of a call on reasons nobody reads. Estimates are unaffected.
@@ -146,10 +147,20 @@ struct StartJob {
 
 struct WaitingJob {
   std::string job_id;
-  // "needs 2x NVIDIA_H100_80GB, 1 free; 3 jobs ahead in the queue",
-  // "quota: user alice already runs 4 of 4 allowed jobs", ...
-  std::string reason;
+  // The detailed reason (rule 8): "needs 2x NVIDIA_H100_80GB, 1 free; 3 jobs
+  // ahead in the queue", "quota: user alice already runs 4 of 4 allowed
+  // jobs", ... Empty for a job past the detailed ones, whose reason is its
+  // place in line alone: Reason() spells it from jobs_ahead. Leaving it empty
+  // saves a string per waiting job on long queues.
+  std::string detail;
+  // Jobs ahead of this one in queue order that wait for resources (quota
+  // holds do not count; the reservation holder does).
+  int jobs_ahead = 0;
   int64_t estimated_start_us = 0;  // not before; 0 = unknown
+
+  // The reason to show: `detail`, or "N jobs ahead in the queue" ("1 job"
+  // for one) when it is empty.
+  std::string Reason() const;
 };
 
 // A job that can never run as asked (bad GPU count, or larger than the whole

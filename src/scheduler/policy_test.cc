@@ -111,8 +111,8 @@ TEST(PolicyTest, StartsAllReplicasOfAGangOrNone) {
   s.queued = {Job("three", {Ask(1), Ask(1), Ask(1)})};
   Decision d = Schedule(s);
   EXPECT_TRUE(d.start.empty());
-  EXPECT_TRUE(Contains(Waiting(d, "three")->reason, "needs 3x NVIDIA_H100_80GB"))
-      << d.wait[0].reason;
+  EXPECT_TRUE(Contains(Waiting(d, "three")->Reason(), "needs 3x NVIDIA_H100_80GB"))
+      << d.wait[0].Reason();
   s.queued = {Job("two", {Ask(1), Ask(1)})};
   d = Schedule(s);
   ASSERT_EQ(d.start.size(), 1u);
@@ -124,8 +124,9 @@ TEST(PolicyTest, SpreadsReplicasAcrossNodesButNeverSplitsAReplica) {
   s.running = {Running("r1", 0, {0, 1}, 100), Running("r2", 1, {0, 1}, 100)};
   s.queued = {Job("one-big", {Ask(4)}, 1), Job("two-halves", {Ask(2), Ask(2)}, 0, 50)};
   Decision d = Schedule(s);
-  EXPECT_TRUE(Contains(Waiting(d, "one-big")->reason, "4x NVIDIA_H100_80GB on one node, at most 2"))
-      << Waiting(d, "one-big")->reason;
+  EXPECT_TRUE(
+      Contains(Waiting(d, "one-big")->Reason(), "4x NVIDIA_H100_80GB on one node, at most 2"))
+      << Waiting(d, "one-big")->Reason();
   const StartJob* halves = Started(d, "two-halves");
   ASSERT_NE(halves, nullptr);
   EXPECT_NE(halves->replicas[0].node, halves->replicas[1].node);
@@ -197,8 +198,8 @@ TEST(PolicyTest, OversubscribesCpusOnlyUpToTheFactor) {
   s.options.cpu_oversubscription = 2;
   Decision d = Schedule(s);
   EXPECT_EQ(d.start.size(), 2u);
-  EXPECT_TRUE(Contains(Waiting(d, "c")->reason, "needs 3 CPUs on one node, at most 2 free"))
-      << Waiting(d, "c")->reason;
+  EXPECT_TRUE(Contains(Waiting(d, "c")->Reason(), "needs 3 CPUs on one node, at most 2 free"))
+      << Waiting(d, "c")->Reason();
 }
 
 TEST(PolicyTest, PrefersTheExactAcceleratorThenSubstitutesAndRecordsIt) {
@@ -234,7 +235,7 @@ TEST(PolicyTest, SkipsAUserOverTheRunningJobQuotaWithoutBlockingOthers) {
   s.quotas["alice"].max_running_jobs = 1;
   s.queued = {Job("a2", {Ask(1)}, 9, 3600, "alice"), Job("b1", {Ask(1)}, 0, 3600, "bob")};
   Decision d = Schedule(s);
-  EXPECT_EQ(Waiting(d, "a2")->reason, "quota: user alice already runs 1 of 1 allowed jobs");
+  EXPECT_EQ(Waiting(d, "a2")->Reason(), "quota: user alice already runs 1 of 1 allowed jobs");
   ASSERT_NE(Started(d, "b1"), nullptr);
   EXPECT_FALSE(Started(d, "b1")->backfilled);
   EXPECT_FALSE(d.reservation);
@@ -246,7 +247,7 @@ TEST(PolicyTest, SkipsAUserOverTheGpuQuota) {
   s.quotas["alice"].max_gpus = 4;
   s.queued = {Job("a2", {Ask(2)}), Job("a3", {Ask(1)})};
   Decision d = Schedule(s);
-  EXPECT_EQ(Waiting(d, "a2")->reason,
+  EXPECT_EQ(Waiting(d, "a2")->Reason(),
             "quota: user alice uses 3 of 4 allowed GPUs; this job needs 2");
   EXPECT_NE(Started(d, "a3"), nullptr);
 }
@@ -262,11 +263,11 @@ TEST(PolicyTest, ReservesTheEarliestStartForTheFirstBlockedJob) {
   EXPECT_EQ(d.reservation->after_jobs, (std::vector<std::string>{"r1", "r2"}));
   const WaitingJob* big = Waiting(d, "big");
   EXPECT_EQ(big->estimated_start_us, kNow + 300 * kS);
-  EXPECT_EQ(big->reason,
+  EXPECT_EQ(big->Reason(),
             "needs 4x NVIDIA_H100_80GB, 1 free; reserved: starts at 2026-11-18T11:11:40Z after "
             "jobs r1, r2 end");
   const WaitingJob* next = Waiting(d, "next");
-  EXPECT_TRUE(Contains(next->reason, "1 job ahead in the queue")) << next->reason;
+  EXPECT_TRUE(Contains(next->Reason(), "1 job ahead in the queue")) << next->Reason();
   EXPECT_GE(next->estimated_start_us, kNow + 300 * kS);
 }
 
@@ -281,8 +282,8 @@ TEST(PolicyTest, BackfillsAShortJobThatEndsBeforeTheReservation) {
   EXPECT_TRUE(Started(d, "short")->backfilled);
   const WaitingJob* long_job = Waiting(d, "long");
   ASSERT_NE(long_job, nullptr);
-  EXPECT_TRUE(Contains(long_job->reason, "reserved for job head: starts at"));
-  EXPECT_TRUE(Contains(long_job->reason, "backfill would delay it")) << long_job->reason;
+  EXPECT_TRUE(Contains(long_job->Reason(), "reserved for job head: starts at"));
+  EXPECT_TRUE(Contains(long_job->Reason(), "backfill would delay it")) << long_job->Reason();
 }
 
 TEST(PolicyTest, BackfillsALongJobThatUsesOtherResources) {
@@ -304,8 +305,8 @@ TEST(PolicyTest, TreatsAJobWithNoRuntimeBoundAsRunningForever) {
   ASSERT_TRUE(d.reservation);
   EXPECT_EQ(d.reservation->start_us, 0);
   EXPECT_EQ(Waiting(d, "head")->estimated_start_us, 0);
-  EXPECT_TRUE(Contains(Waiting(d, "head")->reason, "no runtime bound"))
-      << Waiting(d, "head")->reason;
+  EXPECT_TRUE(Contains(Waiting(d, "head")->Reason(), "no runtime bound"))
+      << Waiting(d, "head")->Reason();
   // The reservation holds the free GPUs: nothing may take them.
   EXPECT_EQ(Started(d, "short"), nullptr);
 }
@@ -317,8 +318,8 @@ TEST(PolicyTest, KeepsStrictOrderWhenBackfillIsOff) {
   s.queued = {Job("head", {Ask(4)}), Job("short", {Ask(1)}, 0, 10)};
   Decision d = Schedule(s);
   EXPECT_TRUE(d.start.empty());
-  EXPECT_TRUE(Contains(Waiting(d, "short")->reason, "backfill is off"))
-      << Waiting(d, "short")->reason;
+  EXPECT_TRUE(Contains(Waiting(d, "short")->Reason(), "backfill is off"))
+      << Waiting(d, "short")->Reason();
   EXPECT_EQ(Waiting(d, "short")->estimated_start_us, kNow + 100 * kS);
 }
 
@@ -329,7 +330,7 @@ TEST(PolicyTest, ExplainsAWaitWithTheFreeCountAndTheJobsAhead) {
   Decision d = Schedule(s);
   const WaitingJob* w = Waiting(d, "second");
   ASSERT_NE(w, nullptr);
-  EXPECT_EQ(w->reason, "needs 2x NVIDIA_H100_80GB, 1 free; 1 job ahead in the queue");
+  EXPECT_EQ(w->Reason(), "needs 2x NVIDIA_H100_80GB, 1 free; 1 job ahead in the queue");
 }
 
 TEST(PolicyTest, IsAPureFunctionOfTheSnapshot) {
@@ -346,7 +347,7 @@ TEST(PolicyTest, IsAPureFunctionOfTheSnapshot) {
   for (size_t i = 0; i < a.start.size(); ++i) EXPECT_EQ(a.start[i].job_id, b.start[i].job_id);
   ASSERT_EQ(a.wait.size(), b.wait.size());
   for (size_t i = 0; i < a.wait.size(); ++i) {
-    EXPECT_EQ(a.wait[i].reason, b.wait[i].reason);
+    EXPECT_EQ(a.wait[i].Reason(), b.wait[i].Reason());
     EXPECT_EQ(a.wait[i].estimated_start_us, b.wait[i].estimated_start_us);
   }
 }
@@ -461,7 +462,7 @@ class Simulation {
       }
       if (!pending && next == INT64_MAX) return;  // all ran
       ASSERT_NE(next, INT64_MAX) << "jobs wait with nothing running and nothing to come: "
-                                 << (d.wait.empty() ? "" : d.wait[0].reason);
+                                 << (d.wait.empty() ? "" : d.wait[0].Reason());
       ++decisions_;
       now = next;
     }
@@ -569,7 +570,7 @@ class Simulation {
     for (size_t i = 0; i < head; ++i) {
       const std::string& id = snap.queued[order[i]].id;
       if (waits.count(id)) {
-        EXPECT_EQ(waits[id]->reason.rfind("quota:", 0), 0u) << id << ": " << waits[id]->reason;
+        EXPECT_EQ(waits[id]->Reason().rfind("quota:", 0), 0u) << id << ": " << waits[id]->Reason();
       }
     }
     if (!d.reservation) return;
@@ -736,7 +737,7 @@ std::string Fingerprint(uint32_t cases) {
     }
     for (const WaitingJob& w : d.wait) {
       put("W %s %lld ", w.job_id.c_str(), static_cast<long long>(w.estimated_start_us));
-      out += w.reason + "\n";
+      out += w.Reason() + "\n";
     }
     for (const RejectedJob& r : d.rejected) {
       put("R %s ", r.job_id.c_str());
@@ -831,12 +832,12 @@ TEST(PolicyTest, ExplainsOnlyTheFirstWaitingJobsInDetailAndTheRestByPlaceInLine)
   Decision d = Schedule(FiveWaiting(2));
   ASSERT_EQ(d.wait.size(), 5u);
   // The reservation holder, then the first two others, in detail.
-  EXPECT_TRUE(Contains(d.wait[0].reason, "reserved: starts at")) << d.wait[0].reason;
-  EXPECT_EQ(d.wait[1].reason, "needs 1x NVIDIA_H100_80GB, 0 free; 1 job ahead in the queue");
-  EXPECT_EQ(d.wait[2].reason, "needs 1x NVIDIA_H100_80GB, 0 free; 2 jobs ahead in the queue");
+  EXPECT_TRUE(Contains(d.wait[0].Reason(), "reserved: starts at")) << d.wait[0].Reason();
+  EXPECT_EQ(d.wait[1].Reason(), "needs 1x NVIDIA_H100_80GB, 0 free; 1 job ahead in the queue");
+  EXPECT_EQ(d.wait[2].Reason(), "needs 1x NVIDIA_H100_80GB, 0 free; 2 jobs ahead in the queue");
   // Past them, only the place in line.
-  EXPECT_EQ(d.wait[3].reason, "3 jobs ahead in the queue");
-  EXPECT_EQ(d.wait[4].reason, "4 jobs ahead in the queue");
+  EXPECT_EQ(d.wait[3].Reason(), "3 jobs ahead in the queue");
+  EXPECT_EQ(d.wait[4].Reason(), "4 jobs ahead in the queue");
 }
 
 TEST(PolicyTest, LimitsOnlyTheReasonTextNotTheDecisionOrTheEstimates) {
@@ -847,14 +848,14 @@ TEST(PolicyTest, LimitsOnlyTheReasonTextNotTheDecisionOrTheEstimates) {
   ASSERT_TRUE(brief.reservation && full.reservation);
   EXPECT_EQ(brief.reservation->start_us, full.reservation->start_us);
   // The reservation holder is always explained in full.
-  EXPECT_EQ(brief.wait[0].reason, full.wait[0].reason);
-  EXPECT_EQ(brief.wait[1].reason, "1 job ahead in the queue");
+  EXPECT_EQ(brief.wait[0].Reason(), full.wait[0].Reason());
+  EXPECT_EQ(brief.wait[1].Reason(), "1 job ahead in the queue");
   for (size_t i = 0; i < full.wait.size(); ++i) {
     EXPECT_EQ(brief.wait[i].job_id, full.wait[i].job_id);
     EXPECT_EQ(brief.wait[i].estimated_start_us, full.wait[i].estimated_start_us);
     EXPECT_GT(full.wait[i].estimated_start_us, 0);
     if (i > 0) {
-      EXPECT_TRUE(Contains(full.wait[i].reason, "needs 1x")) << full.wait[i].reason;
+      EXPECT_TRUE(Contains(full.wait[i].Reason(), "needs 1x")) << full.wait[i].Reason();
     }
   }
 }
@@ -864,7 +865,7 @@ TEST(PolicyTest, KeepsQuotaReasonsInFullPastTheDetailLimit) {
   s.quotas["bob"].max_running_jobs = 0;
   s.queued.push_back(Job("b", {Ask(0)}, 0, 600, "bob", kNow + 10));
   Decision d = Schedule(s);
-  EXPECT_EQ(Waiting(d, "b")->reason, "quota: user bob already runs 0 of 0 allowed jobs");
+  EXPECT_EQ(Waiting(d, "b")->Reason(), "quota: user bob already runs 0 of 0 allowed jobs");
 }
 
 }  // namespace

@@ -723,27 +723,28 @@ void Controller::StartPlaced(Active& a, const scheduler::StartJob& start,
 }
 
 void Controller::RecordWait(Active& a, const scheduler::WaitingJob& w, int64_t now_us) {
+  const std::string reason = w.Reason();
   const std::optional<double>& max_wait = a.job.job_spec.scheduling.max_wait_seconds;
   if (max_wait && *max_wait > 0 && now_us - a.rec.create_time_us > *max_wait * 1e6) {
     std::string why = "waited longer than its scheduling.maxWaitDuration of " +
-                      FormatDuration(*max_wait) + " for resources; last reason: " + w.reason;
+                      FormatDuration(*max_wait) + " for resources; last reason: " + reason;
     Finish(a, JobState::kFailed, why, kRpcDeadlineExceeded, why);
     return;
   }
-  if (w.reason == a.rec.wait_reason) return;
-  (void)store_.SetWaitReason(a.rec.id, w.reason);
+  if (reason == a.rec.wait_reason) return;
+  (void)store_.SetWaitReason(a.rec.id, reason);
   // An event when the kind of reason changes (the first clause, numbers
   // aside: "needs 2x T4, 1 free" -> "quota: ..."); the same kind again (the
   // count of jobs ahead changes often) at most once a minute.
-  std::string kind = w.reason.substr(0, w.reason.find("; "));
+  std::string kind = reason.substr(0, reason.find("; "));
   kind.erase(std::remove_if(kind.begin(), kind.end(), [](char c) { return c >= '0' && c <= '9'; }),
              kind.end());
   if (kind != a.wait_event_kind || now_us - a.wait_event_us > 60'000'000) {
-    (void)store_.AddEvent(a.rec.id, "waiting: " + w.reason);
+    (void)store_.AddEvent(a.rec.id, "waiting: " + reason);
     a.wait_event_us = now_us;
     a.wait_event_kind = kind;
   }
-  a.rec.wait_reason = w.reason;
+  a.rec.wait_reason = reason;
 }
 
 void Controller::PublishViews(const scheduler::Snapshot& snap, const scheduler::Decision& d) {
@@ -764,7 +765,7 @@ void Controller::PublishViews(const scheduler::Snapshot& snap, const scheduler::
     e.effective_priority = scheduler::EffectivePriority(q, snap.now_us, snap.options);
     e.create_time_us = a.rec.create_time_us;
     e.gpus = GpuSummary(a.requests);
-    e.reason = w.reason;
+    e.reason = w.Reason();
     e.estimated_start_us = w.estimated_start_us;
     queue.push_back(std::move(e));
   }
