@@ -108,6 +108,7 @@ struct Config {
 };
 
 // The rules that map Vertex's prebuilt training images (PyTorch, TensorFlow,
+  std::string push_secret;               // behind trials' push keys (set by main; auth.h)
 // scikit-learn, XGBoost) to the system Python.
 std::vector<ImageRule> DefaultImageRules();
 

@@ -12,10 +12,12 @@
 #include <cstdio>
 #include <fstream>
 
+#include "auth/auth.h"
 #include "common/files.h"
 #include "common/time.h"
 #include "exec/replica_env.h"
 #include "runner/log_rotation.h"
+#include "server/fair_share.h"
 
 namespace stoker::server {
 namespace {
@@ -29,7 +31,8 @@ constexpr int kRpcUnknown = 2;
 constexpr int kRpcDeadlineExceeded = 4;
 constexpr int kRpcInternal = 13;
 
-// A free TCP port on loopback for a replica's CLUSTER_SPEC address.
+// A TCP port that is free on loopback now, for a replica's CLUSTER_SPEC
+// address (the chief's is MASTER_PORT); 0 when none can be had.
 int FreePort() {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return 0;
@@ -45,6 +48,27 @@ int FreePort() {
   }
   ::close(fd);
   return port;
+}
+
+// A free port that no allocation in `held` has: the kernel's free port may be
+// one an active job was given but has not bound yet (its trainers are still
+// importing torch), and two jobs must never rendezvous on one port.
+int FreePortNotIn(const std::set<int>& held) {
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    int port = FreePort();
+    if (port != 0 && !held.count(port)) return port;
+  }
+  return 0;
+}
+
+// The ports an allocation (as stored) gives its replicas.
+void AddPorts(const json& allocation, std::set<int>& ports) {
+  if (!allocation.is_object()) return;
+  for (const json& r : allocation.value("replicas", json::array())) {
+    if (r.is_object() && r.contains("port") && r["port"].is_number_integer()) {
+      ports.insert(r["port"].get<int>());
+    }
+  }
 }
 
 // A number without trailing zeros: 4, 0.25, 15.5.
@@ -146,6 +170,7 @@ Status Controller::Start() {
       }
     }
   }
+  RebuildUsage(NowMicros());
   STOKER_ASSIGN_OR_RETURN(std::vector<store::StudyRecord> studies, store_.ActiveStudies());
   for (store::StudyRecord& rec : studies) AdoptStudy(std::move(rec));
   thread_ = std::thread([this] { Loop(); });
@@ -365,8 +390,9 @@ void Controller::Drain(Active& a) {
   if (!running) return;
   Status s = executor_.Cancel(a.rec.id, a.rec.attempt, a.replicas);
   if (!s.ok()) spdlog::warn("job {}: stopping replicas: {}", a.rec.id, s.ToString());
-  draining_[{a.rec.id, a.rec.attempt}] =
-      Draining{a.replicas, a.placed, a.rec.user, a.job.job_spec.scheduling.priority};
+  Draining d{a.replicas, a.placed, a.rec.user, a.job.job_spec.scheduling.priority, {}};
+  AddPorts(a.rec.allocation, d.ports);
+  draining_[{a.rec.id, a.rec.attempt}] = std::move(d);
 }
 
 void Controller::HandleCancel(Active& a) {
@@ -579,6 +605,28 @@ void Controller::AccrueUsage(int64_t now_us) {
   for (const auto& [id, a] : active_) add(a.rec.user, a.placed);
 }
 
+void Controller::RebuildUsage(int64_t now_us) {
+  const double half_life_s = config_.fair_share_half_life_hours * 3600;
+  // Use older than ten half-lives weighs under 0.1%: not worth reading.
+  auto ended = store_.EndedJobsSince(now_us - static_cast<int64_t>(10 * half_life_s * 1e6));
+  std::vector<GpuInterval> intervals;
+  if (ended.ok()) {
+    for (const store::JobRecord& rec : *ended) {
+      if (rec.start_time_us == 0) continue;  // never ran
+      intervals.push_back({rec.user, AllocatedGpus(rec.allocation), rec.start_time_us,
+                           rec.end_time_us});
+    }
+  } else {
+    spdlog::warn("fair share starts from zero: {}", ended.status().ToString());
+  }
+  for (const auto& [id, a] : active_) {
+    if (a.rec.start_time_us == 0 || spec::IsTerminal(a.rec.state)) continue;
+    intervals.push_back({a.rec.user, AllocatedGpus(a.rec.allocation), a.rec.start_time_us, now_us});
+  }
+  usage_ = UsageFromHistory(intervals, now_us, half_life_s);
+  usage_us_ = now_us;
+}
+
 scheduler::Snapshot Controller::TakeSnapshot(int64_t now_us) {
   scheduler::Snapshot snap;
   snap.nodes = {node_};
@@ -666,9 +714,13 @@ void Controller::Schedule() {
     auto it = active_.find(std::stoll(start.job_id));
     if (it != active_.end()) StartPlaced(it->second, start, ahead_of);
   }
+  std::vector<store::Store::WaitNote> notes;
   for (const scheduler::WaitingJob& w : d.wait) {
     auto it = active_.find(std::stoll(w.job_id));
-    if (it != active_.end()) RecordWait(it->second, w, now);
+    if (it != active_.end()) RecordWait(it->second, w, now, notes);
+  }
+  if (Status s = store_.RecordWaits(notes); !s.ok()) {
+    spdlog::warn("cannot record why {} job(s) wait: {}", notes.size(), s.ToString());
   }
   PublishViews(snap, d);
 }
@@ -678,6 +730,9 @@ void Controller::StartPlaced(Active& a, const scheduler::StartJob& start,
   json replicas = json::array();
   std::vector<std::string> names;
   std::vector<std::string> notes;
+  std::set<int> held_ports;  // every port a job that may still run was given
+  for (const auto& [id, other] : active_) AddPorts(other.rec.allocation, held_ports);
+  for (const auto& [key, d] : draining_) held_ports.insert(d.ports.begin(), d.ports.end());
   for (size_t i = 0; i < start.replicas.size() && i < a.requests.size(); ++i) {
     const scheduler::PlacedReplica& p = start.replicas[i];
     const scheduler::ReplicaRequest& r = a.requests[i];
@@ -695,7 +750,8 @@ void Controller::StartPlaced(Active& a, const scheduler::StartJob& start,
                         {"memory_bytes", p.memory_bytes},
                         {"gpus", gpus},
                         {"gpu_shares", shares},
-                        {"port", FreePort()}});
+                        {"port", FreePortNotIn(held_ports)}});
+    held_ports.insert(replicas.back()["port"].get<int>());
     names.push_back(r.name);
     for (const std::string& sub : p.substitutions) notes.push_back(r.name + ": " + sub);
     if (r.clamped) {
@@ -722,7 +778,8 @@ void Controller::StartPlaced(Active& a, const scheduler::StartJob& start,
   if (!s.ok()) Finish(a, JobState::kFailed, "launch failed", kRpcInternal, s.message());
 }
 
-void Controller::RecordWait(Active& a, const scheduler::WaitingJob& w, int64_t now_us) {
+void Controller::RecordWait(Active& a, const scheduler::WaitingJob& w, int64_t now_us,
+                            std::vector<store::Store::WaitNote>& notes) {
   const std::string reason = w.Reason();
   const std::optional<double>& max_wait = a.job.job_spec.scheduling.max_wait_seconds;
   if (max_wait && *max_wait > 0 && now_us - a.rec.create_time_us > *max_wait * 1e6) {
@@ -732,18 +789,20 @@ void Controller::RecordWait(Active& a, const scheduler::WaitingJob& w, int64_t n
     return;
   }
   if (reason == a.rec.wait_reason) return;
-  (void)store_.SetWaitReason(a.rec.id, reason);
   // An event when the kind of reason changes (the first clause, numbers
   // aside: "needs 2x T4, 1 free" -> "quota: ..."); the same kind again (the
-  // count of jobs ahead changes often) at most once a minute.
+  // count of jobs ahead changes with every start) at most every ten minutes,
+  // so a deep queue does not fill the events table.
   std::string kind = reason.substr(0, reason.find("; "));
   kind.erase(std::remove_if(kind.begin(), kind.end(), [](char c) { return c >= '0' && c <= '9'; }),
              kind.end());
-  if (kind != a.wait_event_kind || now_us - a.wait_event_us > 60'000'000) {
-    (void)store_.AddEvent(a.rec.id, "waiting: " + reason);
+  std::string event;
+  if (kind != a.wait_event_kind || now_us - a.wait_event_us > 600'000'000) {
+    event = "waiting: " + reason;
     a.wait_event_us = now_us;
     a.wait_event_kind = kind;
   }
+  notes.push_back({a.rec.id, reason, std::move(event)});
   a.rec.wait_reason = reason;
 }
 
@@ -940,13 +999,17 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
     exec::ReplicaCommand cmd = exec::BuildReplicaCommand(in);
     rl.argv = std::move(cmd.argv);
     rl.env = std::move(cmd.env);
-    // A share of one GPU: the trainer is told its share and memory limit
-    // (torch.cuda.set_per_process_memory_fraction(float(STOKER_GPU_FRACTION))).
+    // A share of one GPU: the trainer is told its share and memory limit.
+    // Nothing below CUDA enforces it: PyTorch trainers apply it with
+    // torch.cuda.set_per_process_memory_fraction(float(STOKER_GPU_FRACTION));
+    // JAX reads XLA_PYTHON_CLIENT_MEM_FRACTION itself (and would otherwise
+    // take 75% of the GPU at start).
     for (const json& g : r.value("gpu_shares", json::array())) {
       if (g.value("fraction", 1.0) < 1.0) {
         rl.env["STOKER_GPU_FRACTION"] = Num(g.value("fraction", 1.0));
         rl.env["STOKER_GPU_MEMORY_LIMIT_BYTES"] =
             std::to_string(g.value("memory_bytes", uint64_t{0}));
+        rl.env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = Num(g.value("fraction", 1.0));
       }
     }
     if (a.rec.study_id != 0 && !config_.api_url.empty()) {
@@ -955,7 +1018,10 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
       rl.env["STOKER_METRICS_URL"] = config_.api_url + "/v1/projects/" + a.rec.project +
                                      "/locations/" + a.rec.location + "/studies/" +
                                      std::to_string(a.rec.study_id) + "/trials/" + a.rec.trial_id +
-                                     ":addTrialMeasurement";
+                                     ":addTrialMeasurement?key=" +
+                                     auth::TrialPushKey(config_.push_secret,
+                                                        std::to_string(a.rec.study_id),
+                                                        a.rec.trial_id);
     }
     if (pool.python_package_spec) {
       for (size_t i = 0; i < pool.python_package_spec->package_uris.size(); ++i) {

@@ -92,6 +92,7 @@ class Controller {
     std::vector<scheduler::PlacedReplica> placed;
     std::string user;
     int priority = 0;
+    std::set<int> ports;  // CLUSTER_SPEC ports it was given: not handed out again
   };
 
   // A hyperparameter tuning job being driven (studies.cc).
@@ -124,8 +125,14 @@ class Controller {
   scheduler::Snapshot TakeSnapshot(int64_t now_us);
   // Decays usage_ to `now_us` and adds the GPU time held since the last call.
   void AccrueUsage(int64_t now_us);
+  // Sets usage_ from the store's history (jobs that held GPUs, ended or
+  // still running), so that fair share survives a restart (fair_share.h).
+  void RebuildUsage(int64_t now_us);
   void StartPlaced(Active& a, const scheduler::StartJob& start, const std::string& ahead_of);
-  void RecordWait(Active& a, const scheduler::WaitingJob& w, int64_t now_us);
+  // Fails a job past its maxWaitDuration; otherwise adds its new wait reason
+  // (and an event, when due) to `notes`, which Schedule commits at once.
+  void RecordWait(Active& a, const scheduler::WaitingJob& w, int64_t now_us,
+                  std::vector<store::Store::WaitNote>& notes);
   void PublishViews(const scheduler::Snapshot& snap, const scheduler::Decision& d);
   // Executors that place replicas themselves (Slurm): launch queued jobs at once.
   void HandOverQueued();

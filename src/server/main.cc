@@ -201,6 +201,10 @@ int main(int argc, char** argv) {
     so.grace_seconds = config->slurm.grace_seconds;
     so.instance = *instance;
     spdlog::info("executor: slurm (jobs under {}, stoker-run {}, instance {})",
+  auto push_secret = (*users)->PushSecret();
+  if (!push_secret.ok()) return Fail(push_secret.status().message());
+  config->push_secret = *push_secret;
+
                  (so.shared_dir / "jobs").string(), so.runner.string(), so.instance);
     auto slurm = std::make_unique<exec::SlurmExecutor>(std::move(so));
     slurm->SetTrainerAccounts(trainer_accounts);
@@ -220,7 +224,8 @@ int main(int argc, char** argv) {
                     &node,
                     {config->cpu_oversubscription, config->accelerator_substitution},
                     config->machine_types,
-                    users->get()};
+                    users->get(),
+                    config->push_secret};
   http::Server http_server(api::MakeHandler(deps), http::ServerOptions{});
   std::string host = config->listen.substr(0, config->listen.rfind(':'));
   int port = std::atoi(config->listen.substr(config->listen.rfind(':') + 1).c_str());
