@@ -7,18 +7,15 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "fail.h"
 #include "common/json_yaml.h"
 #include "spec/custom_job.h"
 
 namespace {
 
+using stoker::fuzz::Fail;
 using nlohmann::json;
 using stoker::spec::CustomJob;
-
-[[noreturn]] void Fail(const char* what, const std::string& detail) {
-  std::fprintf(stderr, "fuzz_custom_job: %s\n%s\n", what, detail.c_str());
-  std::abort();
-}
 
 void RoundTrip(const json& input) {
   auto job = stoker::spec::ParseCustomJob(input);

@@ -11,17 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "fail.h"
 #include "spec/custom_job.h"
 #include "spec/gcloud_flags.h"
 
 namespace {
 
+using stoker::fuzz::Fail;
 using nlohmann::json;
-
-[[noreturn]] void Fail(const char* what, const std::string& detail) {
-  std::fprintf(stderr, "fuzz_gcloud_flags: %s\n%s\n", what, detail.c_str());
-  std::abort();
-}
 
 bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 

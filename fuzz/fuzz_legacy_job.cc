@@ -8,16 +8,13 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "fail.h"
 #include "spec/ai_platform.h"
 
 namespace {
 
+using stoker::fuzz::Fail;
 using nlohmann::json;
-
-[[noreturn]] void Fail(const char* what, const std::string& detail) {
-  std::fprintf(stderr, "fuzz_legacy_job: %s\n%s\n", what, detail.c_str());
-  std::abort();
-}
 
 }  // namespace
 

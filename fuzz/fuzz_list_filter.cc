@@ -7,16 +7,13 @@
 #include <cstdlib>
 #include <string>
 
+#include "fail.h"
 #include "api/list_filter.h"
 
 namespace {
 
+using stoker::fuzz::Fail;
 using stoker::api::FilterSubject;
-
-[[noreturn]] void Fail(const char* what, const std::string& detail) {
-  std::fprintf(stderr, "fuzz_list_filter: %s\n%s\n", what, detail.c_str());
-  std::abort();
-}
 
 }  // namespace
 

@@ -6,16 +6,13 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "fail.h"
 #include "spec/study.h"
 
 namespace {
 
+using stoker::fuzz::Fail;
 using nlohmann::json;
-
-[[noreturn]] void Fail(const char* what, const std::string& detail) {
-  std::fprintf(stderr, "fuzz_study: %s\n%s\n", what, detail.c_str());
-  std::abort();
-}
 
 }  // namespace
 
