@@ -9,6 +9,7 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
@@ -191,7 +192,7 @@ QueueKeys GatherKeys(const Snapshot& snap, Users& users, PerJob&& per_job) {
   for (size_t i = 0; i < q; ++i) {
     // Each job's replicas are a heap block of their own, which per_job reads
     // first thing: ask for it a few jobs ahead so that the miss overlaps.
-    if (i + 6 < q) __builtin_prefetch(snap.queued[i + 6].replicas.data());
+    if (i + 8 < q) __builtin_prefetch(snap.queued[i + 8].replicas.data());
     const QueuedJob& j = snap.queued[i];
     k.user[i] = users.Id(j.user);
     k.prio[i] = EffectivePriority(j, snap.now_us, snap.options);
@@ -208,9 +209,9 @@ QueueKeys GatherKeys(const Snapshot& snap, Users& users, PerJob&& per_job) {
 // case: a handful of priorities, tens of users), a stable counting sort into
 // classes does the work in O(Q), and a class needs sorting only if submit
 // times go backwards in it; otherwise a comparison sort. Same order either way.
-std::vector<size_t> OrderQueue(const QueueKeys& k, const std::vector<double>& usage) {
+std::vector<uint32_t> OrderQueue(const QueueKeys& k, const std::vector<double>& usage) {
   const size_t q = k.prio.size();
-  std::vector<size_t> order(q);
+  std::vector<uint32_t> order(q);
   if (q == 0) return order;
   // Usage rank per user: equal usages share a rank. NaN counts as 0 (a NaN
   // usage had no consistent order before either).
@@ -230,8 +231,8 @@ std::vector<size_t> OrderQueue(const QueueKeys& k, const std::vector<double>& us
   const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(*lo_it);  // exact
   const uint64_t max_classes = 4 * q + 1024;
   if (span >= max_classes || (span + 1) * ranks > max_classes) {
-    for (size_t i = 0; i < q; ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    for (size_t i = 0; i < q; ++i) order[i] = static_cast<uint32_t>(i);
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
       if (k.prio[a] != k.prio[b]) return k.prio[a] > k.prio[b];
       if (rank[k.user[a]] != rank[k.user[b]]) return rank[k.user[a]] < rank[k.user[b]];
       if (k.submit[a] != k.submit[b]) return k.submit[a] < k.submit[b];
@@ -248,8 +249,8 @@ std::vector<size_t> OrderQueue(const QueueKeys& k, const std::vector<double>& us
   }
   for (size_t c = 1; c < start.size(); ++c) start[c] += start[c - 1];
   std::vector<uint32_t> fill(start.begin(), start.end() - 1);
-  for (size_t i = 0; i < q; ++i) order[fill[cls[i]]++] = i;  // stable: index order
-  auto by_submit = [&](size_t a, size_t b) { return k.submit[a] < k.submit[b]; };
+  for (size_t i = 0; i < q; ++i) order[fill[cls[i]]++] = static_cast<uint32_t>(i);  // stable
+  auto by_submit = [&](uint32_t a, uint32_t b) { return k.submit[a] < k.submit[b]; };
   for (size_t c = 0; c + 1 < start.size(); ++c) {
     auto first = order.begin() + start[c], last = order.begin() + start[c + 1];
     if (!std::is_sorted(first, last, by_submit)) std::stable_sort(first, last, by_submit);
@@ -440,19 +441,25 @@ struct State {
   std::vector<int> log;
 };
 
-// A copy of `s` with an empty log, kept when `logged`.
+// Makes `to` a copy of `s` with an empty log, kept when `logged`. Reuses
+// the memory `to` has.
+void CopyInto(const State& s, bool logged, State& to) {
+  to.nodes = s.nodes;
+  to.frac = s.frac;
+  to.node_free = s.node_free;
+  to.node_partial = s.node_partial;
+  to.free_whole = s.free_whole;
+  to.by_free = s.by_free;
+  to.with_free = s.with_free;
+  to.with_partial = s.with_partial;
+  to.by_total = s.by_total;
+  to.logged = logged;
+  to.log.clear();
+}
+
 State Copy(const State& s, bool logged) {
   State copy;
-  copy.nodes = s.nodes;
-  copy.frac = s.frac;
-  copy.node_free = s.node_free;
-  copy.node_partial = s.node_partial;
-  copy.free_whole = s.free_whole;
-  copy.by_free = s.by_free;
-  copy.with_free = s.with_free;
-  copy.with_partial = s.with_partial;
-  copy.by_total = s.by_total;
-  copy.logged = logged;
+  CopyInto(s, logged, copy);
   return copy;
 }
 
@@ -529,15 +536,18 @@ State IdleState(const Cluster& c, const PolicyOptions& o) {
   return s;
 }
 
-// Books (sign +1) or releases (-1) `h` on `s`, keeping the counts and node
+// Books (sign +1) or releases (-1) `cpus`, `mem` and the GPUs [first, last)
+// (position, fraction) on node `node` of `s`, keeping the counts and node
 // sets in step.
-void Book(const Cluster& c, State& s, const Hold& h, int sign) {
-  if (s.logged) s.log.push_back(h.node);
-  NodeState& ns = s.nodes[h.node];
-  ns.cpu_used += sign * h.cpus;
-  ns.mem_used += sign * h.mem;
-  for (auto [pos, f] : h.gpus) {
-    const int t = c.type_of[h.node][pos];
+void Book(const Cluster& c, State& s, int node, double cpus, double mem,
+          const GpuList::Entry* first, const GpuList::Entry* last, int sign) {
+  if (s.logged) s.log.push_back(node);
+  NodeState& ns = s.nodes[node];
+  ns.cpu_used += sign * cpus;
+  ns.mem_used += sign * mem;
+  for (const GpuList::Entry* g = first; g != last; ++g) {
+    const auto [pos, f] = *g;
+    const int t = c.type_of[node][pos];
     double& frac = s.frac[ns.gpu_base + pos];
     const bool was_free = frac <= kEps, was_partial = IsPartial(frac);
     frac += sign * f;
@@ -546,9 +556,9 @@ void Book(const Cluster& c, State& s, const Hold& h, int sign) {
     if (is_free != was_free) {
       const int delta = is_free ? 1 : -1;
       int& free = s.node_free[ns.type_base + t];
-      s.by_free.Move(c.FreeSet(t, free), c.FreeSet(t, free + delta), h.node);
-      if (free == 0 || free + delta == 0) s.with_free.Flip(t, h.node);
-      s.by_total.Move(ns.free_total, ns.free_total + delta, h.node);
+      s.by_free.Move(c.FreeSet(t, free), c.FreeSet(t, free + delta), node);
+      if (free == 0 || free + delta == 0) s.with_free.Flip(t, node);
+      s.by_total.Move(ns.free_total, ns.free_total + delta, node);
       free += delta;
       ns.free_total += delta;
       s.free_whole[t] += delta;
@@ -556,11 +566,56 @@ void Book(const Cluster& c, State& s, const Hold& h, int sign) {
     if (IsPartial(frac) != was_partial) {
       const int delta = was_partial ? -1 : 1;
       int& partial = s.node_partial[ns.type_base + t];
-      if (partial == 0 || partial + delta == 0) s.with_partial.Flip(t, h.node);
+      if (partial == 0 || partial + delta == 0) s.with_partial.Flip(t, node);
       partial += delta;
     }
   }
 }
+
+void Book(const Cluster& c, State& s, const Hold& h, int sign) {
+  Book(c, s, h.node, h.cpus, h.mem, h.gpus.begin(), h.gpus.end(), sign);
+}
+
+// The holds of the jobs that may end (see Event), compactly: 32 bytes per
+// hold plus 16 per GPU, in two arrays, rather than a Hold each. Thousands of
+// running jobs' holds are booked and replayed per call.
+class HoldPool {
+ public:
+  struct Entry {
+    int node = 0;
+    double cpus = 0, mem = 0;
+    uint32_t first = 0, last = 0;  // its GPUs: [first, last) of gpus_
+  };
+  size_t size() const { return entries_.size(); }
+  const Entry& operator[](size_t i) const { return entries_[i]; }
+  void reserve(size_t holds) { entries_.reserve(holds); }
+  // Starts a hold; AddGpu adds to the last one started.
+  void Start(int node, double cpus, double mem) {
+    const auto at = static_cast<uint32_t>(gpus_.size());
+    entries_.push_back({node, cpus, mem, at, at});
+  }
+  void AddGpu(int pos, double fraction) {
+    gpus_.emplace_back(pos, fraction);
+    entries_.back().last = static_cast<uint32_t>(gpus_.size());
+  }
+  void Add(const Hold& h) {
+    Start(h.node, h.cpus, h.mem);
+    for (auto [pos, f] : h.gpus) AddGpu(pos, f);
+  }
+  // Drops the holds from `n` on.
+  void Truncate(size_t n) {
+    gpus_.resize(n < entries_.size() ? entries_[n].first : gpus_.size());
+    entries_.resize(n);
+  }
+  void Book(const Cluster& c, State& s, const Entry& e, int sign) const {
+    const GpuList::Entry* g = gpus_.data();
+    stoker::scheduler::Book(c, s, e.node, e.cpus, e.mem, g + e.first, g + e.last, sign);
+  }
+
+ private:
+  std::vector<Entry> entries_;
+  std::vector<GpuList::Entry> gpus_;
+};
 
 // A replica ask, compiled against the cluster.
 struct Need {
@@ -682,7 +737,7 @@ uint64_t ShapeHash(const std::vector<ReplicaAsk>& replicas) {
   return h;
 }
 
-bool SameAsks(const std::vector<ReplicaAsk>& a, const std::vector<ReplicaAsk>& b) {
+bool SameAsks(std::span<const ReplicaAsk> a, std::span<const ReplicaAsk> b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(),
                     [](const ReplicaAsk& x, const ReplicaAsk& y) {
                       return x.cpus == y.cpus && x.memory_bytes == y.memory_bytes &&
@@ -1150,14 +1205,15 @@ bool NodeFits(const Cluster& c, const State& s, const Need& need, int n, const P
   return true;
 }
 
-// Replays the ends of `events` (sorted by end; holds in `pool`) on a copy of
-// `s` until `shape` fits. nullopt when it never does. With `after_jobs`, also
-// names the ended jobs that shared a node with the placement.
+// Replays the ends of `events` (sorted by end; holds in `pool`) on `copy`, a
+// copy of `s` made here (the caller's buffer, reused), until `shape` fits.
+// nullopt when it never does. With `after_jobs`, also names the ended jobs
+// that shared a node with the placement.
 std::optional<Earliest> EarliestFit(const Cluster& c, const State& s,
-                                    const std::vector<Event>& events, const std::vector<Hold>& pool,
+                                    const std::vector<Event>& events, const HoldPool& pool,
                                     const Shape& shape, const PolicyOptions& o, int64_t now_us,
-                                    bool after_jobs) {
-  State copy = Copy(s, false);
+                                    bool after_jobs, State& copy) {
+  CopyInto(s, false, copy);
   // A single replica can only start fitting on a node that something left.
   const bool single = shape.replicas == 1;
   std::vector<int> touched;
@@ -1170,7 +1226,7 @@ std::optional<Earliest> EarliestFit(const Cluster& c, const State& s,
     touched.clear();
     for (; i < events.size() && events[i].end_us == t; ++i) {
       for (uint32_t k = events[i].first; k < events[i].last; ++k) {
-        Book(c, copy, pool[k], -1);
+        pool.Book(c, copy, pool[k], -1);
         touched.push_back(pool[k].node);
       }
     }
@@ -1189,8 +1245,10 @@ std::optional<Earliest> EarliestFit(const Cluster& c, const State& s,
     std::vector<char> used(s.nodes.size(), 0);
     for (const Hold& h : e.holds) used[h.node] = 1;
     for (size_t j = 0; j < i; ++j) {
-      bool shares = std::any_of(pool.begin() + events[j].first, pool.begin() + events[j].last,
-                                [&](const Hold& h) { return used[h.node] != 0; });
+      bool shares = false;
+      for (uint32_t k = events[j].first; k < events[j].last && !shares; ++k) {
+        shares = used[pool[k].node] != 0;
+      }
       if (shares) e.after_jobs.push_back(*events[j].job_id);
     }
   }
@@ -1268,7 +1326,8 @@ std::vector<size_t> QueueOrder(const Snapshot& snap) {
     auto it = snap.usage_gpu_seconds.find(users.names[u]);
     if (it != snap.usage_gpu_seconds.end()) usage[u] = it->second;
   }
-  return OrderQueue(keys, usage);
+  const std::vector<uint32_t> order = OrderQueue(keys, usage);
+  return std::vector<size_t>(order.begin(), order.end());
 }
 
 Status ValidateJob(const QueuedJob& job, const std::vector<resources::Node>& nodes,
@@ -1306,6 +1365,10 @@ Decision Schedule(const Snapshot& snap) {
   Asks asks;
   std::vector<ShapeMemo> memos;  // index = HashIndex id
   HashIndex by_shape;
+  // Each shape's asks (its first job's), side by side for the comparisons
+  // that every job makes: reaching them through memos and the first job's
+  // record would be two more cache misses.
+  std::vector<std::span<const ReplicaAsk>> shape_asks;
   // What the main loop needs of each job besides its id, in one record: it
   // visits the jobs in queue order, and one cache miss per job beats three.
   struct JobFacts {
@@ -1317,10 +1380,11 @@ Decision Schedule(const Snapshot& snap) {
   const QueueKeys keys = GatherKeys(snap, users, [&](size_t qi, const QueuedJob& job, uint32_t u) {
     bool fresh = false;
     const uint32_t slot = by_shape.FindOrAdd(
-        ShapeHash(job.replicas), [&](uint32_t i) { return SameAsks(*memos[i].asks, job.replicas); },
+        ShapeHash(job.replicas), [&](uint32_t i) { return SameAsks(shape_asks[i], job.replicas); },
         &fresh);
     facts[qi] = {u, slot, job.runtime_bound_s};
     if (!fresh) return;
+    shape_asks.emplace_back(job.replicas);
     ShapeMemo& m = memos.emplace_back();
     m.asks = &job.replicas;
     m.problem = ShapeProblem(job.replicas);
@@ -1352,7 +1416,7 @@ Decision Schedule(const Snapshot& snap) {
 
   // Book the running jobs; remember when each may end.
   std::vector<Event> events;
-  std::vector<Hold> pool;  // the holds of `events`
+  HoldPool pool;  // the holds of `events`
   events.reserve(snap.running.size());
   pool.reserve(snap.running.size());
   for (size_t ri = 0; ri < snap.running.size(); ++ri) {
@@ -1361,17 +1425,14 @@ Decision Schedule(const Snapshot& snap) {
     const size_t first = pool.size();
     for (const PlacedReplica& p : r.replicas) {
       if (p.node < 0 || p.node >= static_cast<int>(snap.nodes.size())) continue;
-      Hold& h = pool.emplace_back();
-      h.node = p.node;
-      h.cpus = p.cpus;
-      h.mem = static_cast<double>(p.memory_bytes);
+      pool.Start(p.node, p.cpus, static_cast<double>(p.memory_bytes));
       for (const GpuShare& g : p.gpus) {
         int pos = c.PosOf(p.node, g.gpu);
         if (pos < 0) continue;
-        h.gpus.emplace_back(pos, g.fraction);
+        pool.AddGpu(pos, g.fraction);
         user_gpus[u] += g.fraction;
       }
-      Book(c, st, h, +1);
+      pool.Book(c, st, pool[pool.size() - 1], +1);
     }
     ++user_jobs[u];
     if (r.runtime_bound_s > 0) {
@@ -1379,7 +1440,7 @@ Decision Schedule(const Snapshot& snap) {
       events.push_back(
           {end, &r.id, static_cast<uint32_t>(first), static_cast<uint32_t>(pool.size())});
     } else {
-      pool.resize(first);  // never ends: no replay needs its holds
+      pool.Truncate(first);  // never ends: no replay needs its holds
     }
   }
   // Jobs started by this call are appended to `events`; a replay needs them
@@ -1398,6 +1459,7 @@ Decision Schedule(const Snapshot& snap) {
   };
 
   std::optional<State> held;  // st plus the reservation's holds
+  State replay;               // EarliestFit's copy, reused
   int64_t reserved_us = 0;    // reservation start, 0 = unknown
   std::string reserved_text;
   int waiting_ahead = 0;
@@ -1411,7 +1473,7 @@ Decision Schedule(const Snapshot& snap) {
     if (!m.estimated && estimates_left > 0) {
       --estimates_left;
       m.estimated = true;
-      auto e = EarliestFit(c, st, sorted_events(), pool, m.shape, o, snap.now_us, false);
+      auto e = EarliestFit(c, st, sorted_events(), pool, m.shape, o, snap.now_us, false, replay);
       m.estimate_us = e ? e->start_us : 0;
     }
     if (m.estimate_us == 0) return 0;
@@ -1463,7 +1525,7 @@ Decision Schedule(const Snapshot& snap) {
     d.start.push_back({job.id, ToPlaced(c, holds, *m.asks), backfilled});
     if (job.runtime_bound_s > 0) {
       const size_t first = pool.size();
-      pool.insert(pool.end(), holds.begin(), holds.end());
+      for (const Hold& h : holds) pool.Add(h);
       events.push_back({snap.now_us + job.runtime_bound_s * kUsPerS, &job.id,
                         static_cast<uint32_t>(first), static_cast<uint32_t>(pool.size())});
     }
@@ -1476,10 +1538,13 @@ Decision Schedule(const Snapshot& snap) {
     });
   };
 
-  const std::vector<size_t> order = OrderQueue(keys, usage);
+  const std::vector<uint32_t> order = OrderQueue(keys, usage);
   for (size_t k = 0; k < order.size(); ++k) {
-    // The job's own record is the one random access left per job.
-    if (k + 8 < order.size()) __builtin_prefetch(&snap.queued[order[k + 8]]);
+    // The job's record and its facts are the random accesses left per job.
+    if (k + 8 < order.size()) {
+      __builtin_prefetch(&snap.queued[order[k + 8]]);
+      __builtin_prefetch(&facts[order[k + 8]]);
+    }
     const size_t qi = order[k];
     const QueuedJob& job = snap.queued[qi];
     const JobFacts& f = facts[qi];
@@ -1520,7 +1585,8 @@ Decision Schedule(const Snapshot& snap) {
       Reservation r;
       r.job_id = job.id;
       std::vector<Hold> rholds;
-      if (auto e = EarliestFit(c, st, sorted_events(), pool, m.shape, o, snap.now_us, true)) {
+      if (auto e =
+              EarliestFit(c, st, sorted_events(), pool, m.shape, o, snap.now_us, true, replay)) {
         r.start_us = e->start_us;
         r.after_jobs = std::move(e->after_jobs);
         rholds = std::move(e->holds);
