@@ -186,12 +186,16 @@ struct Decision {
 };
 
 // The decision for this snapshot. Never fails: bad jobs go to `rejected`.
-// Cost: O(Q) to order the queue when the (effective priority, usage) classes
-// are few (a counting sort; O(Q log Q) otherwise) plus, per job that gets a
-// placement attempt, O(replicas x nodes x GPU types); jobs whose shape already
-// failed to fit in this call are answered from a cache (free resources only
-// shrink during a call), and only the first options.detailed_reasons waiting
-// jobs pay for an explanation.
+// Cost: O(Q) to read and order the queue when the (effective priority,
+// usage) classes are few (a counting sort; O(Q log Q) otherwise) plus, per
+// job that gets a placement attempt, O(replicas x candidate nodes), where the
+// candidates are the nodes with enough free GPUs of the type (found from
+// per-count node sets, best fit first) or, for CPU-only and shared-GPU
+// replicas, those with the fewest free GPUs or a GPU with room (O(nodes) at
+// worst). Jobs whose shape already failed to fit in this call are answered
+// from a cache (free resources only shrink during a call), and only the first
+// options.detailed_reasons waiting jobs pay for an explanation. Measured in
+// bench/scheduler.
 Decision Schedule(const Snapshot& snapshot);
 
 // InvalidArgument naming the job when a GPU count is negative, above 1 and
