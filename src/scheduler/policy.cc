@@ -1045,13 +1045,21 @@ std::vector<PlacedReplica> ToPlaced(const Cluster& c, const std::vector<Hold>& h
     p.node = h.node;
     p.cpus = h.cpus;
     p.memory_bytes = asks[i].memory_bytes;
+    p.gpus.reserve(h.gpus.size());  // one allocation, not one per doubling
     for (auto [pos, f] : h.gpus) {
       const resources::Gpu& g = node.gpus[pos];
       p.gpus.push_back(
           {g.index, f, static_cast<uint64_t>(f * static_cast<double>(g.memory_bytes))});
       if (g.type != asks[i].gpu_type) {
-        p.substitutions.push_back(asks[i].gpu_type + " served by GPU " + std::to_string(g.index) +
-                                  " (" + g.type + ")");
+        // "NVIDIA_L4 served by GPU 3 (NVIDIA_H100_80GB)", in one buffer.
+        std::string& note = p.substitutions.emplace_back();
+        note.reserve(asks[i].gpu_type.size() + g.type.size() + 32);
+        note += asks[i].gpu_type;
+        note += " served by GPU ";
+        note += std::to_string(g.index);
+        note += " (";
+        note += g.type;
+        note += ')';
       }
     }
     out.push_back(std::move(p));
