@@ -277,10 +277,18 @@ std::string JobsPath(const Flags& f) {
   return "/v1/projects/" + f.project + "/locations/" + f.location + "/customJobs";
 }
 
+// `extra` plus "authorization: Bearer $STOKER_TOKEN" when that is set (a
+// daemon's local admin token is in <data dir>/token).
+std::map<std::string, std::string> WithAuth(std::map<std::string, std::string> extra = {}) {
+  const char* token = std::getenv("STOKER_TOKEN");
+  if (token && *token) extra["authorization"] = std::string("Bearer ") + token;
+  return extra;
+}
+
 // The job id at the end of the response's "name", or "" (with `error` set).
 std::string SubmitOnce(stoker::http::Client& client, const std::string& path, const std::string& body,
                        std::string* error, json* response = nullptr) {
-  auto r = client.Call("POST", path, body, {{"content-type", "application/json"}});
+  auto r = client.Call("POST", path, body, WithAuth({{"content-type", "application/json"}}));
   if (!r.ok()) {
     *error = r.status().ToString();
     return "";
@@ -350,7 +358,7 @@ int StartLatency(const Flags& f) {
     }
     auto terminal = PollFor(
         [&]() -> std::optional<std::string> {
-          auto r = client.Call("GET", path + "/" + id);
+          auto r = client.Call("GET", path + "/" + id, "", WithAuth());
           if (!r.ok() || r->status != 200) return std::nullopt;
           std::string state = json::parse(r->body, nullptr, false).value("state", "");
           if (state == "JOB_STATE_SUCCEEDED" || state == "JOB_STATE_FAILED") return state;

@@ -31,6 +31,17 @@ struct RunAs {
   uint32_t gid = 0;
 };
 
+// What a trainer's view of the file system hides and keeps (config
+// job_isolation; stoker-run's src/runner/isolation.h does it): `hide` paths
+// become empty and unreadable; the `keep` (read-write) and `keep_read_only`
+// paths under them reappear at the same place.
+struct IsolationPlan {
+  std::string mode = "off";  // off | auto | required
+  std::vector<std::string> hide;
+  std::vector<std::string> keep;
+  std::vector<std::string> keep_read_only;
+};
+
 struct ReplicaLaunch {
   std::string name;  // "workerpool0-0"
   std::vector<std::string> argv;
@@ -43,6 +54,7 @@ struct ReplicaLaunch {
   uint64_t log_max_bytes = 64ull << 20;
   int log_max_files = 3;
   std::optional<RunAs> run_as;  // unset: the supervisor's own account
+  IsolationPlan isolation;      // filled by the executor (it knows the job's directory)
   // What the replica's machine type asks for. Executors that place replicas
   // themselves (PlacesReplicas) request this much per replica; the local
   // executor ignores it (the scheduler already booked it).

@@ -75,6 +75,10 @@ Status LocalExecutor::Launch(const JobLaunch& launch) {
     // Already claimed by a supervisor: launched before a crash. Never again.
     if (Claimed(dir)) continue;
     ReplicaLaunch copy = r;
+    copy.isolation = isolation_;
+    if (isolation_.mode != "off") {
+      copy.isolation.keep.push_back((data_dir_ / "jobs" / std::to_string(launch.job_id)).string());
+    }
     if (run_as) {
       copy.run_as = run_as;
       STOKER_RETURN_IF_ERROR(MakeDirs(dir));
@@ -86,6 +90,38 @@ Status LocalExecutor::Launch(const JobLaunch& launch) {
     STOKER_RETURN_IF_ERROR(SpawnSupervisor(runner_path_, dir));
   }
   return OkStatus();
+}
+
+Status LocalExecutor::ProbeIsolation() const {
+  std::string runner = runner_path_.string(), data = data_dir_.string();
+  std::vector<char*> argv = {runner.data(), const_cast<char*>("--probe-isolation"), data.data(),
+                             nullptr};
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return Internal(std::string("pipe: ") + std::strerror(errno));
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_adddup2(&files, out[1], 1);
+  pid_t pid;
+  int rc = posix_spawn(&pid, runner.c_str(), &files, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&files);
+  ::close(out[1]);
+  if (rc != 0) {
+    ::close(out[0]);
+    return Internal("cannot start " + runner + ": " + std::strerror(rc));
+  }
+  std::string why;
+  char buf[512];
+  ssize_t n;
+  while ((n = ::read(out[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+    if (n > 0) why.append(buf, n);
+  }
+  ::close(out[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  while (!why.empty() && why.back() == '\n') why.pop_back();
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return OkStatus();
+  return FailedPrecondition(why.empty() ? runner + " --probe-isolation failed" : why);
 }
 
 Result<std::vector<ReplicaStatus>> LocalExecutor::Poll(int64_t job_id, int attempt,

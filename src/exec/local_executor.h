@@ -35,10 +35,22 @@ class LocalExecutor : public Executor {
   // Call before the first Launch.
   void SetTrainerAccounts(TrainerAccounts accounts) { accounts_ = std::move(accounts); }
 
+  // Filesystem isolation of every trainer (config job_isolation): `base`
+  // says the mode and what to hide and keep; Launch adds the job's own
+  // directory, <data_dir>/jobs/<job>, to what is kept read-write. Call
+  // before the first Launch.
+  void SetIsolation(IsolationPlan base) { isolation_ = std::move(base); }
+
+  // Runs `stoker-run --probe-isolation <data_dir>` once: OK when stoker-run
+  // can isolate trainers on this machine, else FailedPrecondition saying
+  // why. Blocks for as long as that process runs (milliseconds).
+  Status ProbeIsolation() const;
+
  private:
   std::filesystem::path data_dir_;
   std::filesystem::path runner_path_;
   TrainerAccounts accounts_;
+  IsolationPlan isolation_;
 };
 
 }  // namespace stoker::exec

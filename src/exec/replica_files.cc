@@ -64,6 +64,12 @@ Status WriteLaunchFile(const fs::path& dir, const ReplicaLaunch& r) {
                {"log_max_files", r.log_max_files}};
   if (r.run_as)
     spec["run_as"] = {{"user", r.run_as->user}, {"uid", r.run_as->uid}, {"gid", r.run_as->gid}};
+  if (r.isolation.mode != "off") {
+    spec["isolation"] = {{"mode", r.isolation.mode},
+                         {"hide", r.isolation.hide},
+                         {"keep", r.isolation.keep},
+                         {"keep_read_only", r.isolation.keep_read_only}};
+  }
   return WriteFileAtomic(dir / "launch.json", spec.dump(2), Durability::kNoSync);
 }
 

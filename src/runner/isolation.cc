@@ -3,14 +3,17 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>  // ST_* flags of statfs::f_flags
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <optional>
 
@@ -235,6 +238,9 @@ Isolation::Isolation(const IsolationSpec& spec, bool trainer_is_root)
     });
     if (!under_dir || under_bind) hide_files_.push_back(f.string());
   }
+  if (root_ && !trainer_is_root_ && !(hide_dirs_.empty() && hide_files_.empty())) {
+    MakeRootUserNamespace();
+  }
 }
 
 std::vector<std::string> Isolation::Describe() const {
@@ -261,69 +267,66 @@ void Isolation::SetMessage(const char* step, const char* path, int err) {
   }
 }
 
-// Root: the maps of a new user namespace that name ids other than the
-// caller's own can only be written from the parent namespace, by a process
-// with CAP_SETUID there. A helper forked before unshare does it.
-bool Isolation::WriteRootMaps() {
-  int sync[2];
-  if (::pipe2(sync, O_CLOEXEC) != 0) {
-    SetMessage("pipe", nullptr, errno);
-    return false;
-  }
-  pid_t helper = ::fork();
+// Root: a map that names ids other than the caller's own can only be
+// written from the parent namespace by a process with CAP_SETUID there. So
+// the supervisor makes the namespace here, before the fork: a child created
+// with CLONE_NEWUSER is in it from its first instruction, its maps are
+// written from here at once (no waiting for it to run), and an fd of the
+// namespace keeps it after the child is killed. The trainer's process joins
+// it with setns in Enter.
+void Isolation::MakeRootUserNamespace() {
+  // CLONE_VM: no copy of the supervisor's page tables; the helper only
+  // waits on its own small stack, in raw system calls (no libc or sanitizer
+  // state of ours is touched from it).
+  auto wait_to_be_killed = [](void*) -> int {
+    ::syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);  // dies with us at the latest
+    for (;;) ::syscall(SYS_ppoll, nullptr, 0, nullptr, nullptr, 0);
+  };
+  pid_t helper = ::clone(wait_to_be_killed, helper_stack_ + sizeof helper_stack_,
+                         CLONE_NEWUSER | CLONE_VM | SIGCHLD, nullptr);
   if (helper < 0) {
-    SetMessage("fork", nullptr, errno);
-    ::close(sync[0]);
-    ::close(sync[1]);
-    return false;
+    userns_errno_ = errno;
+    return;
   }
-  if (helper == 0) {
-    ::close(sync[1]);
-    char c;
-    ssize_t n;
-    while ((n = ::read(sync[0], &c, 1)) < 0 && errno == EINTR) {
+  helper_ = helper;
+  std::string proc = "/proc/" + std::to_string(helper);
+  int err = WriteProcFile((proc + "/uid_map").c_str(), uid_map_.c_str());
+  if (err == 0) err = WriteProcFile((proc + "/gid_map").c_str(), gid_map_.c_str());
+  if (err == 0) {
+    userns_fd_ = ::open((proc + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC);
+    if (userns_fd_ < 0) err = errno;
+  }
+  userns_errno_ = err;
+  ::kill(helper, SIGKILL);  // reaped in the destructor, after the trainer's fork
+}
+
+Isolation::~Isolation() {
+  if (userns_fd_ >= 0) ::close(userns_fd_);
+  // Still unreaped, so its pid cannot have been reused; dead or nearly.
+  if (helper_ > 0) {
+    while (::waitpid(helper_, nullptr, 0) < 0 && errno == EINTR) {
     }
-    if (n != 1) ::_exit(2);  // the namespace was not made
-    char num[24], path[64] = "/proc/";
-    Append(path, sizeof path, Decimal(static_cast<unsigned long long>(::getppid()), num));
-    size_t base = std::strlen(path);
-    Append(path, sizeof path, "/uid_map");
-    if (WriteProcFile(path, uid_map_.c_str()) != 0) ::_exit(1);
-    path[base] = '\0';
-    Append(path, sizeof path, "/gid_map");
-    ::_exit(WriteProcFile(path, gid_map_.c_str()) != 0 ? 1 : 0);
   }
-  ::close(sync[0]);
-  int rc = ::unshare(CLONE_NEWUSER | CLONE_NEWNS);
-  int err = errno;
-  if (rc == 0) {
-    ssize_t n = ::write(sync[1], "x", 1);
-    (void)n;
-  }
-  ::close(sync[1]);
-  int status = 0;
-  while (::waitpid(helper, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (rc != 0) {
-    SetMessage("unshare(CLONE_NEWUSER | CLONE_NEWNS)", nullptr, err);
-    return false;
-  }
-  changed_ = true;
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    // In a user namespace without ids: nothing below would work, and the
-    // namespace cannot be left.
-    SetMessage("writing the uid/gid maps of the trainer's user namespace", nullptr, 0);
-    return false;
-  }
-  user_namespace_ = true;
-  return true;
 }
 
 bool Isolation::Unshare() {
   if (root_) {
-    if (WriteRootMaps()) return true;
-    if (changed_) return false;
-    // No user namespaces for root here (user.max_user_namespaces = 0, a
+    if (userns_fd_ >= 0) {
+      if (::setns(userns_fd_, CLONE_NEWUSER) == 0) {
+        changed_ = true;
+        ::close(userns_fd_);
+        userns_fd_ = -1;
+        if (::unshare(CLONE_NEWNS) != 0) {
+          SetMessage("unshare(CLONE_NEWNS)", nullptr, errno);
+          return false;
+        }
+        user_namespace_ = true;
+        return true;
+      }
+      userns_step_ = "setns(CLONE_NEWUSER)";
+      userns_errno_ = errno;
+    }
+    // No user namespace for root here (user.max_user_namespaces = 0, a
     // seccomp filter): a mount namespace alone still hides the paths.
     if (::unshare(CLONE_NEWNS) == 0) {
       changed_ = true;
@@ -478,7 +481,8 @@ const char* Isolation::Enter(int note_fd) {
   // fall back (auto); one that leaves a user namespace without ids cannot.
   if (!Unshare()) return Fail(note_fd, !changed_);
   if (!user_namespace_ && mode_ == IsolationMode::kRequired) {
-    SetMessage("root may make no user namespace here, only a mount namespace", nullptr, 0);
+    SetMessage("root may make a mount namespace here but no user namespace:", userns_step_,
+               userns_errno_);
     return Fail(note_fd, false);
   }
   if (!Mount()) {
@@ -486,11 +490,13 @@ const char* Isolation::Enter(int note_fd) {
     return Fail(note_fd, true);
   }
   if (!user_namespace_ && note_fd >= 0) {
-    constexpr char kNote[] =
-        "stoker-run: job_isolation: the trainer's paths are hidden, but without a user namespace "
-        "(none allowed here), so processes of its account can still reach its files through "
-        "/proc/PID/root\n";
-    ssize_t n = ::write(note_fd, kNote, sizeof kNote - 1);
+    SetMessage(
+        "stoker-run: job_isolation: the trainer's paths are hidden, but it has no user "
+        "namespace, so processes of its account can still reach its files through "
+        "/proc/PID/root:",
+        userns_step_, userns_errno_);
+    Append(message_, sizeof message_, "\n");
+    ssize_t n = ::write(note_fd, message_, std::strlen(message_));
     (void)n;
   }
   return nullptr;

@@ -1,5 +1,5 @@
 // Filesystem isolation of one trainer (docs/security.md, "Trainers";
-// docs/decisions/0009-job-isolation.md).
+// docs/decisions/0011-job-isolation.md).
 //
 // stoker-run gives each trainer a private view of the file system in which
 // every hidden directory (the daemon's data dir: its token, stoker.db, the
@@ -15,8 +15,9 @@
 // binds the kept paths back through /proc/self/fd/N, binds /dev/null with
 // `nodev` over each hidden file, and makes the tmpfs read-only. The user
 // namespace maps ids to themselves, so files keep their owners: every id
-// when stoker-run is root (written by a helper process that stays in the
-// parent namespace, as only it may), the one uid and gid otherwise (with
+// when stoker-run is root (only the parent namespace may write such maps,
+// so the supervisor makes that namespace before the fork and the child joins
+// it), the one uid and gid otherwise (the child makes it itself, with
 // setgroups denied, as the kernel requires). The user namespace is what
 // keeps other processes of the same account out: the kernel lets no process
 // reach into another user namespace's processes (/proc/PID/root,
@@ -73,12 +74,16 @@ class Isolation {
   // Resolves the spec against the file system (which paths exist, are
   // directories, lie under which hidden directory) and prepares every string
   // Enter needs. `trainer_is_root`: the trainer will run as uid 0.
+  // When stoker-run is root, also makes the trainer's user namespace (see
+  // MakeRootUserNamespace), so that Enter only has to join it.
   Isolation(const IsolationSpec& spec, bool trainer_is_root);
+  ~Isolation();  // closes the namespace fd, reaps the helper process
+  Isolation(const Isolation&) = delete;
+  Isolation& operator=(const Isolation&) = delete;
 
   // Puts the calling process into the isolated view. Call it in the child
   // between fork and exec, single-threaded, before dropping privileges (it
-  // needs stoker-run's own credentials); it only makes system calls (it
-  // forks one short-lived helper when stoker-run is root).
+  // needs stoker-run's own credentials); it only makes system calls.
   //
   // Returns nullptr when the trainer may start: isolated, or mode off, or
   // mode auto and isolation is impossible here (no user namespaces, no
@@ -110,7 +115,7 @@ class Isolation {
 
   // Enter's steps; each false return leaves the reason in message_.
   bool Unshare();
-  bool WriteRootMaps();
+  void MakeRootUserNamespace();
   bool Mount();
   // Undoes Mount's mounts (auto mode, after a failure).
   void Unmount();
@@ -123,6 +128,12 @@ class Isolation {
   bool changed_ = false;         // Enter made a namespace (it cannot be left)
   bool user_namespace_ = false;  // ... a user namespace with its ids mapped
   std::string uid_map_, gid_map_;
+  // Root: the trainer's user namespace, made by the constructor; or why not.
+  int userns_fd_ = -1;
+  pid_t helper_ = -1;  // the process created in it; killed, reaped by the destructor
+  alignas(64) char helper_stack_[8192];  // its stack (it shares our memory)
+  const char* userns_step_ = "clone(CLONE_NEWUSER)";
+  int userns_errno_ = 0;
   std::vector<std::string> hide_dirs_;    // canonical; get a tmpfs
   std::vector<std::string> hide_files_;   // canonical; get /dev/null, nodev
   std::vector<Bind> binds_;               // parents first

@@ -269,6 +269,13 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
           c.default_unix_user = value.get<std::string>();
         } else if (key == "allow_root_trainers") {
           c.allow_root_trainers = value.get<bool>();
+        } else if (key == "job_isolation") {
+          c.job_isolation = value.is_string() ? value.get<std::string>() : value.dump();
+          if (c.job_isolation != "auto" && c.job_isolation != "required" &&
+              c.job_isolation != "off") {
+            return InvalidArgument(where + "job_isolation: must be auto, required or off, got " +
+                                   value.dump());
+          }
         } else if (key == "executor") {
           c.executor = value.get<std::string>();
           if (c.executor != "local" && c.executor != "slurm") {
@@ -286,7 +293,8 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
                                  "hang_timeout_seconds, nfs_mount_root, "
                                  "log_max_bytes, log_max_files, retention, "
                                  "tls_cert_file, tls_key_file, allow_insecure_http, "
-                                 "default_unix_user, allow_root_trainers, executor, slurm)");
+                                 "default_unix_user, allow_root_trainers, job_isolation, executor, "
+                                 "slurm)");
         }
       }
     } catch (const nlohmann::json::exception& e) {

@@ -29,6 +29,8 @@
 //   allow_insecure_http: false  # true: allow plain HTTP on a non-loopback address
 //   default_unix_user: nobody   # root daemon: account for users with no unix_user
 //   allow_root_trainers: false  # root daemon: true lets replicas run as root
+//   job_isolation: auto         # auto | required | off: each trainer sees only its job's
+//                               # files of the data dir (docs/security.md)
 //   log_max_bytes: 67108864   # a replica's output.log is rotated past this size (0 = never)
 //   log_max_files: 3          # rotated files kept per replica (output.log.1 ... .3)
 //   retention:                # finished jobs' replica dirs (<data>/jobs/<id>/); buckets untouched
@@ -97,6 +99,7 @@ struct Config {
   bool allow_insecure_http = false;  // plain HTTP on a non-loopback address
   std::string default_unix_user = "nobody";
   bool allow_root_trainers = false;
+  std::string job_isolation = "auto";  // auto | required | off
   uint64_t log_max_bytes = 64ull << 20;  // per replica log file; 0 = no rotation
   int log_max_files = 3;                 // rotated files kept, 1..1000
   RetentionPolicy retention;
@@ -105,10 +108,10 @@ struct Config {
   std::filesystem::path runner;          // stoker-run binary
   std::filesystem::path python_helpers;  // directory holding the hypertune module
   std::string api_url;                   // where trainers reach the API (set by main)
+  std::string push_secret;               // behind trials' push keys (set by main; auth.h)
 };
 
 // The rules that map Vertex's prebuilt training images (PyTorch, TensorFlow,
-  std::string push_secret;               // behind trials' push keys (set by main; auth.h)
 // scikit-learn, XGBoost) to the system Python.
 std::vector<ImageRule> DefaultImageRules();
 

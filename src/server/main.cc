@@ -91,6 +91,54 @@ Result<std::optional<exec::RunAs>> TrainerAccountFor(store::Store& store, auth::
   return std::optional<exec::RunAs>(exec::RunAs{*account, pw.pw_uid, pw.pw_gid});
 }
 
+// job_isolation (docs/security.md): each trainer's view of the file system
+// hides the data dir (token, stoker.db, other jobs' directories) and the TLS
+// key, and keeps the buckets, the interpreter links and Stoker's Python
+// helpers; the executor adds the job's own directory. Probed once here, so
+// that the log says what trainers get.
+void ConfigureIsolation(exec::LocalExecutor& local, const server::Config& config,
+                        const fs::path& data) {
+  exec::IsolationPlan plan;
+  plan.mode = config.job_isolation;
+  if (plan.mode == "off") {
+    spdlog::info("job_isolation: off: trainers can read whatever their account can in {}",
+                 data.string());
+    return;
+  }
+  plan.hide = {data.string()};
+  if (!config.tls_key_file.empty()) plan.hide.push_back(fs::absolute(config.tls_key_file));
+  plan.keep = {(data / "buckets").string()};
+  for (const auto& [name, dir] : config.buckets) plan.keep.push_back(fs::absolute(dir).string());
+  plan.keep_read_only = {(data / "envs").string(), config.python_helpers.string()};
+  for (const server::ImageRule& r : config.images) {
+    fs::path python = fs::absolute(r.python).lexically_normal();
+    auto rel = python.lexically_relative(data);
+    if (r.python != "auto" && !rel.empty() && *rel.begin() != "..") {
+      spdlog::warn("images: the interpreter {} of '{}' lies inside the data dir, which trainers "
+                   "do not see (job_isolation); move that environment out of {}",
+                   r.python, r.match, data.string());
+    }
+  }
+  local.SetIsolation(plan);
+  Status probe = local.ProbeIsolation();
+  if (probe.ok()) {
+    spdlog::info(
+        "job_isolation: {}: each trainer sees, of {}, only its own job's directory, the buckets "
+        "and the interpreter links",
+        plan.mode, data.string());
+  } else if (plan.mode == "auto") {
+    spdlog::warn(
+        "job_isolation: auto, but stoker-run cannot isolate trainers on this machine, so they "
+        "run without it and can read what their account can in {}: {}",
+        data.string(), probe.message());
+  } else {
+    spdlog::error(
+        "job_isolation: required, but stoker-run cannot isolate trainers on this machine, so "
+        "every replica will fail to start: {}",
+        probe.message());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -153,6 +201,10 @@ int main(int argc, char** argv) {
                  (data / "token").string());
   }
 
+  auto push_secret = (*users)->PushSecret();
+  if (!push_secret.ok()) return Fail(push_secret.status().message());
+  config->push_secret = *push_secret;
+
   // GPUs: declared in the config (inventory.gpus), else found through NVML.
   resources::Node node = config->inventory ? *config->inventory : resources::DetectLocalNode();
   if (!config->inventory || !config->inventory_declares_gpus) {
@@ -201,10 +253,6 @@ int main(int argc, char** argv) {
     so.grace_seconds = config->slurm.grace_seconds;
     so.instance = *instance;
     spdlog::info("executor: slurm (jobs under {}, stoker-run {}, instance {})",
-  auto push_secret = (*users)->PushSecret();
-  if (!push_secret.ok()) return Fail(push_secret.status().message());
-  config->push_secret = *push_secret;
-
                  (so.shared_dir / "jobs").string(), so.runner.string(), so.instance);
     auto slurm = std::make_unique<exec::SlurmExecutor>(std::move(so));
     slurm->SetTrainerAccounts(trainer_accounts);
@@ -212,6 +260,7 @@ int main(int argc, char** argv) {
   } else {
     auto local = std::make_unique<exec::LocalExecutor>(data, config->runner);
     local->SetTrainerAccounts(trainer_accounts);
+    ConfigureIsolation(*local, *config, data);
     executor = std::move(local);
   }
   server::Controller controller(*config, node, **store, *executor, buckets, environments);
