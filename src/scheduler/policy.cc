@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <deque>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -858,6 +859,33 @@ struct PlaceHint {
   Pass pass[2];
 };
 
+// The placement hints of one state, by ask (Need::ask). An ask gets its
+// hint when it is placed the second time: in a queue of many distinct shapes
+// most asks are placed once, and a table for all of them, zeroed on every
+// call, would cost more than the hints save. Hints never move (a deque).
+class Hints {
+ public:
+  explicit Hints(size_t asks) : slot_(asks, kNever) {}
+  // The hint of `ask`; null on its first use.
+  PlaceHint* For(int ask) {
+    int32_t& slot = slot_[static_cast<size_t>(ask)];
+    if (slot == kNever) {
+      slot = kOnce;
+      return nullptr;
+    }
+    if (slot == kOnce) {
+      slot = static_cast<int32_t>(hints_.size());
+      hints_.emplace_back();
+    }
+    return &hints_[static_cast<size_t>(slot)];
+  }
+
+ private:
+  static constexpr int32_t kNever = -1, kOnce = -2;
+  std::vector<int32_t> slot_;  // per ask: kNever, kOnce or an index into hints_
+  std::deque<PlaceHint> hints_;
+};
+
 // Brings `h` up to date with the state's log; false when a full scan is
 // needed instead.
 bool RefreshHint(const Cluster& c, const State& s, const Need& need, IdSpan types,
@@ -970,10 +998,10 @@ Choice BestNode(const Cluster& c, const State& s, const Need& need, IdSpan types
 // failure books nothing and leaves `holds` unspecified. `holds` is the
 // caller's buffer, reused across calls. `rank` (lower first) breaks ties
 // between otherwise equal nodes. `hints`, when given, must be the caller's
-// memo of this very state, indexed by Need::ask (and `rank` must be null).
+// memo of this very state (and `rank` must be null).
 bool Place(const Cluster& c, State& s, const Shape& shape, const PolicyOptions& o,
            std::vector<Hold>& holds, const std::vector<double>* rank = nullptr,
-           std::vector<PlaceHint>* hints = nullptr) {
+           Hints* hints = nullptr) {
   if (!MayFit(c, s, shape, o)) return false;
   holds.resize(shape.replicas);
   size_t placed = 0;  // shape.needs[0, placed) are booked
@@ -983,7 +1011,7 @@ bool Place(const Cluster& c, State& s, const Shape& shape, const PolicyOptions& 
     Choice best;
     int best_pass = 0;
     PlaceHint* hint = hints != nullptr && s.logged && rank == nullptr && need.ask >= 0
-                          ? &(*hints)[static_cast<size_t>(need.ask)]
+                          ? hints->For(need.ask)
                           : nullptr;
     for (int pass = gpu && need.serving->exact < 0 ? 1 : 0; pass < passes && best.node < 0;
          ++pass) {
@@ -1520,7 +1548,7 @@ Decision Schedule(const Snapshot& snap) {
   };
 
   // Placement hints per ask, on st and on held (see PlaceHint).
-  std::vector<PlaceHint> hints_now(asks.size()), hints_held(asks.size());
+  Hints hints_now(asks.size()), hints_held(asks.size());
 
   // Records the start of `job` (shape memo m, user u) whose holds (in
   // `holds`) are already booked on st (and on held).
