@@ -1399,7 +1399,9 @@ Decision Schedule(const Snapshot& snap) {
   // cluster does not depend on the order.
   Users users;
   Asks asks;
-  std::vector<ShapeMemo> memos;  // index = HashIndex id
+  // Index = HashIndex id. A deque: thousands of memos (a queue of distinct
+  // shapes) are never moved, nor held in one large block.
+  std::deque<ShapeMemo> memos;
   HashIndex by_shape;
   // Each shape's asks (its first job's), side by side for the comparisons
   // that every job makes: reaching them through memos and the first job's
