@@ -8,12 +8,18 @@
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
+#include "runner/replica_processes.h"
 
 namespace stoker::exec {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+// How long ReadReplicaStatus waits for a dead supervisor's processes to die
+// after SIGKILL. Only processes stuck in the kernel take that long; a lost
+// replica is polled a few times at most before its job ends.
+constexpr int64_t kOrphanKillMs = 2000;
 
 // An integer field of a replica file, 0 when absent or of another type.
 int64_t IntField(const json& j, const char* key) {
@@ -117,10 +123,18 @@ ReplicaStatus ReadReplicaStatus(const fs::path& dir, const std::string& name,
     st.message = "the replica supervisor (stoker-run) died without reporting an exit status";
   }
   if (options.kill_orphans) {
-    // Make sure nothing of the replica keeps running without its supervisor.
+    // Make sure nothing of the replica keeps running without its supervisor:
+    // its process group, then every process that carries its cookie (those
+    // that left the group, e.g. with setsid, included), waited for.
     if (auto t = ReadJsonObject(dir / "trainer.json")) {
       int64_t pgid = IntField(*t, "pgid");
       if (pgid > 1) ::kill(-static_cast<pid_t>(pgid), SIGKILL);
+    }
+    if (runner::KillReplicaProcesses(runner::ReplicaCookie(dir), kOrphanKillMs) < 0) {
+      st.message += " (some of its processes did not stop within " +
+                    std::to_string(kOrphanKillMs / 1000) + "s of SIGKILL; see " +
+                    std::string(runner::kReplicaCookieVar) + "=" + runner::ReplicaCookie(dir) +
+                    " in /proc/*/environ)";
     }
   }
   return st;

@@ -25,6 +25,7 @@
 #include "gtest/gtest.h"
 #include "runner/launch.h"
 #include "runner/log_rotation.h"
+#include "runner/replica_processes.h"
 
 extern char** environ;
 
@@ -246,6 +247,20 @@ class StokerRunTest : public ::testing::Test {
   }
   pid_t SpawnSupervisor() { return Spawn({"--replica-dir", dir_.string()}); }
 
+  // Starts `argv` (argv[0] an absolute path or in /bin) with exactly `env`
+  // in dir_; returns its pid. The caller reaps it.
+  pid_t SpawnWithEnv(std::vector<std::string> argv, std::vector<std::string> env) {
+    if (argv[0].find('/') == std::string::npos) argv[0] = "/bin/" + argv[0];
+    std::vector<char*> a, e;
+    for (auto& s : argv) a.push_back(s.data());
+    a.push_back(nullptr);
+    for (auto& s : env) e.push_back(s.data());
+    e.push_back(nullptr);
+    pid_t pid = -1;
+    EXPECT_EQ(::posix_spawn(&pid, a[0], nullptr, nullptr, a.data(), e.data()), 0);
+    return pid;
+  }
+
   // Exit code of `pid`, -1 if it did not exit normally.
   int Wait(pid_t pid) {
     int status = 0;
@@ -303,9 +318,12 @@ TEST_F(StokerRunTest, RecordsAKillingSignal) {
 }
 
 TEST_F(StokerRunTest, GivesTheTrainerExactlyTheGivenEnvironmentInTheReplicaDir) {
-  WriteLaunch({{"argv", {"env"}}, {"env", {{"PATH", "/usr/bin:/bin"}, {"ZED", "a b=c"}}}});
+  // Plus the replica's cookie, over any value launch.json gives it.
+  WriteLaunch({{"argv", {"env"}},
+               {"env", {{"PATH", "/usr/bin:/bin"}, {"ZED", "a b=c"}, {"STOKER_REPLICA", "mine"}}}});
   RunToEnd();
-  EXPECT_EQ(Slurp(dir_ / "output.log"), "PATH=/usr/bin:/bin\nZED=a b=c\n");
+  EXPECT_EQ(Slurp(dir_ / "output.log"),
+            "PATH=/usr/bin:/bin\nSTOKER_REPLICA=" + dir_.string() + "\nZED=a b=c\n");
 
   fs::remove(dir_ / "claim");
   fs::remove(dir_ / "output.log");
@@ -430,6 +448,53 @@ TEST_F(StokerRunTest, LeavesNoDescendantBehindEvenInItsOwnSession) {
   EXPECT_EQ(status["exit_code"], 0);
   pid_t gc = std::stoi(Slurp(dir_ / "gc.pid"));
   EXPECT_FALSE(Alive(gc));
+}
+
+// A process that left the replica's tree altogether (here: started by
+// someone else, as a service manager would, with the trainer's environment)
+// is found by its cookie and stopped before status.json is written.
+TEST_F(StokerRunTest, StopsProcessesOutsideItsTreeThatCarryTheCookie) {
+  pid_t outside = SpawnWithEnv({"sleep", "1000"}, {"STOKER_REPLICA=" + dir_.string()});
+  pid_t other = SpawnWithEnv({"sleep", "1000"}, {"STOKER_REPLICA=" + dir_.string() + "-other"});
+  ASSERT_TRUE(WaitFor([&] { return FindReplicaProcesses(dir_.string()).size() == 1; }));
+  WriteLaunch({{"argv", {"true"}}});
+  EXPECT_EQ(RunToEnd()["exit_code"], 0);
+  EXPECT_FALSE(Alive(outside));
+  EXPECT_TRUE(Alive(other));  // another replica's cookie, a prefix of ours: not ours
+  ::kill(other, SIGKILL);
+  for (pid_t p : {outside, other}) ::waitpid(p, nullptr, 0);
+}
+
+// The gap the cookie closes: a supervisor killed with SIGKILL takes its
+// trainer along (PR_SET_PDEATHSIG) but not a grandchild that called
+// setsid(); whoever cleans up after it (stokerd) finds it by its cookie.
+TEST_F(StokerRunTest, AGrandchildThatEscapedAKilledSupervisorIsFoundByItsCookie) {
+  WriteLaunch({{"argv",
+                {"sh", "-c",
+                 "setsid sh -c 'echo $$ > gc.tmp; mv gc.tmp gc.pid; exec sleep 1000' & "
+                 "exec sleep 1000"}}});
+  pid_t sup = SpawnSupervisor();
+  ASSERT_TRUE(WaitForFile("gc.pid"));
+  ASSERT_TRUE(WaitForFile("trainer.json"));
+  pid_t trainer = ReadJson("trainer.json")["pid"];
+  pid_t gc = std::stoi(Slurp(dir_ / "gc.pid"));
+  ::kill(sup, SIGKILL);
+  EXPECT_EQ(Wait(sup), -1);
+  EXPECT_TRUE(WaitFor([&] { return !Alive(trainer); }));
+  EXPECT_TRUE(Alive(gc)) << "the grandchild should have outlived its supervisor";
+  EXPECT_EQ(FindReplicaProcesses(ReplicaCookie(dir_)), std::vector<pid_t>{gc});
+  EXPECT_EQ(KillReplicaProcesses(ReplicaCookie(dir_), 5000), 1);
+  EXPECT_FALSE(Alive(gc));
+  EXPECT_TRUE(FindReplicaProcesses(ReplicaCookie(dir_)).empty());
+  EXPECT_EQ(KillReplicaProcesses(ReplicaCookie(dir_), 5000), 0);
+  fs::remove(dir_ / "runner.json");  // no supervisor left for TearDown to stop
+}
+
+TEST(ReplicaCookieTest, IsTheNormalisedAbsolutePath) {
+  fs::path tmp = fs::canonical(fs::temp_directory_path());
+  EXPECT_EQ(ReplicaCookie(tmp / "x" / ".." / "jobs" / "1" / "workerpool0-0" / ""),
+            (tmp / "jobs" / "1" / "workerpool0-0").string());
+  EXPECT_EQ(ReplicaCookie("/"), "/");
 }
 
 TEST_F(StokerRunTest, StopsTheTrainerAtTheTimeout) {

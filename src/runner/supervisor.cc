@@ -29,6 +29,7 @@
 #include "runner/isolation.h"
 #include "runner/launch.h"
 #include "runner/log_rotation.h"
+#include "runner/replica_processes.h"
 
 #if STOKER_RUNNER_HAVE_STORAGE
 #include "storage/archive.h"
@@ -113,7 +114,7 @@ constexpr int kPipeBytes = 1 << 20;
 class Supervisor {
  public:
   Supervisor(fs::path dir, EnvRewrite rewrite)
-      : dir_(std::move(dir)), rewrite_(std::move(rewrite)) {}
+      : dir_(std::move(dir)), cookie_(ReplicaCookie(dir_)), rewrite_(std::move(rewrite)) {}
   ~Supervisor() {
     pump_.reset();  // before the log it writes to
     for (int fd : {sfd_, lock_fd_, null_fd_}) {
@@ -143,6 +144,7 @@ class Supervisor {
   int Finish();
 
   fs::path dir_;
+  std::string cookie_;  // ReplicaCookie(dir_), fixed at the start
   EnvRewrite rewrite_;  // may be empty
   int sfd_ = -1;
   int lock_fd_ = -1;
@@ -214,6 +216,9 @@ Result<LaunchSpec> Supervisor::LoadLaunch() {
   if (rewrite_) {
     STOKER_ASSIGN_OR_RETURN(spec.env, rewrite_(spec.env));
   }
+  // Every process of the replica inherits the cookie, which is how the clean
+  // up finds those that left its process tree (replica_processes.h).
+  spec.env[std::string(kReplicaCookieVar)] = cookie_;
   return spec;
 }
 
@@ -447,17 +452,28 @@ void Supervisor::Supervise() {
 
 void Supervisor::KillEverythingLeft() {
   const int64_t give_up = MonotonicMs() + kCleanupLimitMs;
+  // Processes that left our tree (re-parented to another subreaper, say)
+  // are found by the cookie they inherited.
+  ProcessSweep marked(cookie_);
   while (true) {
     ReapChildren();
     std::vector<pid_t> left = Descendants(::getpid());
-    if (left.empty()) {
+    int outside = marked.KillPass();
+    if (left.empty() && outside == 0) {
       // No process below us: nothing to reap either once waitpid says so.
-      if (::waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD) return;
+      // Those killed outside our tree are reaped by others: wait for their
+      // exits, so that none is alive once status.json says the replica ended.
+      if (::waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD) {
+        if (!marked.WaitForExits(std::max<int64_t>(give_up - MonotonicMs(), 0)))
+          Log("giving up on process(es) carrying " + cookie_ + " that would not die");
+        return;
+      }
     }
     if (trainer_ > 0) ::kill(-trainer_, SIGKILL);
     for (pid_t p : left) ::kill(p, SIGKILL);
     if (MonotonicMs() > give_up) {
-      Log("giving up on " + std::to_string(left.size()) + " descendant(s) that would not die");
+      Log("giving up on " + std::to_string(left.size() + outside) +
+          " process(es) of the replica that would not die");
       return;
     }
     // Wait for the next SIGCHLD (a death, or a reparented orphan dying), with

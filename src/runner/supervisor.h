@@ -9,14 +9,17 @@
 //             RunSupervisor returns 0 without touching anything else, so a
 //             trainer never runs twice for one replica.
 //   launch    read DIR/launch.json, unpack packages, fork the trainer into
-//             its own process group with the exact environment given; its
-//             stdout and stderr go through a pipe into the rotating
-//             DIR/output.log (log_rotation.h), copied by two pump threads.
+//             its own process group with the exact environment given plus
+//             STOKER_REPLICA=<cookie>; its stdout and stderr go through a
+//             pipe into the rotating DIR/output.log (log_rotation.h), copied
+//             by two pump threads.
 //   supervise SIGTERM/SIGINT/SIGHUP (cancel) and the timeout stop the group with
 //             SIGTERM, then SIGKILL after the grace.
-//   clean up  once the trainer exits, SIGKILL every process left in its group
-//             and every other descendant (the supervisor is a child subreaper,
-//             so escaped grandchildren come back to it) and reap them.
+//   clean up  once the trainer exits, SIGKILL every process left in its group,
+//             every other descendant (the supervisor is a child subreaper,
+//             so escaped grandchildren come back to it) and every process
+//             that carries the replica's STOKER_REPLICA cookie wherever it
+//             is (replica_processes.h); reap them, wait for the others' exit.
 //   report    write DIR/status.json once, atomically.
 #pragma once
 
