@@ -5,7 +5,9 @@
 #   bench/crash/run.sh [--minutes N] [--seed S]
 #
 # Binaries come from $STOKER_BIN_DIR (default build/bin). The run prints its
-# seed first and its counts last; exit status 0 means no violation.
+# seed first and its counts last (kills by kind and by daemon-kill mode,
+# jobs, studies, checks, violations); exit status 0 means no violation.
+# Recorded runs: bench/crash/RESULTS.md.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -18,7 +20,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --minutes) minutes="$2"; shift 2 ;;
     --seed) seed="$2"; shift 2 ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument '$1' (use --minutes N, --seed S)" >&2; exit 2 ;;
   esac
 done

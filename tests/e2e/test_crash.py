@@ -4,6 +4,13 @@ must never lose a job, never run a trainer twice, never leave a job stuck or a
 replica process behind, and every job must end in the state that matches what
 happened to it.
 
+stokerd dies (SIGKILL, then a restart) in one of five modes: during a
+submission, while the control loop launches a batch, while a cancel is on
+its way, when idle, or at a replica's exit: trainers held on a gate file are
+released together and stokerd is killed 0-30 ms later, inside the window
+where trainers exit, supervisors write status.json and the control loop
+commits the end.
+
 Short form (CI): `python3 -m unittest test_crash` (about 45 s of faults;
 STOKER_CRASH_SEED=N replays a seed).
 Long form: `python3 tests/e2e/test_crash.py --minutes 20 [--seed N]`, which is
@@ -19,7 +26,19 @@ Client-side history:
   fault it gets: cancel, kill-trainer, kill-supervisor) and what it did.
 - `acked`: job ids the API acknowledged (200 to the submission).
 - the start file: each trainer appends `start JOB PID` when it starts and
-  `end JOB PID` when it ends, so a second run of any trainer is visible.
+  `end JOB PID` when it ends, so a second run of any trainer is visible;
+  the trainers of kill-supervisor jobs also start a grandchild that calls
+  setsid() and appends `proc JOB PID`.
+
+Checks: every acknowledged job and study exists after every restart; each
+job's events hold exactly one transition into a terminal state, form one
+chain (each `from` is the previous `to`), end in the job's state and give
+the reason that matches the history (exit 0: SUCCEEDED; exit 3: FAILED, "non-zero
+status of 3"; trainer SIGKILLed: FAILED, "SIGKILL"; stoker-run SIGKILLed:
+FAILED, "supervisor (stoker-run) died"; cancelled: CANCELLED); as soon as a
+job is seen terminal, none of the processes it recorded is alive (checked
+through the run, not only at the end); no trainer started twice; logs hold
+the last line; nothing of the run is left at the end.
 """
 import argparse
 import json
@@ -34,17 +53,25 @@ import unittest
 import urllib.error
 import urllib.request
 
-from harness import IMAGE, Daemon, StokerTestCase, read_text, wait_for
+from harness import IMAGE, Daemon, StokerTestCase, pid_alive, read_text, wait_for
 
 TERMINAL = ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED")
 JOBS = "/v1/projects/p/locations/l/customJobs"
 STUDIES = "/v1/projects/p/locations/l/hyperparameterTuningJobs"
 LAST_LINE = "stoker-last-line"
+# When stokerd is killed (see kill_daemon).
+KILL_MODES = ["submit", "launch", "exit", "cancel", "idle"]
 
-# A job that ends on its own after a short nap with the planned exit code.
-NATURAL = ('echo "start $CLOUD_ML_JOB_ID $$" >> "$CRASH_STARTS"; echo working; sleep {nap}; '
+# A job that ends on its own after a short nap (or, in "exit" mode, once its
+# gate file exists) with the planned exit code.
+NATURAL = ('echo "start $CLOUD_ML_JOB_ID $$" >> "$CRASH_STARTS"; echo working; {wait}; '
            'echo "%s $CLOUD_ML_JOB_ID"; echo "end $CLOUD_ML_JOB_ID $$" >> "$CRASH_STARTS"; '
            'exit {code}' % LAST_LINE)
+GATE_WAIT = 'while [ ! -e "{gate}" ]; do sleep 0.01; done'
+# The kill-supervisor job's trainer starts a grandchild that leaves its
+# process group and session (setsid): it must still die with its job.
+ESCAPE = ('setsid sh -c \'echo "proc $CLOUD_ML_JOB_ID $$" >> "$CRASH_STARTS"; exec sleep 900\' '
+          '</dev/null >/dev/null 2>&1 & ')
 # A job that waits for the test's fault (cancel or a kill); should the test
 # forget it, it ends by itself with a code no check accepts.
 TARGET = ('echo "start $CLOUD_ML_JOB_ID $$" >> "$CRASH_STARTS"; echo waiting; i=0; '
@@ -83,7 +110,12 @@ class Chaos:
         self.acked = set()
         self.studies = {}  # study id -> maxTrialCount
         self.counts = dict(jobs=0, studies=0, daemon_kills=0, supervisor_kills=0, trainer_kills=0,
-                           cancels=0, unacked_submissions=0, restarts_checked=0)
+                           cancels=0, exit_kills=0, exit_held_trainers=0, unacked_submissions=0,
+                           restarts_checked=0, end_checks=0, escaped_grandchildren_checked=0,
+                           events_checked=0)
+        self.kill_modes = {}  # mode -> daemon kills in it
+        self.first_modes = self.rng.sample(KILL_MODES, len(KILL_MODES))
+        self.end_checked = set()  # job ids whose processes were checked at their end
         self.violations = []
         self.seq = 0
 
@@ -115,16 +147,20 @@ class Chaos:
         return [{"name": "CRASH_STARTS", "value": self.starts},
                 {"name": "CRASH_TOKEN", "value": self.token}]
 
-    def new_plan(self, kind, code=0):
+    def new_plan(self, kind, code=0, gate=None):
         self.seq += 1
         name = "crash-%d" % self.seq
-        self.plans[name] = {"kind": kind, "code": code, "done": False, "uncertain": False}
+        self.plans[name] = {"kind": kind, "code": code, "done": False, "gate": gate}
         return name
 
     def job_body(self, name):
         plan = self.plans[name]
         if plan["kind"] == "natural":
-            script = NATURAL.format(nap=self.rng.choice(["0", "0.1", "0.3", "0.8"]), code=plan["code"])
+            wait = GATE_WAIT.format(gate=plan["gate"]) if plan["gate"] else "sleep " + self.rng.choice(
+                ["0", "0.1", "0.3", "0.8"])
+            script = NATURAL.format(wait=wait, code=plan["code"])
+        elif plan["kind"] == "kill-supervisor":
+            script = ESCAPE + TARGET
         else:
             script = TARGET
         job = {"displayName": name, "jobSpec": {"workerPoolSpecs": [{
@@ -137,19 +173,19 @@ class Chaos:
         return job
 
     def submit(self, name):
-        """True when acknowledged. A lost reply leaves the job 'maybe'."""
+        """The job id when acknowledged, else None. A lost reply leaves the job 'maybe'."""
         status, body = self.call("POST", JOBS, self.job_body(name))
         if status == 200:
             job_id = body["name"].rsplit("/", 1)[1]
             self.acked.add(job_id)
             self.by_id[job_id] = name
             self.counts["jobs"] += 1
-            return True
+            return job_id
         if status is None:
             self.counts["unacked_submissions"] += 1
-            return False
+            return None
         self.violation("submission of %s refused: %s %s" % (name, status, body))
-        return False
+        return None
 
     def list_jobs(self):
         jobs, token = [], ""
@@ -166,6 +202,7 @@ class Chaos:
     def restart(self, mode):
         self.case.daemon.kill(signal.SIGKILL)
         self.counts["daemon_kills"] += 1
+        self.kill_modes[mode] = self.kill_modes.get(mode, 0) + 1
         self.case.daemon = Daemon(self.case.data, self.case.config).start()
         self.check_nothing_lost("after restart %d (%s)" % (self.counts["daemon_kills"], mode))
 
@@ -188,12 +225,18 @@ class Chaos:
 
     # ---- faults ---------------------------------------------------------------
 
-    def started_pid(self, job_id):
+    def recorded(self):
+        """{(kind, job id): [pid, ...]} from the start file ("start", "end", "proc")."""
+        out = {}
         for line in read_text(self.starts).splitlines():
             parts = line.split()
-            if len(parts) == 3 and parts[0] == "start" and parts[1] == job_id:
-                return int(parts[2])
-        return None
+            if len(parts) == 3:
+                out.setdefault((parts[0], parts[1]), []).append(int(parts[2]))
+        return out
+
+    def started_pid(self, job_id, kind="start"):
+        pids = self.recorded().get((kind, job_id))
+        return pids[0] if pids else None
 
     def replica_dir(self, job_id):
         return os.path.join(self.case.data, "jobs", job_id, "workerpool0-0")
@@ -229,7 +272,9 @@ class Chaos:
                 pid = json.load(open(os.path.join(self.replica_dir(job_id), "runner.json")))["pid"]
             except (OSError, ValueError, KeyError):
                 return False
-            if self.proc_has(pid, self.replica_dir(job_id), "cmdline") and self.started_pid(job_id):
+            # Only once the trainer and its escaped grandchild both run.
+            if (self.proc_has(pid, self.replica_dir(job_id), "cmdline") and
+                    self.started_pid(job_id) and self.started_pid(job_id, "proc")):
                 os.kill(pid, signal.SIGKILL)
                 plan["done"] = True
                 self.counts["supervisor_kills"] += 1
@@ -271,9 +316,36 @@ class Chaos:
         self.studies[reply["name"].rsplit("/", 1)[1]] = trials
         self.counts["studies"] += 1
 
+    def hold_and_release(self, delay):
+        """Exit mode: trainers held on a gate; the gate opens `delay` s before the kill."""
+        gate = os.path.join(self.case.tmp, "gate-%d" % (self.seq + 1))
+        names = [self.new_plan("natural", 0 if self.rng.random() < 0.8 else 3, gate=gate)
+                 for _ in range(self.rng.randint(1, 3))]
+        ids = [i for i in (self.submit(n) for n in names) if i]
+
+        def all_held():
+            recorded = self.recorded()
+            return all(("start", i) in recorded for i in ids)
+
+        try:
+            wait_for(all_held, 20, "the gated trainers to start")
+        except AssertionError:
+            self.log("exit mode: not every gated trainer started within 20 s; releasing anyway")
+        held = sum(1 for i in ids if ("start", i) in self.recorded())
+        open(gate, "w").close()  # every held trainer exits within ~10 ms of this
+        time.sleep(delay)
+        self.restart("exit")
+        if held:
+            self.counts["exit_kills"] += 1
+            self.counts["exit_held_trainers"] += held
+
     def kill_daemon(self):
-        mode = self.rng.choice(["submit", "launch", "cancel", "idle"])
+        # Every mode once first (in a seeded order), then at random.
+        mode = self.first_modes.pop() if self.first_modes else self.rng.choice(KILL_MODES)
         delay = self.rng.uniform(0, 0.03)
+        if mode == "exit":
+            self.hold_and_release(delay)
+            return
         worker = None
         if mode == "submit":
             names = [self.new_plan("natural") for _ in range(self.rng.randint(1, 4))]
@@ -299,10 +371,14 @@ class Chaos:
         self.case.stoker("storage", "mb", "gs://stoker-outputs", check=False)
         deadline = time.monotonic() + self.seconds
         next_study = time.monotonic()
+        next_end_check = time.monotonic()
         while time.monotonic() < deadline:
             if time.monotonic() >= next_study:
                 self.submit_study()
                 next_study += self.study_every
+            if time.monotonic() >= next_end_check:
+                self.check_ended_jobs()
+                next_end_check = time.monotonic() + 1.0
             r = self.rng.random()
             if r < 0.40:
                 self.submit_batch()
@@ -314,8 +390,11 @@ class Chaos:
                 self.kill_daemon()
             else:
                 time.sleep(self.rng.uniform(0.02, 0.3))
+        t0 = time.monotonic()
         self.drain()
+        t1 = time.monotonic()
         self.check()
+        self.log("drain %.1f s, checks %.1f s" % (t1 - t0, time.monotonic() - t1))
         return self.counts
 
     def drain(self):
@@ -324,6 +403,7 @@ class Chaos:
                  "every planned fault to be applied")
 
         def all_ended():
+            self.check_ended_jobs()
             active = [j for j in self.list_jobs() if j["state"] not in TERMINAL]
             studies = [s for s in self.studies if self.call("GET", STUDIES + "/" + s)[1].get(
                 "state") not in TERMINAL]
@@ -342,20 +422,97 @@ class Chaos:
     # ---- checks -----------------------------------------------------------------
 
     def expected(self, plan):
+        """(state, text in error.message or None, text in the terminal event's reason)."""
         kind = plan["kind"]
         if kind == "natural":
-            return ("JOB_STATE_SUCCEEDED", None) if plan["code"] == 0 else (
-                "JOB_STATE_FAILED", "non-zero status of %d" % plan["code"])
-        return {"cancel": ("JOB_STATE_CANCELLED", None),
-                "kill-trainer": ("JOB_STATE_FAILED", "SIGKILL"),
-                "kill-supervisor": ("JOB_STATE_FAILED", "lost")}[kind]
+            if plan["code"] == 0:
+                return "JOB_STATE_SUCCEEDED", None, "exited with status 0"
+            needle = "non-zero status of %d" % plan["code"]
+            return "JOB_STATE_FAILED", needle, needle
+        return {"cancel": ("JOB_STATE_CANCELLED", None, "cancelled by user"),
+                "kill-trainer": ("JOB_STATE_FAILED", "SIGKILL", "SIGKILL"),
+                "kill-supervisor": ("JOB_STATE_FAILED", "supervisor (stoker-run) died",
+                                    "supervisor (stoker-run) died")}[kind]
+
+    def check_ended_jobs(self):
+        """As soon as a job is seen terminal, no process it recorded is alive.
+
+        Runs through the whole run (about once a second), not only at the end:
+        a process that outlives its job would otherwise be hidden by a later
+        clean-up. A pid is only blamed while its environment still names the
+        job (pids are reused)."""
+        status, body = self.call("GET", JOBS + "?pageSize=1000")
+        if status != 200 or body.get("nextPageToken"):
+            jobs = self.list_jobs() if status == 200 else []
+        else:
+            jobs = body.get("customJobs", [])
+        ended = [j for j in jobs if j["state"] in TERMINAL and
+                 j["name"].rsplit("/", 1)[1] not in self.end_checked]
+        if not ended:
+            return
+        recorded = self.recorded()  # read after the list: holds every line written before the end
+        for j in ended:
+            job_id = j["name"].rsplit("/", 1)[1]
+            self.end_checked.add(job_id)
+            self.counts["end_checks"] += 1
+            for kind in ("start", "proc"):
+                for pid in recorded.get((kind, job_id), []):
+                    if kind == "proc":
+                        self.counts["escaped_grandchildren_checked"] += 1
+                    if pid_alive(pid) and self.proc_has(pid, "CLOUD_ML_JOB_ID=%s\0" % job_id):
+                        self.violation("job %s (%s) is %s but its %s process %d is alive" % (
+                            job_id, j.get("displayName"), j["state"],
+                            "trainer" if kind == "start" else "escaped grandchild", pid))
+
+    def job_log(self, job_id, replica="workerpool0-0"):
+        """The replica's whole log through the REST route the CLI's `jobs logs` reads."""
+        data, offset = "", 0
+        while True:
+            status, body = self.call("GET", "%s/%s/logs?replica=%s&offset=%d" % (
+                JOBS, job_id, replica, offset))
+            if status != 200:
+                return data + "<logs: %s %s>" % (status, body)
+            chunk = body.get("data", "")
+            if not chunk:
+                return data
+            data += chunk
+            offset = body.get("nextOffset", offset + len(chunk.encode()))
+
+    def check_events(self, job_id, job, expect):
+        """Exactly one transition into a terminal state, the last of one
+        chain, into the job's state, with the reason `expect` gives."""
+        status, body = self.call("GET", JOBS + "/" + job_id + "/events")
+        if status != 200:
+            self.violation("job %s: events: %s %s" % (job_id, status, body))
+            return
+        self.counts["events_checked"] += 1
+        events = body.get("events", [])
+        history = " -> ".join(e["to"].replace("JOB_STATE_", "") for e in events)
+        into = [e for e in events if e["to"] in TERMINAL]
+        if len(into) != 1:
+            self.violation("job %s: %d transitions into a terminal state: %s" % (
+                job_id, len(into), history))
+        for prev, e in zip(events, events[1:]):
+            if e["from"] != prev["to"]:
+                self.violation("job %s: events do not chain (%s then %s -> %s): %s" % (
+                    job_id, prev["to"], e["from"], e["to"], history))
+                break
+        if not events or events[-1]["to"] != job["state"]:
+            self.violation("job %s is %s but its last event says %s" % (
+                job_id, job["state"], events[-1]["to"] if events else "nothing"))
+        if into and expect:
+            state, needle = expect
+            if into[-1]["to"] != state or needle not in into[-1]["reason"]:
+                self.violation("job %s: ended %s (%r), expected %s with %r" % (
+                    job_id, into[-1]["to"], into[-1]["reason"][:200], state, needle))
 
     def check(self):
         jobs = {j["name"].rsplit("/", 1)[1]: j for j in self.list_jobs()}
+        self.check_ended_jobs()
         starts, ends = {}, {}
-        for line in read_text(self.starts).splitlines():
-            kind, job_id, pid = line.split()
-            (starts if kind == "start" else ends).setdefault(job_id, []).append(int(pid))
+        for (kind, job_id), pids in self.recorded().items():
+            if kind in ("start", "end"):
+                (starts if kind == "start" else ends).setdefault(job_id, []).extend(pids)
         for job_id, pids in starts.items():
             if len(pids) > 1:
                 self.violation("job %s: trainer ran %d times (pids %s)" % (job_id, len(pids), pids))
@@ -366,9 +523,12 @@ class Chaos:
                 self.violation("job %s not terminal: %s" % (job_id, j["state"]))
             name = j.get("displayName", "")
             if name not in self.plans:
-                continue  # a trial: checked with its study
+                # A trial (its study checks how many and how they ended).
+                self.check_events(job_id, j, ("JOB_STATE_SUCCEEDED", "exited with status 0"))
+                continue
             plan = self.plans[name]
-            state, needle = self.expected(plan)
+            state, needle, reason = self.expected(plan)
+            self.check_events(job_id, j, (state, reason))
             message = j.get("error", {}).get("message", "")
             if j["state"] != state or (needle and needle not in message):
                 self.violation("job %s (%s, %s): %s %r, expected %s with %r" % (
@@ -377,7 +537,7 @@ class Chaos:
                 if len(starts.get(job_id, [])) != 1 or len(ends.get(job_id, [])) != 1:
                     self.violation("job %s: %d start and %d end lines, expected 1 and 1" % (
                         job_id, len(starts.get(job_id, [])), len(ends.get(job_id, []))))
-                logs = self.case.stoker("jobs", "logs", job_id, check=False).stdout
+                logs = self.job_log(job_id)
                 if "%s %s" % (LAST_LINE, job_id) not in logs:
                     self.violation("job %s: logs lack the last line; tail: %r" % (job_id, logs[-200:]))
         for sid, want in self.studies.items():
@@ -390,6 +550,9 @@ class Chaos:
         self.check_no_process_left()
         self.counts["violations"] = len(self.violations)
         self.counts["jobs_checked"] = len(jobs)
+        self.counts["trials_checked"] = sum(1 for j in jobs.values()
+                                            if j.get("displayName", "") not in self.plans)
+        self.counts["daemon_kills_by_mode"] = dict(self.kill_modes)
         self.log("seed %d: %s" % (self.seed, json.dumps(self.counts, sort_keys=True)))
 
     def leftovers(self):
@@ -436,6 +599,10 @@ class CrashTest(StokerTestCase):
         counts = Chaos(self, seed, self.seconds).run()
         self.assertEqual(counts["violations"], 0, "seed %d; replay with --seed %d" % (seed, seed))
         self.assertGreater(counts["daemon_kills"], 0)
+        # The run reached a kill of every kind, the replica-exit window included.
+        self.assertEqual(sorted(counts["daemon_kills_by_mode"]), sorted(KILL_MODES + ["after the end"]),
+                         counts)
+        self.assertGreater(counts["exit_kills"], 0, counts)
 
 
 def main():
