@@ -120,13 +120,19 @@ def run_stoker(url, token, jobs, threads, timeout):
 
     got = fan_out(jobs, threads, submit_one)
     ids = {job_id for _, job_id in got}
-    # Wait for the end with one list call per round (cheap for the daemon on
-    # a small machine); the times come from the events, not from this poll.
+    # Wait for the end with one listing per round (pages of 1000, the most the
+    # API gives; cheap for the daemon on a small machine); the times come
+    # from the events, not from this poll.
     deadline = time.monotonic() + timeout
     while True:
-        page = stoker_call(url, token, "GET", PATH + "?pageSize=1000")
-        done = sum(1 for j in page.get("customJobs", [])
-                   if j["name"].rsplit("/", 1)[1] in ids and j["state"] in TERMINAL)
+        done, token_arg = 0, ""
+        while True:
+            page = stoker_call(url, token, "GET", PATH + "?pageSize=1000" + token_arg)
+            done += sum(1 for j in page.get("customJobs", [])
+                        if j["name"].rsplit("/", 1)[1] in ids and j["state"] in TERMINAL)
+            if not page.get("nextPageToken"):
+                break
+            token_arg = "&pageToken=" + page["nextPageToken"]
         if done == len(ids):
             break
         if time.monotonic() > deadline:
