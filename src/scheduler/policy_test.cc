@@ -903,9 +903,12 @@ TEST(PolicyTest, ExplainsOnlyTheFirstWaitingJobsInDetailAndTheRestByPlaceInLine)
   EXPECT_TRUE(Contains(d.wait[0].Reason(), "reserved: starts at")) << d.wait[0].Reason();
   EXPECT_EQ(d.wait[1].Reason(), "needs 1x NVIDIA_H100_80GB, 0 free; 1 job ahead in the queue");
   EXPECT_EQ(d.wait[2].Reason(), "needs 1x NVIDIA_H100_80GB, 0 free; 2 jobs ahead in the queue");
-  // Past them, only the place in line.
+  // Past them, only the place in line: a number, spelled by Reason().
   EXPECT_EQ(d.wait[3].Reason(), "3 jobs ahead in the queue");
   EXPECT_EQ(d.wait[4].Reason(), "4 jobs ahead in the queue");
+  EXPECT_TRUE(d.wait[3].detail.empty());
+  EXPECT_EQ(d.wait[3].jobs_ahead, 3);
+  EXPECT_EQ(d.wait[2].jobs_ahead, 2);  // detailed ones carry it too
 }
 
 TEST(PolicyTest, LimitsOnlyTheReasonTextNotTheDecisionOrTheEstimates) {
