@@ -359,6 +359,11 @@ Status SlurmExecutor::Launch(const JobLaunch& launch) {
     replicas.push_back(r.name);
     if (Claimed(rdir)) continue;
     ReplicaLaunch copy = r;
+    copy.isolation = isolation_;
+    if (isolation_.mode != "off") {
+      copy.isolation.keep.push_back(
+          (options_.shared_dir / "jobs" / std::to_string(launch.job_id)).string());
+    }
     if (run_as) {
       copy.run_as = run_as;
       STOKER_RETURN_IF_ERROR(MakeDirs(rdir));

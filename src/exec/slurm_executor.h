@@ -114,6 +114,12 @@ class SlurmExecutor : public Executor {
   // shared dir to it. Unset: trainers run as the Slurm job's user. Call
   // before the first Launch.
   void SetTrainerAccounts(TrainerAccounts accounts) { accounts_ = std::move(accounts); }
+  // Filesystem isolation of every trainer (config job_isolation), as for the
+  // local executor: Launch adds the job's directory in the shared dir to
+  // `base`'s kept paths. stoker-run applies it on the node that runs the
+  // task (in auto mode, where that node's kernel allows it). Call before the
+  // first Launch.
+  void SetIsolation(IsolationPlan base) { isolation_ = std::move(base); }
 
  private:
   struct Attempt {  // what this daemon knows about one submitted attempt
@@ -134,6 +140,7 @@ class SlurmExecutor : public Executor {
 
   SlurmOptions options_;
   TrainerAccounts accounts_;
+  IsolationPlan isolation_;
   std::map<std::pair<int64_t, int>, Attempt> attempts_;
   std::map<int64_t, SlurmJobInfo> queue_;
   int64_t queue_taken_us_ = -1;

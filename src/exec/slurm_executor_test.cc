@@ -209,6 +209,26 @@ TEST_F(SlurmLaunchTest, TheTrainerAccountGoesIntoLaunchJsonAsLocally) {
   EXPECT_EQ(st.st_mode & 0777, 0700u);
 }
 
+TEST_F(SlurmLaunchTest, TheIsolationPlanGoesIntoLaunchJsonWithTheJobsOwnDirectory) {
+  SlurmExecutor e(Opts());
+  IsolationPlan plan;
+  plan.mode = "auto";
+  plan.hide = {tmp_.string()};
+  plan.keep = {(tmp_ / "buckets").string()};
+  e.SetIsolation(plan);
+  ASSERT_FALSE(e.Launch(TwoReplicas()).ok());  // no sbatch here
+  for (const char* r : {"workerpool0-0", "workerpool1-0"}) {
+    auto spec = ReadJsonObject(e.ReplicaDir(12, 1, r) / "launch.json");
+    ASSERT_TRUE(spec.has_value()) << r;
+    ASSERT_TRUE(spec->contains("isolation")) << spec->dump();
+    const nlohmann::json& iso = (*spec)["isolation"];
+    EXPECT_EQ(iso["mode"], "auto");
+    EXPECT_EQ(iso["hide"], nlohmann::json::array({tmp_.string()}));
+    EXPECT_EQ(iso["keep"], nlohmann::json::array({(tmp_ / "buckets").string(),
+                                                  (tmp_ / "jobs" / "12").string()}));
+  }
+}
+
 TEST_F(SlurmLaunchTest, ARefusedAccountFailsTheLaunchBeforeSlurmIsAsked) {
   SlurmExecutor e(Opts());
   e.SetTrainerAccounts([](int64_t) -> Result<std::optional<RunAs>> {

@@ -92,20 +92,21 @@ Result<std::optional<exec::RunAs>> TrainerAccountFor(store::Store& store, auth::
 }
 
 // job_isolation (docs/security.md): each trainer's view of the file system
-// hides the data dir (token, stoker.db, other jobs' directories) and the TLS
-// key, and keeps the buckets, the interpreter links and Stoker's Python
-// helpers; the executor adds the job's own directory. Probed once here, so
-// that the log says what trainers get.
-void ConfigureIsolation(exec::LocalExecutor& local, const server::Config& config,
-                        const fs::path& data) {
+// hides the data dir (token, stoker.db, other jobs' directories), the Slurm
+// shared dir and the TLS key, and keeps the buckets, the interpreter links
+// and Stoker's Python helpers; the executor adds the job's own directory.
+// Mode "off": an empty plan.
+exec::IsolationPlan IsolationPlanFor(const server::Config& config, const fs::path& data,
+                                     const fs::path& shared_dir) {
   exec::IsolationPlan plan;
   plan.mode = config.job_isolation;
   if (plan.mode == "off") {
     spdlog::info("job_isolation: off: trainers can read whatever their account can in {}",
                  data.string());
-    return;
+    return plan;
   }
   plan.hide = {data.string()};
+  if (!shared_dir.empty() && shared_dir != data) plan.hide.push_back(shared_dir.string());
   if (!config.tls_key_file.empty()) plan.hide.push_back(fs::absolute(config.tls_key_file));
   plan.keep = {(data / "buckets").string()};
   for (const auto& [name, dir] : config.buckets) plan.keep.push_back(fs::absolute(dir).string());
@@ -119,6 +120,15 @@ void ConfigureIsolation(exec::LocalExecutor& local, const server::Config& config
                    r.python, r.match, data.string());
     }
   }
+  return plan;
+}
+
+// Gives the local executor its isolation plan and probes it once, so that
+// the log says what trainers get.
+void ConfigureIsolation(exec::LocalExecutor& local, const server::Config& config,
+                        const fs::path& data) {
+  exec::IsolationPlan plan = IsolationPlanFor(config, data, {});
+  if (plan.mode == "off") return;
   local.SetIsolation(plan);
   Status probe = local.ProbeIsolation();
   if (probe.ok()) {
@@ -254,8 +264,18 @@ int main(int argc, char** argv) {
     so.instance = *instance;
     spdlog::info("executor: slurm (jobs under {}, stoker-run {}, instance {})",
                  (so.shared_dir / "jobs").string(), so.runner.string(), so.instance);
+    fs::path shared_dir = so.shared_dir;
     auto slurm = std::make_unique<exec::SlurmExecutor>(std::move(so));
     slurm->SetTrainerAccounts(trainer_accounts);
+    exec::IsolationPlan plan = IsolationPlanFor(*config, data, fs::absolute(shared_dir));
+    if (plan.mode != "off") {
+      spdlog::info("job_isolation: {}: stoker-run applies it on the node of each task{}",
+                   plan.mode,
+                   plan.mode == "auto" ? " where that node allows it (else it says so in the "
+                                         "replica's runner.log)"
+                                       : "; a node that cannot fails the replica");
+    }
+    slurm->SetIsolation(std::move(plan));
     executor = std::move(slurm);
   } else {
     auto local = std::make_unique<exec::LocalExecutor>(data, config->runner);

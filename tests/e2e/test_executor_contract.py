@@ -388,6 +388,19 @@ class SlurmExecutorContractTest(ExecutorContract, StokerTestCase):
         self.assertEqual([l.split()[-1] for l in log.splitlines() if l.strip()], ["65534", "65534"],
                          log)
         self.assertEqual(os.stat(os.path.join(self.data, "jobs", job_id)).st_uid, 65534)
+        # Both jobs run as nobody, so only job isolation (auto by default)
+        # keeps the second from reading the first's files.
+        first = os.path.join(self.data, "jobs", job_id, "workerpool0-0", "output.log")
+        self.assertTrue(os.path.exists(first))
+        peek = self.submit(two_replica_job(
+            "peek", "cat %s; echo cat=$?; cat %s/token; echo token=$?" % (first, self.data), "true"))
+        job = self.wait_state(peek, timeout=90)
+        self.assertEqual(job["state"], "JOB_STATE_SUCCEEDED", job.get("error"))
+        log = self.stoker("jobs", "logs", peek, "--replica", "workerpool0-0").stdout
+        self.assertIn("cat=1", log)
+        self.assertIn("token=1", log)
+        self.assertIn("No such file or directory", log)
+        self.assertNotIn("65534", log)
         # A user mapped to root is refused, as locally.
         self.stoker("admin", "users", "add", "rooty", "--role", "user", "--unix-user", "root")
         token = self.stoker("admin", "users", "token", "rooty").stdout.strip()
