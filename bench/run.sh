@@ -113,6 +113,10 @@ runner=$(newest "$build/bin/stoker-run" "$build/src/runner/stoker-run")
 [[ -x $stokerd && -x $runner && -x $bench_bin ]] || {
   echo "run.sh: build did not produce stokerd, stoker-run and stoker-bench" >&2; exit 1; }
 
+# A root daemon runs trainers as `nobody` (the default account), which must be
+# able to enter the data dirs below $tmp (mktemp makes it 0700).
+chmod 711 "$tmp"
+
 # start_stokerd NAME EXTRA_CONFIG: a fresh daemon in $tmp/NAME; sets url, dir.
 start_stokerd() {
   dir=$tmp/$1
@@ -125,6 +129,9 @@ start_stokerd() {
   for _ in $(seq 100); do [[ -s $dir/stokerd.addr ]] && break; sleep 0.05; done
   [[ -s $dir/stokerd.addr ]] || { echo "stokerd did not start; see $dir/stokerd.log" >&2; exit 1; }
   url=$(cat "$dir/stokerd.addr")
+  # The API needs the daemon's local admin token (stoker-bench sends $STOKER_TOKEN).
+  export STOKER_TOKEN
+  STOKER_TOKEN=$(cat "$dir/token")
 }
 
 # ---- Stoker ------------------------------------------------------------------
