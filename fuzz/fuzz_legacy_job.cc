@@ -19,9 +19,9 @@ using nlohmann::json;
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size > 64 * 1024) return 0;
-  json input = json::parse(data, data + size, nullptr, false);
-  if (input.is_discarded()) return 0;
+  auto parsed = stoker::fuzz::JsonInput(data, size);
+  if (!parsed) return 0;
+  const json& input = *parsed;
   auto legacy = stoker::spec::FromLegacyJob(input);
   if (!legacy.ok()) {
     if (legacy.status().message().empty()) Fail("an error without a message", input.dump());

@@ -17,9 +17,9 @@ using nlohmann::json;
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size > 64 * 1024) return 0;
-  json input = json::parse(data, data + size, nullptr, false);
-  if (input.is_discarded()) return 0;
+  auto parsed = stoker::fuzz::JsonInput(data, size);
+  if (!parsed) return 0;
+  const json& input = *parsed;
   auto job = stoker::spec::ParseHyperparameterTuningJob(input);
   if (!job.ok()) return 0;
   (void)stoker::spec::Validate(*job);
