@@ -134,6 +134,21 @@ class Daemon:
         self.log.close()
 
 
+def stokerd_refuses(data_dir, config=None, listen="127.0.0.1:0", timeout=30):
+    """Runs stokerd on `data_dir` (writing `config` to its config.yaml first,
+    when given), expects it to exit non-zero at once and returns its stderr:
+    the message a user gets for a bad setup."""
+    os.makedirs(data_dir, exist_ok=True)
+    if config is not None:
+        with open(os.path.join(data_dir, "config.yaml"), "w") as f:
+            f.write(config)
+    r = subprocess.run([STOKERD, "--data-dir", data_dir, "--listen", listen],
+                       capture_output=True, text=True, timeout=timeout)
+    if r.returncode == 0:
+        raise AssertionError("stokerd started (exit 0) where it should refuse:\n" + r.stderr)
+    return r.stderr
+
+
 class StokerTestCase(unittest.TestCase):
     """Starts a daemon per test; `stoker(...)` runs the CLI against it."""
 

@@ -19,7 +19,7 @@ import tempfile
 import unittest
 
 from harness import (DEFAULT_CONFIG, STOKERD, Daemon, StokerTestCase, container_job, read_text,
-                     wait_for)
+                     stokerd_refuses, wait_for)
 
 JOBS = "/v1/projects/p/locations/l/customJobs"
 # Replicas run as nobody (the default account), never as root.
@@ -155,14 +155,8 @@ class ModesTest(IsolationCase):
         self.assertEqual(note.count("job_isolation"), 1, note)
 
     def test_a_bad_value_stops_the_daemon_naming_the_key(self):
-        data = os.path.join(self.tmp, "bad")
-        os.makedirs(data)
-        with open(os.path.join(data, "config.yaml"), "w") as f:
-            f.write("job_isolation: strict\n")
-        r = subprocess.run([STOKERD, "--data-dir", data, "--listen", "127.0.0.1:0"],
-                           capture_output=True, text=True, timeout=30)
-        self.assertNotEqual(r.returncode, 0)
-        self.assertIn("job_isolation: must be auto, required or off", r.stderr)
+        stderr = stokerd_refuses(os.path.join(self.tmp, "bad"), "job_isolation: strict\n")
+        self.assertIn("job_isolation: must be auto, required or off", stderr)
 
 
 class NobodyDaemon(Daemon):

@@ -1,10 +1,9 @@
 """A FIFO queue that never over-commits GPUs."""
 import json
 import os
-import subprocess
 
-from harness import (DEFAULT_CONFIG, IMAGE, STOKERD, StokerTestCase, container_job, read_text,
-                     wait_for)
+from harness import (DEFAULT_CONFIG, IMAGE, StokerTestCase, container_job, read_text,
+                     stokerd_refuses, wait_for)
 
 
 class QueueTest(StokerTestCase):
@@ -103,12 +102,8 @@ machine_types:
         self.assertIn("gpus=0", self.stoker("jobs", "logs", job_id).stdout)
 
     def test_a_bad_machine_type_in_the_config_stops_the_daemon_with_the_key(self):
-        data = os.path.join(self.tmp, "bad")
-        os.makedirs(data)
-        with open(os.path.join(data, "config.yaml"), "w") as f:
-            f.write("machine_types:\n  lab-box: {vcpus: 4, gpu_type: NVIDIA_TESLA_T5, gpu_count: 1}\n")
-        r = subprocess.run([STOKERD, "--data-dir", data, "--listen", "127.0.0.1:0"],
-                           capture_output=True, text=True, timeout=30)
-        self.assertNotEqual(r.returncode, 0)
-        self.assertIn("machine_types.lab-box.gpu_type", r.stderr)
-        self.assertIn("NVIDIA_TESLA_T4", r.stderr)  # the fix: a real type
+        stderr = stokerd_refuses(
+            os.path.join(self.tmp, "bad"),
+            "machine_types:\n  lab-box: {vcpus: 4, gpu_type: NVIDIA_TESLA_T5, gpu_count: 1}\n")
+        self.assertIn("machine_types.lab-box.gpu_type", stderr)
+        self.assertIn("NVIDIA_TESLA_T4", stderr)  # the fix: a real type
