@@ -104,7 +104,15 @@ Result<IsolationSpec> ParseIsolationSpec(const json& value) {
         "launch.json: isolation: must be {\"mode\": ..., \"hide\": [...], \"keep\": [...], "
         "\"keep_read_only\": [...]}");
   }
-  std::string mode = value.value("mode", "off");
+  // A missing or null mode is off; anything but one of the three strings is
+  // refused here (json::value would throw on a number or a boolean).
+  auto mode_it = value.find("mode");
+  if (mode_it != value.end() && !mode_it->is_null() && !mode_it->is_string()) {
+    return InvalidArgument("launch.json: isolation.mode: must be off, auto or required, got " +
+                           mode_it->dump());
+  }
+  std::string mode =
+      mode_it == value.end() || mode_it->is_null() ? "off" : mode_it->get<std::string>();
   if (mode == "off") {
     spec.mode = IsolationMode::kOff;
   } else if (mode == "auto") {

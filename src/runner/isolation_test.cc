@@ -59,6 +59,8 @@ TEST(ParseIsolationSpecTest, ReadsModeAndPaths) {
 TEST(ParseIsolationSpecTest, NullOrNoModeIsOff) {
   EXPECT_EQ(ParseIsolationSpec(json()).value().mode, IsolationMode::kOff);
   EXPECT_EQ(ParseIsolationSpec(json::object()).value().mode, IsolationMode::kOff);
+  EXPECT_EQ(ParseIsolationSpec(json::parse(R"({"mode": null})")).value().mode,
+            IsolationMode::kOff);
   EXPECT_EQ(ParseIsolationSpec(json::parse(R"({"mode": "auto"})")).value().mode,
             IsolationMode::kAuto);
 }
@@ -70,6 +72,10 @@ TEST(ParseIsolationSpecTest, NamesTheBadField) {
   } cases[] = {
       {R"([])", "launch.json: isolation: must be"},
       {R"({"mode": "strict"})", "isolation.mode"},
+      // Not strings: refused with the allowed values, never a json exception.
+      {R"({"mode": 3})", "launch.json: isolation.mode: must be off, auto or required, got 3"},
+      {R"({"mode": true})", "launch.json: isolation.mode: must be off, auto or required, got true"},
+      {R"({"mode": ["auto"]})", "isolation.mode"},
       {R"({"mode": "auto", "hide": "/d"})", "isolation.hide"},
       {R"({"mode": "auto", "hide": ["d"]})", "isolation.hide[0]"},
       {R"({"mode": "auto", "keep": ["/a", 3]})", "isolation.keep[1]"},

@@ -79,6 +79,8 @@ TEST(ParseLaunchSpecTest, NamesTheBadField) {
       {R"({"argv": ["a"], "packages": ["rel/p.tar.gz"]})", "packages[0]"},
       {R"({"argv": ["a"], "timeout_seconds": "1h"})", "timeout_seconds"},
       {R"({"argv": ["a"], "grace_seconds": -1})", "grace_seconds"},
+      {R"({"argv": ["a"], "isolation": {"mode": 3}})", "isolation.mode"},
+      {R"({"argv": ["a"], "isolation": {"mode": false}})", "isolation.mode"},
   };
   for (const auto& c : cases) {
     auto spec = ParseLaunchSpec(c.json);
