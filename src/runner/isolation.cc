@@ -59,7 +59,10 @@ int WriteProcFile(const char* path, const char* text) {
 }
 
 // The flags a bind remount must repeat: a mount that came from a more
-// privileged namespace has them locked, and dropping one is refused.
+// privileged namespace has them locked, and dropping one is refused. Its
+// atime flags are locked too (MNT_LOCK_ATIME), but a remount that names no
+// atime flag keeps the mount's own (Linux >= 3.17), so none is named here:
+// naming one that differs (MS_RELATIME on a noatime mount) is refused.
 unsigned long LockedFlags(const char* path) {
   struct statfs st;
   if (::statfs(path, &st) != 0) return 0;
@@ -298,9 +301,14 @@ void Isolation::MakeRootUserNamespace() {
   }
   helper_ = helper;
   std::string proc = "/proc/" + std::to_string(helper);
+  userns_step_ = "writing uid_map of the trainer's user namespace";
   int err = WriteProcFile((proc + "/uid_map").c_str(), uid_map_.c_str());
-  if (err == 0) err = WriteProcFile((proc + "/gid_map").c_str(), gid_map_.c_str());
   if (err == 0) {
+    userns_step_ = "writing gid_map of the trainer's user namespace";
+    err = WriteProcFile((proc + "/gid_map").c_str(), gid_map_.c_str());
+  }
+  if (err == 0) {
+    userns_step_ = "opening the trainer's user namespace (ns/user)";
     userns_fd_ = ::open((proc + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC);
     if (userns_fd_ < 0) err = errno;
   }
@@ -384,8 +392,15 @@ bool Isolation::Mount() {
     ++mounted_dirs_;
   }
   for (const MountPoint& m : mount_points_) {
-    int rc = m.is_dir ? ::mkdir(m.path.c_str(), 0111)
-                      : ::close(::open(m.path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0));
+    int rc = 0;
+    if (m.is_dir) {
+      rc = ::mkdir(m.path.c_str(), 0111);
+    } else {
+      // close() only when open worked: close(-1) would replace open's errno.
+      int fd = ::open(m.path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0);
+      if (fd >= 0) ::close(fd);
+      rc = fd >= 0 ? 0 : -1;
+    }
     if (rc != 0 && errno != EEXIST) {
       SetMessage("making the mount point", m.path.c_str(), errno);
       return false;

@@ -95,9 +95,9 @@ class Isolation {
   // this object.
   const char* Enter(int note_fd);
 
-  // What Enter will do, for tests and logs: the directories that become
-  // empty and the paths bound back ("ro " or "rw " + target).
-  const std::vector<std::string>& hidden_dirs() const { return hide_dirs_; }
+  // What Enter will do, for tests and logs: "hide " + each path that becomes
+  // empty (a directory) or unopenable (a file), then each path bound back
+  // ("ro " or "rw " + target, and " <- " + source where they differ).
   std::vector<std::string> Describe() const;
 
  private:

@@ -380,6 +380,42 @@ TEST_F(IsolationTest, HidesAFileOutsideTheHiddenDirectory) {
   EXPECT_EQ(ReadFile(root_ / "outside.txt").value(), "visible\n");
 }
 
+// A kept read-only path on a file system mounted noatime or strictatime: in
+// the trainer's user namespace its atime flags are locked (MNT_LOCK_ATIME),
+// so the read-only remount must keep them. The kernel keeps a mount's atime
+// flags on a remount that names none (Linux >= 3.17), which is what Mount
+// relies on; this test guards it.
+TEST_F(IsolationTest, KeepsReadOnlyPathsOnNoatimeAndStrictatimeMounts) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting the noatime tmpfs needs root";
+  const unsigned long kAtimes[] = {MS_NOATIME, MS_STRICTATIME, MS_NOATIME | MS_NODIRATIME};
+  for (unsigned long atime : kAtimes) {
+    Observations seen = InChild([&](Observations& seen) {
+      // A private mount namespace of the initial user namespace, as the
+      // host's: what the trainer's namespace then copies with locks.
+      if (::unshare(CLONE_NEWNS) != 0 ||
+          ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+          ::mount("atime-test", (data_ / "envs").c_str(), "tmpfs", atime, "mode=0755") != 0) {
+        seen["setup"] = strerrorname_np(errno);
+        return;
+      }
+      std::error_code ec;
+      fs::create_directories(data_ / "envs/bin", ec);
+      Write(data_ / "envs/bin/python", "#!/bin/sh\n");
+      Isolation isolation(SpecFor(2), false);
+      const char* error = isolation.Enter(-1);
+      seen["enter"] = error ? error : "ok";
+      BecomeNobody();
+      seen["read envs"] = TryRead(data_ / "envs/bin/python");
+      seen["write envs"] = TryWrite(data_ / "envs/bin/planted");
+    });
+    SCOPED_TRACE("atime flags " + std::to_string(atime));
+    ASSERT_EQ(seen["setup"], "");
+    EXPECT_EQ(seen["enter"], "ok");
+    EXPECT_EQ(seen["read envs"], "ok");
+    EXPECT_EQ(seen["write envs"], "EROFS");
+  }
+}
+
 // A process with a second thread cannot make namespaces (EINVAL): a stand-in
 // for a kernel that refuses them.
 void StartAThread() {
