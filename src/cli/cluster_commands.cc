@@ -19,17 +19,7 @@ std::string StartsIn(const json& job, int64_t now_us) {
   if (!at) return "unknown";
   int64_t s = (*at - now_us) / 1000000;
   if (s <= 0) return "now";
-  char buf[32];
-  if (s < 3600) {
-    std::snprintf(buf, sizeof buf, "in %lldm%02llds", static_cast<long long>(s / 60),
-                  static_cast<long long>(s % 60));
-  } else if (s < 48 * 3600) {
-    std::snprintf(buf, sizeof buf, "in %lldh%02lldm", static_cast<long long>(s / 3600),
-                  static_cast<long long>(s % 3600 / 60));
-  } else {
-    std::snprintf(buf, sizeof buf, "in %lldd", static_cast<long long>(s / 86400));
-  }
-  return buf;
+  return "in " + Span(static_cast<double>(s));
 }
 
 std::string Gb(double bytes) {

@@ -35,7 +35,9 @@ int Report(const Status& s);
 
 std::string JobsPath(const Globals& g);
 std::string IdOf(const nlohmann::json& job);
-// "12.3s" or "4m05s" between two RFC 3339 times.
+// A duration for people: "12.3s", "4m05s", "3h05m" or "2d".
+std::string Span(double seconds);
+// Span between two RFC 3339 times; "?" when either does not parse or b < a.
 std::string Since(const std::string& a, const std::string& b);
 Result<std::unique_ptr<Connection>> Connect(const Globals& g);
 

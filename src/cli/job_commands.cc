@@ -56,29 +56,25 @@ std::string IdOf(const json& job) {
   return name.substr(name.rfind('/') + 1);
 }
 
-std::string Since(const std::string& a, const std::string& b) {
-  // Both RFC 3339 with micros; compute the difference roughly via std::tm.
-  auto parse = [](const std::string& t) -> double {
-    std::tm tm{};
-    double frac = 0;
-    if (std::sscanf(t.c_str(), "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-                    &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6) {
-      return 0;
-    }
-    if (auto dot = t.find('.'); dot != std::string::npos)
-      frac = std::atof(("0" + t.substr(dot, 7)).c_str());
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    return static_cast<double>(timegm(&tm)) + frac;
-  };
-  double d = parse(b) - parse(a);
+std::string Span(double seconds) {
   char buf[32];
-  if (d < 120) {
-    std::snprintf(buf, sizeof buf, "%.1fs", d);
+  long long s = static_cast<long long>(seconds);
+  if (seconds < 60) {
+    std::snprintf(buf, sizeof buf, "%.1fs", seconds);
+  } else if (s < 3600) {
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+  } else if (s < 48 * 3600) {
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, s % 3600 / 60);
   } else {
-    std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(d) / 60, static_cast<int>(d) % 60);
+    std::snprintf(buf, sizeof buf, "%lldd", s / 86400);
   }
   return buf;
+}
+
+std::string Since(const std::string& a, const std::string& b) {
+  auto from = ParseRfc3339Micros(a), to = ParseRfc3339Micros(b);
+  if (!from || !to || *to < *from) return "?";
+  return Span((*to - *from) / 1e6);
 }
 
 Result<std::unique_ptr<Connection>> Connect(const Globals& g) {

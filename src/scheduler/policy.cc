@@ -1349,6 +1349,20 @@ std::string WaitingJob::Reason() const {
          (jobs_ahead == 1 ? " job ahead in the queue" : " jobs ahead in the queue");
 }
 
+std::string WaitKind(const WaitingJob& w) {
+  if (w.detail.empty()) return "place in line";
+  std::string kind = w.detail.substr(0, w.detail.find("; "));
+  std::erase_if(kind, [](char c) { return c >= '0' && c <= '9'; });
+  return kind;
+}
+
+bool WaitEventDue(const WaitingJob& w, const std::string& last_kind, int64_t last_event_us,
+                  int64_t now_us, int64_t repeat_us) {
+  std::string kind = WaitKind(w);
+  if (kind != last_kind) return true;
+  return !w.detail.empty() && now_us - last_event_us >= repeat_us;
+}
+
 int64_t EffectivePriority(const QueuedJob& job, int64_t now_us, const PolicyOptions& options) {
   if (options.aging_threshold_us <= 0 || now_us <= job.submit_us) return job.priority;
   return job.priority + (now_us - job.submit_us) / options.aging_threshold_us;

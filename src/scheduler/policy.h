@@ -163,6 +163,20 @@ struct WaitingJob {
   std::string Reason() const;
 };
 
+// The kind of a wait, for events: the first clause of the detail with its
+// numbers left out ("needs x NVIDIA_H_GB,  free"), or "place in line" for a
+// job whose reason is its place in line alone.
+std::string WaitKind(const WaitingJob& w);
+
+// Whether a wait deserves a new "waiting: ..." event, given the kind the last
+// one named (WaitKind; "" for none yet) and when it was written: when the kind
+// changes; the same detailed kind again at most every `repeat_us`; the bare
+// place in line never again, since its count changes with every start and a
+// deep queue would otherwise fill the events table. The job's wait reason
+// (describe, list) always shows the current text.
+bool WaitEventDue(const WaitingJob& w, const std::string& last_kind, int64_t last_event_us,
+                  int64_t now_us, int64_t repeat_us);
+
 // A job that can never run as asked (bad GPU count, or larger than the whole
 // cluster). The controller should fail it with the status.
 struct RejectedJob {

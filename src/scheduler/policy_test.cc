@@ -939,5 +939,73 @@ TEST(PolicyTest, KeepsQuotaReasonsInFullPastTheDetailLimit) {
   EXPECT_EQ(Waiting(d, "b")->Reason(), "quota: user bob already runs 0 of 0 allowed jobs");
 }
 
+
+// Node sets are bitsets of 64-node words: a cluster past 64 nodes whose only
+// room is on a node of the second or third word must still be found, for
+// every kind of request, and counted in the reasons.
+Snapshot FullClusterButOne(int nodes, int target, const std::string& target_type) {
+  std::vector<resources::Node> all;
+  for (int n = 0; n < nodes; ++n) {
+    all.push_back(GpuNode("n" + std::to_string(n), n == target ? 2 : 8,
+                          n == target ? target_type : kH100, 8, 64 * kGB));
+  }
+  Snapshot s = Snap(std::move(all));
+  for (int n = 0; n < nodes; ++n) {
+    if (n == target) continue;
+    RunningJob r = Running("busy" + std::to_string(n), n, {0, 1, 2, 3, 4, 5, 6, 7}, 3600);
+    r.replicas[0].cpus = 8;  // and every CPU
+    s.running.push_back(r);
+  }
+  return s;
+}
+
+TEST(PolicyTest, FindsTheOnlyRoomOnANodePastTheFirst64) {
+  for (int target : {63, 64, 100, 129}) {
+    SCOPED_TRACE("room only on node " + std::to_string(target));
+    struct Case {
+      const char* name;
+      ReplicaAsk ask;
+      std::string target_type;
+    };
+    for (const Case& c : {Case{"whole", Ask(1), kH100}, Case{"two", Ask(2), kH100},
+                          Case{"share", Ask(0.25), kH100}, Case{"cpu-only", Ask(0), kH100},
+                          Case{"substituted", Ask(2, kT4), kL4}}) {
+      SCOPED_TRACE(c.name);
+      Snapshot s = FullClusterButOne(130, target, c.target_type);
+      s.queued.push_back(Job(c.name, {c.ask}));
+      Decision d = Schedule(s);
+      const StartJob* started = Started(d, c.name);
+      ASSERT_NE(started, nullptr) << (d.wait.empty() ? "" : d.wait[0].Reason());
+      EXPECT_EQ(started->replicas[0].node, target);
+    }
+    Snapshot s = FullClusterButOne(130, target, kH100);
+    s.queued.push_back(Job("three", {Ask(3)}));
+    Decision d = Schedule(s);
+    ASSERT_NE(Waiting(d, "three"), nullptr);
+    EXPECT_TRUE(Contains(Waiting(d, "three")->Reason(), "needs 3x NVIDIA_H100_80GB, 2 free"))
+        << Waiting(d, "three")->Reason();
+  }
+}
+
+TEST(PolicyTest, WritesAWaitEventWhenTheKindChangesAndRepeatsOnlyDetailedOnes) {
+  constexpr int64_t kRepeat = 600 * kS;
+  WaitingJob needs{"j", "needs 2x NVIDIA_L4, 1 free; 3 jobs ahead in the queue", 3, 0};
+  WaitingJob fewer{"j", "needs 2x NVIDIA_L4, 0 free; 1 job ahead in the queue", 1, 0};
+  WaitingJob place{"j", "", 40, 0};
+  WaitingJob closer{"j", "", 1, 0};
+  EXPECT_EQ(WaitKind(needs), "needs x NVIDIA_L,  free");
+  EXPECT_EQ(WaitKind(needs), WaitKind(fewer));  // numbers aside
+  EXPECT_EQ(WaitKind(place), "place in line");
+  EXPECT_EQ(WaitKind(place), WaitKind(closer));  // "40 jobs" and "1 job" alike
+  // The first event, and a new kind, always.
+  EXPECT_TRUE(WaitEventDue(needs, "", 0, kNow, kRepeat));
+  EXPECT_TRUE(WaitEventDue(place, WaitKind(needs), kNow, kNow + kS, kRepeat));
+  // The same detailed kind: not within the repeat time, again after it.
+  EXPECT_FALSE(WaitEventDue(fewer, WaitKind(needs), kNow, kNow + kRepeat - 1, kRepeat));
+  EXPECT_TRUE(WaitEventDue(fewer, WaitKind(needs), kNow, kNow + kRepeat, kRepeat));
+  // The place in line alone: never again, however long it waits.
+  EXPECT_FALSE(WaitEventDue(closer, WaitKind(place), kNow, kNow + 100 * kRepeat, kRepeat));
+}
+
 }  // namespace
 }  // namespace stoker::scheduler

@@ -441,7 +441,7 @@ void Controller::PollJob(Active& a) {
     for (const exec::ReplicaStatus& r : st) {
       if (r.phase != exec::ReplicaPhase::kStarting || r.message.empty()) continue;
       if (r.message != a.rec.wait_reason) {
-        (void)store_.SetWaitReason(a.rec.id, r.message);
+        (void)store_.RecordWaits({{a.rec.id, r.message, ""}});
         a.rec.wait_reason = r.message;
       }
       break;
@@ -597,9 +597,7 @@ void Controller::AccrueUsage(int64_t now_us) {
   double decay = std::exp2(-dt / (config_.fair_share_half_life_hours * 3600));
   for (auto& [user, v] : usage_) v *= decay;
   auto add = [&](const std::string& user, const std::vector<scheduler::PlacedReplica>& placed) {
-    for (const scheduler::PlacedReplica& p : placed) {
-      for (const scheduler::GpuShare& g : p.gpus) usage_[user] += g.fraction * dt;
-    }
+    usage_[user] += HeldGpus(placed) * dt;
   };
   for (const auto& [key, d] : draining_) add(d.user, d.placed);
   for (const auto& [id, a] : active_) add(a.rec.user, a.placed);
@@ -613,15 +611,16 @@ void Controller::RebuildUsage(int64_t now_us) {
   if (ended.ok()) {
     for (const store::JobRecord& rec : *ended) {
       if (rec.start_time_us == 0) continue;  // never ran
-      intervals.push_back({rec.user, AllocatedGpus(rec.allocation), rec.start_time_us,
-                           rec.end_time_us});
+      if (!rec.allocation.is_object()) continue;
+      intervals.push_back({rec.user, HeldGpus(PlacedFromAllocation(rec.allocation, node_)),
+                           rec.start_time_us, rec.end_time_us});
     }
   } else {
     spdlog::warn("fair share starts from zero: {}", ended.status().ToString());
   }
   for (const auto& [id, a] : active_) {
     if (a.rec.start_time_us == 0 || spec::IsTerminal(a.rec.state)) continue;
-    intervals.push_back({a.rec.user, AllocatedGpus(a.rec.allocation), a.rec.start_time_us, now_us});
+    intervals.push_back({a.rec.user, HeldGpus(a.placed), a.rec.start_time_us, now_us});
   }
   usage_ = UsageFromHistory(intervals, now_us, half_life_s);
   usage_us_ = now_us;
@@ -719,10 +718,20 @@ void Controller::Schedule() {
     auto it = active_.find(std::stoll(w.job_id));
     if (it != active_.end()) RecordWait(it->second, w, now, notes);
   }
-  if (Status s = store_.RecordWaits(notes); !s.ok()) {
-    spdlog::warn("cannot record why {} job(s) wait: {}", notes.size(), s.ToString());
-  }
+  Status recorded = store_.RecordWaits(notes);
   PublishViews(snap, d);
+  if (!recorded.ok()) {
+    // None of them is stored: forget them, so the next decision writes them again.
+    spdlog::warn("cannot record why {} job(s) wait: {}", notes.size(), recorded.ToString());
+    for (const store::Store::WaitNote& n : notes) {
+      auto it = active_.find(n.id);
+      if (it == active_.end()) continue;
+      it->second.rec.wait_reason.clear();
+      it->second.wait_jobs_ahead = -1;
+      if (!n.event.empty()) it->second.wait_event_kind.clear();
+    }
+    schedule_dirty_ = true;
+  }
 }
 
 void Controller::StartPlaced(Active& a, const scheduler::StartJob& start,
@@ -771,6 +780,7 @@ void Controller::StartPlaced(Active& a, const scheduler::StartJob& start,
   }
   a.rec.allocation = allocation;
   a.rec.wait_reason.clear();
+  a.wait_jobs_ahead = -1;
   a.replicas = names;
   a.placed = start.replicas;
   a.placed_us = NowMicros();
@@ -780,30 +790,28 @@ void Controller::StartPlaced(Active& a, const scheduler::StartJob& start,
 
 void Controller::RecordWait(Active& a, const scheduler::WaitingJob& w, int64_t now_us,
                             std::vector<store::Store::WaitNote>& notes) {
-  const std::string reason = w.Reason();
   const std::optional<double>& max_wait = a.job.job_spec.scheduling.max_wait_seconds;
   if (max_wait && *max_wait > 0 && now_us - a.rec.create_time_us > *max_wait * 1e6) {
     std::string why = "waited longer than its scheduling.maxWaitDuration of " +
-                      FormatDuration(*max_wait) + " for resources; last reason: " + reason;
+                      FormatDuration(*max_wait) + " for resources; last reason: " + w.Reason();
     Finish(a, JobState::kFailed, why, kRpcDeadlineExceeded, why);
     return;
   }
+  // The same place in line as stored: nothing to write, no string to build
+  // (most of a long queue on most decisions).
+  if (w.detail.empty() && w.jobs_ahead == a.wait_jobs_ahead) return;
+  std::string reason = w.Reason();
+  a.wait_jobs_ahead = w.detail.empty() ? w.jobs_ahead : -1;
   if (reason == a.rec.wait_reason) return;
-  // An event when the kind of reason changes (the first clause, numbers
-  // aside: "needs 2x T4, 1 free" -> "quota: ..."); the same kind again (the
-  // count of jobs ahead changes with every start) at most every ten minutes,
-  // so a deep queue does not fill the events table.
-  std::string kind = reason.substr(0, reason.find("; "));
-  kind.erase(std::remove_if(kind.begin(), kind.end(), [](char c) { return c >= '0' && c <= '9'; }),
-             kind.end());
+  constexpr int64_t kRepeatWaitEventUs = 600'000'000;  // ten minutes
   std::string event;
-  if (kind != a.wait_event_kind || now_us - a.wait_event_us > 600'000'000) {
+  if (scheduler::WaitEventDue(w, a.wait_event_kind, a.wait_event_us, now_us, kRepeatWaitEventUs)) {
     event = "waiting: " + reason;
     a.wait_event_us = now_us;
-    a.wait_event_kind = kind;
+    a.wait_event_kind = scheduler::WaitKind(w);
   }
   notes.push_back({a.rec.id, reason, std::move(event)});
-  a.rec.wait_reason = reason;
+  a.rec.wait_reason = std::move(reason);
 }
 
 void Controller::PublishViews(const scheduler::Snapshot& snap, const scheduler::Decision& d) {
@@ -824,7 +832,7 @@ void Controller::PublishViews(const scheduler::Snapshot& snap, const scheduler::
     e.effective_priority = scheduler::EffectivePriority(q, snap.now_us, snap.options);
     e.create_time_us = a.rec.create_time_us;
     e.gpus = GpuSummary(a.requests);
-    e.reason = w.Reason();
+    e.reason = a.rec.wait_reason;  // RecordWait's text for this decision
     e.estimated_start_us = w.estimated_start_us;
     queue.push_back(std::move(e));
   }

@@ -83,7 +83,8 @@ class Controller {
     int64_t last_cancel_us = 0;
     int64_t placed_us = 0;
     int64_t wait_event_us = 0;                    // last "waiting: ..." event
-    std::string wait_event_kind;                  // its first clause without numbers
+    std::string wait_event_kind;                  // its scheduler::WaitKind
+    int wait_jobs_ahead = -1;  // rec.wait_reason is "N jobs ahead" with this N; -1 = not
     std::map<std::string, int64_t> hung_since_us;  // replicas reported hung, by name
     int64_t hang_check_us = 0;
   };

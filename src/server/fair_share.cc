@@ -21,18 +21,10 @@ std::map<std::string, double> UsageFromHistory(const std::vector<GpuInterval>& i
   return usage;
 }
 
-double AllocatedGpus(const nlohmann::json& allocation) {
+double HeldGpus(const std::vector<scheduler::PlacedReplica>& placed) {
   double gpus = 0;
-  if (!allocation.is_object()) return 0;
-  for (const nlohmann::json& r : allocation.value("replicas", nlohmann::json::array())) {
-    if (!r.is_object()) continue;
-    if (r.contains("gpu_shares") && r["gpu_shares"].is_array()) {
-      for (const nlohmann::json& g : r["gpu_shares"]) {
-        if (g.is_object()) gpus += g.value("fraction", 1.0);
-      }
-    } else if (r.contains("gpus") && r["gpus"].is_array()) {
-      gpus += static_cast<double>(r["gpus"].size());
-    }
+  for (const scheduler::PlacedReplica& p : placed) {
+    for (const scheduler::GpuShare& g : p.gpus) gpus += g.fraction;
   }
   return gpus;
 }

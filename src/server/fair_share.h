@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "scheduler/policy.h"
 
 namespace stoker::server {
 
@@ -31,9 +31,8 @@ struct GpuInterval {
 std::map<std::string, double> UsageFromHistory(const std::vector<GpuInterval>& intervals,
                                                int64_t now_us, double half_life_s);
 
-// Whole-GPU equivalents an allocation (as stored on a job) holds: the sum of
-// its replicas' gpu_shares fractions, or one per GPU index in allocations
-// written before GPU sharing.
-double AllocatedGpus(const nlohmann::json& allocation);
+// Whole-GPU equivalents that placed replicas hold: the sum of their GPU
+// shares' fractions (a whole GPU is 1).
+double HeldGpus(const std::vector<scheduler::PlacedReplica>& placed);
 
 }  // namespace stoker::server

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace stoker::server {
 namespace {
 
@@ -53,17 +55,12 @@ TEST(FairShareTest, SumsPerUserAndIgnoresEmptyAndFutureParts) {
   EXPECT_EQ(u.count("c"), 0u);
 }
 
-TEST(FairShareTest, CountsGpusOfStoredAllocations) {
-  using nlohmann::json;
-  json shared = {{"replicas",
-                  {{{"gpus", {0}}, {"gpu_shares", {{{"gpu", 0}, {"fraction", 0.25}}}}},
-                   {{"gpus", {1, 2}},
-                    {"gpu_shares", {{{"gpu", 1}, {"fraction", 1.0}}, {{"gpu", 2}, {"fraction", 1.0}}}}}}}};
-  EXPECT_DOUBLE_EQ(AllocatedGpus(shared), 2.25);
-  json old = {{"replicas", {{{"gpus", {0, 1, 2}}}}}};  // before GPU sharing
-  EXPECT_DOUBLE_EQ(AllocatedGpus(old), 3);
-  EXPECT_DOUBLE_EQ(AllocatedGpus(json()), 0);
-  EXPECT_DOUBLE_EQ(AllocatedGpus(json{{"replicas", {{{"cpus", 4}}}}}), 0);
+TEST(FairShareTest, CountsWholeGpusAndSharesOfPlacedReplicas) {
+  scheduler::PlacedReplica shared, whole, cpu_only;
+  shared.gpus = {{0, 0.25, 4ull << 30}};
+  whole.gpus = {{1, 1.0, 16ull << 30}, {2, 1.0, 16ull << 30}};
+  EXPECT_DOUBLE_EQ(HeldGpus({shared, whole, cpu_only}), 2.25);
+  EXPECT_DOUBLE_EQ(HeldGpus({}), 0);
 }
 
 }  // namespace

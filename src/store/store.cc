@@ -526,16 +526,6 @@ Status Store::AddEvent(int64_t id, const std::string& reason) {
   return InsertEvent(id, state, state, reason, NowMicros());
 }
 
-Status Store::SetWaitReason(int64_t id, const std::string& reason) {
-  std::lock_guard lock(mu_);
-  Stmt s(db_, "UPDATE jobs SET wait_reason = ? WHERE id = ? AND wait_reason != ?");
-  s.Bind(1, reason);
-  s.Bind(2, id);
-  s.Bind(3, reason);
-  if (s.Step() != SQLITE_DONE) return SqliteError(db_, "set wait reason");
-  return OkStatus();
-}
-
 Status Store::RecordWaits(const std::vector<WaitNote>& notes) {
   if (notes.empty()) return OkStatus();
   std::lock_guard lock(mu_);

@@ -5,8 +5,8 @@
 // change survives a crash of the process or the machine.
 //
 // Ownership of writes (DESIGN.md §2): API handlers call CreateJob and
-// RequestCancel (intents); only the control loop calls Transition and
-// SetWaitReason. Reads may come from any thread.
+// RequestCancel (intents); only the control loop calls Transition, AddEvent
+// and RecordWaits. Reads may come from any thread.
 //
 // Thread-safe: one connection guarded by a mutex.
 #pragma once
@@ -163,7 +163,6 @@ class Store {
                     const TransitionUpdate& update = {});
   // Appends an event that does not change the state (a warning, a note).
   Status AddEvent(int64_t id, const std::string& reason);
-  Status SetWaitReason(int64_t id, const std::string& reason);
 
   // Why queued jobs wait, as one decision of the scheduler sees it: each
   // job's wait reason and, where `event` is not empty, an event with that

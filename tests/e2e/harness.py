@@ -142,10 +142,14 @@ def stokerd_refuses(data_dir, config=None, listen="127.0.0.1:0", timeout=30):
     if config is not None:
         with open(os.path.join(data_dir, "config.yaml"), "w") as f:
             f.write(config)
-    r = subprocess.run([STOKERD, "--data-dir", data_dir, "--listen", listen],
-                       capture_output=True, text=True, timeout=timeout)
+    try:
+        r = subprocess.run([STOKERD, "--data-dir", data_dir, "--listen", listen],
+                           capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:  # it started and kept serving (run() killed it)
+        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else e.stderr
+        raise AssertionError("stokerd kept running where it should refuse:\n" + (err or ""))
     if r.returncode == 0:
-        raise AssertionError("stokerd started (exit 0) where it should refuse:\n" + r.stderr)
+        raise AssertionError("stokerd exited 0 where it should refuse:\n" + r.stderr)
     return r.stderr
 
 
