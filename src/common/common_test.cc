@@ -16,6 +16,14 @@ TEST(TimeTest, FormatsRfc3339InUtcWithMicros) {
   EXPECT_EQ(FormatRfc3339(1716000000123456), "2024-05-18T02:40:00.123456Z");
 }
 
+TEST(TimeTest, MonotonicMsNeverGoesBackAndCountsMilliseconds) {
+  int64_t a = MonotonicMs();
+  ::usleep(20000);
+  int64_t b = MonotonicMs();
+  EXPECT_GE(b - a, 20);
+  EXPECT_LT(b - a, 20000);  // milliseconds, not microseconds
+}
+
 TEST(TimeTest, ParsesDurationsWithAndWithoutSuffix) {
   EXPECT_DOUBLE_EQ(ParseDuration("3600s", "f").value(), 3600);
   EXPECT_DOUBLE_EQ(ParseDuration("0.5s", "f").value(), 0.5);

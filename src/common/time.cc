@@ -39,6 +39,12 @@ int64_t ToMicros(TimePoint t) {
 TimePoint FromMicros(int64_t us) { return TimePoint(std::chrono::microseconds(us)); }
 int64_t NowMicros() { return ToMicros(Clock::now()); }
 
+int64_t MonotonicMs() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
 std::string FormatRfc3339(int64_t micros) {
   time_t secs = static_cast<time_t>(micros / 1000000);
   int64_t frac = micros % 1000000;

@@ -34,4 +34,9 @@ Result<double> ParseDuration(const std::string& text, const std::string& field);
 // Formats seconds as a protobuf Duration ("3600s", "0.5s").
 std::string FormatDuration(double seconds);
 
+// Milliseconds of CLOCK_MONOTONIC (since an arbitrary point, not changed by
+// setting the wall clock): for deadlines and intervals, never for
+// timestamps. Thread-safe and async-signal-safe.
+int64_t MonotonicMs();
+
 }  // namespace stoker

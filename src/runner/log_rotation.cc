@@ -4,7 +4,6 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +14,7 @@
 #include <optional>
 
 #include "common/files.h"
+#include "common/time.h"
 
 namespace stoker::runner {
 namespace {
@@ -26,12 +26,6 @@ namespace fs = std::filesystem;
 // not cut it; then it is written as it is (a progress bar, a prompt).
 constexpr int kHoldBackMs = 100;
 constexpr size_t kMaxHeldBack = 64 * 1024;
-
-int64_t MonotonicMs() {
-  timespec ts;
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
 
 std::string FileName(int index) {
   return index == 0 ? "output.log" : "output.log." + std::to_string(index);

@@ -18,11 +18,27 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/status.h"
+
 namespace stoker::runner {
+
+// Every process in /proc now (the caller included). Unavailable when /proc
+// cannot be listed (out of file descriptors, say): the caller then knows
+// nothing, which is not the same as knowing there is nothing.
+Result<std::vector<pid_t>> ListPids();
+
+// What /proc/PID/stat says of one process: "pid (comm) S ppid ...".
+struct ProcStat {
+  char state = 0;  // R, S, D, Z (zombie), X (dead), ...
+  pid_t ppid = 0;
+};
+// nullopt when the process is gone (or its stat cannot be read).
+std::optional<ProcStat> ReadProcStat(pid_t pid);
 
 // The variable that carries the cookie. Set by stoker-run last, over any
 // value launch.json's env gives it.
@@ -38,7 +54,11 @@ std::string ReplicaCookie(const std::filesystem::path& replica_dir);
 // The live processes (zombies excluded) whose environment holds exactly
 // STOKER_REPLICA=<cookie>; the calling process is never listed. Processes
 // whose environment the caller may not read are not listed either.
-std::vector<pid_t> FindReplicaProcesses(std::string_view cookie);
+// `*complete` (when given) becomes false when the scan could not look at
+// every process: /proc could not be listed, or an environment could not be
+// read for another reason than the process being gone or not the caller's
+// (EMFILE, say). The list is then partial, and an empty one proves nothing.
+std::vector<pid_t> FindReplicaProcesses(std::string_view cookie, bool* complete = nullptr);
 
 // Kills the processes carrying one cookie, pass by pass, and waits for them
 // to be gone. Each kill goes through a pidfd opened first and the
@@ -52,30 +72,44 @@ class ProcessSweep {
   ProcessSweep& operator=(const ProcessSweep&) = delete;
 
   // One pass: SIGKILL to every process FindReplicaProcesses lists now.
-  // Returns how many were signalled; 0 means none is left that the caller
-  // may signal (refused() says how many refused, e.g. EPERM).
+  // Returns how many were signalled; 0 with complete() means none is left
+  // that the caller may signal (refused() says how many refused, e.g.
+  // EPERM). A process whose pidfd cannot be opened (ENOSYS, EMFILE, ...) is
+  // signalled by pid after its cookie is checked again.
   int KillPass();
 
   // Waits until every process signalled so far has exited (is a zombie or
-  // gone), at most `timeout_ms`. True when all have.
+  // gone), at most `timeout_ms`. True when all have. Closes the pidfds of
+  // those that have.
   bool WaitForExits(int64_t timeout_ms);
 
   // Processes signalled so far (each counted once).
-  int killed() const { return static_cast<int>(pids_.size()); }
+  int killed() const { return static_cast<int>(victims_.size()); }
   // Processes of the last pass that carried the cookie but refused the signal.
   int refused() const { return refused_; }
+  // False when the last pass could not scan every process (see
+  // FindReplicaProcesses): its 0 then does not mean none is left.
+  bool complete() const { return complete_; }
 
  private:
+  struct Victim {
+    pid_t pid;
+    int pidfd;    // -1: none (unsupported, out of descriptors, or closed at exit)
+    bool exited;  // seen exited; its pidfd is closed
+  };
+  // Marks the victims whose pidfd polls readable as exited and closes it.
+  void ReleaseExited();
+
   std::string cookie_;
   int refused_ = 0;
-  std::vector<pid_t> pids_;  // one per process signalled
-  std::vector<int> pidfds_;  // parallel to pids_; -1 where pidfds are unsupported
+  bool complete_ = true;
+  std::vector<Victim> victims_;  // one per process signalled
 };
 
 // Passes until one finds nothing, then waits for the exits; `timeout_ms`
 // bounds the whole. Returns the number of processes killed, or -1 when some
 // were still there at the deadline (in uninterruptible sleep, or refusing
-// the signal).
+// the signal) or the last pass could not scan every process.
 int KillReplicaProcesses(std::string_view cookie, int64_t timeout_ms);
 
 }  // namespace stoker::runner

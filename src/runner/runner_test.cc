@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -490,6 +491,70 @@ TEST_F(StokerRunTest, AGrandchildThatEscapedAKilledSupervisorIsFoundByItsCookie)
   EXPECT_TRUE(FindReplicaProcesses(ReplicaCookie(dir_)).empty());
   EXPECT_EQ(KillReplicaProcesses(ReplicaCookie(dir_), 5000), 0);
   fs::remove(dir_ / "runner.json");  // no supervisor left for TearDown to stop
+}
+
+// More processes than the sweep has file descriptors for (a trainer that
+// forked a thousand workers, RLIMIT_NOFILE 1024): EMFILE is neither "gone"
+// nor "none left". Every process carrying the cookie dies, and the count
+// says so.
+TEST(ProcessSweepTest, KillsEveryProcessEvenWhenOutOfFileDescriptors) {
+  const std::string cookie = "/nonexistent/stoker-sweep-" + std::to_string(::getpid());
+  constexpr int kProcesses = 48;
+  int report[2];
+  ASSERT_EQ(::pipe(report), 0);
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::close(report[0]);
+    std::string var = "STOKER_REPLICA=" + cookie;
+    char* argv[] = {const_cast<char*>("/bin/sleep"), const_cast<char*>("1000"), nullptr};
+    char* envp[] = {var.data(), nullptr};
+    for (int i = 0; i < kProcesses; ++i) {
+      pid_t pid;
+      if (::posix_spawn(&pid, argv[0], nullptr, nullptr, argv, envp) != 0) ::_exit(2);
+    }
+    // Each has exec'd (and so carries the cookie) once the scan lists it.
+    for (int i = 0; i < 5000 && FindReplicaProcesses(cookie).size() < kProcesses; ++i) {
+      ::usleep(1000);
+    }
+    int lowest_free = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    ::close(lowest_free);
+    rlimit lim;
+    ::getrlimit(RLIMIT_NOFILE, &lim);
+    const rlim_t hard = lim.rlim_max;
+    lim.rlim_cur = static_cast<rlim_t>(lowest_free + 12);
+    if (::setrlimit(RLIMIT_NOFILE, &lim) != 0) ::_exit(3);
+    // No descriptor at all: the pass can neither list /proc nor open a
+    // pidfd, and must say that its 0 proves nothing.
+    std::vector<int> fillers;
+    for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) fillers.push_back(fd);
+    ProcessSweep blind(cookie);
+    int blind_signalled = blind.KillPass();
+    bool blind_complete = blind.complete();
+    for (int fd : fillers) ::close(fd);
+    // Room for a few pidfds only; the rest of the victims wait their turn.
+    int killed = KillReplicaProcesses(cookie, 20000);
+    lim.rlim_cur = hard;
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+    std::string out = std::to_string(blind_signalled) + " " + std::to_string(blind_complete) +
+                      " " + std::to_string(killed) + " " +
+                      std::to_string(FindReplicaProcesses(cookie).size());
+    ssize_t n = ::write(report[1], out.data(), out.size());
+    ::_exit(n == static_cast<ssize_t>(out.size()) ? 0 : 4);
+  }
+  ::close(report[1]);
+  std::string got;
+  char buf[64];
+  ssize_t n;
+  while ((n = ::read(report[0], buf, sizeof buf)) > 0) got.append(buf, n);
+  ::close(report[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  int left_after = static_cast<int>(FindReplicaProcesses(cookie).size());
+  KillReplicaProcesses(cookie, 5000);  // whatever a failure left behind
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(got, "0 0 " + std::to_string(kProcesses) + " 0")
+      << "signalled without descriptors, complete, killed, left";
+  EXPECT_EQ(left_after, 0);
 }
 
 TEST(ReplicaCookieTest, IsTheNormalisedAbsolutePath) {

@@ -1,6 +1,5 @@
 #include "runner/supervisor.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
@@ -9,7 +8,6 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -47,12 +45,6 @@ constexpr int64_t kCleanupLimitMs = 30000;
 // How often a supervisor checks that its replica directory still exists.
 constexpr int64_t kOrphanCheckMs = 1000;
 
-int64_t MonotonicMs() {
-  timespec ts;
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
-
 void Log(const std::string& line) {
   std::string l = "stoker-run[" + std::to_string(::getpid()) + "]: " + line + "\n";
   ssize_t n = ::write(STDERR_FILENO, l.data(), l.size());
@@ -62,32 +54,15 @@ void Log(const std::string& line) {
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
 // Every process below `root` in the /proc parent tree, `root` excluded.
+// Empty when /proc cannot be listed: the callers also wait for waitpid's
+// ECHILD before they believe no child is left.
 std::vector<pid_t> Descendants(pid_t root) {
   std::multimap<pid_t, pid_t> children;  // ppid -> pid
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return {};
-  while (dirent* e = ::readdir(proc)) {
-    char* end = nullptr;
-    long pid = std::strtol(e->d_name, &end, 10);
-    if (pid <= 0 || *end != '\0') continue;
-    char path[64];
-    std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    char buf[512];
-    ssize_t n = ::read(fd, buf, sizeof buf - 1);
-    ::close(fd);
-    if (n <= 0) continue;
-    buf[n] = '\0';
-    // "pid (comm) S ppid ...": comm may hold spaces and parentheses.
-    char* close_paren = std::strrchr(buf, ')');
-    if (close_paren == nullptr) continue;
-    char state = 0;
-    long ppid = 0;
-    if (std::sscanf(close_paren + 1, " %c %ld", &state, &ppid) != 2) continue;
-    children.emplace(static_cast<pid_t>(ppid), static_cast<pid_t>(pid));
+  Result<std::vector<pid_t>> pids = ListPids();
+  if (!pids.ok()) return {};
+  for (pid_t pid : *pids) {
+    if (std::optional<ProcStat> st = ReadProcStat(pid)) children.emplace(st->ppid, pid);
   }
-  ::closedir(proc);
   std::vector<pid_t> out;
   std::vector<pid_t> todo = {root};
   while (!todo.empty()) {
@@ -459,7 +434,7 @@ void Supervisor::KillEverythingLeft() {
     ReapChildren();
     std::vector<pid_t> left = Descendants(::getpid());
     int outside = marked.KillPass();
-    if (left.empty() && outside == 0) {
+    if (left.empty() && outside == 0 && marked.complete()) {
       // No process below us: nothing to reap either once waitpid says so.
       // Those killed outside our tree are reaped by others: wait for their
       // exits, so that none is alive once status.json says the replica ended.
