@@ -134,6 +134,16 @@ class Daemon:
         self.log.close()
 
 
+def skip_or_fail(case, why):
+    """Skips `case` because this machine lacks what it needs (`why`), unless
+    STOKER_TEST_REQUIRE_ALL=1 (CI sets it): then it fails, so that a CI run
+    cannot pass without having run it, e.g. when a regression makes job
+    isolation look unavailable."""
+    if os.environ.get("STOKER_TEST_REQUIRE_ALL") == "1":
+        case.fail(why + " (STOKER_TEST_REQUIRE_ALL=1 forbids skipping)")
+    case.skipTest(why)
+
+
 def stokerd_refuses(data_dir, config=None, listen="127.0.0.1:0", timeout=30):
     """Runs stokerd on `data_dir` (writing `config` to its config.yaml first,
     when given), expects it to exit non-zero at once and returns its stderr:

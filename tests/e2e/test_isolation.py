@@ -19,7 +19,7 @@ import tempfile
 import unittest
 
 from harness import (DEFAULT_CONFIG, STOKERD, Daemon, StokerTestCase, container_job, read_text,
-                     stokerd_refuses, wait_for)
+                     skip_or_fail, stokerd_refuses, wait_for)
 
 JOBS = "/v1/projects/p/locations/l/customJobs"
 # Replicas run as nobody (the default account), never as root.
@@ -70,7 +70,8 @@ class IsolationCase(StokerTestCase):
     def isolation_in_use(self):
         log = read_text(os.path.join(self.data, "stokerd.test.log"))
         if "cannot isolate trainers on this machine" in log:
-            self.skipTest("this machine cannot isolate trainers: " + log[log.find("job_isolation"):][:300])
+            skip_or_fail(self, "this machine cannot isolate trainers: " +
+                         log[log.find("job_isolation"):][:300])
 
     def attack(self):
         """Runs job A (alice) and, while it runs, job B (bob); returns B's
