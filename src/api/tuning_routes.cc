@@ -131,10 +131,10 @@ http::Response AddMeasurement(const ApiDeps& d, int64_t study_id, int64_t trial_
     }
     auto job = d.store->GetJob(t.job_id);
     if (!job.ok()) return Error(job.status());
-    std::filesystem::path dir =
-        d.executor->ReplicaDir(job->id, job->attempt, "workerpool0-0") / "hypertune";
-    Status s = MakeDirs(dir);
-    if (s.ok()) s = AppendLine(dir / "pushed.metrics", line.dump());
+    // The replica directory belongs to the trainer (a root daemon writes
+    // here): never follow a link it may have planted.
+    Status s = AppendLineNoFollow(d.executor->ReplicaDir(job->id, job->attempt, "workerpool0-0"),
+                                  "hypertune/pushed.metrics", line.dump());
     if (!s.ok()) return Error(s);
     return Json(json::object());
   }
@@ -159,7 +159,8 @@ std::optional<http::Response> HandleTuningRoutes(const ApiDeps& d, const http::R
     if (!study.ok() || !trial.ok()) {
       return Error(NotFound("no trial " + m[4].str() + " in study " + m[3].str()));
     }
-    // caller.user is "" for a trainer's push from this machine (no token).
+    // caller.user is "" for a trainer's push, authenticated by its trial's
+    // push key instead of a token (api.cc): the key opens this trial only.
     if (!caller.user.empty()) {
       auto owned = d.store->GetStudy(*study);
       if (!owned.ok()) return Error(owned.status());

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -69,8 +70,7 @@ TEST(FilesTest, WritesAtomicallyAndReadsBack) {
 }
 
 TEST(FilesTest, ReadsLargeFilesAndFilesWithoutASize) {
-  auto dir =
-      std::filesystem::temp_directory_path() / ("stoker_read_" + std::to_string(::getpid()));
+  auto dir = std::filesystem::temp_directory_path() / ("stoker_read_" + std::to_string(::getpid()));
   ASSERT_TRUE(MakeDirs(dir).ok());
   std::string big(3 * 1000 * 1000 + 7, '\0');
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 131 % 251);
@@ -81,6 +81,73 @@ TEST(FilesTest, ReadsLargeFilesAndFilesWithoutASize) {
   // procfs files stat as empty; their content is read all the same.
   EXPECT_NE(ReadFile("/proc/self/status").value().find("Pid:"), std::string::npos);
   EXPECT_FALSE(ReadFile(dir).ok());  // a directory
+  std::filesystem::remove_all(dir);
+}
+
+TEST(FilesTest, AppendLineNoFollowCreatesTheDirectoryAndAppends) {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("stoker_nofollow_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(MakeDirs(dir).ok());
+  ASSERT_TRUE(AppendLineNoFollow(dir, "sub/f.txt", "one").ok());
+  ASSERT_TRUE(AppendLineNoFollow(dir, "sub/f.txt", "two").ok());
+  EXPECT_EQ(ReadFile(dir / "sub/f.txt").value(), "one\ntwo\n");
+  EXPECT_EQ(AppendLineNoFollow(dir, "../f.txt", "x").code(), Code::kInvalidArgument);
+  EXPECT_EQ(AppendLineNoFollow(dir, "/etc/f.txt", "x").code(), Code::kInvalidArgument);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(FilesTest, AppendLineNoFollowRefusesSymlinksAtEveryComponent) {
+  // Whoever owns `dir` (a trainer) must not make root append elsewhere.
+  auto base =
+      std::filesystem::temp_directory_path() / ("stoker_links_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(base);
+  auto dir = base / "replica", victim = base / "victim";
+  ASSERT_TRUE(MakeDirs(dir).ok());
+  ASSERT_TRUE(MakeDirs(victim).ok());
+  ASSERT_TRUE(WriteFileAtomic(victim / "f.txt", "victim\n").ok());
+
+  std::filesystem::create_directory_symlink(victim, dir / "sub");  // a linked directory
+  Status s = AppendLineNoFollow(dir, "sub/f.txt", "x");
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s.message();
+  EXPECT_NE(s.message().find((dir / "sub").string()), std::string::npos) << s.message();
+  std::filesystem::remove(dir / "sub");
+
+  ASSERT_TRUE(MakeDirs(dir / "sub").ok());  // a linked file
+  std::filesystem::create_symlink(victim / "f.txt", dir / "sub/f.txt");
+  EXPECT_EQ(AppendLineNoFollow(dir, "sub/f.txt", "x").code(), Code::kFailedPrecondition);
+  std::filesystem::remove(dir / "sub/f.txt");
+  std::filesystem::create_symlink(victim / "new.txt", dir / "sub/f.txt");  // dangling
+  EXPECT_EQ(AppendLineNoFollow(dir, "sub/f.txt", "x").code(), Code::kFailedPrecondition);
+  EXPECT_FALSE(std::filesystem::exists(victim / "new.txt"));
+  std::filesystem::remove(dir / "sub/f.txt");
+  std::filesystem::create_hard_link(victim / "f.txt", dir / "sub/f.txt");  // a hard link
+  EXPECT_EQ(AppendLineNoFollow(dir, "sub/f.txt", "x").code(), Code::kFailedPrecondition);
+  std::filesystem::remove(dir / "sub/f.txt");
+  ASSERT_EQ(::mkfifo((dir / "sub/f.txt").c_str(), 0644), 0);  // would block an open
+  EXPECT_EQ(AppendLineNoFollow(dir, "sub/f.txt", "x").code(), Code::kFailedPrecondition);
+
+  std::filesystem::create_directory_symlink(victim, base / "link");  // `dir` itself
+  EXPECT_EQ(AppendLineNoFollow(base / "link", "f.txt", "x").code(), Code::kFailedPrecondition);
+  EXPECT_EQ(ReadFile(victim / "f.txt").value(), "victim\n");
+  std::filesystem::remove_all(base);
+}
+
+TEST(FilesTest, WriteFileAtomicNeverWritesThroughAPlantedTempLink) {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("stoker_tmplink_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(MakeDirs(dir).ok());
+  ASSERT_TRUE(WriteFileAtomic(dir / "victim", "victim").ok());
+  // The first temp names this process may use next.
+  for (int i = 0; i < 256; ++i) {
+    std::filesystem::create_symlink(
+        dir / "victim",
+        dir / ("a.json.tmp." + std::to_string(::getpid()) + "." + std::to_string(i)));
+  }
+  ASSERT_TRUE(WriteFileAtomic(dir / "a.json", "new").ok());
+  EXPECT_EQ(ReadFile(dir / "a.json").value(), "new");
+  EXPECT_EQ(ReadFile(dir / "victim").value(), "victim");
   std::filesystem::remove_all(dir);
 }
 

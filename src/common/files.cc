@@ -4,10 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 namespace stoker {
 namespace {
@@ -36,8 +38,8 @@ Result<std::string> ReadFile(const std::filesystem::path& path) {
   char more[64 * 1024];
   for (;;) {
     bool in_place = size < out.size();
-    ssize_t n = in_place ? ::read(fd, out.data() + size, out.size() - size)
-                         : ::read(fd, more, sizeof more);
+    ssize_t n =
+        in_place ? ::read(fd, out.data() + size, out.size() - size) : ::read(fd, more, sizeof more);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       Status s = ErrnoStatus("cannot read", path);
@@ -59,7 +61,14 @@ Status WriteFileAtomic(const std::filesystem::path& path, std::string_view data,
   // Unique per process and call, so concurrent writers of one path never share a temp file.
   static std::atomic<uint64_t> counter{0};
   tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  int fd = ::open(tmp.c_str(), flags, 0644);
+  if (fd < 0 && errno == EEXIST) {
+    // Left by a crashed process that had our pid, or planted: unlink never
+    // follows a link, and the new file is again created exclusively.
+    ::unlink(tmp.c_str());
+    fd = ::open(tmp.c_str(), flags, 0644);
+  }
   if (fd < 0) return ErrnoStatus("cannot create", tmp);
   size_t done = 0;
   while (done < data.size()) {
@@ -105,6 +114,73 @@ Status AppendLine(const std::filesystem::path& path, std::string_view line) {
   Status s =
       n == static_cast<ssize_t>(data.size()) ? OkStatus() : ErrnoStatus("cannot append to", path);
   ::close(fd);
+  return s;
+}
+
+Status AppendLineNoFollow(const std::filesystem::path& dir, const std::filesystem::path& relative,
+                          std::string_view line) {
+  std::vector<std::string> parts;
+  for (const std::filesystem::path& part : relative) parts.push_back(part.string());
+  if (relative.is_absolute() || parts.empty() ||
+      std::any_of(parts.begin(), parts.end(),
+                  [](const std::string& p) { return p.empty() || p == "." || p == ".."; })) {
+    return InvalidArgument("'" + relative.string() + "' is not a plain relative path below " +
+                           dir.string());
+  }
+  auto refused = [](const std::filesystem::path& path, const std::string& why) {
+    return FailedPrecondition(path.string() + " " + why + "; refusing to write through it");
+  };
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 && (errno == ELOOP || errno == ENOTDIR)) {
+    return refused(dir, "is a symbolic link or not a directory");
+  }
+  if (fd < 0) return ErrnoStatus("cannot open", dir);
+  std::filesystem::path at = dir;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    at /= parts[i];
+    bool made = ::mkdirat(fd, parts[i].c_str(), 0755) == 0;
+    if (!made && errno != EEXIST) {
+      Status s = ErrnoStatus("cannot create directory", at);
+      ::close(fd);
+      return s;
+    }
+    int next = ::openat(fd, parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    struct stat parent {};
+    if (next >= 0 && made && ::fstat(fd, &parent) == 0) {
+      // Made by root in a trainer's directory: the trainer's, like its parent.
+      (void)::fchown(next, parent.st_uid, parent.st_gid);
+    }
+    ::close(fd);
+    fd = next;
+    errno = e;
+    if (fd < 0 && (errno == ELOOP || errno == ENOTDIR)) {
+      return refused(at, "is a symbolic link or not a directory");
+    }
+    if (fd < 0) return ErrnoStatus("cannot open", at);
+  }
+  at /= parts.back();
+  // O_NONBLOCK: a FIFO planted here fails (ENXIO) instead of blocking.
+  int file = ::openat(fd, parts.back().c_str(),
+                      O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  int e = errno;
+  ::close(fd);
+  errno = e;
+  if (file < 0 && (errno == ELOOP || errno == ENXIO)) {
+    return refused(at, "is a symbolic link or a FIFO");
+  }
+  if (file < 0) return ErrnoStatus("cannot open", at);
+  struct stat st {};
+  if (::fstat(file, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+    ::close(file);
+    return refused(at, "is not a regular file with a single link");
+  }
+  std::string data(line);
+  data += '\n';
+  ssize_t n = ::write(file, data.data(), data.size());
+  Status s =
+      n == static_cast<ssize_t>(data.size()) ? OkStatus() : ErrnoStatus("cannot append to", at);
+  ::close(file);
   return s;
 }
 

@@ -20,13 +20,26 @@ enum class Durability {
 // Writes `data` so that a reader sees either the old file or the whole new
 // one, never a part: write to a temp file beside it, (fsync,) rename, (fsync
 // the directory). With kSync, after it returns ok the content survives a
-// power loss.
+// power loss. The temp file is created new (O_EXCL, O_NOFOLLOW), so a
+// symbolic link planted under its name is refused, never written through;
+// the rename replaces a link at `path` itself.
 Status WriteFileAtomic(const std::filesystem::path& path, std::string_view data,
                        Durability durability = Durability::kSync);
 
 // Appends `line` and a newline to the file (created if missing) in one
 // write(2), so concurrent appenders never interleave within a line.
 Status AppendLine(const std::filesystem::path& path, std::string_view line);
+
+// AppendLine for a file below `dir` that others may write to (a trainer's
+// replica directory, appended to by root): `relative` (no "..", not
+// absolute) is walked from `dir` one component at a time, and neither `dir`
+// itself nor any component may be a symbolic link. Missing directories are
+// created (0755) with the owner of the directory they are made in; the file
+// is created 0644 if missing and must be a regular file with one link.
+// FailedPrecondition naming the path for a link, a hard-linked file or
+// anything not a regular file; InvalidArgument for a bad `relative`.
+Status AppendLineNoFollow(const std::filesystem::path& dir, const std::filesystem::path& relative,
+                          std::string_view line);
 
 // Creates the directory and its parents (like mkdir -p). Ok if it exists.
 Status MakeDirs(const std::filesystem::path& path);

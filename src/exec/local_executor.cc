@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
+#include "exec/command.h"
 #include "exec/replica_files.h"
 #include "exec/trainer_account.h"
 
@@ -66,61 +67,36 @@ fs::path LocalExecutor::ReplicaDir(int64_t job_id, int attempt, const std::strin
 }
 
 Status LocalExecutor::Launch(const JobLaunch& launch) {
-  std::optional<RunAs> run_as;
+  ReplicaDirPlan plan{data_dir_, data_dir_ / "jobs", std::nullopt, isolation_};
   if (accounts_) {
-    STOKER_ASSIGN_OR_RETURN(run_as, accounts_(launch.job_id));
+    STOKER_ASSIGN_OR_RETURN(plan.run_as, accounts_(launch.job_id));
   }
   for (const ReplicaLaunch& r : launch.replicas) {
     fs::path dir = ReplicaDir(launch.job_id, launch.attempt, r.name);
-    // Already claimed by a supervisor: launched before a crash. Never again.
-    if (Claimed(dir)) continue;
-    ReplicaLaunch copy = r;
-    copy.isolation = isolation_;
-    if (isolation_.mode != "off") {
-      copy.isolation.keep.push_back((data_dir_ / "jobs" / std::to_string(launch.job_id)).string());
-    }
-    if (run_as) {
-      copy.run_as = run_as;
-      STOKER_RETURN_IF_ERROR(MakeDirs(dir));
-      STOKER_RETURN_IF_ERROR(HandOverReplicaDir(data_dir_ / "jobs", dir, *run_as, copy.env));
-    }
-    // Not synced: the PENDING commit in the store is the durable record, and
-    // recovery writes launch.json again for a replica that has no claim.
-    STOKER_RETURN_IF_ERROR(WriteLaunchFile(dir, copy));
-    STOKER_RETURN_IF_ERROR(SpawnSupervisor(runner_path_, dir));
+    STOKER_ASSIGN_OR_RETURN(bool prepared, PrepareReplicaDir(plan, launch.job_id, dir, r));
+    if (prepared) STOKER_RETURN_IF_ERROR(SpawnSupervisor(runner_path_, dir));
   }
   return OkStatus();
 }
 
 Status LocalExecutor::ProbeIsolation() const {
-  std::string runner = runner_path_.string(), data = data_dir_.string();
-  std::vector<char*> argv = {runner.data(), const_cast<char*>("--probe-isolation"), data.data(),
-                             nullptr};
-  int out[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) return Internal(std::string("pipe: ") + std::strerror(errno));
-  posix_spawn_file_actions_t files;
-  posix_spawn_file_actions_init(&files);
-  posix_spawn_file_actions_adddup2(&files, out[1], 1);
-  pid_t pid;
-  int rc = posix_spawn(&pid, runner.c_str(), &files, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&files);
-  ::close(out[1]);
-  if (rc != 0) {
-    ::close(out[0]);
-    return Internal("cannot start " + runner + ": " + std::strerror(rc));
+  // Bounded: a probe that hangs must not keep the daemon from starting.
+  // Absolute, as posix_spawn takes it: never looked up in PATH.
+  std::string runner = fs::absolute(runner_path_).string();
+  STOKER_ASSIGN_OR_RETURN(CommandResult r,
+                          RunCommand({runner, "--probe-isolation", data_dir_.string()}, 10,
+                                     " (check --runner or that stoker-run sits beside stokerd)"));
+  if (r.exit_code == 0) return OkStatus();
+  if (r.timed_out) {
+    return FailedPrecondition(runner + " --probe-isolation did not finish within 10 s " + r.err);
   }
-  std::string why;
-  char buf[512];
-  ssize_t n;
-  while ((n = ::read(out[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
-    if (n > 0) why.append(buf, n);
-  }
-  ::close(out[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  while (!why.empty() && why.back() == '\n') why.pop_back();
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return OkStatus();
+  auto trim = [](std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    return s;
+  };
+  std::string why = trim(r.out);  // the probe says why on stdout
+  std::string err = trim(r.err);
+  if (!err.empty()) why += (why.empty() ? "" : "; ") + err;
   return FailedPrecondition(why.empty() ? runner + " --probe-isolation failed" : why);
 }
 

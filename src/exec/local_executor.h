@@ -29,9 +29,10 @@ class LocalExecutor : public Executor {
   Status Cancel(int64_t job_id, int attempt, const std::vector<std::string>& replicas) override;
 
   // Which account runs a job's replicas (an error fails the launch). When it
-  // names one, Launch puts it in launch.json and hands the job's directory
-  // (mode 0700) and its replica directories to it, so that trainers of other
-  // accounts cannot read them. Unset: replicas run as the daemon's account.
+  // names one, Launch puts it in launch.json and hands each replica
+  // directory (mode 0700) to it, so that trainers of other accounts cannot
+  // read them; the job's directory stays the daemon's (PrepareReplicaDir).
+  // Unset: replicas run as the daemon's account.
   // Call before the first Launch.
   void SetTrainerAccounts(TrainerAccounts accounts) { accounts_ = std::move(accounts); }
 
@@ -43,7 +44,9 @@ class LocalExecutor : public Executor {
 
   // Runs `stoker-run --probe-isolation <data_dir>` once: OK when stoker-run
   // can isolate trainers on this machine, else FailedPrecondition saying
-  // why. Blocks for as long as that process runs (milliseconds).
+  // why (what the probe wrote). Blocks for as long as that process runs
+  // (milliseconds), at most 10 s: a probe that hangs is killed and counts
+  // as "cannot isolate".
   Status ProbeIsolation() const;
 
  private:

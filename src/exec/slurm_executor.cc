@@ -1,11 +1,6 @@
 #include "exec/slurm_executor.h"
 
-#include <fcntl.h>
-#include <poll.h>
 #include <pwd.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,9 +12,8 @@
 #include <sstream>
 
 #include "common/files.h"
+#include "exec/command.h"
 #include "exec/replica_files.h"
-
-extern char** environ;
 
 namespace stoker::exec {
 namespace {
@@ -33,85 +27,10 @@ int64_t MonoMicros() {
       .count();
 }
 
-struct CommandResult {
-  int exit_code = -1;  // -1: killed by a signal or by the timeout
-  std::string out;
-  std::string err;
-};
-
-// Runs argv[0] (looked up in PATH) with no stdin and returns what it wrote.
-// Killed after `timeout_seconds`. Errors only when it cannot be started.
-Result<CommandResult> RunCommand(const std::vector<std::string>& args, double timeout_seconds) {
-  int out_pipe[2], err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return Internal(std::string("pipe: ") + strerror(errno));
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
-    ::close(out_pipe[0]);
-    ::close(out_pipe[1]);
-    return Internal(std::string("pipe: ") + strerror(errno));
-  }
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t files;
-  posix_spawn_file_actions_init(&files);
-  posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&files, out_pipe[1], 1);
-  posix_spawn_file_actions_adddup2(&files, err_pipe[1], 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  pid_t pid;
-  int rc = posix_spawnp(&pid, argv[0], &files, &attr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&files);
-  posix_spawnattr_destroy(&attr);
-  ::close(out_pipe[1]);
-  ::close(err_pipe[1]);
-  if (rc != 0) {
-    ::close(out_pipe[0]);
-    ::close(err_pipe[0]);
-    return FailedPrecondition("cannot run " + args[0] + ": " + std::strerror(rc) +
-                              " (is the Slurm client installed and in stokerd's PATH?)");
-  }
-  CommandResult result;
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  std::string* sinks[2] = {&result.out, &result.err};
-  int open_fds = 2;
-  int64_t deadline = MonoMicros() + static_cast<int64_t>(timeout_seconds * 1e6);
-  bool timed_out = false;
-  while (open_fds > 0) {
-    int64_t left_ms = (deadline - MonoMicros()) / 1000;
-    if (left_ms <= 0) {
-      timed_out = true;
-      break;
-    }
-    int n = ::poll(fds, 2, static_cast<int>(std::min<int64_t>(left_ms, 1000)));
-    if (n < 0 && errno != EINTR) break;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      char buf[4096];
-      ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
-      if (got > 0) {
-        sinks[i]->append(buf, got);
-      } else if (got == 0 || errno != EINTR) {
-        ::close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_fds;
-      }
-    }
-  }
-  for (pollfd& p : fds) {
-    if (p.fd >= 0) ::close(p.fd);
-  }
-  if (timed_out) ::kill(pid, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!timed_out && WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  if (timed_out) result.err += "(killed after " + std::to_string(timeout_seconds) + "s)";
-  return result;
+// RunCommand for the Slurm client commands.
+Result<CommandResult> RunSlurm(const std::vector<std::string>& args, double timeout_seconds) {
+  return RunCommand(args, timeout_seconds,
+                    " (is the Slurm client installed and in stokerd's PATH?)");
 }
 
 std::string Trim(std::string s) {
@@ -153,9 +72,9 @@ std::string Brief(const CommandResult& r) {
 
 }  // namespace
 
-int SlurmNice(int priority, const SlurmOptions& options) {
-  return options.nice_base.value_or(1000) - priority;
-}
+int DefaultSlurmNiceBase() { return ::geteuid() == 0 ? 0 : 1000; }
+
+int SlurmNice(int priority, const SlurmOptions& options) { return options.nice_base - priority; }
 
 std::string SlurmJobName(int64_t job_id, int attempt) {
   return "stoker-" + std::to_string(job_id) + "-" + std::to_string(attempt);
@@ -272,9 +191,7 @@ Result<std::string> LoadOrCreateSlurmInstance(const fs::path& data_dir) {
   return std::string(id);
 }
 
-SlurmExecutor::SlurmExecutor(SlurmOptions options) : options_(std::move(options)) {
-  if (!options_.nice_base) options_.nice_base = ::geteuid() == 0 ? 0 : 1000;
-}
+SlurmExecutor::SlurmExecutor(SlurmOptions options) : options_(std::move(options)) {}
 
 fs::path SlurmExecutor::JobDir(int64_t job_id, int attempt) const {
   fs::path dir = options_.shared_dir / "jobs" / std::to_string(job_id);
@@ -293,10 +210,10 @@ Result<const std::map<int64_t, SlurmJobInfo>*> SlurmExecutor::Queue(int64_t not_
   if (fresh) return &queue_;
   // -t all: jobs that ended recently (slurmctld keeps them MinJobAge seconds)
   // are listed too, with their final state and reason.
-  STOKER_ASSIGN_OR_RETURN(
-      CommandResult r, RunCommand({"squeue", "--noheader", "--states=all", "--user", CurrentUser(),
-                                   "--format=%i|%T|%r|%N"},
-                                  30));
+  STOKER_ASSIGN_OR_RETURN(CommandResult r,
+                          RunSlurm({"squeue", "--noheader", "--states=all", "--user", CurrentUser(),
+                                    "--format=%i|%T|%r|%N"},
+                                   30));
   if (r.exit_code != 0) return Unavailable("squeue failed: " + Brief(r));
   queue_ = ParseSqueue(r.out);
   queue_taken_us_ = now;
@@ -323,9 +240,9 @@ Result<std::optional<SlurmExecutor::Attempt*>> SlurmExecutor::Find(int64_t job_i
   // before a crash. Slurm knows the job by name and comment.
   std::string comment = SlurmComment(options_.instance, job_id, attempt);
   STOKER_ASSIGN_OR_RETURN(CommandResult r,
-                          RunCommand({"squeue", "--noheader", "--states=all", "--name",
-                                      SlurmJobName(job_id, attempt), "--format=%i|%k"},
-                                     30));
+                          RunSlurm({"squeue", "--noheader", "--states=all", "--name",
+                                    SlurmJobName(job_id, attempt), "--format=%i|%k"},
+                                   30));
   if (r.exit_code != 0) return Unavailable("squeue failed: " + Brief(r));
   std::istringstream in(r.out);
   std::string line;
@@ -349,29 +266,19 @@ Status SlurmExecutor::Launch(const JobLaunch& launch) {
   if (found) return OkStatus();  // submitted before (a relaunch after a crash)
 
   STOKER_ASSIGN_OR_RETURN(std::string script, SlurmBatchScript(launch, options_, dir));
-  std::optional<RunAs> run_as;
+  ReplicaDirPlan plan{options_.data_dir.empty() ? options_.shared_dir : options_.data_dir,
+                      options_.shared_dir / "jobs", std::nullopt, isolation_};
   if (accounts_) {
-    STOKER_ASSIGN_OR_RETURN(run_as, accounts_(launch.job_id));
+    STOKER_ASSIGN_OR_RETURN(plan.run_as, accounts_(launch.job_id));
   }
   json replicas = json::array();
   for (const ReplicaLaunch& r : launch.replicas) {
-    fs::path rdir = dir / r.name;
     replicas.push_back(r.name);
-    if (Claimed(rdir)) continue;
-    ReplicaLaunch copy = r;
-    copy.isolation = isolation_;
-    if (isolation_.mode != "off") {
-      copy.isolation.keep.push_back(
-          (options_.shared_dir / "jobs" / std::to_string(launch.job_id)).string());
-    }
-    if (run_as) {
-      copy.run_as = run_as;
-      STOKER_RETURN_IF_ERROR(MakeDirs(rdir));
-      STOKER_RETURN_IF_ERROR(
-          HandOverReplicaDir(options_.shared_dir / "jobs", rdir, *run_as, copy.env));
-    }
-    STOKER_RETURN_IF_ERROR(WriteLaunchFile(rdir, copy));
+    STOKER_RETURN_IF_ERROR(PrepareReplicaDir(plan, launch.job_id, dir / r.name, r).status());
   }
+  // The control files below are root's to trust (the batch script runs as
+  // the daemon's account): PrepareReplicaDir keeps `dir` the daemon's.
+  STOKER_RETURN_IF_ERROR(MakeDirs(dir));
   json intent = {{"job_name", SlurmJobName(launch.job_id, launch.attempt)},
                  {"comment", SlurmComment(options_.instance, launch.job_id, launch.attempt)},
                  {"replicas", replicas}};
@@ -383,7 +290,7 @@ Status SlurmExecutor::Launch(const JobLaunch& launch) {
   std::vector<std::string> args = {"sbatch", "--parsable"};
   for (const std::string& a : options_.sbatch_extra_args) args.push_back(a);
   args.push_back((dir / "slurm.sbatch").string());
-  STOKER_ASSIGN_OR_RETURN(CommandResult r, RunCommand(args, 60));
+  STOKER_ASSIGN_OR_RETURN(CommandResult r, RunSlurm(args, 60));
   std::string id = Trim(r.out.substr(0, r.out.find(';')));  // "<id>[;<cluster>]"
   if (r.exit_code != 0 || id.empty() || !std::all_of(id.begin(), id.end(), ::isdigit)) {
     return FailedPrecondition("sbatch refused job " + std::to_string(launch.job_id) + ": " +
@@ -463,7 +370,7 @@ Status SlurmExecutor::Scancel(int64_t slurm_id, bool graceful) {
   // to the batch shell: srun must stay to collect them.
   if (graceful) args.push_back("--signal=TERM");
   args.push_back(std::to_string(slurm_id));
-  STOKER_ASSIGN_OR_RETURN(CommandResult r, RunCommand(args, 30));
+  STOKER_ASSIGN_OR_RETURN(CommandResult r, RunSlurm(args, 30));
   // A job that already ended is what cancel wants: not an error.
   if (r.exit_code != 0 && r.err.find("completed") == std::string::npos &&
       r.err.find("Invalid job id") == std::string::npos) {

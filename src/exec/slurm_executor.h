@@ -35,6 +35,11 @@
 
 namespace stoker::exec {
 
+// 0 when stokerd runs as root (root may give negative nice values, which
+// raise a job), else 1000, since Slurm refuses negative ones from
+// unprivileged users (priority 1000 then maps to 0).
+int DefaultSlurmNiceBase();
+
 struct SlurmOptions {
   std::filesystem::path shared_dir;  // holds jobs/; same path on every node
   std::filesystem::path runner;      // stoker-run; same path on every node
@@ -53,10 +58,12 @@ struct SlurmOptions {
   std::string instance;
   double queue_refresh_seconds = 1;  // how stale the cached squeue may be
   // A job's Slurm nice value is nice_base - jobSpec.scheduling.priority
-  // (docs/slurm.md). Unset: 0 when stokerd runs as root (root may give
-  // negative nice values, which raise a job), else 1000, since Slurm refuses
-  // negative ones from unprivileged users (priority 1000 then maps to 0).
-  std::optional<int> nice_base;
+  // (docs/slurm.md); DefaultSlurmNiceBase() unless set.
+  int nice_base = DefaultSlurmNiceBase();
+  // stokerd's data dir, which holds buckets/: a job's default output
+  // directory (<data_dir>/buckets/...) is handed to its trainer account
+  // (PrepareReplicaDir). Often, but not always, shared_dir; empty = shared_dir.
+  std::filesystem::path data_dir;
 };
 
 // The --nice value for a job of Stoker priority `priority`.
@@ -110,9 +117,10 @@ class SlurmExecutor : public Executor {
   // executor (stokerd as root: the user's unix_user, else
   // default_unix_user; root only with allow_root_trainers). When it names
   // one, Launch puts it in launch.json (stoker-run, root in the Slurm task
-  // like stokerd, switches to it) and hands the job's directories in the
-  // shared dir to it. Unset: trainers run as the Slurm job's user. Call
-  // before the first Launch.
+  // like stokerd, switches to it) and hands the replica directories in the
+  // shared dir to it; the job dir with its control files stays the
+  // daemon's (PrepareReplicaDir). Unset: trainers run as the Slurm job's
+  // user. Call before the first Launch.
   void SetTrainerAccounts(TrainerAccounts accounts) { accounts_ = std::move(accounts); }
   // Filesystem isolation of every trainer (config job_isolation), as for the
   // local executor: Launch adds the job's directory in the shared dir to

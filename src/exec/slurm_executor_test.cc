@@ -203,10 +203,41 @@ TEST_F(SlurmLaunchTest, TheTrainerAccountGoesIntoLaunchJsonAsLocally) {
     ASSERT_TRUE(spec->contains("run_as")) << spec->dump();
     EXPECT_EQ((*spec)["run_as"]["uid"], ::geteuid());
   }
-  // The job's directories belong to the account, private to it.
+  // The replica directories belong to the account, private to it; the job
+  // dir, which holds the batch script, stays the daemon's.
   struct stat st;
   ASSERT_EQ(::stat(e.ReplicaDir(12, 1, "workerpool0-0").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
+  for (const char* d : {"jobs/12", "jobs/12/attempt-1"}) {
+    ASSERT_EQ(::stat((tmp_ / d).c_str(), &st), 0) << d;
+    EXPECT_EQ(st.st_mode & 0777, 0711u) << d;
+    EXPECT_EQ(st.st_uid, ::geteuid()) << d;
+  }
+  ASSERT_EQ(::stat((tmp_ / "jobs/12/attempt-1/slurm.sbatch").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, ::geteuid());
+}
+
+TEST_F(SlurmLaunchTest, HandsOverTheOutputDirInTheDataDirWhenSharedDirIsElsewhere) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a directory to nobody";
+  SlurmOptions o = Opts();
+  o.shared_dir = tmp_ / "shared";
+  o.data_dir = tmp_ / "data";
+  std::filesystem::path out = o.data_dir / "buckets/stoker-default/12";
+  std::filesystem::create_directories(out);
+  SlurmExecutor e(o);
+  e.SetTrainerAccounts([](int64_t) -> Result<std::optional<RunAs>> {
+    return std::optional<RunAs>(RunAs{"nobody", 65534, 65534});
+  });
+  JobLaunch l = TwoReplicas();
+  for (ReplicaLaunch& r : l.replicas) r.env["AIP_MODEL_DIR"] = (out / "model/").string();
+  ASSERT_FALSE(e.Launch(l).ok());  // no sbatch here
+  struct stat st;
+  ASSERT_EQ(::stat(out.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534u);
+  ASSERT_EQ(::stat(e.ReplicaDir(12, 1, "workerpool1-0").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534u);
+  ASSERT_EQ(::stat((o.shared_dir / "jobs/12").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
 }
 
 TEST_F(SlurmLaunchTest, TheIsolationPlanGoesIntoLaunchJsonWithTheJobsOwnDirectory) {
@@ -224,8 +255,8 @@ TEST_F(SlurmLaunchTest, TheIsolationPlanGoesIntoLaunchJsonWithTheJobsOwnDirector
     const nlohmann::json& iso = (*spec)["isolation"];
     EXPECT_EQ(iso["mode"], "auto");
     EXPECT_EQ(iso["hide"], nlohmann::json::array({tmp_.string()}));
-    EXPECT_EQ(iso["keep"], nlohmann::json::array({(tmp_ / "buckets").string(),
-                                                  (tmp_ / "jobs" / "12").string()}));
+    EXPECT_EQ(iso["keep"], nlohmann::json::array(
+                               {(tmp_ / "buckets").string(), (tmp_ / "jobs" / "12").string()}));
   }
 }
 

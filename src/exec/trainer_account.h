@@ -1,7 +1,8 @@
 // Which Unix account runs a job's trainers, as executors see it
 // (docs/security.md): the daemon decides the account per job
-// (TrainerAccounts); the executor hands the job's directories to it before
-// the supervisors start, and stoker-run switches to it (launch.json run_as).
+// (TrainerAccounts); the executor prepares each replica directory with
+// PrepareReplicaDir, which hands the directory to that account before the
+// supervisor starts, and stoker-run switches to it (launch.json run_as).
 // Shared by the local and the Slurm executor so that both apply one rule.
 #pragma once
 
@@ -20,14 +21,38 @@ namespace stoker::exec {
 // account. An error fails the launch with its message.
 using TrainerAccounts = std::function<Result<std::optional<RunAs>>(int64_t job_id)>;
 
-// Gives `who` the directories between `jobs_root` (exclusive) and the
-// replica directory `dir` (which must exist) with mode 0700, so that no
-// other trainer account can read them; jobs_root itself becomes 0711
-// (enterable, not listable). The job's output directory (the parent of
-// AIP_MODEL_DIR in `env`), when the daemon created it inside the parent of
-// jobs_root, goes to `who` as well so the trainer can write its model.
-// Needs root (chown); Internal naming the path when a change fails.
-Status HandOverReplicaDir(const std::filesystem::path& jobs_root, const std::filesystem::path& dir,
+// What PrepareReplicaDir needs to know of an executor.
+struct ReplicaDirPlan {
+  std::filesystem::path data_dir;   // stokerd's data dir: holds buckets/
+  std::filesystem::path jobs_root;  // <data dir or slurm.shared_dir>/jobs
+  std::optional<RunAs> run_as;      // the job's trainer account (TrainerAccounts)
+  IsolationPlan isolation;          // the executor's base plan (job_isolation)
+};
+
+// Prepares the replica directory `dir` (jobs_root/<job>/[attempt-<n>/]<name>)
+// for `replica` of job `job_id`, the same way for every executor: when a
+// supervisor already claimed it (launched before a crash) it does nothing
+// and returns false; else it writes dir/launch.json with the plan's
+// isolation (plus jobs_root/<job> kept read-write unless the mode is off)
+// and run_as, after HandOverReplicaDir when run_as is set, and returns true.
+Result<bool> PrepareReplicaDir(const ReplicaDirPlan& plan, int64_t job_id,
+                               const std::filesystem::path& dir, const ReplicaLaunch& replica);
+
+// Gives the replica directory `dir` to `who` (mode 0700) so that no other
+// trainer account can read it, creating it if missing. Everything above it
+// (jobs_root, jobs_root/<job>, attempt-<n>) stays, or becomes again, the
+// daemon's with mode 0711 (enterable, not listable): those hold files that
+// root trusts (the Slurm batch script and job id), and a trainer that owned
+// one could plant a link there for root to follow. Each directory is
+// opened without following a link, and a link is refused. The job's output
+// directory (the parent of AIP_MODEL_DIR in `env`), when the daemon created
+// it inside `data_dir`, goes to `who` as well so the trainer can write its
+// model. Needs root unless `who` is the daemon's own account.
+// FailedPrecondition naming the path for a link or a file in the way, and
+// when the file system refuses root's chown (root_squash); Internal for any
+// other failure.
+Status HandOverReplicaDir(const std::filesystem::path& data_dir,
+                          const std::filesystem::path& jobs_root, const std::filesystem::path& dir,
                           const RunAs& who, const std::map<std::string, std::string>& env);
 
 }  // namespace stoker::exec

@@ -255,6 +255,7 @@ int main(int argc, char** argv) {
     if (!instance.ok()) return Fail(instance.status().message());
     exec::SlurmOptions so;
     so.shared_dir = config->slurm.shared_dir.empty() ? data : config->slurm.shared_dir;
+    so.data_dir = data;
     so.runner = fs::absolute(config->runner);
     so.partition = config->slurm.partition;
     so.account = config->slurm.account;

@@ -359,11 +359,13 @@ void CheckEnv(const std::vector<EnvVar>& env, const std::string& path, Problems&
 void CheckCommandLine(const std::vector<std::string>* command, const std::vector<std::string>& args,
                       const std::vector<EnvVar>& env, const std::string& path, Problems& p) {
   size_t total = 0;
-  auto one = [&](size_t bytes, const std::string& field) {
+  // `what`: how the message names the string ("NAME=value " for a variable).
+  auto one = [&](size_t bytes, const std::string& field, const std::string& what = "") {
     total += bytes + 1;
     if (bytes > kMaxArgBytes) {
-      p.AddUnlessCovered(field, "is " + std::to_string(bytes) + " bytes long; one argument or "
-                                    "variable may have at most " + std::to_string(kMaxArgBytes) +
+      p.AddUnlessCovered(field, what + "is " + std::to_string(bytes) +
+                                    " bytes long; one argument or variable may have at most " +
+                                    std::to_string(kMaxArgBytes) +
                                     " (Linux's MAX_ARG_STRLEN); pass large inputs as files "
                                     "(gs://BUCKET/...)");
     }
@@ -374,7 +376,9 @@ void CheckCommandLine(const std::vector<std::string>* command, const std::vector
   }
   for (size_t i = 0; i < args.size(); ++i) one(args[i].size(), At(Join(path, "args"), i));
   for (size_t i = 0; i < env.size(); ++i) {
-    one(env[i].name.size() + 1 + env[i].value.size(), Join(At(Join(path, "env"), i), "value"));
+    // execve counts NAME=value as one string, so the limit is on both.
+    one(env[i].name.size() + 1 + env[i].value.size(), At(Join(path, "env"), i),
+        (env[i].name.size() <= 64 ? env[i].name : "NAME") + "=value ");
   }
   if (total > kMaxCommandLineBytes) {
     p.AddUnlessCovered(path, "command, args and env take " + std::to_string(total) +

@@ -513,7 +513,13 @@ TEST(CustomJobTest, RefusesCommandLinesThatExecveWouldRefuse) {
                                            "1048576 are allowed"));
   c["args"] = json::array();
   c["env"] = {{{"name", "BIG"}, {"value", std::string(200000, 'v')}}};
-  EXPECT_THAT(ErrorOf(j), HasSubstr(pool + ".env[0].value: is 200004 bytes long"));
+  // NAME=value counts: 3 + 1 + 200000 bytes.
+  EXPECT_THAT(ErrorOf(j), HasSubstr(pool + ".env[0]: BIG=value is 200004 bytes long; one "
+                                           "argument or variable may have at most 131071"));
+  c["env"] = {{{"name", "BIG"}, {"value", std::string(128 * 1024 - 5, 'v')}}};  // just fits
+  EXPECT_EQ(ErrorOf(j), "");
+  c["env"] = {{{"name", "BIG"}, {"value", std::string(128 * 1024 - 4, 'v')}}};
+  EXPECT_THAT(ErrorOf(j), HasSubstr(pool + ".env[0]: BIG=value is 131072 bytes long"));
 }
 
 TEST(CustomJobTest, AsksForQuotesWhenYamlTurnedAStringIntoANumber) {

@@ -289,10 +289,12 @@ class TrainerIsolationTest(StokerTestCase):
         first = self.submit(container_job("first", "id -u; echo secret > mine.txt"))
         self.assertEqual(self.wait_state(first)["state"], "JOB_STATE_SUCCEEDED")
         self.assertEqual(self.stoker("jobs", "logs", first).stdout.split()[0], "65534")
-        jobdir = os.path.join(self.data, "jobs", first)
-        st = os.stat(jobdir)
-        self.assertEqual(stat.S_IMODE(st.st_mode), 0o700)
-        self.assertEqual(st.st_uid, 65534)
+        # The replica directory is the trainer's and private; the job's
+        # directory above it stays root's (enterable, not listable).
+        st = os.stat(self.replica_dir(first))
+        self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (65534, 0o700))
+        st = os.stat(os.path.join(self.data, "jobs", first))
+        self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (0, 0o711))
         self.assertEqual(os.stat(os.path.join(self.replica_dir(first), "mine.txt")).st_uid, 65534)
         # Alice's replicas run as her account, 'daemon' (uid 1), and cannot
         # list the jobs directory (0711) to find others' jobs.

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import unittest
@@ -387,7 +388,12 @@ class SlurmExecutorContractTest(ExecutorContract, StokerTestCase):
         log = self.stoker("jobs", "logs", job_id).stdout
         self.assertEqual([l.split()[-1] for l in log.splitlines() if l.strip()], ["65534", "65534"],
                          log)
-        self.assertEqual(os.stat(os.path.join(self.data, "jobs", job_id)).st_uid, 65534)
+        # Only the replica directories are the trainer's: the job dir, with
+        # the batch script and job id that root trusts, stays root's.
+        job_dir = os.stat(os.path.join(self.data, "jobs", job_id))
+        self.assertEqual((job_dir.st_uid, stat.S_IMODE(job_dir.st_mode)), (0, 0o711))
+        replica_dir = os.stat(os.path.join(self.data, "jobs", job_id, "workerpool0-0"))
+        self.assertEqual((replica_dir.st_uid, stat.S_IMODE(replica_dir.st_mode)), (65534, 0o700))
         # Both jobs run as nobody, so only job isolation (auto by default)
         # keeps the second from reading the first's files.
         first = os.path.join(self.data, "jobs", job_id, "workerpool0-0", "output.log")
