@@ -19,6 +19,8 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -143,25 +145,29 @@ int RunSlurmTask(const std::string& job_dir) {
   std::fflush(stderr);
   ::close_range(3, ~0U, 0);
   // Runs after the claim, with the supervisor's stop signals blocked (they
-  // wait in its signalfd): exchange ports with the other tasks, then build
-  // the environment. A stop while waiting leaves the env as it is: the
-  // supervisor then finds the signal and ends the replica as cancelled
-  // before any trainer starts.
+  // wait in its signalfd): reserve a port, exchange ports with the other
+  // tasks, then build the environment. A stop while waiting returns
+  // Cancelled, and the supervisor ends the replica as cancelled before any
+  // trainer starts. The reservation is held until right before the
+  // trainer's fork (after the packages are unpacked), then released for the
+  // trainer to bind.
   const std::filesystem::path port_dir = runner::SlurmPortDir(job_dir, task.job_id);
-  auto rewrite = [task, replicas, port_dir](const std::map<std::string, std::string>& env)
+  auto held = std::make_shared<std::optional<runner::PortReservation>>();
+  runner::SupervisorHooks hooks;
+  hooks.rewrite = [task, replicas, port_dir, held](const std::map<std::string, std::string>& env)
       -> stoker::Result<std::map<std::string, std::string>> {
-    STOKER_ASSIGN_OR_RETURN(runner::PortReservation held, runner::PortReservation::Bind());
-    STOKER_RETURN_IF_ERROR(runner::PublishPort(port_dir, task.procid, held.port()));
-    auto ports =
-        runner::AwaitPorts(port_dir, task.ntasks, runner::kSlurmPortWaitSeconds, StopPending);
-    if (!ports.ok() && ports.status().code() == stoker::Code::kCancelled) return env;
-    if (!ports.ok()) return ports.status();
+    STOKER_ASSIGN_OR_RETURN(runner::PortReservation reservation, runner::PortReservation::Bind());
+    STOKER_RETURN_IF_ERROR(runner::PublishPort(port_dir, task.procid, reservation.port()));
+    *held = std::move(reservation);
+    STOKER_ASSIGN_OR_RETURN(std::vector<int> ports,
+                            runner::AwaitPorts(port_dir, task.ntasks,
+                                               runner::kSlurmPortWaitSeconds, StopPending));
     runner::SlurmTask placed = task;
-    placed.ports = *ports;
+    placed.ports = std::move(ports);
     return runner::SlurmTaskEnv(env, replicas, placed);
-    // `held` is released here, just before the trainer starts and binds it.
   };
-  return runner::RunSupervisor(std::filesystem::path(job_dir) / *replica, rewrite);
+  hooks.before_fork = [held] { held->reset(); };
+  return runner::RunSupervisor(std::filesystem::path(job_dir) / *replica, std::move(hooks));
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include "runner/launch.h"
 #include "runner/log_rotation.h"
 #include "runner/replica_processes.h"
+#include "runner/supervisor.h"
 
 extern char** environ;
 
@@ -491,6 +492,55 @@ TEST_F(StokerRunTest, AGrandchildThatEscapedAKilledSupervisorIsFoundByItsCookie)
   EXPECT_TRUE(FindReplicaProcesses(ReplicaCookie(dir_)).empty());
   EXPECT_EQ(KillReplicaProcesses(ReplicaCookie(dir_), 5000), 0);
   fs::remove(dir_ / "runner.json");  // no supervisor left for TearDown to stop
+}
+
+// RunSupervisor in a forked child (it blocks signals and becomes a
+// subreaper); returns its exit code.
+int RunSupervisorInChild(const fs::path& dir, const SupervisorHooks& hooks) {
+  pid_t pid = ::fork();
+  if (pid == 0) ::_exit(RunSupervisor(dir, hooks));
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// stoker-run --slurm: a stop while the tasks exchange ports ends the replica
+// as cancelled, and no trainer starts.
+TEST_F(StokerRunTest, ACancelledEnvRewriteEndsTheReplicaCancelledWithoutATrainer) {
+  WriteLaunch({{"argv", {"sh", "-c", "echo started > started.txt"}}});
+  SupervisorHooks hooks;
+  hooks.rewrite = [](const std::map<std::string, std::string>&)
+      -> Result<std::map<std::string, std::string>> {
+    return Status(Code::kCancelled, "stopped while waiting for the ports of the other tasks");
+  };
+  hooks.before_fork = [this] { (void)WriteFileAtomic(dir_ / "forked", ""); };
+  EXPECT_EQ(RunSupervisorInChild(dir_, hooks), 0);
+  json status = ReadJson("status.json");
+  EXPECT_EQ(status["state"], "cancelled") << status.dump();
+  EXPECT_FALSE(fs::exists(dir_ / "started.txt"));
+  EXPECT_FALSE(fs::exists(dir_ / "forked"));
+}
+
+// The port the rewrite reserved is let go of right before the fork, after
+// everything slow (packages), not when the rewrite returns.
+TEST_F(StokerRunTest, ReleasesWhatTheRewriteHeldRightBeforeTheTrainerStarts) {
+  WriteLaunch({{"argv", {"sh", "-c", "cat order.txt; echo \"trainer X=$X\""}}});
+  SupervisorHooks hooks;
+  hooks.rewrite = [this](const std::map<std::string, std::string>& env)
+      -> Result<std::map<std::string, std::string>> {
+    (void)AppendLine(dir_ / "order.txt", "rewrite");
+    auto out = env;
+    out["X"] = "1";
+    return out;
+  };
+  // (Hooks run in the child: they report through the file, not EXPECTs.)
+  hooks.before_fork = [this] {
+    bool log_open = fs::exists(dir_ / "output.log");
+    (void)AppendLine(dir_ / "order.txt", log_open ? "before_fork" : "before_fork, no log yet");
+  };
+  EXPECT_EQ(RunSupervisorInChild(dir_, hooks), 0);
+  EXPECT_EQ(ReadJson("status.json")["exit_code"], 0);
+  EXPECT_EQ(Slurp(dir_ / "output.log"), "rewrite\nbefore_fork\ntrainer X=1\n");
 }
 
 // More processes than the sweep has file descriptors for (a trainer that

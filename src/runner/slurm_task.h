@@ -23,8 +23,9 @@
 // it to <job dir>/slurm-<job id>-ports/<task> (atomic rename), and waits for
 // the files of all tasks. It holds the bound socket until every task has
 // published, so tasks sharing a node (of this job or of another) never get
-// the same port, and releases it just before its trainer starts: a trainer
-// binding without SO_REUSEADDR must find the port free. From the release to
+// the same port, and releases it right before its trainer's fork (after the
+// packages are unpacked: SupervisorHooks::before_fork): a trainer binding
+// without SO_REUSEADDR must find the port free. From the release to
 // the trainer's own bind the port is merely unused, as for local replicas.
 #pragma once
 

@@ -88,8 +88,8 @@ constexpr int kPipeBytes = 1 << 20;
 
 class Supervisor {
  public:
-  Supervisor(fs::path dir, EnvRewrite rewrite)
-      : dir_(std::move(dir)), cookie_(ReplicaCookie(dir_)), rewrite_(std::move(rewrite)) {}
+  Supervisor(fs::path dir, SupervisorHooks hooks)
+      : dir_(std::move(dir)), cookie_(ReplicaCookie(dir_)), hooks_(std::move(hooks)) {}
   ~Supervisor() {
     pump_.reset();  // before the log it writes to
     for (int fd : {sfd_, lock_fd_, null_fd_}) {
@@ -120,7 +120,7 @@ class Supervisor {
 
   fs::path dir_;
   std::string cookie_;  // ReplicaCookie(dir_), fixed at the start
-  EnvRewrite rewrite_;  // may be empty
+  SupervisorHooks hooks_;  // each may be empty
   int sfd_ = -1;
   int lock_fd_ = -1;
   std::unique_ptr<RotatingLog> log_;  // DIR/output.log
@@ -188,8 +188,8 @@ void Supervisor::SyncClaim() {
 Result<LaunchSpec> Supervisor::LoadLaunch() {
   STOKER_ASSIGN_OR_RETURN(std::string text, ReadFile(dir_ / "launch.json"));
   STOKER_ASSIGN_OR_RETURN(LaunchSpec spec, ParseLaunchSpec(text));
-  if (rewrite_) {
-    STOKER_ASSIGN_OR_RETURN(spec.env, rewrite_(spec.env));
+  if (hooks_.rewrite) {
+    STOKER_ASSIGN_OR_RETURN(spec.env, hooks_.rewrite(spec.env));
   }
   // Every process of the replica inherits the cookie, which is how the clean
   // up finds those that left its process tree (replica_processes.h).
@@ -267,6 +267,7 @@ void Supervisor::StartTrainer(const LaunchSpec& spec, const std::vector<fs::path
   ::fcntl(pipe_fds[0], F_SETPIPE_SZ, kPipeBytes);
   Isolation isolation(spec.isolation, run_as ? run_as->uid == 0 : ::geteuid() == 0);
 
+  if (hooks_.before_fork) hooks_.before_fork();
   outcome_.start_time_us = NowMicros();
   pid_t pid = ::fork();
   if (pid == 0) {
@@ -514,6 +515,9 @@ int Supervisor::Run() {
     return Finish();
   }
   if (!spec.ok()) {
+    // Cancelled: stopped while the rewrite waited (the signal that did it
+    // is still queued in sfd_).
+    if (spec.status().code() == Code::kCancelled) outcome_.state = EndState::kCancelled;
     outcome_.message = spec.status().message();
     return Finish();
   }
@@ -555,8 +559,8 @@ int Supervisor::Run() {
 
 }  // namespace
 
-int RunSupervisor(const std::filesystem::path& dir, EnvRewrite rewrite) {
-  Supervisor supervisor(dir, std::move(rewrite));
+int RunSupervisor(const std::filesystem::path& dir, SupervisorHooks hooks) {
+  Supervisor supervisor(dir, std::move(hooks));
   return supervisor.Run();
 }
 

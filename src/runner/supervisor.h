@@ -40,11 +40,21 @@ namespace stoker::runner {
 // (no lock, no claim, no status.json could be written), with the reason on
 // stderr.
 //
-// `rewrite`, when given, turns launch.json's env into the trainer's env
-// after the claim (stoker-run --slurm: the placement-dependent variables);
-// an error from it ends the replica as launch_failed with its message.
+// `hooks` are for stoker-run --slurm; both may be empty.
 using EnvRewrite = std::function<Result<std::map<std::string, std::string>>(
     const std::map<std::string, std::string>&)>;
-int RunSupervisor(const std::filesystem::path& dir, EnvRewrite rewrite = {});
+struct SupervisorHooks {
+  // Turns launch.json's env into the trainer's env after the claim (the
+  // placement-dependent variables). An error ends the replica as
+  // launch_failed with its message; Cancelled (a stop signal came while it
+  // waited) ends it as cancelled, before any trainer starts.
+  EnvRewrite rewrite;
+  // Called once, right before the trainer's fork: after the packages are
+  // unpacked and everything else is ready, so that what it lets go of (the
+  // port the rewrite reserved) is free for the shortest possible time before
+  // the trainer takes it. Not called when no trainer is forked.
+  std::function<void()> before_fork;
+};
+int RunSupervisor(const std::filesystem::path& dir, SupervisorHooks hooks = {});
 
 }  // namespace stoker::runner
