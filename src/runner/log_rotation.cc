@@ -31,6 +31,24 @@ std::string FileName(int index) {
   return index == 0 ? "output.log" : "output.log." + std::to_string(index);
 }
 
+// Opens DIR/output.log (`flags` | O_WRONLY | O_APPEND) for root in a
+// directory the trainer's account owns: never through a symbolic link
+// (O_NOFOLLOW), never a FIFO left to block us (O_NONBLOCK), and only a
+// regular file with no other name (a hard link the trainer made to a file
+// of root's would have two). The fd, or -1 with errno set.
+int OpenOwnLog(const fs::path& path, int flags) {
+  int fd = ::open(path.c_str(),
+                  flags | O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  if (fd < 0) return -1;
+  struct stat st = {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+    ::close(fd);
+    errno = EPERM;
+    return -1;
+  }
+  return fd;
+}
+
 void Complain(const std::string& line) {
   std::string l = "stoker-run[" + std::to_string(::getpid()) + "]: " + line + "\n";
   ssize_t n = ::write(STDERR_FILENO, l.data(), l.size());
@@ -82,10 +100,13 @@ RotatingLog::~RotatingLog() {
 
 Status RotatingLog::Open() {
   fs::path path = dir_ / FileName(0);
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  fd_ = OpenOwnLog(path, O_CREAT);
   struct stat st = {};
   if (fd_ < 0 || ::fstat(fd_, &st) != 0) {
-    return Internal("cannot open " + path.string() + ": " + std::strerror(errno));
+    return Internal("cannot open " + path.string() + ": " + std::strerror(errno) +
+                    (errno == ELOOP || errno == EPERM
+                         ? " (it must be a regular file, not a link: stoker-run writes it as root)"
+                         : ""));
   }
   size_ = static_cast<uint64_t>(st.st_size);
   files_ = {{FileName(0), static_cast<uint64_t>(st.st_ino), 0}};
@@ -105,7 +126,13 @@ Status RotatingLog::Rotate() {
   }
   uint64_t next_start = files_.front().start + size_;
   fs::path path = dir_ / FileName(0);
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  // A new file: whatever took the name since the rename (a link the trainer
+  // planted) is removed, not opened.
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    fd_ = OpenOwnLog(path, O_CREAT | O_EXCL);
+    if (fd_ >= 0 || errno != EEXIST) break;
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) break;
+  }
   struct stat st = {};
   if (fd_ < 0 || ::fstat(fd_, &st) != 0) {
     return Internal("cannot open " + path.string() + " after rotating: " + std::strerror(errno));

@@ -94,6 +94,24 @@ TEST_F(RotatingLogTest, ShiftsFilesAndDeletesTheOldest) {
   EXPECT_FALSE(fs::exists(dir_ / "output.log.3"));
 }
 
+// stoker-run writes output.log as root in a directory the trainer's account
+// owns: a link planted there must not make it write anywhere else.
+TEST_F(RotatingLogTest, RefusesALinkPlantedAsTheLog) {
+  fs::path victim = dir_ / "victim";
+  ASSERT_TRUE(WriteFileAtomic(victim, "root's file\n").ok());
+  fs::create_symlink(victim, dir_ / "output.log");
+  RotatingLog via_symlink(dir_, {});
+  EXPECT_FALSE(via_symlink.Open().ok());
+  fs::remove(dir_ / "output.log");
+  fs::create_hard_link(victim, dir_ / "output.log");
+  RotatingLog via_hard_link(dir_, {});
+  Status s = via_hard_link.Open();
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("not a link"));
+  EXPECT_FALSE(via_hard_link.Write("planted\n").ok());
+  EXPECT_EQ(Slurp("victim"), "root's file\n");
+}
+
 TEST_F(RotatingLogTest, KeepsEveryFileWithinTheLimitAndLinesWhole) {
   RotatingLog log(dir_, {.max_bytes = 64, .max_files = 3});
   ASSERT_TRUE(log.Open().ok());

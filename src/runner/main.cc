@@ -10,6 +10,7 @@
 // process.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,7 +60,11 @@ void Detach(const std::string& dir) {
   ::close_range(3, ~0U, 0);
   int in = ::open("/dev/null", O_RDONLY);
   std::string log = dir + "/runner.log";
-  int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  // Root appending in a directory the trainer's account owns: never through
+  // a link (O_NOFOLLOW; a hard link has a second name), never a FIFO.
+  int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK, 0644);
+  struct stat st = {};
+  if (out >= 0 && (::fstat(out, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1)) ::_exit(1);
   if (in < 0 || out < 0) ::_exit(1);
   ::dup2(in, STDIN_FILENO);
   ::dup2(out, STDOUT_FILENO);

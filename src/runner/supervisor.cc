@@ -92,7 +92,7 @@ class Supervisor {
       : dir_(std::move(dir)), cookie_(ReplicaCookie(dir_)), hooks_(std::move(hooks)) {}
   ~Supervisor() {
     pump_.reset();  // before the log it writes to
-    for (int fd : {sfd_, lock_fd_, null_fd_}) {
+    for (int fd : {sfd_, lock_fd_, claim_fd_, null_fd_}) {
       if (fd >= 0) ::close(fd);
     }
   }
@@ -123,6 +123,7 @@ class Supervisor {
   SupervisorHooks hooks_;  // each may be empty
   int sfd_ = -1;
   int lock_fd_ = -1;
+  int claim_fd_ = -1;  // from Claim until SyncClaim
   std::unique_ptr<RotatingLog> log_;  // DIR/output.log
   std::unique_ptr<LogPump> pump_;     // trainer output pipe -> log_, while it runs
   int null_fd_ = -1;
@@ -141,7 +142,15 @@ class Supervisor {
 
 bool Supervisor::Claim(int* exit_code) {
   fs::path lock = dir_ / "runner.lock";
-  lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // Root opening a name in a directory the trainer's account owns: no
+  // symbolic link (it could make root create a file anywhere), no FIFO.
+  lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  struct stat st = {};
+  if (lock_fd_ >= 0 && (::fstat(lock_fd_, &st) != 0 || !S_ISREG(st.st_mode))) {
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+    errno = EPERM;
+  }
   if (lock_fd_ < 0) {
     Log(Errno("cannot open " + lock.string()));
     *exit_code = 1;
@@ -157,7 +166,7 @@ bool Supervisor::Claim(int* exit_code) {
     return false;
   }
   fs::path claim = dir_ / "claim";
-  int fd = ::open(claim.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  int fd = ::open(claim.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) {
     if (errno == EEXIST) {
       *exit_code = 0;  // a supervisor already ran for this replica
@@ -170,15 +179,16 @@ bool Supervisor::Claim(int* exit_code) {
   // The claim is visible to every process as soon as it exists, which is
   // what stops a second supervisor after a process crash. Making it durable
   // (against a power loss, which kills the trainer too) is done right after
-  // the trainer starts, off the start-latency path: SyncClaim().
-  ::close(fd);
+  // the trainer starts, off the start-latency path: SyncClaim(), through
+  // this fd (the trainer may have put anything at the name by then).
+  claim_fd_ = fd;
   return true;
 }
 
 void Supervisor::SyncClaim() {
-  int fd = ::open((dir_ / "claim").c_str(), O_RDONLY | O_CLOEXEC);
-  bool synced = fd >= 0 && ::fsync(fd) == 0;
-  if (fd >= 0) ::close(fd);
+  bool synced = claim_fd_ >= 0 && ::fsync(claim_fd_) == 0;
+  if (claim_fd_ >= 0) ::close(claim_fd_);
+  claim_fd_ = -1;
   int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   synced = synced && dfd >= 0 && ::fsync(dfd) == 0;
   if (dfd >= 0) ::close(dfd);
@@ -199,6 +209,20 @@ Result<LaunchSpec> Supervisor::LoadLaunch() {
 
 Result<std::vector<fs::path>> Supervisor::UnpackPackages(const LaunchSpec& spec) {
   std::vector<fs::path> roots;
+  if (!spec.packages.empty()) {
+    // Root unpacks into DIR/packages, which it makes itself (not writable by
+    // the trainer's account): a link planted there by another process of
+    // that account would otherwise send the files anywhere.
+    fs::path packages = dir_ / "packages";
+    struct stat st = {};
+    if (::mkdir(packages.c_str(), 0755) != 0 &&
+        (errno != EEXIST || ::lstat(packages.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+         st.st_uid != ::geteuid())) {
+      return FailedPrecondition("cannot unpack packages into " + packages.string() +
+                                ": it must be a directory of stoker-run's own, not a link (" +
+                                std::strerror(errno == EEXIST ? EPERM : errno) + ")");
+    }
+  }
   for (size_t i = 0; i < spec.packages.size(); ++i) {
 #if STOKER_RUNNER_HAVE_STORAGE
     fs::path dest = dir_ / "packages" / std::to_string(i);
