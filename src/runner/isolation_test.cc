@@ -59,8 +59,7 @@ TEST(ParseIsolationSpecTest, ReadsModeAndPaths) {
 TEST(ParseIsolationSpecTest, NullOrNoModeIsOff) {
   EXPECT_EQ(ParseIsolationSpec(json()).value().mode, IsolationMode::kOff);
   EXPECT_EQ(ParseIsolationSpec(json::object()).value().mode, IsolationMode::kOff);
-  EXPECT_EQ(ParseIsolationSpec(json::parse(R"({"mode": null})")).value().mode,
-            IsolationMode::kOff);
+  EXPECT_EQ(ParseIsolationSpec(json::parse(R"({"mode": null})")).value().mode, IsolationMode::kOff);
   EXPECT_EQ(ParseIsolationSpec(json::parse(R"({"mode": "auto"})")).value().mode,
             IsolationMode::kAuto);
 }

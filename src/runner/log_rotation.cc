@@ -37,8 +37,8 @@ std::string FileName(int index) {
 // regular file with no other name (a hard link the trainer made to a file
 // of root's would have two). The fd, or -1 with errno set.
 int OpenOwnLog(const fs::path& path, int flags) {
-  int fd = ::open(path.c_str(),
-                  flags | O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  int fd =
+      ::open(path.c_str(), flags | O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
   if (fd < 0) return -1;
   struct stat st = {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {

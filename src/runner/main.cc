@@ -164,9 +164,9 @@ int RunSlurmTask(const std::string& job_dir) {
     STOKER_ASSIGN_OR_RETURN(runner::PortReservation reservation, runner::PortReservation::Bind());
     STOKER_RETURN_IF_ERROR(runner::PublishPort(port_dir, task.procid, reservation.port()));
     *held = std::move(reservation);
-    STOKER_ASSIGN_OR_RETURN(std::vector<int> ports,
-                            runner::AwaitPorts(port_dir, task.ntasks,
-                                               runner::kSlurmPortWaitSeconds, StopPending));
+    STOKER_ASSIGN_OR_RETURN(
+        std::vector<int> ports,
+        runner::AwaitPorts(port_dir, task.ntasks, runner::kSlurmPortWaitSeconds, StopPending));
     runner::SlurmTask placed = task;
     placed.ports = std::move(ports);
     return runner::SlurmTaskEnv(env, replicas, placed);

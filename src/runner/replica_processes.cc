@@ -106,7 +106,8 @@ bool Exited(pid_t pid) {
 
 Result<std::vector<pid_t>> ListPids() {
   DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return Unavailable(std::string("cannot list /proc: ") + std::strerror(errno));
+  if (proc == nullptr)
+    return Unavailable(std::string("cannot list /proc: ") + std::strerror(errno));
   std::vector<pid_t> out;
   while (dirent* e = ::readdir(proc)) {
     char* end = nullptr;

@@ -509,8 +509,8 @@ int RunSupervisorInChild(const fs::path& dir, const SupervisorHooks& hooks) {
 TEST_F(StokerRunTest, ACancelledEnvRewriteEndsTheReplicaCancelledWithoutATrainer) {
   WriteLaunch({{"argv", {"sh", "-c", "echo started > started.txt"}}});
   SupervisorHooks hooks;
-  hooks.rewrite = [](const std::map<std::string, std::string>&)
-      -> Result<std::map<std::string, std::string>> {
+  hooks.rewrite =
+      [](const std::map<std::string, std::string>&) -> Result<std::map<std::string, std::string>> {
     return Status(Code::kCancelled, "stopped while waiting for the ports of the other tasks");
   };
   hooks.before_fork = [this] { (void)WriteFileAtomic(dir_ / "forked", ""); };
@@ -585,8 +585,8 @@ TEST(ProcessSweepTest, KillsEveryProcessEvenWhenOutOfFileDescriptors) {
     int killed = KillReplicaProcesses(cookie, 20000);
     lim.rlim_cur = hard;
     ::setrlimit(RLIMIT_NOFILE, &lim);
-    std::string out = std::to_string(blind_signalled) + " " + std::to_string(blind_complete) +
-                      " " + std::to_string(killed) + " " +
+    std::string out = std::to_string(blind_signalled) + " " + std::to_string(blind_complete) + " " +
+                      std::to_string(killed) + " " +
                       std::to_string(FindReplicaProcesses(cookie).size());
     ssize_t n = ::write(report[1], out.data(), out.size());
     ::_exit(n == static_cast<ssize_t>(out.size()) ? 0 : 4);

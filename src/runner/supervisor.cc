@@ -119,11 +119,11 @@ class Supervisor {
   int Finish();
 
   fs::path dir_;
-  std::string cookie_;  // ReplicaCookie(dir_), fixed at the start
+  std::string cookie_;     // ReplicaCookie(dir_), fixed at the start
   SupervisorHooks hooks_;  // each may be empty
   int sfd_ = -1;
   int lock_fd_ = -1;
-  int claim_fd_ = -1;  // from Claim until SyncClaim
+  int claim_fd_ = -1;                 // from Claim until SyncClaim
   std::unique_ptr<RotatingLog> log_;  // DIR/output.log
   std::unique_ptr<LogPump> pump_;     // trainer output pipe -> log_, while it runs
   int null_fd_ = -1;
