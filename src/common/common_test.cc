@@ -133,6 +133,36 @@ TEST(FilesTest, AppendLineNoFollowRefusesSymlinksAtEveryComponent) {
   std::filesystem::remove_all(base);
 }
 
+TEST(FilesTest, ReadFileNoFollowReadsOnlyARegularFileBelowTheDirectory) {
+  // A trainer must not point root's reads elsewhere or block them on a FIFO.
+  auto base =
+      std::filesystem::temp_directory_path() / ("stoker_reads_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(base);
+  auto dir = base / "replica", secret = base / "secret";
+  ASSERT_TRUE(MakeDirs(dir / "sub").ok());
+  ASSERT_TRUE(MakeDirs(secret).ok());
+  ASSERT_TRUE(WriteFileAtomic(secret / "f.txt", "secret\n").ok());
+  ASSERT_TRUE(WriteFileAtomic(dir / "sub/f.txt", "mine\n").ok());
+  EXPECT_EQ(ReadFileNoFollow(dir, "sub/f.txt").value(), "mine\n");
+  EXPECT_EQ(ReadFileNoFollow(dir, "sub/none.txt").status().code(), Code::kNotFound);
+  EXPECT_EQ(ReadFileNoFollow(dir, "nodir/f.txt").status().code(), Code::kNotFound);
+  EXPECT_FALSE(std::filesystem::exists(dir / "nodir"));  // creates nothing
+  EXPECT_EQ(ReadFileNoFollow(dir, "../secret/f.txt").status().code(), Code::kInvalidArgument);
+
+  std::filesystem::create_directory_symlink(secret, dir / "linked");  // a linked directory
+  EXPECT_EQ(ReadFileNoFollow(dir, "linked/f.txt").status().code(), Code::kFailedPrecondition);
+  std::filesystem::remove(dir / "sub/f.txt");
+  std::filesystem::create_symlink(secret / "f.txt", dir / "sub/f.txt");  // a linked file
+  EXPECT_EQ(ReadFileNoFollow(dir, "sub/f.txt").status().code(), Code::kFailedPrecondition);
+  std::filesystem::remove(dir / "sub/f.txt");
+  std::filesystem::create_hard_link(secret / "f.txt", dir / "sub/f.txt");  // a hard link
+  EXPECT_EQ(ReadFileNoFollow(dir, "sub/f.txt").status().code(), Code::kFailedPrecondition);
+  std::filesystem::remove(dir / "sub/f.txt");
+  ASSERT_EQ(::mkfifo((dir / "sub/f.txt").c_str(), 0644), 0);  // would block a plain read
+  EXPECT_EQ(ReadFileNoFollow(dir, "sub/f.txt").status().code(), Code::kFailedPrecondition);
+  std::filesystem::remove_all(base);
+}
+
 TEST(FilesTest, WriteFileAtomicNeverWritesThroughAPlantedTempLink) {
   auto dir =
       std::filesystem::temp_directory_path() / ("stoker_tmplink_" + std::to_string(::getpid()));

@@ -25,9 +25,10 @@ Status ErrnoStatus(const std::string& what, const std::filesystem::path& path) {
 
 }  // namespace
 
-Result<std::string> ReadFile(const std::filesystem::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus("cannot read", path);
+namespace {
+
+// Reads `fd` to its end and closes it; `path` names it in errors.
+Result<std::string> ReadAll(int fd, const std::filesystem::path& path) {
   // Sized from fstat and read in place: a 200 MB upload went through an
   // ostringstream at about 50 MB/s. What lies past the stat'ed size (a file
   // still growing, or one that is not regular) is appended piecewise.
@@ -53,6 +54,14 @@ Result<std::string> ReadFile(const std::filesystem::path& path) {
   ::close(fd);
   out.resize(size);  // a file that shrank since fstat
   return out;
+}
+
+}  // namespace
+
+Result<std::string> ReadFile(const std::filesystem::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus("cannot read", path);
+  return ReadAll(fd, path);
 }
 
 Status WriteFileAtomic(const std::filesystem::path& path, std::string_view data,
@@ -117,8 +126,15 @@ Status AppendLine(const std::filesystem::path& path, std::string_view line) {
   return s;
 }
 
-Status AppendLineNoFollow(const std::filesystem::path& dir, const std::filesystem::path& relative,
-                          std::string_view line) {
+namespace {
+
+// Opens `relative` below `dir` with `flags` (| O_NOFOLLOW | O_NONBLOCK |
+// O_CLOEXEC), walking one component at a time without following a link;
+// with `create`, missing directories are made (0755, owned like the
+// directory they are made in) and `flags` may hold O_CREAT (0644). The file
+// must be a regular file with one link. `at` gets its full path for errors.
+Result<int> OpenBelow(const std::filesystem::path& dir, const std::filesystem::path& relative,
+                      bool create, int flags, std::filesystem::path& at) {
   std::vector<std::string> parts;
   for (const std::filesystem::path& part : relative) parts.push_back(part.string());
   if (relative.is_absolute() || parts.empty() ||
@@ -128,18 +144,18 @@ Status AppendLineNoFollow(const std::filesystem::path& dir, const std::filesyste
                            dir.string());
   }
   auto refused = [](const std::filesystem::path& path, const std::string& why) {
-    return FailedPrecondition(path.string() + " " + why + "; refusing to write through it");
+    return FailedPrecondition(path.string() + " " + why + "; refusing to go through it");
   };
+  at = dir;
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0 && (errno == ELOOP || errno == ENOTDIR)) {
     return refused(dir, "is a symbolic link or not a directory");
   }
   if (fd < 0) return ErrnoStatus("cannot open", dir);
-  std::filesystem::path at = dir;
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     at /= parts[i];
-    bool made = ::mkdirat(fd, parts[i].c_str(), 0755) == 0;
-    if (!made && errno != EEXIST) {
+    bool made = create && ::mkdirat(fd, parts[i].c_str(), 0755) == 0;
+    if (create && !made && errno != EEXIST) {
       Status s = ErrnoStatus("cannot create directory", at);
       ::close(fd);
       return s;
@@ -160,9 +176,9 @@ Status AppendLineNoFollow(const std::filesystem::path& dir, const std::filesyste
     if (fd < 0) return ErrnoStatus("cannot open", at);
   }
   at /= parts.back();
-  // O_NONBLOCK: a FIFO planted here fails (ENXIO) instead of blocking.
-  int file = ::openat(fd, parts.back().c_str(),
-                      O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  // O_NONBLOCK: a FIFO planted here fails (ENXIO) or reads empty instead of
+  // blocking the caller.
+  int file = ::openat(fd, parts.back().c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
   int e = errno;
   ::close(fd);
   errno = e;
@@ -175,6 +191,16 @@ Status AppendLineNoFollow(const std::filesystem::path& dir, const std::filesyste
     ::close(file);
     return refused(at, "is not a regular file with a single link");
   }
+  return file;
+}
+
+}  // namespace
+
+Status AppendLineNoFollow(const std::filesystem::path& dir, const std::filesystem::path& relative,
+                          std::string_view line) {
+  std::filesystem::path at;
+  STOKER_ASSIGN_OR_RETURN(int file, OpenBelow(dir, relative, /*create=*/true,
+                                              O_WRONLY | O_APPEND | O_CREAT, at));
   std::string data(line);
   data += '\n';
   ssize_t n = ::write(file, data.data(), data.size());
@@ -182,6 +208,13 @@ Status AppendLineNoFollow(const std::filesystem::path& dir, const std::filesyste
       n == static_cast<ssize_t>(data.size()) ? OkStatus() : ErrnoStatus("cannot append to", at);
   ::close(file);
   return s;
+}
+
+Result<std::string> ReadFileNoFollow(const std::filesystem::path& dir,
+                                     const std::filesystem::path& relative) {
+  std::filesystem::path at;
+  STOKER_ASSIGN_OR_RETURN(int file, OpenBelow(dir, relative, /*create=*/false, O_RDONLY, at));
+  return ReadAll(file, at);
 }
 
 Status MakeDirs(const std::filesystem::path& path) {

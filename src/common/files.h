@@ -41,6 +41,14 @@ Status AppendLine(const std::filesystem::path& path, std::string_view line);
 Status AppendLineNoFollow(const std::filesystem::path& dir, const std::filesystem::path& relative,
                           std::string_view line);
 
+// ReadFile for a file below `dir` that others may write to (a trainer's
+// metrics, read by root): walked like AppendLineNoFollow but creating
+// nothing. NotFound when missing; FailedPrecondition for a link, a FIFO or
+// anything not a regular file with one link, so that a trainer can neither
+// point root at another file nor block it on a FIFO.
+Result<std::string> ReadFileNoFollow(const std::filesystem::path& dir,
+                                     const std::filesystem::path& relative);
+
 // Creates the directory and its parents (like mkdir -p). Ok if it exists.
 Status MakeDirs(const std::filesystem::path& path);
 

@@ -147,7 +147,7 @@ void Controller::UpdateTrial(Study& s, store::TrialRecord& t) {
   int64_t stamp = 0;
   for (const char* name : {"output.metrics", "pushed.metrics"}) {
     struct stat sb;
-    if (::stat((dir / name).c_str(), &sb) == 0) {
+    if (::lstat((dir / name).c_str(), &sb) == 0) {
       stamp += sb.st_mtim.tv_sec * 1'000'000'000LL + sb.st_mtim.tv_nsec + sb.st_size;
     }
   }
@@ -155,7 +155,8 @@ void Controller::UpdateTrial(Study& s, store::TrialRecord& t) {
   if (stamp != 0 && s.metrics_mtime[t.trial_id] != stamp) {
     std::string text;
     for (const char* name : {"output.metrics", "pushed.metrics"}) {
-      auto part = ReadFile(dir / name);
+      // The trainer owns hypertune/: no link or FIFO of its may redirect or block us.
+      auto part = ReadFileNoFollow(dir.parent_path(), std::filesystem::path("hypertune") / name);
       if (part.ok()) text += *part + "\n";
     }
     json m = ParseMetricsFile(text, job->start_time_us);
