@@ -30,6 +30,7 @@
 #include "common/files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runner/in_child_for_test.h"
 
 namespace stoker::runner {
 namespace {
@@ -188,31 +189,19 @@ std::string TryList(const fs::path& p) {
   return "ok";
 }
 
-// Runs `body` in a forked child, which reports "key=value" lines on the
-// pipe it is given; returns them (and "exit" = the child's exit code).
+// Runs `body` in a forked child, which reports what it saw as "key=value"
+// lines; returns them (and "exit" = the child's exit code).
 Observations InChild(const std::function<void(Observations&)>& body) {
-  int p[2];
-  EXPECT_EQ(::pipe(p), 0);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(p[0]);
+  ChildReport report = RunInChild([&] {
     Observations seen;
     body(seen);
     std::string out;
     for (const auto& [k, v] : seen) out += k + "=" + v + "\n";
-    ssize_t n = ::write(p[1], out.data(), out.size());
-    ::_exit(n == static_cast<ssize_t>(out.size()) ? 0 : 3);
-  }
-  ::close(p[1]);
-  std::string text;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(p[0], buf, sizeof buf)) > 0) text.append(buf, n);
-  ::close(p[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+    return out;
+  });
+  int status = report.status;
   Observations seen;
-  std::istringstream in(text);
+  std::istringstream in(report.text);
   std::string line;
   while (std::getline(in, line)) {
     auto eq = line.find('=');

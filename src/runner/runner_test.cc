@@ -24,6 +24,7 @@
 #include "common/files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runner/in_child_for_test.h"
 #include "runner/launch.h"
 #include "runner/log_rotation.h"
 #include "runner/replica_processes.h"
@@ -550,11 +551,7 @@ TEST_F(StokerRunTest, ReleasesWhatTheRewriteHeldRightBeforeTheTrainerStarts) {
 TEST(ProcessSweepTest, KillsEveryProcessEvenWhenOutOfFileDescriptors) {
   const std::string cookie = "/nonexistent/stoker-sweep-" + std::to_string(::getpid());
   constexpr int kProcesses = 48;
-  int report[2];
-  ASSERT_EQ(::pipe(report), 0);
-  pid_t child = ::fork();
-  if (child == 0) {
-    ::close(report[0]);
+  ChildReport report = RunInChild([&]() -> std::string {
     std::string var = "STOKER_REPLICA=" + cookie;
     char* argv[] = {const_cast<char*>("/bin/sleep"), const_cast<char*>("1000"), nullptr};
     char* envp[] = {var.data(), nullptr};
@@ -572,7 +569,7 @@ TEST(ProcessSweepTest, KillsEveryProcessEvenWhenOutOfFileDescriptors) {
     ::getrlimit(RLIMIT_NOFILE, &lim);
     const rlim_t hard = lim.rlim_max;
     lim.rlim_cur = static_cast<rlim_t>(lowest_free + 12);
-    if (::setrlimit(RLIMIT_NOFILE, &lim) != 0) ::_exit(3);
+    if (::setrlimit(RLIMIT_NOFILE, &lim) != 0) ::_exit(4);
     // No descriptor at all: the pass can neither list /proc nor open a
     // pidfd, and must say that its 0 proves nothing.
     std::vector<int> fillers;
@@ -585,20 +582,11 @@ TEST(ProcessSweepTest, KillsEveryProcessEvenWhenOutOfFileDescriptors) {
     int killed = KillReplicaProcesses(cookie, 20000);
     lim.rlim_cur = hard;
     ::setrlimit(RLIMIT_NOFILE, &lim);
-    std::string out = std::to_string(blind_signalled) + " " + std::to_string(blind_complete) + " " +
-                      std::to_string(killed) + " " +
-                      std::to_string(FindReplicaProcesses(cookie).size());
-    ssize_t n = ::write(report[1], out.data(), out.size());
-    ::_exit(n == static_cast<ssize_t>(out.size()) ? 0 : 4);
-  }
-  ::close(report[1]);
-  std::string got;
-  char buf[64];
-  ssize_t n;
-  while ((n = ::read(report[0], buf, sizeof buf)) > 0) got.append(buf, n);
-  ::close(report[0]);
-  int status = 0;
-  ::waitpid(child, &status, 0);
+    return std::to_string(blind_signalled) + " " + std::to_string(blind_complete) + " " +
+           std::to_string(killed) + " " + std::to_string(FindReplicaProcesses(cookie).size());
+  });
+  int status = report.status;
+  const std::string& got = report.text;
   int left_after = static_cast<int>(FindReplicaProcesses(cookie).size());
   KillReplicaProcesses(cookie, 5000);  // whatever a failure left behind
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
