@@ -6,10 +6,12 @@
 #include <spdlog/spdlog.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -39,11 +41,27 @@ fs::path ExeDir() {
 }
 
 // The first of the candidates that exists, or the first one.
+// The first candidate that exists (a path we may not even stat counts as
+// missing), else the first: the error then names where we looked first.
 fs::path FirstExisting(const std::vector<fs::path>& candidates) {
   for (const fs::path& p : candidates) {
-    if (fs::exists(p)) return p;
+    std::error_code ec;
+    if (fs::exists(p, ec)) return p;
   }
   return candidates.front();
+}
+
+// Whether an account other than ours may reach `path`: every directory on
+// the way searchable by others (o+x) and `path` itself readable by them.
+// (A root daemon's trainers run as other accounts and import Stoker's
+// Python helpers from there.)
+bool OthersMayRead(const fs::path& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !(st.st_mode & S_IROTH)) return false;
+  for (fs::path p = fs::absolute(path).parent_path(); ; p = p.parent_path()) {
+    if (::stat(p.c_str(), &st) != 0 || !(st.st_mode & S_IXOTH)) return false;
+    if (p == p.root_path()) return true;
+  }
 }
 
 int Fail(const std::string& what) {
@@ -196,6 +214,12 @@ int main(int argc, char** argv) {
                        : FirstExisting({exe_dir / "stoker-run", exe_dir / "../runner/stoker-run"});
   config->python_helpers = FirstExisting(
       {exe_dir / "../share/stoker/python", fs::path(STOKER_SOURCE_DIR) / "src/python"});
+  if (::access(config->runner.c_str(), X_OK) != 0) {
+    return Fail("cannot run stoker-run at " + config->runner.string() + ": " +
+                std::strerror(errno) +
+                "; pass --runner PATH, or install stoker-run beside stokerd where this account "
+                "may run it");
+  }
 
   auto store = store::Store::Open(data);
   if (!store.ok()) return Fail(store.status().message());
@@ -246,6 +270,13 @@ int main(int argc, char** argv) {
         "(default_unix_user){}",
         policy.default_unix_user,
         policy.allow_root_trainers ? "; root allowed (allow_root_trainers)" : "");
+    if (!OthersMayRead(config->python_helpers)) {
+      spdlog::warn(
+          "trainers running as other accounts cannot read Stoker's Python helpers in {} "
+          "(a directory on the way is not searchable by others), so 'import hypertune' fails "
+          "in them; install Stoker under a prefix others can read (or chmod o+rx the path)",
+          config->python_helpers.string());
+    }
   }
   auto trainer_accounts = [&store, &users, policy](int64_t job_id) {
     return TrainerAccountFor(**store, **users, policy, job_id);

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -144,7 +145,22 @@ def skip_or_fail(case, why):
     case.skipTest(why)
 
 
-def stokerd_refuses(data_dir, config=None, listen="127.0.0.1:0", timeout=30):
+def others_may_read(path):
+    """Whether an account other than the owner's may reach `path` (a
+    trainer running as nobody importing Stoker's Python helpers, a daemon
+    started as nobody running the binaries): every directory on the way
+    searchable by others and `path` readable by them."""
+    path = os.path.abspath(path)
+    if not os.path.exists(path) or not os.stat(path).st_mode & stat.S_IROTH:
+        return False
+    while path != os.path.dirname(path):
+        path = os.path.dirname(path)
+        if not os.stat(path).st_mode & stat.S_IXOTH:
+            return False
+    return True
+
+
+def stokerd_refuses(data_dir, config=None, listen="127.0.0.1:0", timeout=30, args=()):
     """Runs stokerd on `data_dir` (writing `config` to its config.yaml first,
     when given), expects it to exit non-zero at once and returns its stderr:
     the message a user gets for a bad setup."""
@@ -153,7 +169,7 @@ def stokerd_refuses(data_dir, config=None, listen="127.0.0.1:0", timeout=30):
         with open(os.path.join(data_dir, "config.yaml"), "w") as f:
             f.write(config)
     try:
-        r = subprocess.run([STOKERD, "--data-dir", data_dir, "--listen", listen],
+        r = subprocess.run([STOKERD, "--data-dir", data_dir, "--listen", listen] + list(args),
                            capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as e:  # it started and kept serving (run() killed it)
         err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else e.stderr

@@ -42,6 +42,12 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(d.proc.returncode, 0)
         self.assertFalse(os.path.exists(os.path.join(data, "stokerd.addr")))
 
+    def test_a_runner_it_cannot_run_stops_the_daemon_naming_it_and_the_flag(self):
+        data = os.path.join(self.tmp, "d-runner")
+        stderr = stokerd_refuses(data, args=["--runner", "/nonexistent/stoker-run"])
+        self.assertIn("cannot run stoker-run at /nonexistent/stoker-run", stderr)
+        self.assertIn("--runner", stderr)
+
     def test_cli_finds_the_daemon_by_flag_env_and_home(self):
         data = os.path.join(self.tmp, "d2")
         os.makedirs(data)

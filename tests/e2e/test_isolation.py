@@ -18,8 +18,8 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import (DEFAULT_CONFIG, STOKERD, Daemon, StokerTestCase, container_job, read_text,
-                     skip_or_fail, stokerd_refuses, wait_for)
+from harness import (DEFAULT_CONFIG, SOURCE, STOKERD, Daemon, StokerTestCase, container_job,
+                     others_may_read, read_text, skip_or_fail, stokerd_refuses, wait_for)
 
 JOBS = "/v1/projects/p/locations/l/customJobs"
 # Replicas run as nobody (the default account), never as root.
@@ -53,6 +53,11 @@ class IsolationCase(StokerTestCase):
     config = ISOLATED_CONFIG
 
     def setUp(self):
+        # The trainers (nobody) import Stoker's Python helpers from the checkout.
+        helpers = os.path.join(SOURCE, "src", "python")
+        if not others_may_read(helpers):
+            skip_or_fail(self, "trainers running as nobody cannot reach %s: clone Stoker where "
+                         "others may enter (chmod o+x on each directory of the path)" % helpers)
         super().setUp()
         # The trainer account must be able to walk down to its replica dir.
         os.chmod(self.tmp, 0o711)
@@ -183,6 +188,10 @@ class NonRootDaemonIsolationTest(IsolationCase):
         "default_unix_user: root\nallow_root_trainers: true\n", "") + "job_isolation: required\n"
 
     def setUp(self):
+        for binary in (STOKERD, os.path.join(os.path.dirname(STOKERD), "stoker-run")):
+            if not others_may_read(binary):
+                skip_or_fail(self, "a daemon running as nobody cannot reach %s: build Stoker where "
+                             "others may enter (chmod o+x on each directory of the path)" % binary)
         self.tmp = tempfile.mkdtemp(prefix="stoker-e2e-")
         os.chmod(self.tmp, 0o711)
         self.data = os.path.join(self.tmp, "data")
