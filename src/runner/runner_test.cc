@@ -419,7 +419,12 @@ TEST_F(StokerRunTest, StopsTheTrainerWhenItsReplicaDirectoryIsDeleted) {
   ASSERT_TRUE(WaitForFile("ready"));
   ASSERT_TRUE(WaitForFile("trainer.json"));
   pid_t pgid = ReadJson("trainer.json")["pgid"];
-  fs::remove_all(dir_);
+  // The supervisor may still be writing its files (its state, the log) while
+  // we delete: a file made between listing and rmdir leaves the directory
+  // "not empty", so delete until it is gone.
+  std::error_code ec;
+  for (int i = 0; i < 500 && fs::exists(dir_); ++i) fs::remove_all(dir_, ec);
+  ASSERT_FALSE(fs::exists(dir_)) << ec.message();
   // Nobody could see or cancel the replica any more: it stops on its own,
   // and with no directory to report to, says so in its exit code.
   EXPECT_EQ(Wait(sup), 1);
