@@ -152,6 +152,7 @@ Status AdmitCustomJob(const ApiDeps& d_, const spec::CustomJob& job) {
               f + ": package " + pkg.package_uris[i] +
               " does not exist; upload it with 'stoker storage cp' or use --package-path");
         }
+        STOKER_RETURN_IF_ERROR(storage::CheckStagedContent(*parsed, *data, f));
         STOKER_RETURN_IF_ERROR(storage::CheckTarGz(*data, f + " (" + pkg.package_uris[i] + ")"));
       }
       env = &pkg.env;

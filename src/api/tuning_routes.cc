@@ -131,10 +131,11 @@ http::Response AddMeasurement(const ApiDeps& d, int64_t study_id, int64_t trial_
     }
     auto job = d.store->GetJob(t.job_id);
     if (!job.ok()) return Error(job.status());
-    // The replica directory belongs to the trainer (a root daemon writes
-    // here): never follow a link it may have planted.
+    // Beside hypertune/ in the replica directory, which is the daemon's (the
+    // trainer writes only below work/ and hypertune/); still never through a
+    // link, should an older layout have left one.
     Status s = AppendLineNoFollow(d.executor->ReplicaDir(job->id, job->attempt, "workerpool0-0"),
-                                  "hypertune/pushed.metrics", line.dump());
+                                  "pushed.metrics", line.dump());
     if (!s.ok()) return Error(s);
     return Json(json::object());
   }

@@ -221,5 +221,66 @@ TEST(TimeTest, ParsesRfc3339Timestamps) {
   }
 }
 
+TEST(FilesTest, ReadsNoFollowWithinABoundAndBelievesOnlyOwnFiles) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("stoker_bounded_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  ASSERT_TRUE(MakeDirs(dir).ok());
+  ASSERT_TRUE(WriteFileAtomic(dir / "f", std::string(1000, 'x')).ok());
+  EXPECT_EQ(ReadFileNoFollow(dir, "f", 1000).value().size(), 1000u);
+  EXPECT_EQ(ReadFileNoFollow(dir, "f", 999).status().code(), Code::kResourceExhausted);
+  EXPECT_EQ(ReadOwnFileNoFollow(dir, "f", 1000).value().size(), 1000u);
+  // Writable by others: another account could have written it.
+  ASSERT_EQ(::chmod((dir / "f").c_str(), 0666), 0);
+  Result<std::string> open_to_all = ReadOwnFileNoFollow(dir, "f");
+  EXPECT_EQ(open_to_all.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(open_to_all.status().message().find("not believed"), std::string::npos);
+  // A FIFO neither blocks nor reads: the caller gets an answer at once.
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  EXPECT_EQ(ReadOwnFileNoFollow(dir, "fifo").status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(OpenReadNoFollow(dir, "fifo").status().code(), Code::kFailedPrecondition);
+  fs::create_symlink(dir / "f", dir / "link");
+  EXPECT_EQ(OpenReadNoFollow(dir, "link").status().code(), Code::kFailedPrecondition);
+  fs::remove_all(dir);
+}
+
+TEST(FilesTest, RemoveTreeNoFollowNeverLeavesTheTree) {
+  namespace fs = std::filesystem;
+  fs::path base = fs::temp_directory_path() / ("stoker_rmtree_" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  fs::path tree = base / "tree", outside = base / "outside";
+  fs::create_directories(tree / "a/b/c");
+  fs::create_directories(outside / "keep");
+  ASSERT_TRUE(WriteFileAtomic(outside / "keep/file", "precious").ok());
+  ASSERT_TRUE(WriteFileAtomic(tree / "a/b/c/f", "x").ok());
+  fs::create_directory_symlink(outside, tree / "a/link");  // rm -rf must not go in
+  fs::create_symlink(outside / "keep/file", tree / "a/b/filelink");
+  ASSERT_TRUE(RemoveTreeNoFollow(tree).ok());
+  EXPECT_FALSE(fs::exists(fs::symlink_status(tree)));
+  EXPECT_EQ(ReadFile(outside / "keep/file").value(), "precious");
+  EXPECT_TRUE(RemoveTreeNoFollow(tree).ok());  // gone already: fine
+  fs::remove_all(base);
+}
+
+TEST(JsonYamlTest, RefusesAliasBombs) {
+  // Nine levels of nine aliases each: 9^9 (387 million) scalars if expanded.
+  std::string text = "a0: &a0 [x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i <= 9; ++i) {
+    std::string prev = "*a" + std::to_string(i - 1);
+    text += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + prev;
+    for (int k = 1; k < 9; ++k) text += ", " + prev;
+    text += "]\n";
+  }
+  Result<nlohmann::json> r = ParseYamlOrJson(text, "job.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("job.yaml: expands to more than"), std::string::npos)
+      << r.status().message();
+  // A few aliases, as real files use them, still work.
+  auto ok = ParseYamlOrJson("base: &b {x: 1}\nuse: *b\n", "f");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ((*ok)["use"]["x"], 1);
+}
+
 }  // namespace
 }  // namespace stoker

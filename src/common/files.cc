@@ -1,5 +1,6 @@
 #include "common/files.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -27,14 +28,18 @@ Status ErrnoStatus(const std::string& what, const std::filesystem::path& path) {
 
 namespace {
 
-// Reads `fd` to its end and closes it; `path` names it in errors.
-Result<std::string> ReadAll(int fd, const std::filesystem::path& path) {
+// Reads `fd` to its end (at most `max_bytes`: ResourceExhausted past that)
+// and closes it; `path` names it in errors.
+Result<std::string> ReadAll(int fd, const std::filesystem::path& path,
+                            size_t max_bytes = SIZE_MAX) {
   // Sized from fstat and read in place: a 200 MB upload went through an
   // ostringstream at about 50 MB/s. What lies past the stat'ed size (a file
   // still growing, or one that is not regular) is appended piecewise.
   struct stat st {};
   std::string out;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) out.resize(static_cast<size_t>(st.st_size));
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    out.resize(std::min(static_cast<size_t>(st.st_size), max_bytes));
+  }
   size_t size = 0;
   char more[64 * 1024];
   for (;;) {
@@ -50,6 +55,11 @@ Result<std::string> ReadAll(int fd, const std::filesystem::path& path) {
     if (n == 0) break;
     if (!in_place) out.append(more, static_cast<size_t>(n));
     size += static_cast<size_t>(n);
+    if (size > max_bytes) {
+      ::close(fd);
+      return ResourceExhausted(path.string() + " holds more than " + std::to_string(max_bytes) +
+                               " bytes; not read");
+    }
   }
   ::close(fd);
   out.resize(size);  // a file that shrank since fstat
@@ -211,10 +221,83 @@ Status AppendLineNoFollow(const std::filesystem::path& dir, const std::filesyste
 }
 
 Result<std::string> ReadFileNoFollow(const std::filesystem::path& dir,
-                                     const std::filesystem::path& relative) {
+                                     const std::filesystem::path& relative, size_t max_bytes) {
   std::filesystem::path at;
   STOKER_ASSIGN_OR_RETURN(int file, OpenBelow(dir, relative, /*create=*/false, O_RDONLY, at));
-  return ReadAll(file, at);
+  return ReadAll(file, at, max_bytes);
+}
+
+Result<std::string> ReadOwnFileNoFollow(const std::filesystem::path& dir,
+                                        const std::filesystem::path& relative, size_t max_bytes) {
+  std::filesystem::path at;
+  STOKER_ASSIGN_OR_RETURN(int file, OpenBelow(dir, relative, /*create=*/false, O_RDONLY, at));
+  struct stat st {};
+  if (::fstat(file, &st) != 0 || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
+    ::close(file);
+    return FailedPrecondition(at.string() + " is not owned by uid " + std::to_string(::geteuid()) +
+                              " alone; not believed");
+  }
+  return ReadAll(file, at, max_bytes);
+}
+
+Result<int> OpenReadNoFollow(const std::filesystem::path& dir,
+                             const std::filesystem::path& relative) {
+  std::filesystem::path at;
+  return OpenBelow(dir, relative, /*create=*/false, O_RDONLY, at);
+}
+
+namespace {
+
+constexpr int kMaxRemoveDepth = 512;
+
+// Removes `name` in the directory open as `parent`; `path` names it in errors.
+Status RemoveAt(int parent, const std::string& name, const std::filesystem::path& path,
+                int depth) {
+  if (::unlinkat(parent, name.c_str(), 0) == 0 || errno == ENOENT) return OkStatus();
+  if (errno != EISDIR && errno != EPERM) return ErrnoStatus("cannot remove", path);
+  if (depth >= kMaxRemoveDepth) {
+    return FailedPrecondition(path.string() + " is more than " + std::to_string(kMaxRemoveDepth) +
+                              " directories deep; remove it by hand");
+  }
+  int fd = ::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 && (errno == ENOTDIR || errno == ELOOP)) {
+    // Swapped for a file or a link since unlinkat: remove that instead.
+    if (::unlinkat(parent, name.c_str(), 0) == 0 || errno == ENOENT) return OkStatus();
+  }
+  if (fd < 0) return errno == ENOENT ? OkStatus() : ErrnoStatus("cannot open", path);
+  DIR* d = ::fdopendir(fd);
+  if (d == nullptr) {
+    Status s = ErrnoStatus("cannot list", path);
+    ::close(fd);
+    return s;
+  }
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(std::move(n));
+  }
+  Status out = OkStatus();
+  for (const std::string& n : names) {
+    Status s = RemoveAt(::dirfd(d), n, path / n, depth + 1);
+    if (!s.ok() && out.ok()) out = s;
+  }
+  ::closedir(d);
+  if (out.ok() && ::unlinkat(parent, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
+    out = ErrnoStatus("cannot remove", path);
+  }
+  return out;
+}
+
+}  // namespace
+
+Status RemoveTreeNoFollow(const std::filesystem::path& path) {
+  std::filesystem::path parent = path.parent_path();
+  if (parent.empty()) parent = ".";
+  int fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT ? OkStatus() : ErrnoStatus("cannot open", parent);
+  Status s = RemoveAt(fd, path.filename().string(), path, 0);
+  ::close(fd);
+  return s;
 }
 
 Status MakeDirs(const std::filesystem::path& path) {

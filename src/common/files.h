@@ -2,6 +2,7 @@
 // none throws.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 
@@ -45,9 +46,34 @@ Status AppendLineNoFollow(const std::filesystem::path& dir, const std::filesyste
 // metrics, read by root): walked like AppendLineNoFollow but creating
 // nothing. NotFound when missing; FailedPrecondition for a link, a FIFO or
 // anything not a regular file with one link, so that a trainer can neither
-// point root at another file nor block it on a FIFO.
+// point root at another file nor block it on a FIFO; ResourceExhausted when
+// it holds more than `max_bytes` (nothing past that is read).
 Result<std::string> ReadFileNoFollow(const std::filesystem::path& dir,
-                                     const std::filesystem::path& relative);
+                                     const std::filesystem::path& relative,
+                                     size_t max_bytes = SIZE_MAX);
+
+// ReadFileNoFollow for a file that only this process's account may have
+// written (a supervisor's control file, read by the daemon): the file must
+// also be owned by the effective uid and writable by nobody else, else
+// FailedPrecondition. What another account made or may change is never
+// believed.
+Result<std::string> ReadOwnFileNoFollow(const std::filesystem::path& dir,
+                                        const std::filesystem::path& relative,
+                                        size_t max_bytes = SIZE_MAX);
+
+// Opens `relative` below `dir` read-only, walked like ReadFileNoFollow (no
+// link followed, no FIFO waited on, a regular file with one link). The
+// caller owns the returned descriptor (O_CLOEXEC).
+Result<int> OpenReadNoFollow(const std::filesystem::path& dir,
+                             const std::filesystem::path& relative);
+
+// Removes `path` and everything below it (like rm -rf) without following a
+// link anywhere: each directory is entered through its parent's descriptor
+// with O_NOFOLLOW, so a directory that another account swaps for a link
+// while this runs is removed as a link, never entered. Trees deeper than
+// 512 levels are refused (FailedPrecondition), the rest removed. Ok when
+// `path` does not exist.
+Status RemoveTreeNoFollow(const std::filesystem::path& path);
 
 // Creates the directory and its parents (like mkdir -p). Ok if it exists.
 Status MakeDirs(const std::filesystem::path& path);

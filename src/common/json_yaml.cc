@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 
 namespace stoker {
@@ -31,21 +32,56 @@ json ScalarToJson(const YAML::Node& node) {
   return s;
 }
 
-json NodeToJson(const YAML::Node& node) {
+// What one document may expand to. YAML aliases (*a) repeat a node without
+// repeating its text, so a few hundred bytes of nested aliases stand for
+// billions of values (the "billion laughs"): the conversion counts what it
+// makes and stops at these.
+struct Budget {
+  int64_t values = 1'000'000;
+  int64_t bytes = int64_t{64} << 20;  // scalar and key text
+  std::string exceeded;               // set: the reason it stopped
+};
+
+json NodeToJson(const YAML::Node& node, Budget& budget, int depth) {
+  if (!budget.exceeded.empty()) return nullptr;
+  if (--budget.values < 0) {
+    budget.exceeded = "expands to more than 1,000,000 values (through YAML aliases?)";
+    return nullptr;
+  }
+  if (depth > kMaxDocumentDepth) {
+    budget.exceeded = "nested more than " + std::to_string(kMaxDocumentDepth) + " levels deep";
+    return nullptr;
+  }
+  auto spend = [&budget](size_t n) {
+    budget.bytes -= static_cast<int64_t>(n);
+    if (budget.bytes < 0 && budget.exceeded.empty()) {
+      budget.exceeded = "expands to more than 64 MiB of text (through YAML aliases?)";
+    }
+    return budget.exceeded.empty();
+  };
   switch (node.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined:
       return nullptr;
     case YAML::NodeType::Scalar:
+      if (!spend(node.Scalar().size())) return nullptr;
       return ScalarToJson(node);
     case YAML::NodeType::Sequence: {
       json arr = json::array();
-      for (const auto& item : node) arr.push_back(NodeToJson(item));
+      for (const auto& item : node) {
+        arr.push_back(NodeToJson(item, budget, depth + 1));
+        if (!budget.exceeded.empty()) return nullptr;
+      }
       return arr;
     }
     case YAML::NodeType::Map: {
       json obj = json::object();
-      for (const auto& kv : node) obj[kv.first.as<std::string>()] = NodeToJson(kv.second);
+      for (const auto& kv : node) {
+        std::string key = kv.first.as<std::string>();
+        if (!spend(key.size())) return nullptr;
+        obj[key] = NodeToJson(kv.second, budget, depth + 1);
+        if (!budget.exceeded.empty()) return nullptr;
+      }
       return obj;
     }
   }
@@ -74,7 +110,13 @@ Result<nlohmann::json> ParseYamlOrJson(const std::string& text, const std::strin
   }
   try {
     YAML::Node root = YAML::Load(text);
-    return NodeToJson(root);
+    Budget budget;
+    json out = NodeToJson(root, budget, 0);
+    if (!budget.exceeded.empty()) {
+      return InvalidArgument(source + ": " + budget.exceeded +
+                             "; a job file must be plain data (write the values out)");
+    }
+    return out;
   } catch (const YAML::Exception& e) {
     return InvalidArgument(source + ":" + std::to_string(e.mark.line + 1) + ":" +
                            std::to_string(e.mark.column + 1) + ": " + e.msg +

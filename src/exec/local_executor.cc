@@ -36,7 +36,7 @@ Status SpawnSupervisor(const fs::path& runner, const fs::path& dir) {
   posix_spawn_file_actions_t files;
   posix_spawn_file_actions_init(&files);
   posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&files, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_addopen(&files, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0644);
   posix_spawn_file_actions_adddup2(&files, 1, 2);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -114,9 +114,11 @@ Status LocalExecutor::Cancel(int64_t job_id, int attempt,
                              const std::vector<std::string>& replicas) {
   for (const std::string& name : replicas) {
     fs::path dir = ReplicaDir(job_id, attempt, name);
-    if (fs::exists(dir / "status.json")) continue;
+    std::error_code ec;
+    if (fs::exists(fs::symlink_status(dir / "status.json", ec))) continue;
     // The supervisor turns SIGTERM into SIGTERM, grace, SIGKILL for the trainer.
-    auto r = ReadJsonObject(dir / "runner.json");
+    // runner.json is believed only as the supervisor's own file (ReadJsonObject).
+    auto r = ReadJsonObject(dir, "runner.json");
     if (r && SupervisorAlive(dir)) {
       auto pid = r->find("pid");  // a damaged file must not throw in the control loop
       if (pid != r->end() && pid->is_number_integer() && pid->get<int64_t>() > 1)

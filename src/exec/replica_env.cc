@@ -1,5 +1,6 @@
 #include "exec/replica_env.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace stoker::exec {
@@ -26,10 +27,13 @@ std::string ReplicaName(int pool, int index) {
   return "workerpool" + std::to_string(pool) + "-" + std::to_string(index);
 }
 
-std::string ExpandVars(const std::string& text, const std::map<std::string, std::string>& vars) {
+std::optional<std::string> ExpandVars(const std::string& text,
+                                      const std::map<std::string, std::string>& vars,
+                                      size_t max_bytes) {
   std::string out;
-  out.reserve(text.size());
+  out.reserve(std::min(text.size(), max_bytes));
   for (size_t i = 0; i < text.size();) {
+    if (out.size() > max_bytes) return std::nullopt;
     if (text.compare(i, 3, "$$(") == 0) {
       out += "$(";
       i += 3;
@@ -41,6 +45,7 @@ std::string ExpandVars(const std::string& text, const std::map<std::string, std:
         std::string name = text.substr(i + 2, close - i - 2);
         auto it = vars.find(name);
         if (it != vars.end()) {
+          if (out.size() + it->second.size() > max_bytes) return std::nullopt;
           out += it->second;
           i = close + 1;
           continue;
@@ -49,10 +54,11 @@ std::string ExpandVars(const std::string& text, const std::map<std::string, std:
     }
     out += text[i++];
   }
+  if (out.size() > max_bytes) return std::nullopt;
   return out;
 }
 
-ReplicaCommand BuildReplicaCommand(const ReplicaEnvInput& in) {
+Result<ReplicaCommand> BuildReplicaCommand(const ReplicaEnvInput& in) {
   const spec::CustomJobSpec& spec = *in.spec;
   const spec::WorkerPoolSpec& pool = spec.worker_pool_specs[in.place.pool];
   auto rewrite = [&](const std::string& s) { return in.rewrite_uris ? in.rewrite_uris(s) : s; };
@@ -126,21 +132,45 @@ ReplicaCommand BuildReplicaCommand(const ReplicaEnvInput& in) {
 
   const std::vector<spec::EnvVar>& spec_env =
       pool.python_package_spec ? pool.python_package_spec->env : pool.container_spec->env;
-  for (const spec::EnvVar& v : spec_env) env[v.name] = rewrite(ExpandVars(v.value, env));
+  const std::string spec_path =
+      "jobSpec.workerPoolSpecs[" + std::to_string(in.place.pool) + "]." +
+      (pool.python_package_spec ? "pythonPackageSpec" : "containerSpec");
+  // Submission checked the sizes with the service variables unknown; their
+  // real values can make the expansion larger, so it is bounded again here.
+  auto too_long = [&](const std::string& field) {
+    return InvalidArgument(field + ": longer than " + std::to_string(kMaxExpandedBytes) +
+                           " bytes after $(VAR) expansion (Linux's MAX_ARG_STRLEN); reference "
+                           "fewer or smaller variables");
+  };
+  for (size_t i = 0; i < spec_env.size(); ++i) {
+    std::optional<std::string> v = ExpandVars(spec_env[i].value, env, kMaxExpandedBytes);
+    if (!v) return too_long(spec_path + ".env[" + std::to_string(i) + "] (" + spec_env[i].name + ")");
+    env[spec_env[i].name] = rewrite(*v);
+  }
 
-  auto expand_all = [&](const std::vector<std::string>& in_args) {
-    std::vector<std::string> out;
-    out.reserve(in_args.size());
-    for (const std::string& a : in_args) out.push_back(rewrite(ExpandVars(a, env)));
-    return out;
+  auto expand_all = [&](const std::vector<std::string>& in_args, const char* name,
+                        std::vector<std::string>& out) -> Status {
+    for (size_t i = 0; i < in_args.size(); ++i) {
+      std::optional<std::string> v = ExpandVars(in_args[i], env, kMaxExpandedBytes);
+      if (!v) return too_long(spec_path + "." + name + "[" + std::to_string(i) + "]");
+      out.push_back(rewrite(*v));
+    }
+    return OkStatus();
   };
   if (pool.python_package_spec) {
     cmd.argv = {in.python, "-m", pool.python_package_spec->python_module};
-    for (std::string& a : expand_all(pool.python_package_spec->args))
-      cmd.argv.push_back(std::move(a));
+    STOKER_RETURN_IF_ERROR(expand_all(pool.python_package_spec->args, "args", cmd.argv));
   } else {
-    cmd.argv = expand_all(pool.container_spec->command);
-    for (std::string& a : expand_all(pool.container_spec->args)) cmd.argv.push_back(std::move(a));
+    STOKER_RETURN_IF_ERROR(expand_all(pool.container_spec->command, "command", cmd.argv));
+    STOKER_RETURN_IF_ERROR(expand_all(pool.container_spec->args, "args", cmd.argv));
+  }
+  size_t total = 0;
+  for (const std::string& a : cmd.argv) total += a.size() + 1;
+  for (const auto& [k, v] : env) total += k.size() + v.size() + 2;
+  if (total > kMaxCommandBytes) {
+    return InvalidArgument(spec_path + ": command, args and env take " + std::to_string(total) +
+                           " bytes after $(VAR) expansion; at most " +
+                           std::to_string(kMaxCommandBytes) + " (one execve's ARG_MAX)");
   }
   return cmd;
 }

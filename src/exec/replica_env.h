@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <map>
 #include <string>
 #include <vector>
@@ -68,10 +69,21 @@ struct ReplicaCommand {
 //   CUDA_VISIBLE_DEVICES  only the GPUs allocated to this replica; "" for none
 // Requires `in.addresses` to hold one entry per pool of the spec, with the
 // chief at addresses[0][0].
-ReplicaCommand BuildReplicaCommand(const ReplicaEnvInput& in);
+// InvalidArgument naming the field when a string passes kMaxExpandedBytes
+// after expansion, or all of them together kMaxCommandBytes.
+Result<ReplicaCommand> BuildReplicaCommand(const ReplicaEnvInput& in);
+
+// Bounds on the expanded command line (the kernel's: MAX_ARG_STRLEN for one
+// string, and what one execve may take), checked while expanding, so that a
+// chain of references cannot make the daemon build gigabytes.
+inline constexpr size_t kMaxExpandedBytes = 131071;
+inline constexpr size_t kMaxCommandBytes = 2 << 20;
 
 // Kubernetes/Vertex-style expansion: $(VAR) becomes the value of VAR when it
 // is defined, stays as written when it is not; $$(VAR) yields $(VAR).
-std::string ExpandVars(const std::string& text, const std::map<std::string, std::string>& vars);
+// nullopt as soon as the result would pass `max_bytes`.
+std::optional<std::string> ExpandVars(const std::string& text,
+                                      const std::map<std::string, std::string>& vars,
+                                      size_t max_bytes = SIZE_MAX);
 
 }  // namespace stoker::exec

@@ -46,7 +46,7 @@ ReplicaEnvInput Input(const spec::CustomJobSpec& s, int pool, int index) {
 
 TEST(ReplicaEnvTest, SetsVertexOutputDirsJobIdsAndGpus) {
   auto s = TwoPoolSpec();
-  ReplicaCommand c = BuildReplicaCommand(Input(s, 0, 0));
+  ReplicaCommand c = BuildReplicaCommand(Input(s, 0, 0)).value();
   EXPECT_EQ(c.env["AIP_MODEL_DIR"], "/data/buckets/b/out/model/");
   EXPECT_EQ(c.env["AIP_CHECKPOINT_DIR"], "/data/buckets/b/out/checkpoints/");
   EXPECT_EQ(c.env["AIP_TENSORBOARD_LOG_DIR"], "/data/buckets/b/out/logs/");
@@ -58,14 +58,14 @@ TEST(ReplicaEnvTest, SetsVertexOutputDirsJobIdsAndGpus) {
 
 TEST(ReplicaEnvTest, ExpandsSpecEnvInOrderAndLeavesUnknownReferences) {
   auto s = TwoPoolSpec();
-  ReplicaCommand c = BuildReplicaCommand(Input(s, 0, 0));
+  ReplicaCommand c = BuildReplicaCommand(Input(s, 0, 0)).value();
   EXPECT_EQ(c.env["B"], "x-y");
   EXPECT_EQ(c.env["C"], "$(UNDEFINED)");
 }
 
 TEST(ReplicaEnvTest, BuildsPythonModuleCommandWithExpandedAndRewrittenArgs) {
   auto s = TwoPoolSpec();
-  ReplicaCommand c = BuildReplicaCommand(Input(s, 0, 0));
+  ReplicaCommand c = BuildReplicaCommand(Input(s, 0, 0)).value();
   std::vector<std::string> want = {"/usr/bin/python3",
                                    "-m",
                                    "trainer.task",
@@ -77,7 +77,7 @@ TEST(ReplicaEnvTest, BuildsPythonModuleCommandWithExpandedAndRewrittenArgs) {
 
 TEST(ReplicaEnvTest, ClusterSpecAndRanksFollowPoolOrder) {
   auto s = TwoPoolSpec();
-  ReplicaCommand c = BuildReplicaCommand(Input(s, 1, 1));
+  ReplicaCommand c = BuildReplicaCommand(Input(s, 1, 1)).value();
   auto cs = nlohmann::json::parse(c.env["CLUSTER_SPEC"]);
   EXPECT_EQ(cs["cluster"]["workerpool0"][0], "127.0.0.1:5000");
   EXPECT_EQ(cs["cluster"]["workerpool1"].size(), 2u);
@@ -118,7 +118,7 @@ TEST(ReplicaEnvTest, RanksAreChiefThenWorkersThenServersThenEvaluators) {
   std::vector<std::pair<int, int>> places = {{0, 0}, {1, 0}, {1, 1}, {2, 0}, {3, 0}, {3, 1}};
   for (size_t rank = 0; rank < places.size(); ++rank) {
     auto [pool, index] = places[rank];
-    ReplicaCommand c = BuildReplicaCommand(FourPoolInput(s, pool, index));
+    ReplicaCommand c = BuildReplicaCommand(FourPoolInput(s, pool, index)).value();
     SCOPED_TRACE(ReplicaName(pool, index));
     EXPECT_EQ(c.env["RANK"], std::to_string(rank));
     EXPECT_EQ(c.env["WORLD_SIZE"], "6");
@@ -135,7 +135,7 @@ TEST(ReplicaEnvTest, RanksAreChiefThenWorkersThenServersThenEvaluators) {
 TEST(ReplicaEnvTest, EveryReplicaIsOneProcessWithLocalRankZero) {
   auto s = FourPoolSpec();
   for (auto [pool, index] : std::vector<std::pair<int, int>>{{0, 0}, {1, 1}, {3, 1}}) {
-    ReplicaCommand c = BuildReplicaCommand(FourPoolInput(s, pool, index));
+    ReplicaCommand c = BuildReplicaCommand(FourPoolInput(s, pool, index)).value();
     EXPECT_EQ(c.env["LOCAL_RANK"], "0");
     EXPECT_EQ(c.env["LOCAL_WORLD_SIZE"], "1");
   }
@@ -143,7 +143,7 @@ TEST(ReplicaEnvTest, EveryReplicaIsOneProcessWithLocalRankZero) {
 
 TEST(ReplicaEnvTest, ClusterSpecListsAllPoolsButTfConfigLeavesOutEvaluators) {
   auto s = FourPoolSpec();
-  ReplicaCommand c = BuildReplicaCommand(FourPoolInput(s, 3, 1));
+  ReplicaCommand c = BuildReplicaCommand(FourPoolInput(s, 3, 1)).value();
   auto cs = nlohmann::json::parse(c.env["CLUSTER_SPEC"]);
   EXPECT_EQ(cs["cluster"]["workerpool2"], nlohmann::json({"127.0.0.1:5003"}));
   EXPECT_EQ(cs["cluster"]["workerpool3"], nlohmann::json({"127.0.0.1:5004", "127.0.0.1:5005"}));
@@ -154,7 +154,7 @@ TEST(ReplicaEnvTest, ClusterSpecListsAllPoolsButTfConfigLeavesOutEvaluators) {
   EXPECT_FALSE(tf["cluster"].contains("evaluator"));
   EXPECT_EQ(tf["task"]["type"], "evaluator");
   EXPECT_EQ(tf["task"]["index"], 1);
-  ReplicaCommand ps = BuildReplicaCommand(FourPoolInput(s, 2, 0));
+  ReplicaCommand ps = BuildReplicaCommand(FourPoolInput(s, 2, 0)).value();
   EXPECT_EQ(nlohmann::json::parse(ps.env["TF_CONFIG"])["task"]["type"], "ps");
 }
 
@@ -164,7 +164,7 @@ TEST(ReplicaEnvTest, EmptyMiddlePoolTakesNoRanksAndIsNotListed) {
   s.worker_pool_specs[2].empty = true;
   ReplicaEnvInput in = FourPoolInput(s, 3, 0);
   in.addresses[2].clear();
-  ReplicaCommand c = BuildReplicaCommand(in);
+  ReplicaCommand c = BuildReplicaCommand(in).value();
   EXPECT_EQ(c.env["RANK"], "3");  // after the chief and two workers
   EXPECT_EQ(c.env["WORLD_SIZE"], "5");
   auto cs = nlohmann::json::parse(c.env["CLUSTER_SPEC"]);
@@ -176,10 +176,10 @@ TEST(ReplicaEnvTest, CudaVisibleDevicesHoldsOnlyTheReplicasOwnGpus) {
   auto s = TwoPoolSpec();
   ReplicaEnvInput in = Input(s, 1, 0);
   in.place.gpus = {2, 3};
-  EXPECT_EQ(BuildReplicaCommand(in).env["CUDA_VISIBLE_DEVICES"], "2,3");
+  EXPECT_EQ(BuildReplicaCommand(in).value().env["CUDA_VISIBLE_DEVICES"], "2,3");
   in.place.gpus = {};
   // Set but empty: CUDA then sees no device, rather than every device.
-  ReplicaCommand none = BuildReplicaCommand(in);
+  ReplicaCommand none = BuildReplicaCommand(in).value();
   ASSERT_TRUE(none.env.count("CUDA_VISIBLE_DEVICES"));
   EXPECT_EQ(none.env["CUDA_VISIBLE_DEVICES"], "");
 }
@@ -188,7 +188,7 @@ TEST(ReplicaEnvTest, TrialIdReachesClusterSpecTfConfigAndEnv) {
   auto s = TwoPoolSpec();
   ReplicaEnvInput in = Input(s, 1, 0);
   in.trial_id = "7";
-  ReplicaCommand c = BuildReplicaCommand(in);
+  ReplicaCommand c = BuildReplicaCommand(in).value();
   EXPECT_EQ(nlohmann::json::parse(c.env["CLUSTER_SPEC"])["task"]["trial"], "7");
   EXPECT_EQ(nlohmann::json::parse(c.env["TF_CONFIG"])["task"]["trial"], "7");
   EXPECT_EQ(c.env["CLOUD_ML_TRIAL_ID"], "7");
@@ -202,9 +202,36 @@ TEST(ReplicaEnvTest, ContainerCommandAndArgsAreJoined) {
   s.worker_pool_specs = {chief};
   auto in = Input(s, 0, 0);
   in.addresses = {{"127.0.0.1:5000"}};
-  ReplicaCommand c = BuildReplicaCommand(in);
+  ReplicaCommand c = BuildReplicaCommand(in).value();
   std::vector<std::string> want = {"python3", "-c", "print(1)", "--x=42"};
   EXPECT_EQ(c.argv, want);
+}
+
+TEST(ReplicaEnvTest, ExpansionIsBoundedWhileItIsBuilt) {
+  // Ten variables, each ten references to the one before: 10^10 bytes if
+  // built. The daemon must stop at the limit and name the variable.
+  spec::CustomJobSpec s;
+  spec::WorkerPoolSpec chief;
+  std::vector<spec::EnvVar> env = {{"V0", "0123456789"}};
+  for (int i = 1; i < 10; ++i) {
+    std::string refs;
+    for (int k = 0; k < 10; ++k) refs += "$(V" + std::to_string(i - 1) + ")";
+    env.push_back({"V" + std::to_string(i), refs});
+  }
+  chief.container_spec = spec::ContainerSpec{"img", {"true"}, {}, env};
+  s.worker_pool_specs = {chief};
+  auto in = Input(s, 0, 0);
+  in.addresses = {{"127.0.0.1:5000"}};
+  Result<ReplicaCommand> c = BuildReplicaCommand(in);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), Code::kInvalidArgument);
+  // V5 is 10^6 bytes: the first past 131071.
+  EXPECT_NE(c.status().message().find("containerSpec.env[5] (V5)"), std::string::npos)
+      << c.status().message();
+  EXPECT_NE(c.status().message().find("after $(VAR) expansion"), std::string::npos);
+
+  EXPECT_EQ(ExpandVars("$(A)$(A)", {{"A", "xyz"}}, 5), std::nullopt);
+  EXPECT_EQ(ExpandVars("$(A)$(A)", {{"A", "xyz"}}, 6), "xyzxyz");
 }
 
 }  // namespace

@@ -29,7 +29,7 @@ int64_t IntField(const json& j, const char* key) {
 
 // Fills `st` from dir/status.json; false when there is none (yet).
 bool ReadFinalStatus(const fs::path& dir, ReplicaStatus& st) {
-  auto s = ReadJsonObject(dir / "status.json");
+  auto s = ReadJsonObject(dir, "status.json");
   // Damaged files (valid JSON of the wrong shape included) read as absent:
   // the caller reports them; they must never throw in the control loop.
   if (!s || !s->is_object()) return false;
@@ -51,8 +51,11 @@ bool ReadFinalStatus(const fs::path& dir, ReplicaStatus& st) {
 
 }  // namespace
 
-std::optional<json> ReadJsonObject(const fs::path& path) {
-  auto text = ReadFile(path);
+// Control files are small: status.json's message is the longest field.
+constexpr size_t kControlFileMax = 64 * 1024;
+
+std::optional<json> ReadJsonObject(const fs::path& dir, const std::string& name) {
+  auto text = ReadOwnFileNoFollow(dir, name, kControlFileMax);
   if (!text.ok()) return std::nullopt;
   json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return std::nullopt;
@@ -81,12 +84,13 @@ Status WriteLaunchFile(const fs::path& dir, const ReplicaLaunch& r) {
 
 bool Claimed(const fs::path& dir) {
   std::error_code ec;
-  return fs::exists(dir / "claim", ec);
+  return fs::exists(fs::symlink_status(dir / "claim", ec));
 }
 
 bool SupervisorAlive(const fs::path& replica_dir) {
-  int fd = ::open((replica_dir / "runner.lock").c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+  auto opened = OpenReadNoFollow(replica_dir, "runner.lock");
+  if (!opened.ok()) return false;
+  int fd = *opened;
   bool alive = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
   ::close(fd);
   return alive;
@@ -105,7 +109,7 @@ ReplicaStatus ReadReplicaStatus(const fs::path& dir, const std::string& name,
     }
     return st;  // kStarting
   }
-  if (auto t = ReadJsonObject(dir / "trainer.json")) st.start_us = IntField(*t, "start_time_us");
+  if (auto t = ReadJsonObject(dir, "trainer.json")) st.start_us = IntField(*t, "start_time_us");
   if (SupervisorAlive(dir)) {
     st.phase = st.start_us ? ReplicaPhase::kRunning : ReplicaPhase::kStarting;
     return st;
@@ -126,7 +130,7 @@ ReplicaStatus ReadReplicaStatus(const fs::path& dir, const std::string& name,
     // Make sure nothing of the replica keeps running without its supervisor:
     // its process group, then every process that carries its cookie (those
     // that left the group, e.g. with setsid, included), waited for.
-    if (auto t = ReadJsonObject(dir / "trainer.json")) {
+    if (auto t = ReadJsonObject(dir, "trainer.json")) {
       int64_t pgid = IntField(*t, "pgid");
       if (pgid > 1) ::kill(-static_cast<pid_t>(pgid), SIGKILL);
     }

@@ -21,16 +21,24 @@ namespace stoker::exec {
 // Creates `dir` and writes dir/launch.json for `replica` (argv, env,
 // packages, timeout, grace, log limits, run_as). Not synced: the store's PENDING commit is the
 // durable record, and a relaunch after a crash writes it again.
-// A replica file (runner.json, status.json, ...) as a JSON object; nullopt
-// when it is missing, unreadable, not JSON or not an object.
-std::optional<nlohmann::json> ReadJsonObject(const std::filesystem::path& path);
+// The supervisor's control file dir/`name` (runner.json, status.json, ...)
+// as a JSON object; nullopt when it is missing, unreadable, not JSON or not
+// an object, and also when it is anything but what the supervisor writes: a
+// regular file of at most 64 KiB with one link, owned by this process's
+// account and writable by no other, reached without following a link
+// (ReadOwnFileNoFollow). So a trainer can neither forge it nor point the
+// daemon's read elsewhere, nor block it on a FIFO (docs/security.md, "Trust
+// boundary").
+std::optional<nlohmann::json> ReadJsonObject(const std::filesystem::path& dir,
+                                             const std::string& name);
 
 Status WriteLaunchFile(const std::filesystem::path& dir, const ReplicaLaunch& replica);
 
 // True when dir/claim exists: a supervisor ran (or Cancel claimed it).
 bool Claimed(const std::filesystem::path& dir);
 
-// True when a live supervisor holds <dir>/runner.lock.
+// True when a live supervisor holds <dir>/runner.lock (opened without
+// following a link, never blocking on a FIFO).
 bool SupervisorAlive(const std::filesystem::path& replica_dir);
 
 struct ReadStatusOptions {

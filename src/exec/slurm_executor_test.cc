@@ -198,16 +198,18 @@ TEST_F(SlurmLaunchTest, TheTrainerAccountGoesIntoLaunchJsonAsLocally) {
   ASSERT_FALSE(s.ok());  // no sbatch here
   EXPECT_NE(s.message().find("sbatch"), std::string::npos) << s.message();
   for (const char* r : {"workerpool0-0", "workerpool1-0"}) {
-    auto spec = ReadJsonObject(e.ReplicaDir(12, 1, r) / "launch.json");
+    auto spec = ReadJsonObject(e.ReplicaDir(12, 1, r), "launch.json");
     ASSERT_TRUE(spec.has_value()) << r;
     ASSERT_TRUE(spec->contains("run_as")) << spec->dump();
     EXPECT_EQ((*spec)["run_as"]["uid"], ::geteuid());
   }
-  // The replica directories belong to the account, private to it; the job
-  // dir, which holds the batch script, stays the daemon's.
+  // The replica directories stay the daemon's, open to the account's group
+  // only (the trainer writes in work/, which stoker-run makes); the job dir,
+  // which holds the batch script, is the daemon's too.
   struct stat st;
   ASSERT_EQ(::stat(e.ReplicaDir(12, 1, "workerpool0-0").c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_EQ(st.st_mode & 0777, 0750u);
+  EXPECT_EQ(st.st_uid, ::geteuid());
   for (const char* d : {"jobs/12", "jobs/12/attempt-1"}) {
     ASSERT_EQ(::stat((tmp_ / d).c_str(), &st), 0) << d;
     EXPECT_EQ(st.st_mode & 0777, 0711u) << d;
@@ -235,12 +237,13 @@ TEST_F(SlurmLaunchTest, HandsOverTheOutputDirInTheDataDirWhenSharedDirIsElsewher
   ASSERT_EQ(::stat(out.c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 65534u);
   ASSERT_EQ(::stat(e.ReplicaDir(12, 1, "workerpool1-0").c_str(), &st), 0);
-  EXPECT_EQ(st.st_uid, 65534u);
+  EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_EQ(st.st_gid, 65534u);
   ASSERT_EQ(::stat((o.shared_dir / "jobs/12").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 0u);
 }
 
-TEST_F(SlurmLaunchTest, TheIsolationPlanGoesIntoLaunchJsonWithTheJobsOwnDirectory) {
+TEST_F(SlurmLaunchTest, TheIsolationPlanKeepsTheJobReadOnlyAndTheWorkDirWritable) {
   SlurmExecutor e(Opts());
   IsolationPlan plan;
   plan.mode = "auto";
@@ -249,14 +252,17 @@ TEST_F(SlurmLaunchTest, TheIsolationPlanGoesIntoLaunchJsonWithTheJobsOwnDirector
   e.SetIsolation(plan);
   ASSERT_FALSE(e.Launch(TwoReplicas()).ok());  // no sbatch here
   for (const char* r : {"workerpool0-0", "workerpool1-0"}) {
-    auto spec = ReadJsonObject(e.ReplicaDir(12, 1, r) / "launch.json");
+    auto spec = ReadJsonObject(e.ReplicaDir(12, 1, r), "launch.json");
     ASSERT_TRUE(spec.has_value()) << r;
     ASSERT_TRUE(spec->contains("isolation")) << spec->dump();
     const nlohmann::json& iso = (*spec)["isolation"];
     EXPECT_EQ(iso["mode"], "auto");
     EXPECT_EQ(iso["hide"], nlohmann::json::array({tmp_.string()}));
-    EXPECT_EQ(iso["keep"], nlohmann::json::array(
-                               {(tmp_ / "buckets").string(), (tmp_ / "jobs" / "12").string()}));
+    std::filesystem::path replica = e.ReplicaDir(12, 1, r);
+    EXPECT_EQ(iso["keep"], nlohmann::json::array({(tmp_ / "buckets").string(),
+                                                  (replica / "work").string(),
+                                                  (replica / "hypertune").string()}));
+    EXPECT_EQ(iso["keep_read_only"], nlohmann::json::array({(tmp_ / "jobs" / "12").string()}));
   }
 }
 

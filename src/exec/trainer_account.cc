@@ -108,7 +108,8 @@ Status HandOverOutputDir(const fs::path& data_dir, const RunAs& who,
 }  // namespace
 
 Status HandOverReplicaDir(const fs::path& data_dir, const fs::path& jobs_root, const fs::path& dir,
-                          const RunAs& who, const std::map<std::string, std::string>& env) {
+                          const std::optional<RunAs>& who,
+                          const std::map<std::string, std::string>& env) {
   fs::path rel = dir.lexically_relative(jobs_root);
   std::vector<std::string> parts;
   for (const fs::path& p : rel) parts.push_back(p.string());
@@ -116,7 +117,6 @@ Status HandOverReplicaDir(const fs::path& data_dir, const fs::path& jobs_root, c
     return Internal("replica directory " + dir.string() + " is not below " + jobs_root.string());
   }
   const std::string daemon = "the daemon (uid " + std::to_string(::geteuid()) + ")";
-  const std::string trainer = who.user + " (uid " + std::to_string(who.uid) + ")";
   STOKER_RETURN_IF_ERROR(MakeDirs(jobs_root));
   Fd at(::open(jobs_root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (at.get() < 0) {
@@ -133,11 +133,15 @@ Status HandOverReplicaDir(const fs::path& data_dir, const fs::path& jobs_root, c
       // jobs/<job> and attempt-<n>: the daemon's, also when a daemon before
       // this rule gave them to a trainer.
       STOKER_RETURN_IF_ERROR(Own(at, path, ::geteuid(), ::getegid(), 0711, daemon));
+    } else if (who) {
+      // The replica dir: the daemon's; the trainer's group may read it (its
+      // log, its status) and enter it (its work dir), not change it.
+      STOKER_RETURN_IF_ERROR(Own(at, path, ::geteuid(), who->gid, 0750, daemon));
     } else {
-      STOKER_RETURN_IF_ERROR(Own(at, path, who.uid, who.gid, 0700, trainer));
+      STOKER_RETURN_IF_ERROR(Own(at, path, ::geteuid(), ::getegid(), 0700, daemon));
     }
   }
-  return HandOverOutputDir(data_dir, who, env);
+  return who ? HandOverOutputDir(data_dir, *who, env) : OkStatus();
 }
 
 Result<bool> PrepareReplicaDir(const ReplicaDirPlan& plan, int64_t job_id, const fs::path& dir,
@@ -147,13 +151,16 @@ Result<bool> PrepareReplicaDir(const ReplicaDirPlan& plan, int64_t job_id, const
   ReplicaLaunch copy = replica;
   copy.isolation = plan.isolation;
   if (plan.isolation.mode != "off") {
-    copy.isolation.keep.push_back((plan.jobs_root / std::to_string(job_id)).string());
+    // The trainer sees its job's directory (its other replicas' logs, the
+    // packages) but writes only its own work and metrics directories
+    // (stoker-run makes them before the trainer's view is built).
+    copy.isolation.keep_read_only.push_back((plan.jobs_root / std::to_string(job_id)).string());
+    copy.isolation.keep.push_back((dir / "work").string());
+    copy.isolation.keep.push_back((dir / "hypertune").string());
   }
-  if (plan.run_as) {
-    copy.run_as = plan.run_as;
-    STOKER_RETURN_IF_ERROR(
-        HandOverReplicaDir(plan.data_dir, plan.jobs_root, dir, *plan.run_as, copy.env));
-  }
+  copy.run_as = plan.run_as;
+  STOKER_RETURN_IF_ERROR(
+      HandOverReplicaDir(plan.data_dir, plan.jobs_root, dir, plan.run_as, copy.env));
   // Not synced: the PENDING commit in the store is the durable record, and
   // recovery writes launch.json again for a replica that has no claim.
   STOKER_RETURN_IF_ERROR(WriteLaunchFile(dir, copy));

@@ -33,26 +33,31 @@ struct ReplicaDirPlan {
 // for `replica` of job `job_id`, the same way for every executor: when a
 // supervisor already claimed it (launched before a crash) it does nothing
 // and returns false; else it writes dir/launch.json with the plan's
-// isolation (plus jobs_root/<job> kept read-write unless the mode is off)
-// and run_as, after HandOverReplicaDir when run_as is set, and returns true.
+// isolation (unless the mode is off: jobs_root/<job> kept read-only, and the
+// replica's work/ and hypertune/ read-write on top) and run_as, after
+// HandOverReplicaDir, and returns true.
 Result<bool> PrepareReplicaDir(const ReplicaDirPlan& plan, int64_t job_id,
                                const std::filesystem::path& dir, const ReplicaLaunch& replica);
 
-// Gives the replica directory `dir` to `who` (mode 0700) so that no other
-// trainer account can read it, creating it if missing. Everything above it
+// Lays out the replica directory `dir` for a trainer running as `who`
+// (nullopt: as the daemon itself), creating what is missing
+// (docs/decisions/0012-trainer-writes-only-its-work-dir.md). `dir` holds
+// the supervisor's control files, which the daemon (root) reads and trusts,
+// so it is the daemon's: mode 0750 with the trainer's group, which may read
+// its log but change nothing (0700 without `who`). The trainer writes only
+// below it, in `dir/work` (its working directory) and `dir/hypertune` (its
+// metrics file), which stoker-run makes and hands to it. Everything above
 // (jobs_root, jobs_root/<job>, attempt-<n>) stays, or becomes again, the
-// daemon's with mode 0711 (enterable, not listable): those hold files that
-// root trusts (the Slurm batch script and job id), and a trainer that owned
-// one could plant a link there for root to follow. Each directory is
+// daemon's with mode 0711 (enterable, not listable). Each directory is
 // opened without following a link, and a link is refused. The job's output
 // directory (the parent of AIP_MODEL_DIR in `env`), when the daemon created
-// it inside `data_dir`, goes to `who` as well so the trainer can write its
-// model. Needs root unless `who` is the daemon's own account.
-// FailedPrecondition naming the path for a link or a file in the way, and
-// when the file system refuses root's chown (root_squash); Internal for any
-// other failure.
+// it inside `data_dir`, goes to `who` so the trainer can write its model.
+// Needs root when `who` is another account. FailedPrecondition naming the
+// path for a link or a file in the way, and when the file system refuses
+// root's chown (root_squash); Internal for any other failure.
 Status HandOverReplicaDir(const std::filesystem::path& data_dir,
                           const std::filesystem::path& jobs_root, const std::filesystem::path& dir,
-                          const RunAs& who, const std::map<std::string, std::string>& env);
+                          const std::optional<RunAs>& who,
+                          const std::map<std::string, std::string>& env);
 
 }  // namespace stoker::exec

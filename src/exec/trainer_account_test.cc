@@ -41,12 +41,20 @@ class TrainerAccountTest : public ::testing::Test {
   fs::path tmp_;
 };
 
-TEST_F(TrainerAccountTest, OnlyTheReplicaDirGoesToTheTrainerTheJobDirStaysTheDaemons) {
+TEST_F(TrainerAccountTest, EveryDirectoryUpToTheReplicaDirStaysTheDaemons) {
   RunAs who = Trainer();
   fs::path dir = jobs() / "7/attempt-2/workerpool0-0";
   ASSERT_TRUE(HandOverReplicaDir(data(), jobs(), dir, who, {}).ok());
-  EXPECT_EQ(Stat(dir).st_uid, who.uid);
-  EXPECT_EQ(Stat(dir).st_mode & 07777, 0700u);
+  // The supervisor's control files live here: the trainer's group may read,
+  // not write (it writes only in work/ and hypertune/, made by stoker-run).
+  EXPECT_EQ(Stat(dir).st_uid, ::geteuid());
+  EXPECT_EQ(Stat(dir).st_gid, who.gid);
+  EXPECT_EQ(Stat(dir).st_mode & 07777, 0750u);
+  // Without an account of its own the trainer is the daemon: private.
+  fs::path mine = jobs() / "8/workerpool0-0";
+  ASSERT_TRUE(HandOverReplicaDir(data(), jobs(), mine, std::nullopt, {}).ok());
+  EXPECT_EQ(Stat(mine).st_uid, ::geteuid());
+  EXPECT_EQ(Stat(mine).st_mode & 07777, 0700u);
   for (const fs::path& p : {jobs(), jobs() / "7", jobs() / "7/attempt-2"}) {
     EXPECT_EQ(Stat(p).st_uid, ::geteuid()) << p;
     EXPECT_EQ(Stat(p).st_mode & 07777, 0711u) << p;
@@ -108,7 +116,7 @@ TEST_F(TrainerAccountTest, HandsOverTheOutputDirInTheDataDirEvenWithJobsElsewher
   EXPECT_EQ(Stat(outside).st_uid, 0u);
 }
 
-TEST_F(TrainerAccountTest, PrepareWritesLaunchJsonWithTheAccountAndKeepsTheJobDir) {
+TEST_F(TrainerAccountTest, PrepareWritesLaunchJsonWithTheAccountAndTheReadOnlyJobDir) {
   ReplicaDirPlan plan{data(), jobs(), Trainer(), {}};
   plan.isolation.mode = "auto";
   ReplicaLaunch r;
@@ -118,11 +126,15 @@ TEST_F(TrainerAccountTest, PrepareWritesLaunchJsonWithTheAccountAndKeepsTheJobDi
   auto prepared = PrepareReplicaDir(plan, 7, dir, r);
   ASSERT_TRUE(prepared.ok()) << prepared.status().ToString();
   EXPECT_TRUE(*prepared);
-  auto spec = ReadJsonObject(dir / "launch.json");
+  auto spec = ReadJsonObject(dir, "launch.json");
   ASSERT_TRUE(spec.has_value());
   EXPECT_EQ((*spec)["run_as"]["uid"], plan.run_as->uid);
-  EXPECT_EQ((*spec)["isolation"]["keep"], nlohmann::json::array({(jobs() / "7").string()}));
-  EXPECT_EQ(Stat(dir).st_uid, plan.run_as->uid);
+  EXPECT_EQ((*spec)["isolation"]["keep_read_only"],
+            nlohmann::json::array({(jobs() / "7").string()}));
+  EXPECT_EQ((*spec)["isolation"]["keep"],
+            nlohmann::json::array({(dir / "work").string(), (dir / "hypertune").string()}));
+  EXPECT_EQ(Stat(dir).st_uid, ::geteuid());
+  EXPECT_EQ(Stat(dir).st_gid, plan.run_as->gid);
   EXPECT_EQ(Stat(jobs() / "7").st_uid, ::geteuid());
   // Claimed (launched before a crash): left alone.
   ASSERT_TRUE(ClaimAsCancelled(dir).ok());

@@ -100,8 +100,8 @@ class IsolationTest : public ::testing::Test {
     root_ = tmpl;
     fs::permissions(root_, fs::perms(0755));
     data_ = root_ / "data";
-    for (const char* d :
-         {"jobs/1/workerpool0-0", "jobs/2/workerpool0-0", "buckets/b", "envs/bin"}) {
+    for (const char* d : {"jobs/1/workerpool0-0/work", "jobs/2/workerpool0-0/work",
+                          "jobs/2/workerpool0-0/hypertune", "buckets/b", "envs/bin"}) {
       fs::create_directories(data_ / d);
     }
     Write(data_ / "token", "stk_secret\n");
@@ -115,6 +115,12 @@ class IsolationTest : public ::testing::Test {
     for (auto& e : fs::recursive_directory_iterator(root_)) {
       fs::permissions(e.path(), e.is_directory() ? fs::perms(0777) : fs::perms(0666));
       ASSERT_EQ(::chown(e.path().c_str(), kNobody, kNogroup), 0);
+    }
+    // Replica directories are stoker-run's own, as the executor makes them
+    // (the trainer writes only in work/ and hypertune/, which stoker-run makes).
+    for (const char* d : {"jobs/1/workerpool0-0", "jobs/2/workerpool0-0"}) {
+      ASSERT_EQ(::chown((data_ / d).c_str(), ::geteuid(), ::getegid()), 0);
+      fs::permissions(data_ / d, fs::perms(0755));
     }
   }
   void TearDown() override {
@@ -131,8 +137,10 @@ class IsolationTest : public ::testing::Test {
     IsolationSpec spec;
     spec.mode = mode;
     spec.hide = {data_};
-    spec.keep = {data_ / "jobs" / std::to_string(job), data_ / "buckets"};
-    spec.keep_read_only = {data_ / "envs", root_ / "not-there"};
+    fs::path replica = data_ / "jobs" / std::to_string(job) / "workerpool0-0";
+    spec.keep = {replica / "work", replica / "hypertune", data_ / "buckets"};
+    spec.keep_read_only = {data_ / "jobs" / std::to_string(job), data_ / "envs",
+                           root_ / "not-there"};
     return spec;
   }
 
@@ -141,13 +149,15 @@ class IsolationTest : public ::testing::Test {
 
 TEST_F(IsolationTest, PlansTheHiddenDirectoryAndTheBindsUnderIt) {
   IsolationSpec spec = SpecFor(2);
-  spec.keep.push_back(root_ / "outside.txt");           // outside what is hidden: visible anyway
-  spec.keep.push_back(data_ / "jobs/2/workerpool0-0");  // inside another kept path
+  spec.keep.push_back(root_ / "outside.txt");  // outside what is hidden: visible anyway
   Isolation isolation(spec, false);
   std::string d = fs::canonical(data_).string();
+  // Parents first: the writable work/ and hypertune/ go on top of the job's
+  // read-only directory.
   EXPECT_THAT(isolation.Describe(),
               ElementsAre("hide " + d, "rw " + d + "/buckets", "ro " + d + "/envs",
-                          "rw " + d + "/jobs/2", "rw " + d + "/jobs/2/workerpool0-0"));
+                          "ro " + d + "/jobs/2", "rw " + d + "/jobs/2/workerpool0-0/hypertune",
+                          "rw " + d + "/jobs/2/workerpool0-0/work"));
 }
 
 TEST_F(IsolationTest, AKeptPathHoldingAHiddenOneWins) {
@@ -262,7 +272,8 @@ void Probe(const fs::path& root, const fs::path& data, pid_t other, pid_t parent
   seen["list data dir"] = TryList(data);
   seen["list jobs"] = TryList(data / "jobs");
   seen["create in data dir"] = TryWrite(data / "new-file");
-  seen["write own job"] = TryWrite(data / "jobs/2/workerpool0-0/model.txt");
+  seen["write own job"] = TryWrite(data / "jobs/2/workerpool0-0/work/model.txt");
+  seen["write own control file"] = TryWrite(data / "jobs/2/workerpool0-0/status.json");
   seen["list own job"] = TryList(data / "jobs/2");
   seen["read bucket"] = TryRead(data / "buckets/b/object");
   seen["write bucket"] = TryWrite(data / "buckets/b/new-object");
@@ -293,6 +304,9 @@ void ExpectIsolated(const Observations& seen) {
     EXPECT_EQ(seen.at(works), "ok") << works;
   }
   EXPECT_EQ(seen.at("write envs"), "EROFS");
+  // The supervisor's files beside the work dir stay read-only, even for a
+  // trainer of the daemon's own account.
+  EXPECT_EQ(seen.at("write own control file"), "EROFS");
   EXPECT_EQ(seen.at("exit"), "0");
 }
 
@@ -315,7 +329,7 @@ TEST_F(IsolationTest, AsRootHidesTheDataDirButTheJobsOwnFiles) {
   ExpectIsolated(seen);
   // Nothing changed outside.
   EXPECT_TRUE(fs::exists(data_ / "token"));
-  EXPECT_TRUE(fs::exists(data_ / "jobs/2/workerpool0-0/model.txt"));
+  EXPECT_TRUE(fs::exists(data_ / "jobs/2/workerpool0-0/work/model.txt"));
   EXPECT_FALSE(fs::exists(data_ / "envs/bin/planted"));
 }
 
@@ -473,7 +487,7 @@ TEST_F(IsolationTest, RootWithoutUserNamespacesStillHidesPathsInAuto) {
     seen["auto"] = error ? error : "ok";
     BecomeNobody();
     seen["read token"] = TryRead(data_ / "token");
-    seen["write own job"] = TryWrite(data_ / "jobs/2/workerpool0-0/model.txt");
+    seen["write own job"] = TryWrite(data_ / "jobs/2/workerpool0-0/work/model.txt");
   });
   ::close(note[1]);
   char buf[2048] = {};
@@ -536,13 +550,17 @@ TEST_F(IsolationTest, StokerRunIsolatesItsTrainer) {
   std::string script = "cat " + (data_ / "token").string() + " || echo NO-TOKEN; ls " +
                        data_.string() + " || echo NO-LIST; cat " +
                        (data_ / "jobs/1/workerpool0-0/output.log").string() +
-                       " || echo NO-SIBLING; echo model > model.txt && echo WROTE; pwd";
+                       " || echo NO-SIBLING; echo model > model.txt && echo WROTE; pwd; " +
+                       "echo '{}' > ../status.json || echo NO-CONTROL";
+  // The plan stokerd writes: the job's directory read-only, the replica's
+  // work/ and hypertune/ writable.
   json launch = {{"argv", {"/bin/sh", "-c", script}},
                  {"env", {{"PATH", "/usr/bin:/bin"}}},
                  {"isolation",
                   {{"mode", "required"},
                    {"hide", {data_.string()}},
-                   {"keep", {(data_ / "jobs/2").string()}}}}};
+                   {"keep_read_only", {(data_ / "jobs/2").string()}},
+                   {"keep", {(dir / "work").string(), (dir / "hypertune").string()}}}}};
   if (::geteuid() == 0)
     launch["run_as"] = {{"user", "nobody"}, {"uid", kNobody}, {"gid", kNogroup}};
   Write(dir / "launch.json", launch.dump());
@@ -555,8 +573,11 @@ TEST_F(IsolationTest, StokerRunIsolatesItsTrainer) {
   EXPECT_THAT(log, HasSubstr("NO-LIST"));
   EXPECT_THAT(log, HasSubstr("NO-SIBLING"));
   EXPECT_THAT(log, HasSubstr("WROTE"));
-  EXPECT_THAT(log, HasSubstr(dir.string()));  // the same path inside
-  EXPECT_EQ(ReadFile(dir / "model.txt").value(), "model\n");
+  EXPECT_THAT(log, HasSubstr((dir / "work").string()));  // the same path inside
+  // Even as the daemon's own account (a stokerd that is not root), the
+  // trainer cannot write the supervisor's files beside its work dir.
+  EXPECT_THAT(log, HasSubstr("NO-CONTROL"));
+  EXPECT_EQ(ReadFile(dir / "work/model.txt").value(), "model\n");
   auto status = json::parse(ReadFile(dir / "status.json").value());
   EXPECT_EQ(status["exit_code"], 0) << status.dump();
 }

@@ -84,8 +84,14 @@ Result<std::vector<LogFile>> ParseLogState(std::string_view text) {
       return InvalidArgument("log_state.json: files[" + std::to_string(out.size()) +
                              "]: needs name, ino and start");
     }
-    out.push_back(
-        {f["name"].get<std::string>(), f["ino"].get<uint64_t>(), f["start"].get<uint64_t>()});
+    std::string name = f["name"].get<std::string>();
+    bool numbered = name.size() > 11 && name.compare(0, 11, "output.log.") == 0 &&
+                    name.find_first_not_of("0123456789", 11) == std::string::npos;
+    if (name != "output.log" && !numbered) {
+      return InvalidArgument("log_state.json: files[" + std::to_string(out.size()) +
+                             "].name must be output.log or output.log.N");
+    }
+    out.push_back({std::move(name), f["ino"].get<uint64_t>(), f["start"].get<uint64_t>()});
   }
   return out;
 }
@@ -315,7 +321,9 @@ struct Snapshot {
 // rotation changed them while looking (the caller retries).
 bool TakeSnapshot(const fs::path& dir, Snapshot* snap) {
   auto state_text = [&dir]() -> std::optional<std::string> {
-    auto t = ReadFile(dir / "log_state.json");
+    // Read as the daemon, in a directory a trainer may have written (an
+    // older layout): never through a link, never blocking on a FIFO.
+    auto t = ReadFileNoFollow(dir, "log_state.json", 1 << 20);
     if (!t.ok()) return std::nullopt;
     return *t;
   };
@@ -329,10 +337,13 @@ bool TakeSnapshot(const fs::path& dir, Snapshot* snap) {
     entries = {{"output.log", 0, 0}};  // never rotated: no inode to check
   }
   for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
-    int fd = ::open((dir / it->name).c_str(), O_RDONLY | O_CLOEXEC);
+    // A link, a FIFO or a hard link planted at a log's name reads as no log:
+    // the daemon must not show another file's content as the replica's.
+    auto opened = OpenReadNoFollow(dir, it->name);
+    int fd = opened.ok() ? *opened : -1;
     struct stat st = {};
     if (fd < 0 || ::fstat(fd, &st) != 0) {
-      bool missing = errno == ENOENT;
+      bool missing = !opened.ok() && opened.status().code() == Code::kNotFound;
       if (fd >= 0) ::close(fd);
       return missing && !before && state_text() == before;  // no log yet: empty stream
     }

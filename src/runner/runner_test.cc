@@ -322,7 +322,7 @@ TEST_F(StokerRunTest, RecordsAKillingSignal) {
   EXPECT_EQ(status["message"], "killed by signal 9 (SIGKILL)");
 }
 
-TEST_F(StokerRunTest, GivesTheTrainerExactlyTheGivenEnvironmentInTheReplicaDir) {
+TEST_F(StokerRunTest, GivesTheTrainerExactlyTheGivenEnvironmentInItsWorkDir) {
   // Plus the replica's cookie, over any value launch.json gives it.
   WriteLaunch({{"argv", {"env"}},
                {"env", {{"PATH", "/usr/bin:/bin"}, {"ZED", "a b=c"}, {"STOKER_REPLICA", "mine"}}}});
@@ -334,7 +334,7 @@ TEST_F(StokerRunTest, GivesTheTrainerExactlyTheGivenEnvironmentInTheReplicaDir) 
   fs::remove(dir_ / "output.log");
   WriteLaunch({{"argv", {"pwd", "-P"}}});
   RunToEnd();
-  EXPECT_EQ(Slurp(dir_ / "output.log"), dir_.string() + "\n");
+  EXPECT_EQ(Slurp(dir_ / "output.log"), (dir_ / "work").string() + "\n");
 }
 
 TEST_F(StokerRunTest, NeverRunsTheTrainerTwiceForOneReplica) {
@@ -343,7 +343,7 @@ TEST_F(StokerRunTest, NeverRunsTheTrainerTwiceForOneReplica) {
   EXPECT_EQ(first["state"], "exited");
   EXPECT_EQ(Wait(SpawnSupervisor()), 0);
   EXPECT_EQ(ReadJson("status.json"), first);
-  EXPECT_EQ(Slurp(dir_ / "runs.txt"), "ran\n");
+  EXPECT_EQ(Slurp(dir_ / "work/runs.txt"), "ran\n");
 }
 
 TEST_F(StokerRunTest, ConcurrentSupervisorsStartOneTrainer) {
@@ -352,7 +352,7 @@ TEST_F(StokerRunTest, ConcurrentSupervisorsStartOneTrainer) {
   for (int i = 0; i < 4; ++i) pids.push_back(SpawnSupervisor());
   for (pid_t p : pids) EXPECT_EQ(Wait(p), 0);
   EXPECT_EQ(ReadJson("status.json")["state"], "exited");
-  EXPECT_EQ(Slurp(dir_ / "runs.txt"), "ran\n");
+  EXPECT_EQ(Slurp(dir_ / "work/runs.txt"), "ran\n");
 }
 
 TEST_F(StokerRunTest, HoldsTheLockWhileAlive) {
@@ -398,7 +398,7 @@ TEST_F(StokerRunTest, CancelStopsTheWholeProcessGroup) {
   WriteLaunch({{"argv", {"sh", "-c", "sleep 1000 & sleep 1000 & touch ready; wait"}}});
   pid_t sup = SpawnSupervisor();
   // The trainer may run before trainer.json is written: wait for both.
-  ASSERT_TRUE(WaitForFile("ready"));
+  ASSERT_TRUE(WaitForFile("work/ready"));
   ASSERT_TRUE(WaitForFile("trainer.json"));
   pid_t pgid = ReadJson("trainer.json")["pgid"];
   // sh and its two sleeps (touch may still be on its way out).
@@ -416,7 +416,7 @@ TEST_F(StokerRunTest, CancelStopsTheWholeProcessGroup) {
 TEST_F(StokerRunTest, StopsTheTrainerWhenItsReplicaDirectoryIsDeleted) {
   WriteLaunch({{"argv", {"sh", "-c", "sleep 1000 & touch ready; wait"}}});
   pid_t sup = SpawnSupervisor();
-  ASSERT_TRUE(WaitForFile("ready"));
+  ASSERT_TRUE(WaitForFile("work/ready"));
   ASSERT_TRUE(WaitForFile("trainer.json"));
   pid_t pgid = ReadJson("trainer.json")["pgid"];
   // The supervisor may still be writing its files (its state, the log) while
@@ -435,7 +435,7 @@ TEST_F(StokerRunTest, KillsATrainerThatIgnoresSigtermAfterTheGrace) {
   WriteLaunch(
       {{"argv", {"sh", "-c", "trap '' TERM; touch ready; exec sleep 1000"}}, {"grace_seconds", 1}});
   pid_t sup = SpawnSupervisor();
-  ASSERT_TRUE(WaitForFile("ready"));
+  ASSERT_TRUE(WaitForFile("work/ready"));
   auto t0 = Clock::now();
   ::kill(sup, SIGTERM);
   EXPECT_EQ(Wait(sup), 0);
@@ -456,7 +456,7 @@ TEST_F(StokerRunTest, LeavesNoDescendantBehindEvenInItsOwnSession) {
   json status = RunToEnd();
   EXPECT_EQ(status["state"], "exited");
   EXPECT_EQ(status["exit_code"], 0);
-  pid_t gc = std::stoi(Slurp(dir_ / "gc.pid"));
+  pid_t gc = std::stoi(Slurp(dir_ / "work/gc.pid"));
   EXPECT_FALSE(Alive(gc));
 }
 
@@ -484,10 +484,10 @@ TEST_F(StokerRunTest, AGrandchildThatEscapedAKilledSupervisorIsFoundByItsCookie)
                  "setsid sh -c 'echo $$ > gc.tmp; mv gc.tmp gc.pid; exec sleep 1000' & "
                  "exec sleep 1000"}}});
   pid_t sup = SpawnSupervisor();
-  ASSERT_TRUE(WaitForFile("gc.pid"));
+  ASSERT_TRUE(WaitForFile("work/gc.pid"));
   ASSERT_TRUE(WaitForFile("trainer.json"));
   pid_t trainer = ReadJson("trainer.json")["pid"];
-  pid_t gc = std::stoi(Slurp(dir_ / "gc.pid"));
+  pid_t gc = std::stoi(Slurp(dir_ / "work/gc.pid"));
   ::kill(sup, SIGKILL);
   EXPECT_EQ(Wait(sup), -1);
   EXPECT_TRUE(WaitFor([&] { return !Alive(trainer); }));
@@ -523,14 +523,14 @@ TEST_F(StokerRunTest, ACancelledEnvRewriteEndsTheReplicaCancelledWithoutATrainer
   EXPECT_EQ(RunSupervisorInChild(dir_, hooks), 0);
   json status = ReadJson("status.json");
   EXPECT_EQ(status["state"], "cancelled") << status.dump();
-  EXPECT_FALSE(fs::exists(dir_ / "started.txt"));
+  EXPECT_FALSE(fs::exists(dir_ / "work/started.txt"));
   EXPECT_FALSE(fs::exists(dir_ / "forked"));
 }
 
 // The port the rewrite reserved is let go of right before the fork, after
 // everything slow (packages), not when the rewrite returns.
 TEST_F(StokerRunTest, ReleasesWhatTheRewriteHeldRightBeforeTheTrainerStarts) {
-  WriteLaunch({{"argv", {"sh", "-c", "cat order.txt; echo \"trainer X=$X\""}}});
+  WriteLaunch({{"argv", {"sh", "-c", "cat ../order.txt; echo \"trainer X=$X\""}}});
   SupervisorHooks hooks;
   hooks.rewrite = [this](const std::map<std::string, std::string>& env)
       -> Result<std::map<std::string, std::string>> {
@@ -719,7 +719,7 @@ TEST(ParseLaunchSpecTest, ReadsRunAsAndNamesItsBadFields) {
 // cannot become root again.
 TEST_F(StokerRunTest, DropsToTheGivenAccountBeforeExec) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch accounts";
-  ASSERT_EQ(::chmod(dir_.c_str(), 0777), 0);  // the trainer writes its cwd
+  ASSERT_EQ(::chmod(dir_.c_str(), 0711), 0);  // the trainer enters work/ below it
   WriteLaunch({{"argv", {"sh", "-c", "id -u; id -g; id -G; cat /proc/self/status | grep CapEff"}},
                {"run_as", {{"user", "nobody"}, {"uid", 65534}, {"gid", 65534}}}});
   json status = RunToEnd();

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <pwd.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -105,6 +106,12 @@ class Supervisor {
   bool Claim(int* exit_code);
   void SyncClaim();
   Result<LaunchSpec> LoadLaunch();
+  // FailedPrecondition unless DIR is this process's own directory, writable
+  // by no other account: the control files in it are what the daemon trusts.
+  Status CheckDirIsOurs() const;
+  // Makes DIR/work and DIR/hypertune (0700), the only places the trainer may
+  // write, and gives them to its account.
+  Status MakeTrainerDirs(const LaunchSpec& spec);
   Result<std::vector<fs::path>> UnpackPackages(const LaunchSpec& spec);
   // Reaps on SIGCHLD; true when a cancel (SIGTERM, SIGINT, SIGHUP) came.
   bool DrainSignals();
@@ -196,7 +203,10 @@ void Supervisor::SyncClaim() {
 }
 
 Result<LaunchSpec> Supervisor::LoadLaunch() {
-  STOKER_ASSIGN_OR_RETURN(std::string text, ReadFile(dir_ / "launch.json"));
+  // The executor's file: believed only as this account's own (16 MiB is
+  // far above what the API lets a job's command and env reach).
+  STOKER_ASSIGN_OR_RETURN(std::string text,
+                          ReadOwnFileNoFollow(dir_, "launch.json", 16 << 20));
   STOKER_ASSIGN_OR_RETURN(LaunchSpec spec, ParseLaunchSpec(text));
   if (hooks_.rewrite) {
     STOKER_ASSIGN_OR_RETURN(spec.env, hooks_.rewrite(spec.env));
@@ -204,7 +214,60 @@ Result<LaunchSpec> Supervisor::LoadLaunch() {
   // Every process of the replica inherits the cookie, which is how the clean
   // up finds those that left its process tree (replica_processes.h).
   spec.env[std::string(kReplicaCookieVar)] = cookie_;
+  if (spec.run_as) {
+    // The account's own identity and home, not the daemon's (HOME=/root);
+    // an account without a usable home (nobody's is /nonexistent) gets its
+    // work directory.
+    spec.env["USER"] = spec.env["LOGNAME"] = spec.run_as->user;
+    spec.env["HOME"] = (dir_ / "work").string();
+    if (const passwd* pw = ::getpwnam(spec.run_as->user.c_str()); pw && pw->pw_dir) {
+      struct stat st = {};
+      if (::stat(pw->pw_dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == spec.run_as->uid) {
+        spec.env["HOME"] = pw->pw_dir;
+      }
+    }
+  }
   return spec;
+}
+
+Status Supervisor::CheckDirIsOurs() const {
+  int fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st = {};
+  bool ok = fd >= 0 && ::fstat(fd, &st) == 0 && st.st_uid == ::geteuid() &&
+            (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+  if (fd >= 0) ::close(fd);
+  if (ok) return OkStatus();
+  return FailedPrecondition(
+      "the replica directory " + dir_.string() + " must be a directory of stoker-run's account " +
+      "(uid " + std::to_string(::geteuid()) + ") that no other account may write " +
+      "(the executor makes it so; the trainer writes only in its work/ and hypertune/)");
+}
+
+Status Supervisor::MakeTrainerDirs(const LaunchSpec& spec) {
+  int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0) return Internal(Errno("cannot open " + dir_.string()));
+  Status out = OkStatus();
+  for (const char* name : {"work", "hypertune"}) {
+    fs::path path = dir_ / name;
+    if (::mkdirat(dfd, name, 0700) != 0 && errno != EEXIST) {
+      out = Internal(Errno("cannot create " + path.string()));
+      break;
+    }
+    int fd = ::openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+      out = FailedPrecondition(Errno("cannot open " + path.string() + " (a link or a file?)"));
+      break;
+    }
+    bool given = !spec.run_as || ::fchown(fd, spec.run_as->uid, spec.run_as->gid) == 0;
+    given = given && ::fchmod(fd, 0700) == 0;
+    ::close(fd);
+    if (!given) {
+      out = Internal(Errno("cannot hand " + path.string() + " to the trainer's account"));
+      break;
+    }
+  }
+  ::close(dfd);
+  return out;
 }
 
 Result<std::vector<fs::path>> Supervisor::UnpackPackages(const LaunchSpec& spec) {
@@ -262,7 +325,8 @@ void Supervisor::StartTrainer(const LaunchSpec& spec, const std::vector<fs::path
   argv_p.push_back(nullptr);
   for (const auto& e : env) env_p.push_back(const_cast<char*>(e.c_str()));
   env_p.push_back(nullptr);
-  const char* dir = dir_.c_str();
+  const std::string work = (dir_ / "work").string();
+  const char* dir = work.c_str();
   const pid_t supervisor = ::getpid();
   const std::optional<RunAs>& run_as = spec.run_as;
   std::vector<gid_t> groups;
@@ -523,6 +587,13 @@ int Supervisor::Run() {
 
   int exit_code = 0;
   if (!Claim(&exit_code)) return exit_code;
+  if (Status s = CheckDirIsOurs(); !s.ok()) {
+    // Nothing in DIR is read, nor the trainer started: another account could
+    // have put anything there. Only status.json is written (a rename, which
+    // replaces whatever is at the name).
+    outcome_.message = s.message();
+    return Finish();
+  }
 
   // The log limits come from launch.json; a launch.json that cannot be read
   // is reported in a log with the default limits.
@@ -543,6 +614,10 @@ int Supervisor::Run() {
     // is still queued in sfd_).
     if (spec.status().code() == Code::kCancelled) outcome_.state = EndState::kCancelled;
     outcome_.message = spec.status().message();
+    return Finish();
+  }
+  if (Status s = MakeTrainerDirs(*spec); !s.ok()) {
+    outcome_.message = s.message();
     return Finish();
   }
   timeout_seconds_ = spec->timeout_seconds;

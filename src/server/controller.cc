@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -956,8 +957,14 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
       std::string field =
           "jobSpec.workerPoolSpecs[" + std::to_string(p) + "].nfsMounts[" + std::to_string(i) + "]";
       std::filesystem::path source = mounts[i].value("path", "");
-      std::filesystem::path target =
-          std::filesystem::path(config_.nfs_mount_root) / mounts[i].value("mountPoint", "");
+      std::string point = mounts[i].value("mountPoint", "");
+      if (point.empty() || point == "." || point == ".." || point.find('/') != std::string::npos) {
+        // Checked at submission; a job stored before that check still must
+        // not make root create anything outside nfs_mount_root.
+        return InvalidArgument(field + ".mountPoint: must be one directory name, got '" + point +
+                               "'");
+      }
+      std::filesystem::path target = std::filesystem::path(config_.nfs_mount_root) / point;
       std::error_code ec;
       if (!std::filesystem::is_directory(source, ec)) {
         (void)store_.AddEvent(a.rec.id, "warning: " + field + " not mounted: " + source.string() +
@@ -1004,7 +1011,7 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
     in.base_env = env.base_env;
     in.python = env.python;
     in.rewrite_uris = rewrite;
-    exec::ReplicaCommand cmd = exec::BuildReplicaCommand(in);
+    STOKER_ASSIGN_OR_RETURN(exec::ReplicaCommand cmd, exec::BuildReplicaCommand(in));
     rl.argv = std::move(cmd.argv);
     rl.env = std::move(cmd.env);
     // A share of one GPU: the trainer is told its share and memory limit.
@@ -1033,10 +1040,10 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
     }
     if (pool.python_package_spec) {
       for (size_t i = 0; i < pool.python_package_spec->package_uris.size(); ++i) {
-        STOKER_ASSIGN_OR_RETURN(
-            std::filesystem::path pkg,
-            buckets_.Resolve(pool.python_package_spec->package_uris[i],
-                             field + ".pythonPackageSpec.packageUris[" + std::to_string(i) + "]"));
+        const std::string& uri = pool.python_package_spec->package_uris[i];
+        std::string pkg_field = field + ".pythonPackageSpec.packageUris[" + std::to_string(i) + "]";
+        STOKER_ASSIGN_OR_RETURN(std::filesystem::path pkg, buckets_.Resolve(uri, pkg_field));
+        STOKER_RETURN_IF_ERROR(VerifyStaged(uri, pkg, pkg_field));
         rl.packages.push_back(pkg.string());
       }
     }
@@ -1052,6 +1059,25 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
     launch.replicas.push_back(std::move(rl));
   }
   return launch;
+}
+
+Status Controller::VerifyStaged(const std::string& uri, const std::filesystem::path& path,
+                                const std::string& field) const {
+  auto parsed = storage::ParseGsUri(uri, field);
+  if (!parsed.ok() || parsed->bucket != storage::kStagingBucket) return OkStatus();
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return FailedPrecondition(field + ": " + uri + " is gone from the staging bucket; stage the " +
+                              "package again");
+  }
+  std::string version = std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
+                        std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+  auto known = verified_packages_.find(path.string());
+  if (known != verified_packages_.end() && known->second == version) return OkStatus();
+  STOKER_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  STOKER_RETURN_IF_ERROR(storage::CheckStagedContent(*parsed, bytes, field));
+  verified_packages_[path.string()] = version;
+  return OkStatus();
 }
 
 Status Controller::Launch(Active& a) {

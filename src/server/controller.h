@@ -144,6 +144,10 @@ class Controller {
   // Stops the current attempt's replicas; their resources stay held until they are gone.
   void Drain(Active& a);
   Status Launch(Active& a);
+  // For a package in the staging bucket: its content must still have the
+  // SHA-256 its name says (checked once per version of the file).
+  Status VerifyStaged(const std::string& uri, const std::filesystem::path& path,
+                      const std::string& field) const;
   Result<exec::JobLaunch> BuildLaunch(const Active& a);
   // Commits a transition and updates the in-memory record; false if the store refused.
   bool Move(Active& a, spec::JobState to, const std::string& reason,
@@ -169,6 +173,9 @@ class Controller {
 
   // Loop-thread state.
   std::map<int64_t, Active> active_;
+  // Staged packages whose content was checked against their name, by path:
+  // "inode:size:mtime" when checked (a changed file is checked again).
+  mutable std::map<std::string, std::string> verified_packages_;
   std::map<std::pair<int64_t, int>, Draining> draining_;  // by (job, attempt)
   std::map<int64_t, Study> studies_;
   std::map<std::string, double> usage_;  // decayed GPU-seconds per user (fair share)

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <system_error>
 
+#include "common/files.h"
 #include "exec/replica_files.h"
 #include "store/store.h"
 
@@ -130,10 +131,9 @@ void ApplyRetention(RetentionState& state, const RetentionPolicy& policy, store:
     }
     fs::path dir = jobs / std::to_string(id);
     if (AnySupervisorAlive(dir)) continue;
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-    if (ec) {
-      spdlog::warn("retention: cannot remove {}: {}", dir.string(), ec.message());
+    // Trainers owned directories in there: never follow a link of theirs.
+    if (Status s = RemoveTreeNoFollow(dir); !s.ok()) {
+      spdlog::warn("retention: cannot remove {}: {}", dir.string(), s.message());
       continue;
     }
     state.finished.erase(id);

@@ -25,6 +25,10 @@ using nlohmann::json;
 using spec::JobState;
 using store::TrialState;
 
+// A trial's metrics file is read whole at each change: bounded, so that a
+// trainer cannot fill the daemon's memory (about 700,000 reports).
+constexpr size_t kMaxMetricsFileBytes = 64 << 20;
+
 constexpr int kRpcCancelled = 1;
 constexpr int kRpcUnknown = 2;
 
@@ -142,10 +146,11 @@ void Controller::UpdateTrial(Study& s, store::TrialRecord& t) {
   }
   // Follow the metrics file the primary replica writes (hypertune protocol)
   // and the measurements pushed through the API (pushed.metrics, same format).
-  std::filesystem::path dir =
-      executor_.ReplicaDir(job->id, job->attempt, "workerpool0-0") / "hypertune";
+  std::filesystem::path dir = executor_.ReplicaDir(job->id, job->attempt, "workerpool0-0");
+  // The trainer's file (in its hypertune/) and the daemon's own.
+  const char* files[] = {"hypertune/output.metrics", "pushed.metrics"};
   int64_t stamp = 0;
-  for (const char* name : {"output.metrics", "pushed.metrics"}) {
+  for (const char* name : files) {
     struct stat sb;
     if (::lstat((dir / name).c_str(), &sb) == 0) {
       stamp += sb.st_mtim.tv_sec * 1'000'000'000LL + sb.st_mtim.tv_nsec + sb.st_size;
@@ -154,10 +159,16 @@ void Controller::UpdateTrial(Study& s, store::TrialRecord& t) {
   bool changed = false;
   if (stamp != 0 && s.metrics_mtime[t.trial_id] != stamp) {
     std::string text;
-    for (const char* name : {"output.metrics", "pushed.metrics"}) {
-      // The trainer owns hypertune/: no link or FIFO of its may redirect or block us.
-      auto part = ReadFileNoFollow(dir.parent_path(), std::filesystem::path("hypertune") / name);
-      if (part.ok()) text += *part + "\n";
+    for (const char* name : files) {
+      // The trainer owns hypertune/: no link or FIFO of its may redirect or
+      // block us, and no file of its may fill our memory.
+      auto part = ReadFileNoFollow(dir, name, kMaxMetricsFileBytes);
+      if (part.ok()) {
+        text += *part + "\n";
+      } else if (part.status().code() == Code::kResourceExhausted) {
+        spdlog::warn("job {}: {} is over {} MiB; its measurements are no longer read", job->id,
+                     name, kMaxMetricsFileBytes >> 20);
+      }
     }
     json m = ParseMetricsFile(text, job->start_time_us);
     if (m != t.measurements) {

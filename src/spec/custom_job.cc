@@ -1,6 +1,7 @@
 #include "spec/custom_job.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -356,30 +357,73 @@ void CheckEnv(const std::vector<EnvVar>& env, const std::string& path, Problems&
 }
 
 // Bounds on a task's command, args and env (kMaxArgBytes, kMaxCommandLineBytes).
+// The length of `text` after $(VAR) expansion (exec::ExpandVars' grammar:
+// "$$(" gives "$(", "$(NAME)" the value of a defined NAME, anything else
+// itself), with `lengths` the expanded lengths of the variables defined so
+// far. Counted, never built, and saturating at 2^40, so that nested
+// references (each level multiplying the size) cost nothing to check.
+uint64_t ExpandedLength(const std::string& text, const std::map<std::string, uint64_t>& lengths) {
+  constexpr uint64_t kCap = uint64_t{1} << 40;
+  uint64_t out = 0;
+  for (size_t i = 0; i < text.size();) {
+    if (text.compare(i, 3, "$$(") == 0) {
+      out += 2;
+      i += 3;
+      continue;
+    }
+    if (text.compare(i, 2, "$(") == 0) {
+      size_t close = text.find(')', i + 2);
+      if (close != std::string::npos) {
+        auto it = lengths.find(text.substr(i + 2, close - i - 2));
+        if (it != lengths.end()) {
+          out = std::min(kCap, out + it->second);
+          i = close + 1;
+          continue;
+        }
+      }
+    }
+    ++out;
+    ++i;
+  }
+  return std::min(kCap, out);
+}
+
 void CheckCommandLine(const std::vector<std::string>* command, const std::vector<std::string>& args,
                       const std::vector<EnvVar>& env, const std::string& path, Problems& p) {
-  size_t total = 0;
+  uint64_t total = 0;
   // `what`: how the message names the string ("NAME=value " for a variable).
-  auto one = [&](size_t bytes, const std::string& field, const std::string& what = "") {
+  // Sizes are those after $(VAR) expansion: the limits are the kernel's, on
+  // what the trainer's execve gets.
+  auto one = [&](uint64_t bytes, bool expanded, const std::string& field,
+                 const std::string& what = "") {
     total += bytes + 1;
     if (bytes > kMaxArgBytes) {
-      p.AddUnlessCovered(field, what + "is " + std::to_string(bytes) +
-                                    " bytes long; one argument or variable may have at most " +
+      p.AddUnlessCovered(field, what + "is " + std::to_string(bytes) + " bytes long" +
+                                    (expanded ? " after $(VAR) expansion" : "") +
+                                    "; one argument or variable may have at most " +
                                     std::to_string(kMaxArgBytes) +
                                     " (Linux's MAX_ARG_STRLEN); pass large inputs as files "
                                     "(gs://BUCKET/...)");
     }
   };
-  if (command) {
-    for (size_t i = 0; i < command->size(); ++i)
-      one((*command)[i].size(), At(Join(path, "command"), i));
-  }
-  for (size_t i = 0; i < args.size(); ++i) one(args[i].size(), At(Join(path, "args"), i));
+  // Variables expand against those defined before them (service variables
+  // are not known yet and count as undefined); command and args against all.
+  std::map<std::string, uint64_t> lengths;
   for (size_t i = 0; i < env.size(); ++i) {
+    uint64_t n = ExpandedLength(env[i].value, lengths);
+    lengths[env[i].name] = n;
     // execve counts NAME=value as one string, so the limit is on both.
-    one(env[i].name.size() + 1 + env[i].value.size(), At(Join(path, "env"), i),
+    one(env[i].name.size() + 1 + n, n != env[i].value.size(), At(Join(path, "env"), i),
         (env[i].name.size() <= 64 ? env[i].name : "NAME") + "=value ");
   }
+  auto list = [&](const std::vector<std::string>& strings, const std::string& field) {
+    for (size_t i = 0; i < strings.size(); ++i) {
+      uint64_t n = ExpandedLength(strings[i], lengths);
+      one(n, n != strings[i].size(), At(Join(path, field), i));
+    }
+  };
+  if (command) list(*command, "command");
+  list(args, "args");
   if (total > kMaxCommandLineBytes) {
     p.AddUnlessCovered(path, "command, args and env take " + std::to_string(total) +
                                  " bytes; at most " + std::to_string(kMaxCommandLineBytes) +
@@ -420,6 +464,32 @@ void CheckMachine(const MachineSpec& m, const std::string& path, Problems& p) {
     p.AddUnlessCovered(Join(path, "gpuPartitionSize"),
                        "requires acceleratorCount 1, got " + FormatCount(m.accelerator_count));
   }
+}
+
+// True for dotted Python identifiers ("trainer.task"): letters, digits and
+// '_' (any non-ASCII byte too: Python 3 names may be Unicode), no part
+// empty or starting with a digit.
+bool IsPythonModuleName(const std::string& name) {
+  size_t start = 0;
+  while (true) {
+    size_t end = name.find('.', start);
+    if (end == std::string::npos) end = name.size();
+    if (end == start) return false;
+    if (name[start] >= '0' && name[start] <= '9') return false;
+    for (size_t i = start; i < end; ++i) {
+      auto c = static_cast<unsigned char>(name[i]);
+      if (!(c >= 0x80 || std::isalnum(c) || c == '_')) return false;
+    }
+    if (end == name.size()) return true;
+    start = end + 1;
+  }
+}
+
+// True for a single file name: not empty, not "." or "..", no '/' or NUL,
+// at most 255 bytes (NAME_MAX).
+bool IsOnePathComponent(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." && name.size() <= 255 &&
+         name.find('/') == std::string::npos && name.find('\0') == std::string::npos;
 }
 
 void CheckPool(const WorkerPoolSpec& pool, const std::string& path, bool primary, Problems& p) {
@@ -482,6 +552,11 @@ void CheckPool(const WorkerPoolSpec& pool, const std::string& path, bool primary
     if (py.python_module.empty()) {
       p.AddUnlessCovered(Join(ppath, "pythonModule"),
                          "required; give the module to run, such as 'trainer.task'");
+    } else if (!IsPythonModuleName(py.python_module)) {
+      p.AddUnlessCovered(Join(ppath, "pythonModule"),
+                         "'" + py.python_module +
+                             "' is not a Python module name; give dotted identifiers such as "
+                             "'trainer.task' (no '/', '..' or spaces)");
     }
     CheckEnv(py.env, ppath, p);
     CheckCommandLine(nullptr, py.args, py.env, ppath, p);
@@ -495,6 +570,15 @@ void CheckPool(const WorkerPoolSpec& pool, const std::string& path, bool primary
           m["path"].get<std::string>().rfind('/', 0) != 0) {
         p.AddUnlessCovered(Join(At(Join(path, "nfsMounts"), i), "path"),
                            "must start with '/', got '" + m["path"].get<std::string>() + "'");
+      }
+      if (m.is_object() && m.contains("mountPoint") && m["mountPoint"].is_string() &&
+          !IsOnePathComponent(m["mountPoint"].get<std::string>())) {
+        // Vertex mounts the share at /mnt/nfs/<mountPoint>: one name below
+        // that root, never a path that leaves it.
+        p.AddUnlessCovered(Join(At(Join(path, "nfsMounts"), i), "mountPoint"),
+                           "must be one directory name (no '/', not '.' or '..', at most 255 "
+                           "bytes), such as 'data'; the share appears at "
+                           "<nfs_mount_root>/<mountPoint>");
       }
     }
   }

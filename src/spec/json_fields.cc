@@ -369,6 +369,14 @@ void CheckDisplayName(const std::string& name, Problems& p) {
   } else if (size_t n = Utf8Length(name); n > kMaxDisplayName) {
     p.AddUnlessCovered("displayName",
                        "is " + std::to_string(n) + " characters long; at most 128 are allowed");
+  } else if (std::any_of(name.begin(), name.end(), [](char c) {
+               auto u = static_cast<unsigned char>(c);
+               return u < 0x20 || u == 0x7f;
+             })) {
+    // A newline or an escape sequence would forge rows in `jobs list`.
+    p.AddUnlessCovered("displayName",
+                       "must not contain control characters (newlines, tabs, escapes); use "
+                       "printable text");
   }
 }
 

@@ -55,6 +55,10 @@ std::string ObjectNameProblem(std::string_view object) {
       return "object name '" + std::string(object) + "' has a '" + std::string(part) +
              "' component; object names cannot leave the bucket";
     }
+    if (part.size() > 255) {
+      return "object name has a component of " + std::to_string(part.size()) +
+             " bytes; each part between '/' may have at most 255 (the file system's NAME_MAX)";
+    }
     start = end + 1;
   }
   return "";
@@ -198,6 +202,19 @@ Result<fs::path> Buckets::Resolve(const std::string& uri, const std::string& fie
 }
 
 Status Buckets::Put(const std::string& bucket, const std::string& object, std::string_view data) {
+  if (bucket == kStagingBucket) {
+    // Content addressed: only Stage writes there, so what a name promises
+    // holds (another user's upload must never replace a package).
+    return PermissionDenied("bucket '" + std::string(kStagingBucket) +
+                            "' is written only by staging: send the archive to POST "
+                            "/v1/stoker/staging (stoker jobs submit --package-path does) or copy "
+                            "it to a bucket of your own");
+  }
+  return Write(bucket, object, data);
+}
+
+Status Buckets::Write(const std::string& bucket, const std::string& object,
+                      std::string_view data) {
   std::string uri = std::string(kScheme) + bucket + "/" + object;
   if (object.empty() || object.back() == '/') {
     return InvalidArgument("object '" + uri + "': an object needs a file name (not a directory)");
@@ -265,13 +282,34 @@ Result<std::string> Buckets::Stage(std::string_view archive_bytes) {
   STOKER_ASSIGN_OR_RETURN(std::string hex, Sha256Hex(archive_bytes));
   std::string object = hex + ".tar.gz";
   STOKER_RETURN_IF_ERROR(Create(kStagingBucket));
-  fs::path path = BucketDir(kStagingBucket) / object;
-  std::error_code ec;
-  // Content-addressed: a file of the right name and size already holds these bytes.
-  if (!(fs::is_regular_file(path, ec) && fs::file_size(path, ec) == archive_bytes.size())) {
-    STOKER_RETURN_IF_ERROR(Put(kStagingBucket, object, archive_bytes));
+  // Content-addressed: a file of that name already holds these bytes,
+  // unless something other than Stage wrote it; then it is replaced.
+  auto have = Get(kStagingBucket, object);
+  if (!have.ok() || *have != archive_bytes) {
+    STOKER_RETURN_IF_ERROR(Write(kStagingBucket, object, archive_bytes));
   }
   return std::string(kScheme) + kStagingBucket + "/" + object;
+}
+
+Status CheckStagedContent(const GsUri& uri, std::string_view bytes, const std::string& field) {
+  if (uri.bucket != kStagingBucket) return OkStatus();
+  const std::string& o = uri.object;
+  constexpr size_t kHexLen = 64;
+  bool named = o.size() == kHexLen + 7 && o.compare(kHexLen, 7, ".tar.gz") == 0 &&
+               o.find_first_not_of("0123456789abcdef") == kHexLen;
+  std::string where = std::string(kScheme) + kStagingBucket + "/" + o;
+  if (!named) {
+    return InvalidArgument(field + ": " + where +
+                           " is not a staged package (gs://" + kStagingBucket +
+                           "/<sha256>.tar.gz); stage the package again with --package-path");
+  }
+  STOKER_ASSIGN_OR_RETURN(std::string hex, Sha256Hex(bytes));
+  if (hex != o.substr(0, kHexLen)) {
+    return FailedPrecondition(field + ": " + where + " does not hold the bytes its name promises " +
+                              "(its SHA-256 is " + hex +
+                              "); it was changed after staging: stage the package again");
+  }
+  return OkStatus();
 }
 
 std::string RewriteGsUris(const std::string& text, const Buckets& buckets) {

@@ -58,6 +58,7 @@ class Buckets {
   Result<std::filesystem::path> Resolve(const std::string& uri, const std::string& field) const;
 
   // Writes an object (creating parent directories) atomically.
+  // PermissionDenied for the staging bucket, which only Stage writes.
   Status Put(const std::string& bucket, const std::string& object, std::string_view data);
   // Reads an object. NotFound if it does not exist.
   Result<std::string> Get(const std::string& bucket, const std::string& object) const;
@@ -70,9 +71,19 @@ class Buckets {
   Result<std::string> Stage(std::string_view archive_bytes);
 
  private:
+  // Put without the staging rule.
+  Status Write(const std::string& bucket, const std::string& object, std::string_view data);
+
   std::filesystem::path data_dir_;
   std::map<std::string, std::filesystem::path> overrides_;
 };
+
+// For an object of the staging bucket: ok only when it is named
+// "<sha256 hex>.tar.gz" and `bytes` (its content) has that SHA-256, so a
+// package changed after staging is never run; InvalidArgument (a name that
+// staging never makes) or FailedPrecondition naming `field` otherwise. Ok for
+// every other bucket.
+Status CheckStagedContent(const GsUri& uri, std::string_view bytes, const std::string& field);
 
 // Replaces every "gs://bucket/obj" inside `text` (an argument, an env value)
 // by the local path of that object. Unknown buckets are left unchanged.

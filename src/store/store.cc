@@ -1,6 +1,12 @@
 #include "store/store.h"
 
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
 
 #include "common/files.h"
 #include "common/time.h"
@@ -241,9 +247,49 @@ class Txn {
 
 }  // namespace
 
+namespace {
+
+// The store holds token hashes, the push secret and every spec: only the
+// daemon's account may read it. Creates `path` 0600 when missing; makes it,
+// its -wal and its -shm 0600 when they are open to others (SQLite creates
+// the WAL and SHM with the database's mode, so this holds for them too),
+// with a warning; refuses a database that another account owns, which could
+// then rewrite it.
+Status LockDownStoreFiles(const std::filesystem::path& path) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return FailedPrecondition("cannot open " + path.string() + ": " + std::strerror(errno) +
+                              " (it must be a regular file of the daemon's account)");
+  }
+  ::close(fd);
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    std::filesystem::path f = path;
+    f += suffix;
+    struct stat st {};
+    if (::lstat(f.c_str(), &st) != 0) continue;  // no WAL yet
+    if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
+      return FailedPrecondition(f.string() + " is not a regular file owned by uid " +
+                                std::to_string(::geteuid()) +
+                                " (the daemon's account); another account could read or rewrite "
+                                "the store: chown it to the account stokerd runs as");
+    }
+    if ((st.st_mode & 077) != 0) {
+      if (::chmod(f.c_str(), 0600) != 0) {
+        return Internal("cannot make " + f.string() + " private (0600): " + std::strerror(errno));
+      }
+      spdlog::warn("{} was readable by other accounts (mode {:o}); made it 0600", f.string(),
+                   st.st_mode & 0777);
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Store>> Store::Open(const std::filesystem::path& data_dir) {
   STOKER_RETURN_IF_ERROR(MakeDirs(data_dir));
   std::filesystem::path path = data_dir / "stoker.db";
+  STOKER_RETURN_IF_ERROR(LockDownStoreFiles(path));
   sqlite3* db = nullptr;
   int rc =
       sqlite3_open_v2(path.c_str(), &db,
@@ -267,6 +313,8 @@ Result<std::unique_ptr<Store>> Store::Open(const std::filesystem::path& data_dir
     }
   }
   STOKER_RETURN_IF_ERROR(store->Exec("PRAGMA journal_mode=WAL"));
+  // The WAL and SHM exist now: check them too.
+  STOKER_RETURN_IF_ERROR(LockDownStoreFiles(path));
   STOKER_RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=FULL"));
   STOKER_RETURN_IF_ERROR(store->Exec("PRAGMA foreign_keys=ON"));
   int64_t version = 0;

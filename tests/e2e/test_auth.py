@@ -289,13 +289,18 @@ class TrainerIsolationTest(StokerTestCase):
         first = self.submit(container_job("first", "id -u; echo secret > mine.txt"))
         self.assertEqual(self.wait_state(first)["state"], "JOB_STATE_SUCCEEDED")
         self.assertEqual(self.stoker("jobs", "logs", first).stdout.split()[0], "65534")
-        # The replica directory is the trainer's and private; the job's
-        # directory above it stays root's (enterable, not listable).
+        # The replica directory holds the supervisor's files: root's, readable
+        # by the trainer's group only. The trainer's own directory below it
+        # (its working directory) is the trainer's and private; the job's
+        # directory above stays root's (enterable, not listable).
         st = os.stat(self.replica_dir(first))
+        self.assertEqual((st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)), (0, 65534, 0o750))
+        st = os.stat(os.path.join(self.replica_dir(first), "work"))
         self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (65534, 0o700))
         st = os.stat(os.path.join(self.data, "jobs", first))
         self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (0, 0o711))
-        self.assertEqual(os.stat(os.path.join(self.replica_dir(first), "mine.txt")).st_uid, 65534)
+        self.assertEqual(
+            os.stat(os.path.join(self.replica_dir(first), "work", "mine.txt")).st_uid, 65534)
         # Alice's replicas run as her account, 'daemon' (uid 1), and cannot
         # list the jobs directory (0711) to find others' jobs.
         status, body = self.api("POST", JOBS, container_job(
@@ -312,12 +317,13 @@ class TrainerIsolationTest(StokerTestCase):
         # The admin's job runs as nobody; one mapped to 'daemon' (uid 1)
         # tries to read its files.
         first = self.submit(container_job("first", "echo secret > mine.txt; sleep 30"))
-        wait_for(lambda: os.path.exists(os.path.join(self.replica_dir(first), "mine.txt")), 30,
-                 "the first job to write its file")
+        mine = os.path.join(self.replica_dir(first), "work", "mine.txt")
+        wait_for(lambda: os.path.exists(mine), 30, "the first job to write its file")
         self.stoker("admin", "users", "add", "dave", "--role", "user", "--unix-user", "daemon")
         other = self.stoker("admin", "users", "token", "dave").stdout.strip()
         status, body = self.api("POST", JOBS, container_job(
-            "snoop", "id -u; cat %s/mine.txt && echo READ-OTHER; true" % self.replica_dir(first)),
+            "snoop", "id -u; cat %s && echo READ-OTHER; cat %s/output.log && echo READ-LOG; true"
+            % (mine, self.replica_dir(first))),
             token=other)
         self.assertEqual(status, 200, body)
         snoop = body["name"].rsplit("/", 1)[1]
@@ -326,6 +332,7 @@ class TrainerIsolationTest(StokerTestCase):
         # Refused by the account check, or not even there (job_isolation).
         self.assertRegex(log, "Permission denied|No such file or directory")
         self.assertNotIn("READ-OTHER", log)
+        self.assertNotIn("READ-LOG", log)
         self.stoker("jobs", "cancel", first)
 
     @unittest.skipUnless(os.geteuid() == 0, "needs a root daemon")

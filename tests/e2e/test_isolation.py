@@ -33,13 +33,13 @@ ATTACK = r"""
 A_DIR={a_dir}
 DATA={data}
 cat $A_DIR/output.log && echo MARK-READ-A-LOG
-cat $A_DIR/mine.txt && echo MARK-READ-A-FILE
+cat $A_DIR/work/mine.txt && echo MARK-READ-A-FILE
 ls $A_DIR && echo MARK-LISTED-A
 cat $DATA/token && echo MARK-READ-TOKEN
 head -c 16 $DATA/stoker.db && echo MARK-READ-DB
 ls $DATA && echo MARK-LISTED-DATA
 ls $DATA/jobs && echo MARK-LISTED-JOBS
-for p in /proc/[0-9]*; do cat $p/root$A_DIR/mine.txt 2>/dev/null && echo MARK-VIA-PROC-$p; done
+for p in /proc/[0-9]*; do cat $p/root$A_DIR/work/mine.txt 2>/dev/null && echo MARK-VIA-PROC-$p; done
 mkdir -p "$AIP_MODEL_DIR" && echo model > "$AIP_MODEL_DIR/model.txt" && echo OK-WROTE-MODEL
 cat gs://shared/input.txt && echo OK-READ-BUCKET
 python3 -c "import hypertune; hypertune.HyperTune().report_hyperparameter_tuning_metric(hyperparameter_metric_tag='accuracy', metric_value=0.75, global_step=1)" && echo OK-REPORTED
@@ -89,7 +89,8 @@ class IsolationCase(StokerTestCase):
         a = self.submit_as(alice, container_job(
             "a", "echo A-LOG-SECRET; echo A-FILE-SECRET > mine.txt; sleep 120"))
         a_dir = self.replica_dir(a)
-        wait_for(lambda: os.path.exists(os.path.join(a_dir, "mine.txt")), 30, "job A's file")
+        wait_for(lambda: os.path.exists(os.path.join(a_dir, "work", "mine.txt")), 30,
+                 "job A's file")
         b = self.submit_as(bob, container_job("b", ATTACK.format(a_dir=a_dir, data=self.data)))
         final = self.wait_state(b)
         log = self.stoker("jobs", "logs", b).stdout

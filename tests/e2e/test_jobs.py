@@ -60,7 +60,7 @@ jobSpec:
         job_id = self.submit(job)
         self.assertEqual(self.wait_state(job_id)["state"], "JOB_STATE_SUCCEEDED")
         rdir = self.replica_dir(job_id)
-        env = dict(line.split("=", 1) for line in read_text(os.path.join(rdir, "env.txt")).splitlines()
+        env = dict(line.split("=", 1) for line in read_text(os.path.join(rdir, "work", "env.txt")).splitlines()
                    if "=" in line)
         out = os.path.join(self.data, "buckets", "out", "run1")
         self.assertEqual(env["AIP_MODEL_DIR"], out + "/model/")
@@ -79,7 +79,7 @@ jobSpec:
         tf = json.loads(env["TF_CONFIG"])
         self.assertEqual(tf["task"]["type"], "chief")
         self.assertEqual((env["RANK"], env["WORLD_SIZE"]), ("0", "1"))
-        args = read_text(os.path.join(rdir, "args.txt")).split()
+        args = read_text(os.path.join(rdir, "work", "args.txt")).split()
         self.assertEqual(args, ["--train=" + os.path.join(self.data, "buckets", "data", "train"),
                                 "--model=" + out + "/model/"])
         self.assertNotIn("STOKER_SERVER", env)
