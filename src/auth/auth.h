@@ -94,6 +94,7 @@ struct TrainerPolicy {
   bool daemon_is_root = false;
   std::string default_unix_user = "nobody";  // when the job's user maps to none
   bool allow_root_trainers = false;
+  std::optional<uint32_t> bucket_gid;  // trainers also get this group (bucket writers)
 };
 
 // The account for a job whose user maps to `mapped_unix_user` ("" = none):

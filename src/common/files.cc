@@ -206,6 +206,128 @@ Result<int> OpenBelow(const std::filesystem::path& dir, const std::filesystem::p
 
 }  // namespace
 
+namespace {
+
+// Splits a plain relative path; InvalidArgument for an absolute one or one
+// with empty, "." or ".." parts.
+Result<std::vector<std::string>> PlainParts(const std::filesystem::path& dir,
+                                            const std::filesystem::path& relative) {
+  std::vector<std::string> parts;
+  for (const std::filesystem::path& part : relative) parts.push_back(part.string());
+  if (!parts.empty() && parts.back().empty()) parts.pop_back();  // "a/b/"
+  if (relative.is_absolute() || parts.empty() ||
+      std::any_of(parts.begin(), parts.end(),
+                  [](const std::string& p) { return p.empty() || p == "." || p == ".."; })) {
+    return InvalidArgument("'" + relative.string() + "' is not a plain relative path below " +
+                           dir.string());
+  }
+  return parts;
+}
+
+// Opens `dir`, then each of `parts` below it as a directory, creating the
+// missing ones with `modes`; never follows a link. Returns the last one's
+// descriptor (the caller closes it); `at` gets its path.
+Result<int> WalkDirsBelow(const std::filesystem::path& dir, const std::vector<std::string>& parts,
+                          const CreateModes& modes, std::filesystem::path& at) {
+  at = dir;
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 && (errno == ELOOP || errno == ENOTDIR)) {
+    return FailedPrecondition(dir.string() + " is a symbolic link or not a directory");
+  }
+  if (fd < 0) return ErrnoStatus("cannot open", dir);
+  for (const std::string& part : parts) {
+    at /= part;
+    bool made = ::mkdirat(fd, part.c_str(), 0700) == 0;
+    if (!made && errno != EEXIST) {
+      Status s = ErrnoStatus("cannot create directory", at);
+      ::close(fd);
+      return s;
+    }
+    int next = ::openat(fd, part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    ::close(fd);
+    if (next < 0) {
+      if (e == ELOOP || e == ENOTDIR) {
+        return FailedPrecondition(at.string() +
+                                  " is a symbolic link or not a directory; refusing to go "
+                                  "through it");
+      }
+      errno = e;
+      return ErrnoStatus("cannot open", at);
+    }
+    if (made) {
+      // Modes as asked, whatever the umask; made through the descriptor,
+      // never by name.
+      if ((modes.gid >= 0 && ::fchown(next, static_cast<uid_t>(-1),
+                                      static_cast<gid_t>(modes.gid)) != 0) ||
+          ::fchmod(next, modes.dir_mode) != 0) {
+        Status s = ErrnoStatus("cannot set the mode of", at);
+        ::close(next);
+        return s;
+      }
+    }
+    fd = next;
+  }
+  return fd;
+}
+
+}  // namespace
+
+Status MakeDirsBelow(const std::filesystem::path& dir, const std::filesystem::path& relative,
+                     const CreateModes& modes) {
+  STOKER_ASSIGN_OR_RETURN(std::vector<std::string> parts, PlainParts(dir, relative));
+  std::filesystem::path at;
+  STOKER_ASSIGN_OR_RETURN(int fd, WalkDirsBelow(dir, parts, modes, at));
+  ::close(fd);
+  return OkStatus();
+}
+
+Status WriteFileBelow(const std::filesystem::path& dir, const std::filesystem::path& relative,
+                      std::string_view data, const CreateModes& modes) {
+  STOKER_ASSIGN_OR_RETURN(std::vector<std::string> parts, PlainParts(dir, relative));
+  std::string name = parts.back();
+  parts.pop_back();
+  std::filesystem::path at;
+  STOKER_ASSIGN_OR_RETURN(int dfd, WalkDirsBelow(dir, parts, modes, at));
+  static std::atomic<uint64_t> counter{0};
+  std::string tmp = "." + name + ".tmp." + std::to_string(::getpid()) + "." +
+                    std::to_string(counter.fetch_add(1));
+  if (tmp.size() > 255) tmp = ".stoker.tmp." + std::to_string(::getpid()) + "." +
+                              std::to_string(counter.fetch_add(1));
+  std::filesystem::path target = at / name;
+  int fd = ::openat(dfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    Status s = ErrnoStatus("cannot create", at / tmp);
+    ::close(dfd);
+    return s;
+  }
+  Status s = OkStatus();
+  size_t done = 0;
+  while (s.ok() && done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) s = ErrnoStatus("cannot write", target);
+    if (n > 0) done += static_cast<size_t>(n);
+  }
+  if (s.ok() && modes.gid >= 0 &&
+      ::fchown(fd, static_cast<uid_t>(-1), static_cast<gid_t>(modes.gid)) != 0) {
+    s = ErrnoStatus("cannot set the group of", target);
+  }
+  if (s.ok() && ::fchmod(fd, modes.file_mode) != 0) s = ErrnoStatus("cannot set the mode of", target);
+  if (s.ok() && ::fsync(fd) != 0) s = ErrnoStatus("cannot sync", target);
+  ::close(fd);
+  if (s.ok() && ::renameat(dfd, tmp.c_str(), dfd, name.c_str()) != 0) {
+    s = ErrnoStatus("cannot rename into", target);
+  }
+  if (!s.ok()) {
+    ::unlinkat(dfd, tmp.c_str(), 0);
+  } else {
+    ::fsync(dfd);
+  }
+  ::close(dfd);
+  return s;
+}
+
 Status AppendLineNoFollow(const std::filesystem::path& dir, const std::filesystem::path& relative,
                           std::string_view line) {
   std::filesystem::path at;

@@ -75,6 +75,27 @@ Result<int> OpenReadNoFollow(const std::filesystem::path& dir,
 // `path` does not exist.
 Status RemoveTreeNoFollow(const std::filesystem::path& path);
 
+// How WriteFileBelow and MakeDirsBelow create what is missing.
+struct CreateModes {
+  unsigned dir_mode = 0755;   // for directories they make (umask not applied)
+  unsigned file_mode = 0644;  // for the file WriteFileBelow writes
+  int64_t gid = -1;           // >= 0: the group of what they make
+};
+
+// Creates `relative` (a plain relative path) below `dir` like mkdir -p,
+// walking from `dir` one component at a time without following a link (a
+// link or a file in the way is FailedPrecondition), so that a directory
+// that another account may write cannot send it anywhere else. Ok when it
+// exists.
+Status MakeDirsBelow(const std::filesystem::path& dir, const std::filesystem::path& relative,
+                     const CreateModes& modes = {});
+
+// WriteFileAtomic for `relative` below `dir`, walked like MakeDirsBelow
+// (missing directories are made): the temp file and the rename happen in
+// the directory reached, so no link planted on the way is followed.
+Status WriteFileBelow(const std::filesystem::path& dir, const std::filesystem::path& relative,
+                      std::string_view data, const CreateModes& modes = {});
+
 // Creates the directory and its parents (like mkdir -p). Ok if it exists.
 Status MakeDirs(const std::filesystem::path& path);
 

@@ -29,6 +29,7 @@ struct RunAs {
   std::string user;
   uint32_t uid = 0;
   uint32_t gid = 0;
+  std::vector<uint32_t> extra_gids;  // added to the account's groups (bucket writers)
 };
 
 // What a trainer's view of the file system hides and keeps (config

@@ -72,7 +72,10 @@ Status WriteLaunchFile(const fs::path& dir, const ReplicaLaunch& r) {
                {"log_max_bytes", r.log_max_bytes},
                {"log_max_files", r.log_max_files}};
   if (r.run_as)
-    spec["run_as"] = {{"user", r.run_as->user}, {"uid", r.run_as->uid}, {"gid", r.run_as->gid}};
+    spec["run_as"] = {{"user", r.run_as->user},
+                      {"uid", r.run_as->uid},
+                      {"gid", r.run_as->gid},
+                      {"extra_gids", r.run_as->extra_gids}};
   if (r.isolation.mode != "off") {
     spec["isolation"] = {{"mode", r.isolation.mode},
                          {"hide", r.isolation.hide},

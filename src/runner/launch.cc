@@ -118,6 +118,18 @@ Result<LaunchSpec> ParseLaunchSpec(std::string_view text) {
     run_as.user = r["user"].get<std::string>();
     STOKER_ASSIGN_OR_RETURN(run_as.uid, id("uid"));
     STOKER_ASSIGN_OR_RETURN(run_as.gid, id("gid"));
+    if (auto g = r.find("extra_gids"); g != r.end() && !g->is_null()) {
+      if (!g->is_array() || g->size() > 16) {
+        return InvalidArgument("launch.json: run_as.extra_gids: must be a list of at most 16 ids");
+      }
+      for (const json& v : *g) {
+        if (!v.is_number_unsigned() || v.get<uint64_t>() > 0xFFFFFFFEu) {
+          return InvalidArgument(
+              "launch.json: run_as.extra_gids: must hold numeric ids from 0 to 4294967294");
+        }
+        run_as.extra_gids.push_back(static_cast<uint32_t>(v.get<uint64_t>()));
+      }
+    }
     spec.run_as = run_as;
   }
   if (auto it = doc.find("isolation"); it != doc.end()) {

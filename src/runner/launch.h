@@ -25,6 +25,10 @@ struct RunAs {
   std::string user;  // for its supplementary groups (initgroups)
   uint32_t uid = 0;
   uint32_t gid = 0;
+  // "extra_gids": groups added to the account's own (the bucket writers'
+  // group); with any, the trainer's umask is 002 so that what it makes in
+  // a shared bucket stays writable by the group.
+  std::vector<uint32_t> extra_gids;
 };
 
 // The parsed DIR/launch.json.

@@ -342,7 +342,11 @@ void Supervisor::StartTrainer(const LaunchSpec& spec, const std::vector<fs::path
       groups.resize(n);
     }
     groups.resize(n);
+    for (uint32_t g : run_as->extra_gids) {
+      if (std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
+    }
   }
+  const bool shares_buckets = run_as && !run_as->extra_gids.empty();
 
   // The trainer writes into a pipe that the log pump copies into the
   // rotating output.log; both ends are close-on-exec (dup2 clears it on the
@@ -399,6 +403,8 @@ void Supervisor::StartTrainer(const LaunchSpec& spec, const std::vector<fs::path
                 run_as->user.c_str(), run_as->uid, run_as->gid, step, std::strerror(errno));
         ::_exit(127);
       }
+      // What it makes in a bucket stays writable by the bucket group.
+      if (shares_buckets) ::umask(002);
       // A change of credentials clears the parent-death signal: set it again.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != supervisor) ::_exit(127);

@@ -269,6 +269,8 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
           c.default_unix_user = value.get<std::string>();
         } else if (key == "allow_root_trainers") {
           c.allow_root_trainers = value.get<bool>();
+        } else if (key == "bucket_group") {
+          c.bucket_group = value.get<std::string>();
         } else if (key == "job_isolation") {
           c.job_isolation = value.is_string() ? value.get<std::string>() : value.dump();
           if (c.job_isolation != "auto" && c.job_isolation != "required" &&
@@ -293,7 +295,7 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
                                  "hang_timeout_seconds, nfs_mount_root, "
                                  "log_max_bytes, log_max_files, retention, "
                                  "tls_cert_file, tls_key_file, allow_insecure_http, "
-                                 "default_unix_user, allow_root_trainers, job_isolation, executor, "
+                                 "default_unix_user, allow_root_trainers, bucket_group, job_isolation, executor, "
                                  "slurm)");
         }
       }

@@ -29,6 +29,9 @@
 //   allow_insecure_http: false  # true: allow plain HTTP on a non-loopback address
 //   default_unix_user: nobody   # root daemon: account for users with no unix_user
 //   allow_root_trainers: false  # root daemon: true lets replicas run as root
+//   bucket_group: stoker        # root daemon: trainers get this group, which may write
+//                               # every bucket (made with groupadd --system if
+//                               # missing; "" = buckets writable by root only)
 //   job_isolation: auto         # auto | required | off: each trainer sees only its job's
 //                               # files of the data dir (docs/security.md)
 //   log_max_bytes: 67108864   # a replica's output.log is rotated past this size (0 = never)
@@ -99,6 +102,7 @@ struct Config {
   bool allow_insecure_http = false;  // plain HTTP on a non-loopback address
   std::string default_unix_user = "nobody";
   bool allow_root_trainers = false;
+  std::string bucket_group = "stoker";  // root daemon: the group that may write buckets
   std::string job_isolation = "auto";  // auto | required | off
   uint64_t log_max_bytes = 64ull << 20;  // per replica log file; 0 = no rotation
   int log_max_files = 3;                 // rotated files kept, 1..1000

@@ -567,13 +567,11 @@ void Controller::CheckHung(Active& a, const std::vector<exec::ReplicaStatus>& st
     std::filesystem::path dir = executor_.ReplicaDir(a.rec.id, a.rec.attempt, r.name);
     int64_t last = r.start_us;
     for (const char* f : {"output.log", "hypertune/output.metrics"}) {
-      std::error_code ec;
-      auto t = std::filesystem::last_write_time(dir / f, ec);
-      if (ec) continue;
-      auto sys = std::chrono::file_clock::to_sys(t);
-      last = std::max<int64_t>(
-          last,
-          std::chrono::duration_cast<std::chrono::microseconds>(sys.time_since_epoch()).count());
+      // lstat: a link the trainer put in hypertune/ must not lend it
+      // another file's progress.
+      struct stat st {};
+      if (::lstat((dir / f).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      last = std::max<int64_t>(last, st.st_mtim.tv_sec * 1'000'000LL + st.st_mtim.tv_nsec / 1000);
     }
     auto reported = a.hung_since_us.find(r.name);
     if (now - last > limit_us) {
@@ -936,10 +934,10 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
   if (!parsed.ok()) return parsed.status();
   if (parsed->bucket == kDefaultOutputBucket)
     STOKER_RETURN_IF_ERROR(buckets_.Create(kDefaultOutputBucket));
+  // Made as every bucket directory is: shared with the trainers' group.
   STOKER_ASSIGN_OR_RETURN(
       std::filesystem::path output_dir,
-      buckets_.Resolve(output_uri, "jobSpec.baseOutputDirectory.outputUriPrefix"));
-  STOKER_RETURN_IF_ERROR(MakeDirs(output_dir));
+      buckets_.MakeDir(output_uri, "jobSpec.baseOutputDirectory.outputUriPrefix"));
 
   std::vector<std::vector<std::string>> addresses(spec.worker_pool_specs.size());
   for (const json& r : a.rec.allocation["replicas"]) {

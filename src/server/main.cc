@@ -1,6 +1,7 @@
 // stokerd: the Stoker control plane. Builds every component (the one place
 // that does) and runs until SIGTERM or SIGINT. Running replicas survive it.
 #include <fcntl.h>
+#include <grp.h>
 #include <pwd.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -19,6 +20,7 @@
 #include "api/api.h"
 #include "auth/auth_store.h"
 #include "common/files.h"
+#include "exec/command.h"
 #include "exec/environments.h"
 #include "exec/local_executor.h"
 #include "exec/slurm_executor.h"
@@ -106,7 +108,38 @@ Result<std::optional<exec::RunAs>> TrainerAccountFor(store::Store& store, auth::
     return PermissionDenied("replicas would run as '" + *account +
                             "', which has uid 0; set allow_root_trainers: true to allow it");
   }
-  return std::optional<exec::RunAs>(exec::RunAs{*account, pw.pw_uid, pw.pw_gid});
+  exec::RunAs run_as{*account, pw.pw_uid, pw.pw_gid, {}};
+  if (policy.bucket_gid) run_as.extra_gids.push_back(*policy.bucket_gid);
+  return std::optional<exec::RunAs>(run_as);
+}
+
+// The group whose members may write buckets (config bucket_group), for a
+// root daemon whose trainers run as other accounts: looked up, else made
+// with groupadd --system. nullopt (buckets stay writable by root alone, and
+// a warning says so) when it is off, not needed, or cannot be had.
+std::optional<uint32_t> BucketWriterGroup(const std::string& name) {
+  if (name.empty() || ::geteuid() != 0) return std::nullopt;
+  auto lookup = [&name]() -> std::optional<uint32_t> {
+    group gr;
+    group* found = nullptr;
+    std::vector<char> buf(16384);
+    if (::getgrnam_r(name.c_str(), &gr, buf.data(), buf.size(), &found) != 0 || !found) {
+      return std::nullopt;
+    }
+    return gr.gr_gid;
+  };
+  if (auto gid = lookup()) return gid;
+  auto made = exec::RunCommand({"groupadd", "--system", name}, 30, "");
+  if (auto gid = lookup()) {
+    spdlog::info("made the system group '{}' (gid {}): trainers get it to write buckets", name,
+                 *gid);
+    return gid;
+  }
+  spdlog::warn(
+      "bucket_group '{}' does not exist and groupadd could not make it ({}): trainers can write "
+      "only their own output directories in buckets; create the group or set bucket_group",
+      name, made.ok() ? made->err : made.status().message());
+  return std::nullopt;
 }
 
 // job_isolation (docs/security.md): each trainer's view of the file system
@@ -259,11 +292,16 @@ int main(int argc, char** argv) {
   spdlog::info("node {}: {} CPUs, {:.1f} GB, {} GPU(s)", node.name, node.cpus,
                node.memory_bytes / double(1ull << 30), node.gpus.size());
 
-  storage::Buckets buckets(data, config->buckets);
+  std::optional<uint32_t> bucket_gid = BucketWriterGroup(config->bucket_group);
+  storage::Buckets buckets(data, config->buckets, bucket_gid);
+  if (auto shared = buckets.ShareWithWriters(); shared.ok() && *shared > 0) {
+    spdlog::info("made {} bucket directories and objects writable by group '{}'", *shared,
+                 config->bucket_group);
+  }
   std::unique_ptr<exec::Executor> executor;
   // One rule for both executors: which account runs a job's trainers.
   auth::TrainerPolicy policy{::geteuid() == 0, config->default_unix_user,
-                             config->allow_root_trainers};
+                             config->allow_root_trainers, bucket_gid};
   if (policy.daemon_is_root) {
     spdlog::info(
         "stokerd runs as root: replicas run as their user's unix_user, else as '{}' "

@@ -1,7 +1,10 @@
 #include "storage/buckets.h"
 
 #include <openssl/evp.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -157,8 +160,70 @@ Result<GsUri> ParseGsUri(const std::string& uri, const std::string& field) {
   return out;
 }
 
-Buckets::Buckets(fs::path data_dir, std::map<std::string, fs::path> overrides)
-    : data_dir_(std::move(data_dir)), overrides_(std::move(overrides)) {}
+Buckets::Buckets(fs::path data_dir, std::map<std::string, fs::path> overrides,
+                 std::optional<uint32_t> writer_gid)
+    : data_dir_(std::move(data_dir)),
+      overrides_(std::move(overrides)),
+      writer_gid_(writer_gid) {}
+
+namespace {
+
+// Directories and objects in a bucket shared with a writer group.
+constexpr unsigned kSharedDirMode = 02775;
+constexpr unsigned kSharedFileMode = 0664;
+
+// The bucket's directory with the links on its way resolved: the admin's
+// (a config override may be a link), unlike anything below it.
+fs::path RealDir(const Buckets& buckets, const std::string& bucket) {
+  std::error_code ec;
+  fs::path dir = buckets.BucketDir(bucket);
+  fs::path real = fs::weakly_canonical(dir, ec);
+  return ec ? dir : real;
+}
+
+CreateModes ModesFor(const std::optional<uint32_t>& gid) {
+  if (!gid) return {};
+  return {kSharedDirMode, kSharedFileMode, static_cast<int64_t>(*gid)};
+}
+
+// Gives the directory open as `fd` (and, below it, everything, never
+// through a link) to group `gid` with group write. Counts what it changed.
+void ShareTree(int fd, gid_t gid, int depth, int64_t* changed) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return;
+  if (st.st_gid != gid || (st.st_mode & 02070) != 02070) {
+    (void)::fchown(fd, static_cast<uid_t>(-1), gid);
+    (void)::fchmod(fd, (st.st_mode & 07777) | 02070);
+    ++*changed;
+  }
+  if (depth > 256) return;
+  int list_fd = ::dup(fd);
+  DIR* d = list_fd >= 0 ? ::fdopendir(list_fd) : nullptr;
+  if (d == nullptr) {
+    if (list_fd >= 0) ::close(list_fd);
+    return;
+  }
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    int child = ::openat(fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (child < 0) continue;  // a link (ELOOP), or gone
+    struct stat cs {};
+    if (::fstat(child, &cs) == 0) {
+      if (S_ISDIR(cs.st_mode)) {
+        ShareTree(child, gid, depth + 1, changed);
+      } else if (S_ISREG(cs.st_mode) && (cs.st_gid != gid || (cs.st_mode & 060) != 060)) {
+        (void)::fchown(child, static_cast<uid_t>(-1), gid);
+        (void)::fchmod(child, (cs.st_mode & 07777) | 060);
+        ++*changed;
+      }
+    }
+    ::close(child);
+  }
+  ::closedir(d);
+}
+
+}  // namespace
 
 fs::path Buckets::BucketDir(const std::string& bucket) const {
   if (auto it = overrides_.find(bucket); it != overrides_.end()) return it->second;
@@ -176,7 +241,48 @@ Status Buckets::Create(const std::string& bucket) {
   if (std::string problem = BucketNameProblem(bucket); !problem.empty()) {
     return InvalidArgument(problem);
   }
-  return MakeDirs(BucketDir(bucket));
+  fs::path dir = BucketDir(bucket);
+  STOKER_RETURN_IF_ERROR(MakeDirs(dir));
+  if (!writer_gid_ || bucket == kStagingBucket) return OkStatus();
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return Internal("cannot open bucket directory " + dir.string());
+  struct stat st {};
+  bool ok = ::fstat(fd, &st) == 0 &&
+            ((st.st_gid == *writer_gid_ && (st.st_mode & 07777) == kSharedDirMode) ||
+             (::fchown(fd, static_cast<uid_t>(-1), *writer_gid_) == 0 &&
+              ::fchmod(fd, kSharedDirMode) == 0));
+  ::close(fd);
+  if (!ok) return Internal("cannot share bucket directory " + dir.string() + " with its writers");
+  return OkStatus();
+}
+
+Result<int64_t> Buckets::ShareWithWriters() {
+  int64_t changed = 0;
+  if (!writer_gid_) return changed;
+  for (const std::string& bucket : ListBuckets()) {
+    if (bucket == kStagingBucket) continue;
+    fs::path dir = BucketDir(bucket);
+    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && (st.st_gid != *writer_gid_ || (st.st_mode & 02070) != 02070)) {
+      ShareTree(fd, *writer_gid_, 0, &changed);
+    }
+    ::close(fd);
+  }
+  return changed;
+}
+
+Result<fs::path> Buckets::MakeDir(const std::string& uri, const std::string& field) {
+  STOKER_ASSIGN_OR_RETURN(GsUri parsed, ParseGsUri(uri, field));
+  STOKER_ASSIGN_OR_RETURN(fs::path path, Resolve(uri, field));
+  std::string object = parsed.object;
+  while (!object.empty() && object.back() == '/') object.pop_back();
+  if (!object.empty()) {
+    STOKER_RETURN_IF_ERROR(MakeDirsBelow(RealDir(*this, parsed.bucket), object,
+                                         ModesFor(writer_gid_)));
+  }
+  return path;
 }
 
 std::vector<std::string> Buckets::ListBuckets() const {
@@ -225,10 +331,10 @@ Status Buckets::Write(const std::string& bucket, const std::string& object,
     return FailedPrecondition("object '" + uri +
                               "': a directory of that name exists in the bucket");
   }
-  STOKER_RETURN_IF_ERROR(MakeDirs(path.parent_path()));
-  // Creating the parents may have raced with a symlink being planted; check again.
-  STOKER_ASSIGN_OR_RETURN(path, ObjectPath(*this, bucket, object, "object", uri));
-  return WriteFileAtomic(path, data);
+  // Trainers may write buckets: walk to the object without following a link
+  // (a directory swapped for one after the check above is refused).
+  CreateModes modes = bucket == kStagingBucket ? CreateModes{} : ModesFor(writer_gid_);
+  return WriteFileBelow(RealDir(*this, bucket), object, data, modes);
 }
 
 Result<std::string> Buckets::Get(const std::string& bucket, const std::string& object) const {
@@ -240,7 +346,10 @@ Result<std::string> Buckets::Get(const std::string& bucket, const std::string& o
                     "' does not exist; list the bucket with 'stoker storage ls gs://" + bucket +
                     "/'");
   }
-  return ReadFile(path);
+  // Not through a link a trainer may have put at the name since the check.
+  std::string name = object;
+  while (!name.empty() && name.back() == '/') name.pop_back();
+  return ReadFileNoFollow(RealDir(*this, bucket), name);
 }
 
 Result<std::vector<ObjectInfo>> Buckets::List(const std::string& bucket,

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,7 +42,14 @@ struct ObjectInfo {
 class Buckets {
  public:
   // `overrides` maps bucket names to directories (from the config).
-  Buckets(std::filesystem::path data_dir, std::map<std::string, std::filesystem::path> overrides);
+  // `writer_gid`: the group of the accounts that may write buckets (config
+  // bucket_group; the trainers of a root daemon). When set, every bucket
+  // directory is that group's, setgid and group-writable (02775), and every
+  // object 0664, so trainers write anywhere in a bucket as on GCS while
+  // other local accounts only read
+  // (docs/decisions/0012-trainer-writes-only-its-work-dir.md).
+  Buckets(std::filesystem::path data_dir, std::map<std::string, std::filesystem::path> overrides,
+          std::optional<uint32_t> writer_gid = std::nullopt);
 
   // The directory of a bucket, whether or not it exists.
   std::filesystem::path BucketDir(const std::string& bucket) const;
@@ -60,7 +68,18 @@ class Buckets {
   // Writes an object (creating parent directories) atomically.
   // PermissionDenied for the staging bucket, which only Stage writes.
   Status Put(const std::string& bucket, const std::string& object, std::string_view data);
-  // Reads an object. NotFound if it does not exist.
+  // Creates the directory `uri` names (like mkdir -p; for a job's output
+  // directory) as Put makes an object's parents, and returns its path.
+  Result<std::filesystem::path> MakeDir(const std::string& uri, const std::string& field);
+
+  // Makes buckets made before writer_gid was set writable by that group:
+  // each bucket whose top directory is not yet the group's is walked once
+  // (never through a link). Returns how many directories and objects it
+  // changed (0 without writer_gid).
+  Result<int64_t> ShareWithWriters();
+
+  // Reads an object (never through a link: trainers may write buckets).
+  // NotFound if it does not exist.
   Result<std::string> Get(const std::string& bucket, const std::string& object) const;
   // Lists objects (files, recursively) whose names start with `prefix`, sorted by name.
   Result<std::vector<ObjectInfo>> List(const std::string& bucket, const std::string& prefix) const;
@@ -76,6 +95,7 @@ class Buckets {
 
   std::filesystem::path data_dir_;
   std::map<std::string, std::filesystem::path> overrides_;
+  std::optional<uint32_t> writer_gid_;
 };
 
 // For an object of the staging bucket: ok only when it is named

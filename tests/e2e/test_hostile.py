@@ -552,6 +552,39 @@ class HostileInputTest(StokerTestCase):
                                                               baseOutputDirectory={"outputUriPrefix": uri}))))
             self.post_json("package " + uri, JOBS, json.dumps(package_job(uri)))
 
+    def test_issue_14_inputs(self):
+        """The hostile inputs of issue #14 that need no trainer: each is a 4xx
+        naming what is wrong, fast, with the daemon alive."""
+        def job_with(**pool_extra):
+            j = container_job("x", "true")
+            j["jobSpec"]["workerPoolSpecs"][0].update(pool_extra)
+            return j
+        for point in ("../../outside/evil", "/etc/stoker-evil", "a/b", "..", ".", "x" * 256):
+            self.post_json("nfsMounts.mountPoint " + point[:40], JOBS, json.dumps(job_with(
+                nfsMounts=[{"server": "10.0.0.1", "path": self.outside, "mountPoint": point}])),
+                want="mountPoint")
+        # $(VAR) chains: each level multiplies the size by ten.
+        for levels in (6, 10, 30):
+            env = [{"name": "V0", "value": "x" * 100}] + [
+                {"name": "V%d" % i, "value": "$(V%d)" % (i - 1) * 10} for i in range(1, levels)]
+            j = container_job("x", "true")
+            j["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["env"] = env
+            self.post_json("env expansion %d levels" % levels, JOBS, json.dumps(j),
+                           want="after $(VAR) expansion")
+        for name in ("a\nb", "row\n1 JOB_STATE_SUCCEEDED", "\x1b[2Jclear", "tab\there", "nul\x00"):
+            self.post_json("displayName %r" % name, JOBS, json.dumps(container_job(name, "true")),
+                           want="displayName")
+        for module in ("../../x", "/etc/passwd", "a..b", "a b", "1abc", ".x", "x."):
+            j = package_job("gs://pkgs/p.tar.gz")
+            j["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["pythonModule"] = module
+            self.post_json("pythonModule " + module, JOBS, json.dumps(j), want="pythonModule")
+        for name in ("a" * 256, "d/" + "b" * 300 + "/c"):
+            self.check("object name part of %d bytes" % len(name), self.request(
+                "POST", "/upload/storage/v1/b/bkt/o?name=" + name, b"x"), want="255")
+        self.check("upload into staging", self.request(
+            "POST", "/upload/storage/v1/b/stoker-staging/o?name=" + "0" * 64 + ".tar.gz", b"x"),
+            want="written only by staging")
+
     # ---- archives ----
 
     def refuse_package(self, what, data, want=None, timeout=HANG):

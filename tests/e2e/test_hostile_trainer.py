@@ -164,6 +164,48 @@ class HostileTrainerIsolatedTest(HostileTrainerCase):
     config = NOBODY_CONFIG + "job_isolation: required\n"
 
 
+class BucketWritersTest(StokerTestCase):
+    """Trainers write buckets as on GCS (any path, overwriting objects), as
+    accounts of the bucket group; accounts outside it do not."""
+    config = NOBODY_CONFIG
+
+    def setUp(self):
+        if os.geteuid() != 0:
+            self.skipTest("needs a root daemon, whose trainers run as nobody")
+        super().setUp()
+        os.chmod(self.tmp, 0o711)
+        os.chmod(self.data, 0o711)
+
+    def test_a_trainer_writes_anywhere_in_a_bucket_and_an_outsider_cannot(self):
+        self.stoker("storage", "cp", self.write("in.txt", "old\n"), "gs://shared/in/in.txt")
+        script = ("mkdir -p $OUT/deep && echo written > $OUT/deep/file && echo OK-WROTE; "
+                  "echo new > $IN && echo OK-OVERWROTE; id -G")
+        job = self.submit(container_job("writer", script, env=[
+            ("OUT", "gs://shared/checkpoints/run1"), ("IN", "gs://shared/in/in.txt")]))
+        final = self.wait_state(job)
+        log = self.stoker("jobs", "logs", job).stdout
+        self.assertEqual(final["state"], "JOB_STATE_SUCCEEDED", log)
+        self.assertIn("OK-WROTE", log)
+        self.assertIn("OK-OVERWROTE", log)
+        got = os.path.join(self.tmp, "got")
+        self.stoker("storage", "cp", "gs://shared/checkpoints/run1/deep/file", got)
+        self.assertEqual(read_text(got), "written\n")
+        self.stoker("storage", "cp", "gs://shared/in/in.txt", got)
+        self.assertEqual(read_text(got), "new\n")
+        bucket = os.path.join(self.data, "buckets", "shared")
+        st = os.stat(bucket)
+        self.assertEqual(stat.S_IMODE(st.st_mode), 0o2775)
+        import grp
+        self.assertEqual(grp.getgrgid(st.st_gid).gr_name, "stoker")
+        self.assertIn(str(st.st_gid), log.split())  # the trainer had the group
+        # An account outside the group cannot write (uid 1, 'daemon').
+        r = subprocess.run(["setpriv", "--reuid=1", "--regid=1", "--clear-groups", "sh", "-c",
+                            "echo x > %s/evil || mkdir %s/evil" % (bucket, bucket)],
+                           capture_output=True, text=True)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertFalse(os.path.exists(os.path.join(bucket, "evil")))
+
+
 def targz(files):
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as t:
