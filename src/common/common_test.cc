@@ -262,6 +262,36 @@ TEST(FilesTest, RemoveTreeNoFollowNeverLeavesTheTree) {
   fs::remove_all(base);
 }
 
+TEST(FilesTest, WritesBelowADirectoryWithoutFollowingLinksAndWithTheModesAsked) {
+  namespace fs = std::filesystem;
+  fs::path base = fs::temp_directory_path() / ("stoker_below_" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  fs::path bucket = base / "bucket", outside = base / "outside";
+  fs::create_directories(bucket);
+  fs::create_directories(outside);
+  CreateModes modes{02775, 0664, static_cast<int64_t>(::getegid())};
+  ASSERT_TRUE(WriteFileBelow(bucket, "a/b/obj", "data", modes).ok());
+  EXPECT_EQ(ReadFile(bucket / "a/b/obj").value(), "data");
+  struct stat st {};
+  ASSERT_EQ(::stat((bucket / "a/b").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 02775u);  // whatever the umask
+  ASSERT_EQ(::stat((bucket / "a/b/obj").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0664u);
+  ASSERT_TRUE(WriteFileBelow(bucket, "a/b/obj", "new", modes).ok());  // replaces
+  EXPECT_EQ(ReadFile(bucket / "a/b/obj").value(), "new");
+  // A directory swapped for a link (by an account that may write the
+  // bucket) is refused, and nothing lands behind it.
+  fs::create_directory_symlink(outside, bucket / "link");
+  Status s = WriteFileBelow(bucket, "link/obj", "evil", modes);
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s.ToString();
+  EXPECT_EQ(MakeDirsBelow(bucket, "link/sub", modes).code(), Code::kFailedPrecondition);
+  EXPECT_TRUE(fs::is_empty(outside));
+  EXPECT_EQ(WriteFileBelow(bucket, "../escape", "x").code(), Code::kInvalidArgument);
+  ASSERT_TRUE(MakeDirsBelow(bucket, "x/y/", modes).ok());
+  EXPECT_TRUE(fs::is_directory(bucket / "x/y"));
+  fs::remove_all(base);
+}
+
 TEST(JsonYamlTest, RefusesAliasBombs) {
   // Nine levels of nine aliases each: 9^9 (387 million) scalars if expanded.
   std::string text = "a0: &a0 [x, x, x, x, x, x, x, x, x]\n";

@@ -280,6 +280,71 @@ TEST_F(BucketsTest, StagesArchivesByContentHashOnce) {
   EXPECT_THAT(text.status().message(), HasSubstr("not a gzip-compressed tar archive"));
 }
 
+TEST_F(BucketsTest, StagingIsWrittenOnlyByStageAndCheckedAgainstItsName) {
+  TempDir src;
+  std::string bytes = SmallPackage(src.path());
+  Result<std::string> uri = buckets_.Stage(bytes);
+  ASSERT_TRUE(uri.ok());
+  Result<GsUri> parsed = ParseGsUri(*uri, "f");
+  ASSERT_TRUE(parsed.ok());
+  Status put = buckets_.Put(kStagingBucket, parsed->object, "other bytes");
+  EXPECT_EQ(put.code(), Code::kPermissionDenied);
+  EXPECT_THAT(put.message(), HasSubstr("written only by staging"));
+  EXPECT_TRUE(CheckStagedContent(*parsed, bytes, "f").ok());
+  Status changed = CheckStagedContent(*parsed, "other bytes", "packageUris[0]");
+  EXPECT_EQ(changed.code(), Code::kFailedPrecondition);
+  EXPECT_THAT(changed.message(), HasSubstr("packageUris[0]"));
+  EXPECT_THAT(changed.message(), HasSubstr("does not hold the bytes its name promises"));
+  EXPECT_EQ(CheckStagedContent({kStagingBucket, "pkg.tar.gz"}, bytes, "f").code(),
+            Code::kInvalidArgument);
+  EXPECT_TRUE(CheckStagedContent({"data", "anything"}, "x", "f").ok());  // other buckets
+  // A staged file changed behind the daemon's back is put right by the
+  // next Stage of the same bytes.
+  fs::path file = dir_.path() / "staging" / parsed->object;
+  { std::ofstream(file, std::ios::trunc) << "tampered"; }
+  ASSERT_TRUE(buckets_.Stage(bytes).ok());
+  EXPECT_EQ(ReadText(file), bytes);
+}
+
+TEST_F(BucketsTest, ObjectNamePartsLongerThanAFileNameAreRefused) {
+  Status s = buckets_.Put("data", std::string(256, 'a'), "x");
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("255"));
+  EXPECT_TRUE(buckets_.Put("data", std::string(255, 'a'), "x").ok());
+}
+
+TEST(BucketWritersTest, SharedBucketsAreTheWriterGroupsAndSetgid) {
+  TempDir dir;
+  const auto gid = static_cast<uint32_t>(::getegid());
+  Buckets buckets(dir.path(), {}, gid);
+  ASSERT_TRUE(buckets.Create("shared").ok());
+  ASSERT_TRUE(buckets.Put("shared", "a/b/obj", "x").ok());
+  auto mode = [](const fs::path& p) {
+    struct stat st {};
+    EXPECT_EQ(::stat(p.c_str(), &st), 0) << p;
+    return st.st_mode & 07777;
+  };
+  fs::path root = dir.path() / "buckets/shared";
+  EXPECT_EQ(mode(root), 02775u);
+  EXPECT_EQ(mode(root / "a/b"), 02775u);
+  EXPECT_EQ(mode(root / "a/b/obj"), 0664u);
+  Result<fs::path> out = buckets.MakeDir("gs://shared/out/7/", "f");
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(mode(root / "out/7"), 02775u);
+  // A bucket made before the group: shared once, at start.
+  fs::create_directories(dir.path() / "buckets/old/d");
+  { std::ofstream(dir.path() / "buckets/old/d/f") << "x"; }
+  fs::permissions(dir.path() / "buckets/old", fs::perms(0755));
+  fs::permissions(dir.path() / "buckets/old/d", fs::perms(0755));
+  fs::permissions(dir.path() / "buckets/old/d/f", fs::perms(0644));
+  Result<int64_t> changed = buckets.ShareWithWriters();
+  ASSERT_TRUE(changed.ok());
+  EXPECT_EQ(*changed, 3);
+  EXPECT_EQ(mode(dir.path() / "buckets/old/d") & 02070, 02070u);
+  EXPECT_EQ(mode(dir.path() / "buckets/old/d/f") & 060, 060u);
+  EXPECT_EQ(buckets.ShareWithWriters().value(), 0);  // done once
+}
+
 TEST_F(BucketsTest, RewritesGsUrisInsideArguments) {
   const std::string b = Bucket().string();
   EXPECT_EQ(RewriteGsUris("--train=gs://data/titanic/train.npz", buckets_),

@@ -388,12 +388,17 @@ class SlurmExecutorContractTest(ExecutorContract, StokerTestCase):
         log = self.stoker("jobs", "logs", job_id).stdout
         self.assertEqual([l.split()[-1] for l in log.splitlines() if l.strip()], ["65534", "65534"],
                          log)
-        # Only the replica directories are the trainer's: the job dir, with
-        # the batch script and job id that root trusts, stays root's.
+        # Only work/ (and hypertune/) are the trainer's: the job dir, with
+        # the batch script and job id, and the replica dir, with the
+        # supervisor's files, are root's, as locally.
         job_dir = os.stat(os.path.join(self.data, "jobs", job_id))
         self.assertEqual((job_dir.st_uid, stat.S_IMODE(job_dir.st_mode)), (0, 0o711))
-        replica_dir = os.stat(os.path.join(self.data, "jobs", job_id, "workerpool0-0"))
-        self.assertEqual((replica_dir.st_uid, stat.S_IMODE(replica_dir.st_mode)), (65534, 0o700))
+        replica = os.path.join(self.data, "jobs", job_id, "workerpool0-0")
+        replica_dir = os.stat(replica)
+        self.assertEqual((replica_dir.st_uid, replica_dir.st_gid, stat.S_IMODE(replica_dir.st_mode)),
+                         (0, 65534, 0o750))
+        work = os.stat(os.path.join(replica, "work"))
+        self.assertEqual((work.st_uid, stat.S_IMODE(work.st_mode)), (65534, 0o700))
         # Both jobs run as nobody, so only job isolation (auto by default)
         # keeps the second from reading the first's files.
         first = os.path.join(self.data, "jobs", job_id, "workerpool0-0", "output.log")
