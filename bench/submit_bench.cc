@@ -314,6 +314,7 @@ int StartLatency(const Flags& f) {
   stoker::http::Client client(f.server);
   const std::string path = JobsPath(f);
   std::vector<std::string> command = {"/bin/true"};
+  // (in the trainer's working directory, the replica's work/)
   if (f.trainer_clock) command = {"/bin/sh", "-c", "date +%s%6N > started"};
   const std::string body = JobBody(command, false);
 
@@ -345,7 +346,7 @@ int StartLatency(const Flags& f) {
     sup_lat.push_back(start_us - t_submit);
     std::optional<int64_t> started;
     if (f.trainer_clock) {
-      started = PollFor([&] { return ReadStampFile(dir / "started"); }, f.timeout_s);
+      started = PollFor([&] { return ReadStampFile(dir / "work" / "started"); }, f.timeout_s);
       if (started) tr_lat.push_back(*started - t_submit);
     }
     // The job's end, so that the next job finds an idle node and controller.

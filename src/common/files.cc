@@ -258,8 +258,8 @@ Result<int> WalkDirsBelow(const std::filesystem::path& dir, const std::vector<st
     if (made) {
       // Modes as asked, whatever the umask; made through the descriptor,
       // never by name.
-      if ((modes.gid >= 0 && ::fchown(next, static_cast<uid_t>(-1),
-                                      static_cast<gid_t>(modes.gid)) != 0) ||
+      if ((modes.gid >= 0 &&
+           ::fchown(next, static_cast<uid_t>(-1), static_cast<gid_t>(modes.gid)) != 0) ||
           ::fchmod(next, modes.dir_mode) != 0) {
         Status s = ErrnoStatus("cannot set the mode of", at);
         ::close(next);
@@ -292,8 +292,8 @@ Status WriteFileBelow(const std::filesystem::path& dir, const std::filesystem::p
   static std::atomic<uint64_t> counter{0};
   std::string tmp = "." + name + ".tmp." + std::to_string(::getpid()) + "." +
                     std::to_string(counter.fetch_add(1));
-  if (tmp.size() > 255) tmp = ".stoker.tmp." + std::to_string(::getpid()) + "." +
-                              std::to_string(counter.fetch_add(1));
+  if (tmp.size() > 255)
+    tmp = ".stoker.tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
   std::filesystem::path target = at / name;
   int fd = ::openat(dfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
@@ -313,7 +313,8 @@ Status WriteFileBelow(const std::filesystem::path& dir, const std::filesystem::p
       ::fchown(fd, static_cast<uid_t>(-1), static_cast<gid_t>(modes.gid)) != 0) {
     s = ErrnoStatus("cannot set the group of", target);
   }
-  if (s.ok() && ::fchmod(fd, modes.file_mode) != 0) s = ErrnoStatus("cannot set the mode of", target);
+  if (s.ok() && ::fchmod(fd, modes.file_mode) != 0)
+    s = ErrnoStatus("cannot set the mode of", target);
   if (s.ok() && ::fsync(fd) != 0) s = ErrnoStatus("cannot sync", target);
   ::close(fd);
   if (s.ok() && ::renameat(dfd, tmp.c_str(), dfd, name.c_str()) != 0) {
@@ -373,8 +374,7 @@ namespace {
 constexpr int kMaxRemoveDepth = 512;
 
 // Removes `name` in the directory open as `parent`; `path` names it in errors.
-Status RemoveAt(int parent, const std::string& name, const std::filesystem::path& path,
-                int depth) {
+Status RemoveAt(int parent, const std::string& name, const std::filesystem::path& path, int depth) {
   if (::unlinkat(parent, name.c_str(), 0) == 0 || errno == ENOENT) return OkStatus();
   if (errno != EISDIR && errno != EPERM) return ErrnoStatus("cannot remove", path);
   if (depth >= kMaxRemoveDepth) {

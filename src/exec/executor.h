@@ -30,6 +30,7 @@ struct RunAs {
   uint32_t uid = 0;
   uint32_t gid = 0;
   std::vector<uint32_t> extra_gids;  // added to the account's groups (bucket writers)
+  std::string home;                  // the account's home directory (passwd), "" if none
 };
 
 // What a trainer's view of the file system hides and keeps (config

@@ -36,7 +36,8 @@ Status SpawnSupervisor(const fs::path& runner, const fs::path& dir) {
   posix_spawn_file_actions_t files;
   posix_spawn_file_actions_init(&files);
   posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&files, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0644);
+  posix_spawn_file_actions_addopen(&files, 1, log.c_str(),
+                                   O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0644);
   posix_spawn_file_actions_adddup2(&files, 1, 2);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);

@@ -132,9 +132,8 @@ Result<ReplicaCommand> BuildReplicaCommand(const ReplicaEnvInput& in) {
 
   const std::vector<spec::EnvVar>& spec_env =
       pool.python_package_spec ? pool.python_package_spec->env : pool.container_spec->env;
-  const std::string spec_path =
-      "jobSpec.workerPoolSpecs[" + std::to_string(in.place.pool) + "]." +
-      (pool.python_package_spec ? "pythonPackageSpec" : "containerSpec");
+  const std::string spec_path = "jobSpec.workerPoolSpecs[" + std::to_string(in.place.pool) + "]." +
+                                (pool.python_package_spec ? "pythonPackageSpec" : "containerSpec");
   // Submission checked the sizes with the service variables unknown; their
   // real values can make the expansion larger, so it is bounded again here.
   auto too_long = [&](const std::string& field) {
@@ -144,7 +143,8 @@ Result<ReplicaCommand> BuildReplicaCommand(const ReplicaEnvInput& in) {
   };
   for (size_t i = 0; i < spec_env.size(); ++i) {
     std::optional<std::string> v = ExpandVars(spec_env[i].value, env, kMaxExpandedBytes);
-    if (!v) return too_long(spec_path + ".env[" + std::to_string(i) + "] (" + spec_env[i].name + ")");
+    if (!v)
+      return too_long(spec_path + ".env[" + std::to_string(i) + "] (" + spec_env[i].name + ")");
     env[spec_env[i].name] = rewrite(*v);
   }
 

@@ -75,7 +75,8 @@ Status WriteLaunchFile(const fs::path& dir, const ReplicaLaunch& r) {
     spec["run_as"] = {{"user", r.run_as->user},
                       {"uid", r.run_as->uid},
                       {"gid", r.run_as->gid},
-                      {"extra_gids", r.run_as->extra_gids}};
+                      {"extra_gids", r.run_as->extra_gids},
+                      {"home", r.run_as->home}};
   if (r.isolation.mode != "off") {
     spec["isolation"] = {{"mode", r.isolation.mode},
                          {"hide", r.isolation.hide},

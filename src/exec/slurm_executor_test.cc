@@ -259,9 +259,9 @@ TEST_F(SlurmLaunchTest, TheIsolationPlanKeepsTheJobReadOnlyAndTheWorkDirWritable
     EXPECT_EQ(iso["mode"], "auto");
     EXPECT_EQ(iso["hide"], nlohmann::json::array({tmp_.string()}));
     std::filesystem::path replica = e.ReplicaDir(12, 1, r);
-    EXPECT_EQ(iso["keep"], nlohmann::json::array({(tmp_ / "buckets").string(),
-                                                  (replica / "work").string(),
-                                                  (replica / "hypertune").string()}));
+    EXPECT_EQ(iso["keep"],
+              nlohmann::json::array({(tmp_ / "buckets").string(), (replica / "work").string(),
+                                     (replica / "hypertune").string()}));
     EXPECT_EQ(iso["keep_read_only"], nlohmann::json::array({(tmp_ / "jobs" / "12").string()}));
   }
 }

@@ -130,6 +130,9 @@ Result<LaunchSpec> ParseLaunchSpec(std::string_view text) {
         run_as.extra_gids.push_back(static_cast<uint32_t>(v.get<uint64_t>()));
       }
     }
+    if (auto h = r.find("home"); h != r.end() && h->is_string() && !HasNul(h->get<std::string>())) {
+      run_as.home = h->get<std::string>();
+    }
     spec.run_as = run_as;
   }
   if (auto it = doc.find("isolation"); it != doc.end()) {

@@ -29,6 +29,9 @@ struct RunAs {
   // group); with any, the trainer's umask is 002 so that what it makes in
   // a shared bucket stays writable by the group.
   std::vector<uint32_t> extra_gids;
+  // "home": the account's home directory, from the daemon's passwd lookup
+  // (none here, off the start path); "" = none.
+  std::string home;
 };
 
 // The parsed DIR/launch.json.

@@ -21,8 +21,8 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -185,6 +185,10 @@ int main(int argc, char** argv) {
     if (!s.ok()) std::printf("%s\n", s.message().c_str());
     return s.ok() ? 0 : 1;
   }
+  // What this supervisor writes is what stokerd believes, only while no
+  // other account may write it: never looser than 022, whatever it was
+  // started with (the trainer gets 022, or 002 with the bucket group).
+  ::umask(::umask(0) | 022);
   bool detach = false, slurm = false;
   std::string dir, job_dir;
   for (int i = 1; i < argc; ++i) {

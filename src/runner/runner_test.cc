@@ -337,6 +337,27 @@ TEST_F(StokerRunTest, GivesTheTrainerExactlyTheGivenEnvironmentInItsWorkDir) {
   EXPECT_EQ(Slurp(dir_ / "output.log"), (dir_ / "work").string() + "\n");
 }
 
+// The daemon believes what the supervisor writes in DIR only because no
+// other account may write there: a DIR that others may write is refused
+// before launch.json is read or the trainer starts.
+TEST_F(StokerRunTest, RefusesAReplicaDirThatOthersMayWrite) {
+  WriteLaunch({{"argv", {"sh", "-c", "echo RAN > ran"}}});
+  ASSERT_EQ(::chmod(dir_.c_str(), 0777), 0);
+  json status = RunToEnd();
+  EXPECT_EQ(status["state"], "launch_failed");
+  EXPECT_THAT(status["message"].get<std::string>(), HasSubstr("that no other account may write"));
+  EXPECT_FALSE(fs::exists(dir_ / "work"));
+  EXPECT_FALSE(fs::exists(dir_ / "ran"));
+  // A launch.json that another account could have written is not believed.
+  fs::remove(dir_ / "claim");
+  fs::remove(dir_ / "status.json");
+  ASSERT_EQ(::chmod(dir_.c_str(), 0755), 0);
+  ASSERT_EQ(::chmod((dir_ / "launch.json").c_str(), 0666), 0);
+  status = RunToEnd();
+  EXPECT_EQ(status["state"], "launch_failed");
+  EXPECT_THAT(status["message"].get<std::string>(), HasSubstr("not believed"));
+}
+
 TEST_F(StokerRunTest, NeverRunsTheTrainerTwiceForOneReplica) {
   WriteLaunch({{"argv", {"sh", "-c", "echo ran >> runs.txt"}}});
   json first = RunToEnd();

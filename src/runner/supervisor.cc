@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
-#include <pwd.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -205,8 +204,7 @@ void Supervisor::SyncClaim() {
 Result<LaunchSpec> Supervisor::LoadLaunch() {
   // The executor's file: believed only as this account's own (16 MiB is
   // far above what the API lets a job's command and env reach).
-  STOKER_ASSIGN_OR_RETURN(std::string text,
-                          ReadOwnFileNoFollow(dir_, "launch.json", 16 << 20));
+  STOKER_ASSIGN_OR_RETURN(std::string text, ReadOwnFileNoFollow(dir_, "launch.json", 16 << 20));
   STOKER_ASSIGN_OR_RETURN(LaunchSpec spec, ParseLaunchSpec(text));
   if (hooks_.rewrite) {
     STOKER_ASSIGN_OR_RETURN(spec.env, hooks_.rewrite(spec.env));
@@ -220,11 +218,11 @@ Result<LaunchSpec> Supervisor::LoadLaunch() {
     // work directory.
     spec.env["USER"] = spec.env["LOGNAME"] = spec.run_as->user;
     spec.env["HOME"] = (dir_ / "work").string();
-    if (const passwd* pw = ::getpwnam(spec.run_as->user.c_str()); pw && pw->pw_dir) {
-      struct stat st = {};
-      if (::stat(pw->pw_dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == spec.run_as->uid) {
-        spec.env["HOME"] = pw->pw_dir;
-      }
+    struct stat st = {};
+    const std::string& home = spec.run_as->home;
+    if (!home.empty() && home[0] == '/' && ::stat(home.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+        st.st_uid == spec.run_as->uid) {
+      spec.env["HOME"] = home;
     }
   }
   return spec;
@@ -404,7 +402,7 @@ void Supervisor::StartTrainer(const LaunchSpec& spec, const std::vector<fs::path
         ::_exit(127);
       }
       // What it makes in a bucket stays writable by the bucket group.
-      if (shares_buckets) ::umask(002);
+      ::umask(shares_buckets ? 002 : 022);
       // A change of credentials clears the parent-death signal: set it again.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != supervisor) ::_exit(127);

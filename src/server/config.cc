@@ -295,7 +295,8 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
                                  "hang_timeout_seconds, nfs_mount_root, "
                                  "log_max_bytes, log_max_files, retention, "
                                  "tls_cert_file, tls_key_file, allow_insecure_http, "
-                                 "default_unix_user, allow_root_trainers, bucket_group, job_isolation, executor, "
+                                 "default_unix_user, allow_root_trainers, bucket_group, "
+                                 "job_isolation, executor, "
                                  "slurm)");
         }
       }

@@ -1069,7 +1069,8 @@ Status Controller::VerifyStaged(const std::string& uri, const std::filesystem::p
                               "package again");
   }
   std::string version = std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
-                        std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+                        std::to_string(st.st_mtim.tv_sec) + "." +
+                        std::to_string(st.st_mtim.tv_nsec);
   auto known = verified_packages_.find(path.string());
   if (known != verified_packages_.end() && known->second == version) return OkStatus();
   STOKER_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));

@@ -108,7 +108,7 @@ Result<std::optional<exec::RunAs>> TrainerAccountFor(store::Store& store, auth::
     return PermissionDenied("replicas would run as '" + *account +
                             "', which has uid 0; set allow_root_trainers: true to allow it");
   }
-  exec::RunAs run_as{*account, pw.pw_uid, pw.pw_gid, {}};
+  exec::RunAs run_as{*account, pw.pw_uid, pw.pw_gid, {}, pw.pw_dir ? pw.pw_dir : ""};
   if (policy.bucket_gid) run_as.extra_gids.push_back(*policy.bucket_gid);
   return std::optional<exec::RunAs>(run_as);
 }
@@ -204,6 +204,9 @@ void ConfigureIsolation(exec::LocalExecutor& local, const server::Config& config
 
 int main(int argc, char** argv) {
   CLI::App app{"stokerd: the Stoker training service daemon"};
+  // launch.json and the replica directories are believed by stoker-run only
+  // while no other account may write them: never looser than 022.
+  ::umask(::umask(0) | 022);
   std::string data_dir = DefaultStokerHome().string();
   std::string listen;
   std::string config_path;

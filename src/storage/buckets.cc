@@ -1,8 +1,8 @@
 #include "storage/buckets.h"
 
-#include <openssl/evp.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -162,9 +162,7 @@ Result<GsUri> ParseGsUri(const std::string& uri, const std::string& field) {
 
 Buckets::Buckets(fs::path data_dir, std::map<std::string, fs::path> overrides,
                  std::optional<uint32_t> writer_gid)
-    : data_dir_(std::move(data_dir)),
-      overrides_(std::move(overrides)),
-      writer_gid_(writer_gid) {}
+    : data_dir_(std::move(data_dir)), overrides_(std::move(overrides)), writer_gid_(writer_gid) {}
 
 namespace {
 
@@ -279,8 +277,8 @@ Result<fs::path> Buckets::MakeDir(const std::string& uri, const std::string& fie
   std::string object = parsed.object;
   while (!object.empty() && object.back() == '/') object.pop_back();
   if (!object.empty()) {
-    STOKER_RETURN_IF_ERROR(MakeDirsBelow(RealDir(*this, parsed.bucket), object,
-                                         ModesFor(writer_gid_)));
+    STOKER_RETURN_IF_ERROR(
+        MakeDirsBelow(RealDir(*this, parsed.bucket), object, ModesFor(writer_gid_)));
   }
   return path;
 }
@@ -319,8 +317,7 @@ Status Buckets::Put(const std::string& bucket, const std::string& object, std::s
   return Write(bucket, object, data);
 }
 
-Status Buckets::Write(const std::string& bucket, const std::string& object,
-                      std::string_view data) {
+Status Buckets::Write(const std::string& bucket, const std::string& object, std::string_view data) {
   std::string uri = std::string(kScheme) + bucket + "/" + object;
   if (object.empty() || object.back() == '/') {
     return InvalidArgument("object '" + uri + "': an object needs a file name (not a directory)");
@@ -408,8 +405,8 @@ Status CheckStagedContent(const GsUri& uri, std::string_view bytes, const std::s
                o.find_first_not_of("0123456789abcdef") == kHexLen;
   std::string where = std::string(kScheme) + kStagingBucket + "/" + o;
   if (!named) {
-    return InvalidArgument(field + ": " + where +
-                           " is not a staged package (gs://" + kStagingBucket +
+    return InvalidArgument(field + ": " + where + " is not a staged package (gs://" +
+                           kStagingBucket +
                            "/<sha256>.tar.gz); stage the package again with --package-path");
   }
   STOKER_ASSIGN_OR_RETURN(std::string hex, Sha256Hex(bytes));

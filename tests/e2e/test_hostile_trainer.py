@@ -40,7 +40,9 @@ NOBODY_CONFIG = DEFAULT_CONFIG.replace("default_unix_user: root\nallow_root_trai
 # is an attack step that the file system allowed.
 HOSTILE = r"""
 D=$STOKER_REPLICA
-rm -f $D/trainer.json && echo MARK-REMOVED-TRAINER-JSON
+# The supervisor writes its files right after the fork: attack them once there.
+while [ ! -e $D/runner.json ]; do sleep 0.01; done
+rm $D/trainer.json && echo MARK-REMOVED-TRAINER-JSON
 echo "{\"pgid\": $VICTIM, \"pid\": $VICTIM, \"start_time_us\": 1}" > $D/trainer.json && echo MARK-FORGED-TRAINER-JSON
 mv $D/runner.lock $D/runner.lock.old && echo MARK-MOVED-LOCK
 touch $D/runner.lock.new && echo MARK-CREATED-IN-REPLICA-DIR
