@@ -99,7 +99,9 @@ Status HandOverOutputDir(const fs::path& data_dir, const RunAs& who,
   if (fd.get() < 0) return OkStatus();  // not made by the daemon (or not a directory)
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || st.st_uid != ::geteuid()) return OkStatus();
-  if (::fchown(fd.get(), who.uid, who.gid) != 0) {
+  // The owner only: the group stays (the bucket group, which other trainers
+  // of the bucket write through).
+  if (::fchown(fd.get(), who.uid, static_cast<gid_t>(-1)) != 0) {
     return ChangeFailed(out, who.user + " (the job's output directory)", errno);
   }
   return OkStatus();

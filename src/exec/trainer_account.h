@@ -51,7 +51,7 @@ Result<bool> PrepareReplicaDir(const ReplicaDirPlan& plan, int64_t job_id,
 // daemon's with mode 0711 (enterable, not listable). Each directory is
 // opened without following a link, and a link is refused. The job's output
 // directory (the parent of AIP_MODEL_DIR in `env`), when the daemon created
-// it inside `data_dir`, goes to `who` so the trainer can write its model.
+// it inside `data_dir`, goes to `who` (its group stays) so the trainer can write its model.
 // Needs root when `who` is another account. FailedPrecondition naming the
 // path for a link or a file in the way, and when the file system refuses
 // root's chown (root_squash); Internal for any other failure.

@@ -200,6 +200,10 @@ class BucketWritersTest(StokerTestCase):
         import grp
         self.assertEqual(grp.getgrgid(st.st_gid).gr_name, "stoker")
         self.assertIn(str(st.st_gid), log.split())  # the trainer had the group
+        # The job's own output directory went to the trainer but stayed the
+        # group's, so other trainers of the bucket still write there.
+        out = os.stat(os.path.join(self.data, "buckets", "stoker-outputs", job))
+        self.assertEqual((out.st_uid, out.st_gid), (NOBODY, st.st_gid))
         # An account outside the group cannot write (uid 1, 'daemon').
         r = subprocess.run(["setpriv", "--reuid=1", "--regid=1", "--clear-groups", "sh", "-c",
                             "echo x > %s/evil || mkdir %s/evil" % (bucket, bucket)],
