@@ -221,11 +221,17 @@ TEST(TimeTest, ParsesRfc3339Timestamps) {
   }
 }
 
+// An empty directory of this test's own under the temp dir.
+std::filesystem::path FreshDir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
 TEST(FilesTest, ReadsNoFollowWithinABoundAndBelievesOnlyOwnFiles) {
   namespace fs = std::filesystem;
-  fs::path dir = fs::temp_directory_path() / ("stoker_bounded_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  ASSERT_TRUE(MakeDirs(dir).ok());
+  fs::path dir = FreshDir("stoker_bounded");
   ASSERT_TRUE(WriteFileAtomic(dir / "f", std::string(1000, 'x')).ok());
   EXPECT_EQ(ReadFileNoFollow(dir, "f", 1000).value().size(), 1000u);
   EXPECT_EQ(ReadFileNoFollow(dir, "f", 999).status().code(), Code::kResourceExhausted);
@@ -246,8 +252,7 @@ TEST(FilesTest, ReadsNoFollowWithinABoundAndBelievesOnlyOwnFiles) {
 
 TEST(FilesTest, RemoveTreeNoFollowNeverLeavesTheTree) {
   namespace fs = std::filesystem;
-  fs::path base = fs::temp_directory_path() / ("stoker_rmtree_" + std::to_string(::getpid()));
-  fs::remove_all(base);
+  fs::path base = FreshDir("stoker_rmtree");
   fs::path tree = base / "tree", outside = base / "outside";
   fs::create_directories(tree / "a/b/c");
   fs::create_directories(outside / "keep");
@@ -264,8 +269,7 @@ TEST(FilesTest, RemoveTreeNoFollowNeverLeavesTheTree) {
 
 TEST(FilesTest, WritesBelowADirectoryWithoutFollowingLinksAndWithTheModesAsked) {
   namespace fs = std::filesystem;
-  fs::path base = fs::temp_directory_path() / ("stoker_below_" + std::to_string(::getpid()));
-  fs::remove_all(base);
+  fs::path base = FreshDir("stoker_below");
   fs::path bucket = base / "bucket", outside = base / "outside";
   fs::create_directories(bucket);
   fs::create_directories(outside);

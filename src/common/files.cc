@@ -138,76 +138,6 @@ Status AppendLine(const std::filesystem::path& path, std::string_view line) {
 
 namespace {
 
-// Opens `relative` below `dir` with `flags` (| O_NOFOLLOW | O_NONBLOCK |
-// O_CLOEXEC), walking one component at a time without following a link;
-// with `create`, missing directories are made (0755, owned like the
-// directory they are made in) and `flags` may hold O_CREAT (0644). The file
-// must be a regular file with one link. `at` gets its full path for errors.
-Result<int> OpenBelow(const std::filesystem::path& dir, const std::filesystem::path& relative,
-                      bool create, int flags, std::filesystem::path& at) {
-  std::vector<std::string> parts;
-  for (const std::filesystem::path& part : relative) parts.push_back(part.string());
-  if (relative.is_absolute() || parts.empty() ||
-      std::any_of(parts.begin(), parts.end(),
-                  [](const std::string& p) { return p.empty() || p == "." || p == ".."; })) {
-    return InvalidArgument("'" + relative.string() + "' is not a plain relative path below " +
-                           dir.string());
-  }
-  auto refused = [](const std::filesystem::path& path, const std::string& why) {
-    return FailedPrecondition(path.string() + " " + why + "; refusing to go through it");
-  };
-  at = dir;
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0 && (errno == ELOOP || errno == ENOTDIR)) {
-    return refused(dir, "is a symbolic link or not a directory");
-  }
-  if (fd < 0) return ErrnoStatus("cannot open", dir);
-  for (size_t i = 0; i + 1 < parts.size(); ++i) {
-    at /= parts[i];
-    bool made = create && ::mkdirat(fd, parts[i].c_str(), 0755) == 0;
-    if (create && !made && errno != EEXIST) {
-      Status s = ErrnoStatus("cannot create directory", at);
-      ::close(fd);
-      return s;
-    }
-    int next = ::openat(fd, parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    int e = errno;
-    struct stat parent {};
-    if (next >= 0 && made && ::fstat(fd, &parent) == 0) {
-      // Made by root in a trainer's directory: the trainer's, like its parent.
-      (void)::fchown(next, parent.st_uid, parent.st_gid);
-    }
-    ::close(fd);
-    fd = next;
-    errno = e;
-    if (fd < 0 && (errno == ELOOP || errno == ENOTDIR)) {
-      return refused(at, "is a symbolic link or not a directory");
-    }
-    if (fd < 0) return ErrnoStatus("cannot open", at);
-  }
-  at /= parts.back();
-  // O_NONBLOCK: a FIFO planted here fails (ENXIO) or reads empty instead of
-  // blocking the caller.
-  int file = ::openat(fd, parts.back().c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
-  int e = errno;
-  ::close(fd);
-  errno = e;
-  if (file < 0 && (errno == ELOOP || errno == ENXIO)) {
-    return refused(at, "is a symbolic link or a FIFO");
-  }
-  if (file < 0) return ErrnoStatus("cannot open", at);
-  struct stat st {};
-  if (::fstat(file, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
-    ::close(file);
-    return refused(at, "is not a regular file with a single link");
-  }
-  return file;
-}
-
-}  // namespace
-
-namespace {
-
 // Splits a plain relative path; InvalidArgument for an absolute one or one
 // with empty, "." or ".." parts.
 Result<std::vector<std::string>> PlainParts(const std::filesystem::path& dir,
@@ -225,10 +155,10 @@ Result<std::vector<std::string>> PlainParts(const std::filesystem::path& dir,
 }
 
 // Opens `dir`, then each of `parts` below it as a directory, creating the
-// missing ones with `modes`; never follows a link. Returns the last one's
-// descriptor (the caller closes it); `at` gets its path.
+// missing ones with `modes` when `create`; never follows a link. Returns the
+// last one's descriptor (the caller closes it); `at` gets its path.
 Result<int> WalkDirsBelow(const std::filesystem::path& dir, const std::vector<std::string>& parts,
-                          const CreateModes& modes, std::filesystem::path& at) {
+                          bool create, const CreateModes& modes, std::filesystem::path& at) {
   at = dir;
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0 && (errno == ELOOP || errno == ENOTDIR)) {
@@ -237,8 +167,8 @@ Result<int> WalkDirsBelow(const std::filesystem::path& dir, const std::vector<st
   if (fd < 0) return ErrnoStatus("cannot open", dir);
   for (const std::string& part : parts) {
     at /= part;
-    bool made = ::mkdirat(fd, part.c_str(), 0700) == 0;
-    if (!made && errno != EEXIST) {
+    bool made = create && ::mkdirat(fd, part.c_str(), 0700) == 0;
+    if (create && !made && errno != EEXIST) {
       Status s = ErrnoStatus("cannot create directory", at);
       ::close(fd);
       return s;
@@ -271,13 +201,44 @@ Result<int> WalkDirsBelow(const std::filesystem::path& dir, const std::vector<st
   return fd;
 }
 
+
+// Opens `relative` below `dir` with `flags` (| O_NOFOLLOW | O_NONBLOCK |
+// O_CLOEXEC), walked by WalkDirsBelow; with `create`, missing directories
+// are made (0755) and `flags` may hold O_CREAT (0644). The file must be a
+// regular file with one link. `at` gets its full path for errors.
+Result<int> OpenBelow(const std::filesystem::path& dir, const std::filesystem::path& relative,
+                      bool create, int flags, std::filesystem::path& at) {
+  STOKER_ASSIGN_OR_RETURN(std::vector<std::string> parts, PlainParts(dir, relative));
+  std::string name = parts.back();
+  parts.pop_back();
+  STOKER_ASSIGN_OR_RETURN(int fd, WalkDirsBelow(dir, parts, create, CreateModes{}, at));
+  at /= name;
+  // O_NONBLOCK: a FIFO planted here fails (ENXIO) or reads empty instead of
+  // blocking the caller.
+  int file = ::openat(fd, name.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  int e = errno;
+  ::close(fd);
+  errno = e;
+  auto refused = [&at](const std::string& why) {
+    return FailedPrecondition(at.string() + " " + why + "; refusing to go through it");
+  };
+  if (file < 0 && (errno == ELOOP || errno == ENXIO)) return refused("is a symbolic link or a FIFO");
+  if (file < 0) return ErrnoStatus("cannot open", at);
+  struct stat st {};
+  if (::fstat(file, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+    ::close(file);
+    return refused("is not a regular file with a single link");
+  }
+  return file;
+}
+
 }  // namespace
 
 Status MakeDirsBelow(const std::filesystem::path& dir, const std::filesystem::path& relative,
                      const CreateModes& modes) {
   STOKER_ASSIGN_OR_RETURN(std::vector<std::string> parts, PlainParts(dir, relative));
   std::filesystem::path at;
-  STOKER_ASSIGN_OR_RETURN(int fd, WalkDirsBelow(dir, parts, modes, at));
+  STOKER_ASSIGN_OR_RETURN(int fd, WalkDirsBelow(dir, parts, /*create=*/true, modes, at));
   ::close(fd);
   return OkStatus();
 }
@@ -288,7 +249,7 @@ Status WriteFileBelow(const std::filesystem::path& dir, const std::filesystem::p
   std::string name = parts.back();
   parts.pop_back();
   std::filesystem::path at;
-  STOKER_ASSIGN_OR_RETURN(int dfd, WalkDirsBelow(dir, parts, modes, at));
+  STOKER_ASSIGN_OR_RETURN(int dfd, WalkDirsBelow(dir, parts, /*create=*/true, modes, at));
   static std::atomic<uint64_t> counter{0};
   std::string tmp = "." + name + ".tmp." + std::to_string(::getpid()) + "." +
                     std::to_string(counter.fetch_add(1));
@@ -327,6 +288,11 @@ Status WriteFileBelow(const std::filesystem::path& dir, const std::filesystem::p
   }
   ::close(dfd);
   return s;
+}
+
+bool IsFileName(std::string_view name) {
+  return !name.empty() && name != "." && name != ".." && name.size() <= 255 &&
+         name.find('/') == std::string_view::npos && name.find('\0') == std::string_view::npos;
 }
 
 Status AppendLineNoFollow(const std::filesystem::path& dir, const std::filesystem::path& relative,

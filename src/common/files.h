@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
 
@@ -31,12 +32,15 @@ Status WriteFileAtomic(const std::filesystem::path& path, std::string_view data,
 // write(2), so concurrent appenders never interleave within a line.
 Status AppendLine(const std::filesystem::path& path, std::string_view line);
 
-// AppendLine for a file below `dir` that others may write to (a trainer's
-// replica directory, appended to by root): `relative` (no "..", not
-// absolute) is walked from `dir` one component at a time, and neither `dir`
-// itself nor any component may be a symbolic link. Missing directories are
-// created (0755) with the owner of the directory they are made in; the file
-// is created 0644 if missing and must be a regular file with one link.
+// True for one file name: not empty, not "." or "..", no '/' or NUL, at
+// most 255 bytes (NAME_MAX).
+bool IsFileName(std::string_view name);
+
+// AppendLine for a file below `dir` that others may write to: `relative`
+// (no "..", not absolute) is walked from `dir` one component at a time, and
+// neither `dir` itself nor any component may be a symbolic link. Missing
+// directories are created (0755); the file is created 0644 if missing and
+// must be a regular file with one link.
 // FailedPrecondition naming the path for a link, a hard-linked file or
 // anything not a regular file; InvalidArgument for a bad `relative`.
 Status AppendLineNoFollow(const std::filesystem::path& dir, const std::filesystem::path& relative,

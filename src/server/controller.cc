@@ -956,7 +956,7 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
           "jobSpec.workerPoolSpecs[" + std::to_string(p) + "].nfsMounts[" + std::to_string(i) + "]";
       std::filesystem::path source = mounts[i].value("path", "");
       std::string point = mounts[i].value("mountPoint", "");
-      if (point.empty() || point == "." || point == ".." || point.find('/') != std::string::npos) {
+      if (!IsFileName(point)) {
         // Checked at submission; a job stored before that check still must
         // not make root create anything outside nfs_mount_root.
         return InvalidArgument(field + ".mountPoint: must be one directory name, got '" + point +

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <utility>
 
+#include "common/files.h"
 #include "common/time.h"
 #include "spec/json_fields.h"
 
@@ -485,13 +486,6 @@ bool IsPythonModuleName(const std::string& name) {
   }
 }
 
-// True for a single file name: not empty, not "." or "..", no '/' or NUL,
-// at most 255 bytes (NAME_MAX).
-bool IsOnePathComponent(const std::string& name) {
-  return !name.empty() && name != "." && name != ".." && name.size() <= 255 &&
-         name.find('/') == std::string::npos && name.find('\0') == std::string::npos;
-}
-
 void CheckPool(const WorkerPoolSpec& pool, const std::string& path, bool primary, Problems& p) {
   if (pool.empty) {
     if (primary) {
@@ -572,7 +566,7 @@ void CheckPool(const WorkerPoolSpec& pool, const std::string& path, bool primary
                            "must start with '/', got '" + m["path"].get<std::string>() + "'");
       }
       if (m.is_object() && m.contains("mountPoint") && m["mountPoint"].is_string() &&
-          !IsOnePathComponent(m["mountPoint"].get<std::string>())) {
+          !IsFileName(m["mountPoint"].get<std::string>())) {
         // Vertex mounts the share at /mnt/nfs/<mountPoint>: one name below
         // that root, never a path that leaves it.
         p.AddUnlessCovered(Join(At(Join(path, "nfsMounts"), i), "mountPoint"),

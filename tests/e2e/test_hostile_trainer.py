@@ -230,6 +230,34 @@ def python_job(name, module, package_uri):
                               "pythonModule": module}}]}}
 
 
+class StagedAtLaunchTest(StokerTestCase):
+    """A staged package changed after its job was accepted is refused when
+    the job starts, not run."""
+    config = DEFAULT_CONFIG + "inventory: {cpus: 4, memory_gb: 8, gpus: [{type: NVIDIA_TESLA_T4}]}\n"
+
+    def test_a_package_changed_while_its_job_waits_is_not_run(self):
+        pkg = targz({"pkg/setup.py": "from setuptools import setup\nsetup(name='pkg')\n",
+                     "pkg/trainer/__init__.py": "", "pkg/trainer/task.py": "print('GOOD')\n"})
+        status, body = self.api("POST", "/v1/stoker/staging", raw=pkg)
+        self.assertEqual(status, 200, body)
+        uri = body["uri"]
+        t4 = ("NVIDIA_TESLA_T4", 1)
+        blocker = self.submit(container_job("blocker", "sleep 60", accelerator=t4))
+        wait_for(lambda: self.job(blocker)["state"] == "JOB_STATE_RUNNING", 30, "the GPU holder")
+        job = python_job("staged", "trainer.task", uri)
+        job["jobSpec"]["workerPoolSpecs"][0]["machineSpec"].update(
+            acceleratorType=t4[0], acceleratorCount=t4[1])
+        waiting = self.submit(job)  # accepted: the package is intact now
+        self.assertEqual(self.job(waiting)["state"], "JOB_STATE_QUEUED")
+        with open(os.path.join(self.data, "staging", uri.rsplit("/", 1)[1]), "wb") as f:
+            f.write(targz({"pkg/trainer/task.py": "print('EVIL')\n"}))
+        self.stoker("jobs", "cancel", blocker)
+        final = self.wait_state(waiting)
+        self.assertEqual(final["state"], "JOB_STATE_FAILED")
+        self.assertIn("does not hold the bytes its name promises", final["error"]["message"])
+        self.assertNotIn("EVIL", self.stoker("jobs", "logs", waiting, check=False).stdout)
+
+
 class HostileInputTest(StokerTestCase):
 
     def post_job(self, job):
