@@ -212,12 +212,73 @@ CREATE INDEX IF NOT EXISTS events_by_job ON events(job_id);
 PRAGMA user_version = 2;
 )sql";
 
-// Schema changes since version 1, applied in order to an older store.
-constexpr const char* kMigrations[] = {
-    // 1 -> 2: the submitting user of jobs and studies.
-    "ALTER TABLE jobs ADD COLUMN user TEXT NOT NULL DEFAULT '';"
-    "ALTER TABLE studies ADD COLUMN user TEXT NOT NULL DEFAULT '';",
+// A column that a schema change added to an existing table.
+struct AddedColumn {
+  const char* table;
+  const char* column;
+  const char* definition;  // as in ALTER TABLE ... ADD COLUMN <column> <definition>
 };
+
+// Stores of version 1 come in three shapes, as three early builds wrote
+// them, all with user_version 1: jobs and events only; then studies and
+// trials, with jobs.study_id and jobs.trial_id; then jobs.legacy_job_id and
+// jobs.legacy_input. These columns complete any of them to the last shape
+// (the tables they lack are made by kSchema, which runs after the
+// migrations).
+constexpr AddedColumn kVersion1Completion[] = {
+    {"jobs", "study_id", "INTEGER NOT NULL DEFAULT 0"},
+    {"jobs", "trial_id", "TEXT NOT NULL DEFAULT ''"},
+    {"jobs", "legacy_job_id", "TEXT NOT NULL DEFAULT ''"},
+    {"jobs", "legacy_input", "TEXT"},
+};
+
+// Schema changes since version 1: kMigrations[v - 1] takes a store from
+// version v to v + 1. A table the store lacks is skipped (kSchema makes it
+// whole afterwards).
+constexpr AddedColumn kMigration1To2[] = {
+    // The submitting user of jobs and studies ("" = before users existed).
+    {"jobs", "user", "TEXT NOT NULL DEFAULT ''"},
+    {"studies", "user", "TEXT NOT NULL DEFAULT ''"},
+};
+struct Migration {
+  const AddedColumn* columns;
+  size_t count;
+};
+constexpr Migration kMigrations[] = {
+    {kMigration1To2, std::size(kMigration1To2)},
+};
+constexpr int64_t kLatestVersion = std::size(kMigrations) + 1;
+
+// Whether `table` exists, and whether it has `column`.
+struct ColumnLookup {
+  bool table_exists = false;
+  bool column_exists = false;
+};
+ColumnLookup LookUpColumn(sqlite3* db, const std::string& table, const std::string& column) {
+  ColumnLookup found;
+  Stmt s(db, ("PRAGMA table_info(" + table + ")").c_str());
+  while (s.Step() == SQLITE_ROW) {
+    found.table_exists = true;
+    if (s.Text(1) == column) found.column_exists = true;
+  }
+  return found;
+}
+
+// Adds each of `columns` that its table lacks; a missing table is left to
+// kSchema. The caller holds a transaction.
+Status AddMissingColumns(sqlite3* db, const AddedColumn* columns, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    const AddedColumn& c = columns[i];
+    ColumnLookup found = LookUpColumn(db, c.table, c.column);
+    if (!found.table_exists || found.column_exists) continue;
+    std::string sql =
+        std::string("ALTER TABLE ") + c.table + " ADD COLUMN " + c.column + " " + c.definition;
+    if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
+      return SqliteError(db, std::string("store migration: add ") + c.table + "." + c.column);
+    }
+  }
+  return OkStatus();
+}
 
 // RAII transaction: rolls back unless committed.
 class Txn {
@@ -322,21 +383,31 @@ Result<std::unique_ptr<Store>> Store::Open(const std::filesystem::path& data_dir
     Stmt v(db, "PRAGMA user_version");
     if (v.Step() == SQLITE_ROW) version = v.Int(0);
   }
-  if (version >= 1) {
-    constexpr int64_t kLatest = std::size(kMigrations) + 1;
-    if (version > kLatest) {
-      return FailedPrecondition(path.string() + " has schema version " + std::to_string(version) +
-                                ", newer than this stokerd understands (" +
-                                std::to_string(kLatest) + "); run the newer stokerd");
-    }
-    for (int64_t v = version; v < kLatest; ++v) {
-      STOKER_RETURN_IF_ERROR(store->Exec(("BEGIN;" + std::string(kMigrations[v - 1]) +
-                                          "PRAGMA user_version = " + std::to_string(v + 1) +
-                                          ";COMMIT;")
-                                             .c_str()));
-    }
+  if (version > kLatestVersion) {
+    return FailedPrecondition(path.string() + " has schema version " + std::to_string(version) +
+                              ", newer than this stokerd understands (" +
+                              std::to_string(kLatestVersion) +
+                              "); run the newer stokerd, or restore the backup taken before the "
+                              "upgrade (docs/install.md)");
+  }
+  // Migrations and the schema in one transaction: a crash leaves the store
+  // as it was, or wholly at the latest version. Version 0 is a new file.
+  Txn txn(db);
+  if (!txn.begun()) return SqliteError(db, "cannot begin the schema migration of " + path.string());
+  if (version == 1) {
+    STOKER_RETURN_IF_ERROR(
+        AddMissingColumns(db, kVersion1Completion, std::size(kVersion1Completion)));
+  }
+  for (int64_t v = version; version >= 1 && v < kLatestVersion; ++v) {
+    const Migration& m = kMigrations[v - 1];
+    STOKER_RETURN_IF_ERROR(AddMissingColumns(db, m.columns, m.count));
   }
   STOKER_RETURN_IF_ERROR(store->Exec(kSchema));
+  STOKER_RETURN_IF_ERROR(txn.Commit());
+  if (version >= 1 && version < kLatestVersion) {
+    spdlog::info("migrated {} from schema version {} to {}", path.string(), version,
+                 kLatestVersion);
+  }
   return store;
 }
 
