@@ -8,8 +8,15 @@
 // - Poll never blocks on the trainers; it reads what the supervisors wrote.
 // - Cancel is graceful (SIGTERM to the trainer's process group, SIGKILL after
 //   the grace period given at launch) and idempotent.
-// Implementations are called from the control loop thread only, except
-// ReplicaDir, which is pure and thread-safe.
+// - The reads (ReadLog, ReadLogTail, LastActivityUs, ReadTrialMetrics,
+//   AppendPushedMetrics, MetricFilePath, SupervisorLog) are the only way the
+//   rest of the daemon (API, controller, studies) sees a replica's files:
+//   nothing outside exec and runner opens a replica directory. They never
+//   believe a link or block on a FIFO the trainer planted (docs/security.md,
+//   "Trust boundary") and never change the executor's state.
+// Threads: Launch, Poll and Cancel are called from the control loop thread
+// only. ReplicaDir and the reads are const and thread-safe: the API calls
+// them from its handler threads while the control loop runs.
 #pragma once
 
 #include <cstdint>
@@ -98,6 +105,32 @@ struct ReplicaStatus {
   }
 };
 
+// A piece of a replica's log, which readers see as one stream of bytes
+// numbered from 0 since the replica started, across rotated files
+// (src/runner/README.md, "Log rotation").
+struct LogChunk {
+  std::string data;          // never spans two files; empty at the end of the stream
+  uint64_t offset = 0;       // where `data` starts (> the asked offset if skipped)
+  uint64_t skipped = 0;      // bytes before `offset` that rotation already deleted
+  uint64_t next_offset = 0;  // offset + data.size()
+  uint64_t size = 0;         // the stream's length now
+};
+
+// A trial's metric reports (ReadTrialMetrics): what the trainer wrote to
+// CLOUD_ML_HP_METRIC_FILE and what was pushed through the API
+// (AppendPushedMetrics), both in the hypertune line format.
+struct TrialMetrics {
+  // Changes whenever either source changes (modification time and size);
+  // 0 when neither exists yet.
+  int64_t stamp = 0;
+  // The trainer's reports, then the pushed ones, each source followed by
+  // "\n". Empty when `stamp` equals the caller's `unchanged_stamp` (not read).
+  std::string text;
+  // Sources left unread because they are over the caller's bound, by name
+  // ("hypertune/output.metrics"), for a warning.
+  std::vector<std::string> too_large;
+};
+
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -119,6 +152,47 @@ class Executor {
   // node's resources, and shows the message of a kStarting replica as the
   // job's wait reason (e.g. Slurm's pending reason).
   virtual bool PlacesReplicas() const { return false; }
+
+  // ---- a replica's files (thread-safe, see above) ----
+
+  // Up to `max_bytes` of the replica's log stream from `offset`. A replica
+  // with no log yet reads as an empty stream (size 0). Unavailable when the
+  // log keeps rotating under the read.
+  virtual Result<LogChunk> ReadLog(int64_t job_id, int attempt, const std::string& replica,
+                                   uint64_t offset, size_t max_bytes) const = 0;
+
+  // The log stream's last `max_bytes` bytes (fewer if it is shorter), across
+  // a rotation that just happened; "" when there is no log.
+  virtual std::string ReadLogTail(int64_t job_id, int attempt, const std::string& replica,
+                                  size_t max_bytes) const = 0;
+
+  // When the replica last showed progress (output or a metric report), in
+  // microseconds since the epoch; 0 when it has shown none. The hang check.
+  virtual int64_t LastActivityUs(int64_t job_id, int attempt, const std::string& replica) const = 0;
+
+  // The replica's metric reports, each source read only when it holds at
+  // most `max_bytes` (so a trainer cannot fill the daemon's memory). When
+  // the current stamp equals `unchanged_stamp`, nothing is read: the result
+  // has the stamp and no text.
+  virtual TrialMetrics ReadTrialMetrics(int64_t job_id, int attempt, const std::string& replica,
+                                        size_t max_bytes, int64_t unchanged_stamp = -1) const = 0;
+
+  // Appends one measurement `line` (hypertune format, no newline) to the
+  // replica's pushed metrics, which ReadTrialMetrics returns after the
+  // trainer's own. Changes no executor state (hence const); safe to call
+  // from any thread, concurrent appends stay whole lines.
+  virtual Status AppendPushedMetrics(int64_t job_id, int attempt, const std::string& replica,
+                                     const std::string& line) const = 0;
+
+  // The path the trainer is given as CLOUD_ML_HP_METRIC_FILE (where its
+  // machine writes metric reports). Pure.
+  virtual std::filesystem::path MetricFilePath(int64_t job_id, int attempt,
+                                               const std::string& replica) const = 0;
+
+  // Where the replica's supervisor writes its own diagnostics (why a replica
+  // never started), for error messages. Pure.
+  virtual std::filesystem::path SupervisorLog(int64_t job_id, int attempt,
+                                              const std::string& replica) const = 0;
 };
 
 }  // namespace stoker::exec

@@ -12,11 +12,12 @@
 #include <string>
 
 #include "exec/executor.h"
+#include "exec/replica_dir_executor.h"
 #include "exec/trainer_account.h"
 
 namespace stoker::exec {
 
-class LocalExecutor : public Executor {
+class LocalExecutor : public ReplicaDirExecutor {
  public:
   // `runner_path`: the stoker-run binary.
   LocalExecutor(std::filesystem::path data_dir, std::filesystem::path runner_path);

@@ -203,6 +203,18 @@ fs::path SlurmExecutor::ReplicaDir(int64_t job_id, int attempt, const std::strin
   return JobDir(job_id, attempt) / replica;
 }
 
+fs::path SlurmExecutor::SupervisorLog(int64_t job_id, int attempt, const std::string&) const {
+  fs::path dir = JobDir(job_id, attempt);
+  // slurm-job-id is the daemon's own control file (the job dir is the daemon's).
+  if (auto text = ReadOwnFileNoFollow(dir, "slurm-job-id", 64); text.ok()) {
+    std::string id = Trim(*text);
+    if (!id.empty() && std::all_of(id.begin(), id.end(), ::isdigit)) {
+      return dir / ("slurm-" + id + ".out");
+    }
+  }
+  return dir / "slurm-%j.out";
+}
+
 Result<const std::map<int64_t, SlurmJobInfo>*> SlurmExecutor::Queue(int64_t not_before_us) {
   int64_t now = MonoMicros();
   bool fresh = queue_taken_us_ >= 0 && queue_taken_us_ >= not_before_us &&

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "exec/executor.h"
+#include "exec/replica_dir_executor.h"
 #include "exec/trainer_account.h"
 
 namespace stoker::exec {
@@ -101,7 +102,7 @@ std::map<int64_t, SlurmJobInfo> ParseSqueue(const std::string& text);
 // True for job states after which nothing of the job runs any more.
 bool SlurmStateIsFinal(const std::string& state);
 
-class SlurmExecutor : public Executor {
+class SlurmExecutor : public ReplicaDirExecutor {
  public:
   explicit SlurmExecutor(SlurmOptions options);
 
@@ -112,6 +113,10 @@ class SlurmExecutor : public Executor {
                                           const std::vector<std::string>& replicas) override;
   Status Cancel(int64_t job_id, int attempt, const std::vector<std::string>& replicas) override;
   bool PlacesReplicas() const override { return true; }
+  // The batch job's output, <job dir>/slurm-<id>.out: stoker-run runs in
+  // the foreground of its Slurm task, so its diagnostics go there.
+  std::filesystem::path SupervisorLog(int64_t job_id, int attempt,
+                                      const std::string& replica) const override;
 
   // Which account runs a job's trainers, with the same rule as the local
   // executor (stokerd as root: the user's unix_user, else

@@ -1,0 +1,92 @@
+#include "exec/replica_dir_executor.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "common/files.h"
+#include "runner/log_rotation.h"
+
+namespace stoker::exec {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The trainer's metrics file (CLOUD_ML_HP_METRIC_FILE), in the directory
+// stoker-run hands to it, and the daemon's own file of pushed measurements.
+constexpr const char* kTrainerMetrics = "hypertune/output.metrics";
+constexpr const char* kPushedMetrics = "pushed.metrics";
+
+}  // namespace
+
+Result<LogChunk> ReplicaDirExecutor::ReadLog(int64_t job_id, int attempt,
+                                             const std::string& replica, uint64_t offset,
+                                             size_t max_bytes) const {
+  STOKER_ASSIGN_OR_RETURN(
+      runner::LogRead r,
+      runner::ReadLogStream(ReplicaDir(job_id, attempt, replica), offset, max_bytes));
+  return LogChunk{std::move(r.data), r.offset, r.skipped, r.next_offset, r.size};
+}
+
+std::string ReplicaDirExecutor::ReadLogTail(int64_t job_id, int attempt, const std::string& replica,
+                                            size_t max_bytes) const {
+  return runner::ReadLogTail(ReplicaDir(job_id, attempt, replica), max_bytes);
+}
+
+int64_t ReplicaDirExecutor::LastActivityUs(int64_t job_id, int attempt,
+                                           const std::string& replica) const {
+  fs::path dir = ReplicaDir(job_id, attempt, replica);
+  int64_t last = 0;
+  for (const char* f : {"output.log", kTrainerMetrics}) {
+    struct stat st {};
+    if (::lstat((dir / f).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    last = std::max<int64_t>(last, st.st_mtim.tv_sec * 1'000'000LL + st.st_mtim.tv_nsec / 1000);
+  }
+  return last;
+}
+
+TrialMetrics ReplicaDirExecutor::ReadTrialMetrics(int64_t job_id, int attempt,
+                                                  const std::string& replica, size_t max_bytes,
+                                                  int64_t unchanged_stamp) const {
+  fs::path dir = ReplicaDir(job_id, attempt, replica);
+  TrialMetrics out;
+  for (const char* name : {kTrainerMetrics, kPushedMetrics}) {
+    struct stat sb {};
+    if (::lstat((dir / name).c_str(), &sb) == 0) {
+      out.stamp += sb.st_mtim.tv_sec * 1'000'000'000LL + sb.st_mtim.tv_nsec + sb.st_size;
+    }
+  }
+  if (out.stamp == 0 || out.stamp == unchanged_stamp) return out;
+  for (const char* name : {kTrainerMetrics, kPushedMetrics}) {
+    // The trainer owns hypertune/: no link or FIFO of its may redirect or
+    // block us, and no file of its may fill our memory.
+    auto part = ReadFileNoFollow(dir, name, max_bytes);
+    if (part.ok()) {
+      out.text += *part + "\n";
+    } else if (part.status().code() == Code::kResourceExhausted) {
+      out.too_large.push_back(name);
+    }
+  }
+  return out;
+}
+
+Status ReplicaDirExecutor::AppendPushedMetrics(int64_t job_id, int attempt,
+                                               const std::string& replica,
+                                               const std::string& line) const {
+  // Beside hypertune/ in the replica directory, which is the daemon's (the
+  // trainer writes only below work/ and hypertune/); still never through a
+  // link, should an older layout have left one.
+  return AppendLineNoFollow(ReplicaDir(job_id, attempt, replica), kPushedMetrics, line);
+}
+
+fs::path ReplicaDirExecutor::MetricFilePath(int64_t job_id, int attempt,
+                                            const std::string& replica) const {
+  return ReplicaDir(job_id, attempt, replica) / kTrainerMetrics;
+}
+
+fs::path ReplicaDirExecutor::SupervisorLog(int64_t job_id, int attempt,
+                                           const std::string& replica) const {
+  return ReplicaDir(job_id, attempt, replica) / "runner.log";
+}
+
+}  // namespace stoker::exec

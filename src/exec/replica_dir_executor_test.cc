@@ -1,0 +1,88 @@
+// The reads every replica-directory executor shares (ReplicaDirExecutor),
+// through the local executor: what the API, the controller and the studies
+// see of a replica's files, and that a trainer's link or FIFO is not believed.
+#include "exec/replica_dir_executor.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "exec/local_executor.h"
+
+namespace stoker::exec {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ReplicaDirExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/stoker_replica_dir_executor_test.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    root_ = fs::canonical(tmpl);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  fs::path root_;
+};
+
+TEST_F(ReplicaDirExecutorTest, ReadsTheLogStreamAndItsTail) {
+  LocalExecutor ex(root_, "/bin/false");
+  fs::path dir = ex.ReplicaDir(7, 1, "workerpool0-0");
+  fs::create_directories(dir);
+  auto empty = ex.ReadLog(7, 1, "workerpool0-0", 0, 100);
+  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  EXPECT_EQ(empty->size, 0u);
+  std::ofstream(dir / "output.log") << "one\ntwo\n";
+  auto chunk = ex.ReadLog(7, 1, "workerpool0-0", 4, 100);
+  ASSERT_TRUE(chunk.ok());
+  EXPECT_EQ(chunk->data, "two\n");
+  EXPECT_EQ(chunk->next_offset, 8u);
+  EXPECT_EQ(chunk->size, 8u);
+  EXPECT_EQ(ex.ReadLogTail(7, 1, "workerpool0-0", 4), "two\n");
+  EXPECT_EQ(ex.SupervisorLog(7, 1, "workerpool0-0"), dir / "runner.log");
+}
+
+TEST_F(ReplicaDirExecutorTest, TrialMetricsComeFromTheTrainersFileThenThePushedOnes) {
+  LocalExecutor ex(root_, "/bin/false");
+  fs::path dir = ex.ReplicaDir(7, 1, "workerpool0-0");
+  fs::create_directories(dir / "hypertune");
+  EXPECT_EQ(ex.ReadTrialMetrics(7, 1, "workerpool0-0", 1 << 20).stamp, 0);
+  EXPECT_EQ(ex.MetricFilePath(7, 1, "workerpool0-0"), dir / "hypertune/output.metrics");
+  std::ofstream(dir / "hypertune/output.metrics") << "{\"a\": \"1\"}\n";
+  ASSERT_TRUE(ex.AppendPushedMetrics(7, 1, "workerpool0-0", "{\"a\": \"2\"}").ok());
+  TrialMetrics m = ex.ReadTrialMetrics(7, 1, "workerpool0-0", 1 << 20);
+  EXPECT_NE(m.stamp, 0);
+  EXPECT_EQ(m.text, "{\"a\": \"1\"}\n\n{\"a\": \"2\"}\n\n");
+  EXPECT_TRUE(m.too_large.empty());
+  // Unchanged: not read again.
+  TrialMetrics again = ex.ReadTrialMetrics(7, 1, "workerpool0-0", 1 << 20, m.stamp);
+  EXPECT_EQ(again.stamp, m.stamp);
+  EXPECT_TRUE(again.text.empty());
+  // Over the bound: named, not read.
+  TrialMetrics big = ex.ReadTrialMetrics(7, 1, "workerpool0-0", 4);
+  EXPECT_EQ(big.too_large,
+            (std::vector<std::string>{"hypertune/output.metrics", "pushed.metrics"}));
+}
+
+TEST_F(ReplicaDirExecutorTest, ATrainersLinksLendNoProgressAndNoMetrics) {
+  LocalExecutor ex(root_, "/bin/false");
+  fs::path dir = ex.ReplicaDir(7, 1, "workerpool0-0");
+  fs::create_directories(dir / "hypertune");
+  std::ofstream(root_ / "secret") << "{\"a\": \"9\"}\n";
+  fs::create_symlink(root_ / "secret", dir / "hypertune/output.metrics");
+  EXPECT_EQ(ex.LastActivityUs(7, 1, "workerpool0-0"), 0);
+  TrialMetrics m = ex.ReadTrialMetrics(7, 1, "workerpool0-0", 1 << 20);
+  EXPECT_EQ(m.text.find("9"), std::string::npos) << m.text;
+  ASSERT_EQ(::mkfifo((dir / "output.log").c_str(), 0600), 0);
+  EXPECT_EQ(ex.LastActivityUs(7, 1, "workerpool0-0"), 0);
+  fs::remove(dir / "output.log");
+  std::ofstream(dir / "output.log") << "x\n";
+  EXPECT_GT(ex.LastActivityUs(7, 1, "workerpool0-0"), 0);
+}
+
+}  // namespace
+}  // namespace stoker::exec
