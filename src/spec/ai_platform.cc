@@ -4,8 +4,9 @@
 #include <array>
 #include <cctype>
 #include <charconv>
-#include <cmath>
 #include <cstdlib>
+#include <limits>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -16,12 +17,21 @@
 namespace stoker::spec {
 namespace {
 
+using internal::CheckKeys;
 using internal::Contains;
+using internal::Get;
 using internal::Join;
 using internal::JoinNames;
-using internal::kAcceleratorTypes;
 using internal::Names;
-using internal::SnakeToCamel;
+using internal::ParseLabels;
+using internal::Problems;
+using internal::ReadBool;
+using internal::ReadDuration;
+using internal::ReadInteger;
+using internal::ReadOptionalStringList;
+using internal::ReadString;
+using internal::ReadStringList;
+using internal::TypeName;
 using nlohmann::json;
 
 // Reference §6, TrainingInput, in the discovery document's order.
@@ -72,6 +82,8 @@ const Names kGpuTypes = {"NVIDIA_TESLA_K80",      "NVIDIA_TESLA_P100",  "NVIDIA_
                          "NVIDIA_GB200",          "NVIDIA_RTX_PRO_6000"};
 constexpr double kMinMaxWaitSeconds = 1800;  // §6 Scheduling.maxWaitTime minimum
 constexpr size_t kMaxJobId = 128;
+// Counts (workerCount, acceleratorConfig.count) are int64s; ParseCustomJob bounds them further.
+constexpr int64_t kMaxCount = std::numeric_limits<int64_t>::max();
 
 // One pool of a predefined scale tier; count 0 = no such pool.
 struct TierPool {
@@ -139,139 +151,6 @@ const std::array<Role, 4> kRoles = {{
     {"evaluator", "evaluatorType", "evaluatorConfig", "evaluatorCount", ""},
 }};
 
-// Every problem found, one line each, each starting with its field path or flag.
-class Problems {
- public:
-  void Add(const std::string& where, const std::string& message) {
-    lines_.push_back(where + ": " + message);
-  }
-  bool empty() const { return lines_.empty(); }
-  Status ToStatus() const {
-    std::string m;
-    for (const auto& l : lines_) m += (m.empty() ? "" : "\n") + l;
-    return InvalidArgument(m);
-  }
-
- private:
-  std::vector<std::string> lines_;
-};
-
-std::string TypeName(const json& v) {
-  if (v.is_string()) return "a string";
-  if (v.is_boolean()) return "a boolean";
-  if (v.is_number()) return "a number";
-  if (v.is_array()) return "a list";
-  if (v.is_object()) return "an object";
-  return "null";
-}
-
-void CheckKeys(const json& obj, const std::string& path, const Names& known, Problems& p,
-               const Names& ignored = {}) {
-  for (const auto& [key, value] : obj.items()) {
-    if (Contains(known, key) || Contains(ignored, key)) continue;
-    std::string camel = SnakeToCamel(key);
-    if (camel != key && Contains(known, camel)) {
-      p.Add(path, "'" + key + "' is not a field; use the camelCase spelling '" + camel + "'");
-    } else {
-      p.Add(path, "unknown field '" + key + "'; the fields here are " + JoinNames(known));
-    }
-  }
-}
-
-// The value of `key`, or nullptr when absent or null (proto JSON reads null as unset).
-const json* Get(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-bool ReadString(const json& obj, const char* key, const std::string& path, Problems& p,
-                std::string* out) {
-  const json* v = Get(obj, key);
-  if (v == nullptr) return false;
-  if (!v->is_string()) {
-    p.Add(Join(path, key),
-          "must be a string, got " + TypeName(*v) + (v->is_number() ? " (quote it in YAML)" : ""));
-    return false;
-  }
-  *out = v->get<std::string>();
-  return true;
-}
-
-std::optional<std::vector<std::string>> ReadStrings(const json& obj, const char* key,
-                                                    const std::string& path, Problems& p) {
-  const json* v = Get(obj, key);
-  if (v == nullptr) return std::nullopt;
-  if (!v->is_array() ||
-      !std::all_of(v->begin(), v->end(), [](const json& e) { return e.is_string(); })) {
-    p.Add(Join(path, key), "must be a list of strings");
-    return std::nullopt;
-  }
-  return v->get<std::vector<std::string>>();
-}
-
-bool ReadBool(const json& obj, const char* key, const std::string& path, Problems& p, bool* out) {
-  const json* v = Get(obj, key);
-  if (v == nullptr) return false;
-  if (!v->is_boolean()) {
-    p.Add(Join(path, key), "must be true or false, got " + TypeName(*v));
-    return false;
-  }
-  *out = v->get<bool>();
-  return true;
-}
-
-// A non-negative int64 given as a number or a decimal string (proto JSON accepts both).
-std::optional<int64_t> ReadCount(const json& obj, const char* key, const std::string& path,
-                                 Problems& p) {
-  const json* v = Get(obj, key);
-  if (v == nullptr) return std::nullopt;
-  int64_t n = -1;
-  bool ok = false;
-  if (v->is_number_integer()) {
-    n = v->get<int64_t>();
-    ok = true;
-  } else if (v->is_number_float()) {
-    double d = v->get<double>();
-    ok = std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15;
-    if (ok) n = static_cast<int64_t>(d);
-  } else if (v->is_string()) {
-    const std::string& s = v->get_ref<const std::string&>();
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-    ok = !s.empty() && ec == std::errc() && end == s.data() + s.size();
-  }
-  if (!ok) {
-    p.Add(Join(path, key), "must be a whole number like 2 or \"2\", got " + v->dump());
-    return std::nullopt;
-  }
-  if (n < 0) {
-    p.Add(Join(path, key), "must be at least 0, got " + std::to_string(n));
-    return std::nullopt;
-  }
-  return n;
-}
-
-// A protobuf Duration ("7200s") or a bare number of seconds.
-std::optional<double> ReadDuration(const json& obj, const char* key, const std::string& path,
-                                   Problems& p) {
-  const json* v = Get(obj, key);
-  if (v == nullptr) return std::nullopt;
-  std::string field = Join(path, key);
-  if (v->is_number()) return v->get<double>();
-  if (!v->is_string()) {
-    p.Add(field, "must be a duration like \"7200s\", got " + TypeName(*v));
-    return std::nullopt;
-  }
-  Result<double> d = ParseDuration(v->get<std::string>(), field);
-  if (!d.ok()) {
-    std::string m = d.status().message();
-    if (m.rfind(field + ": ", 0) == 0) m = m.substr(field.size() + 2);
-    p.Add(field, m);
-    return std::nullopt;
-  }
-  return *d;
-}
-
 bool IsTpu(std::string_view s) { return s.rfind("TPU", 0) == 0 || s == "cloud_tpu"; }
 
 const char* kNoTpu =
@@ -306,7 +185,10 @@ ReplicaConfig ParseReplicaConfig(const json& v, const std::string& path, Problem
       CheckKeys(*a, ap, kAcceleratorConfigFields, p);
       ReadString(*a, "type", ap, p, &c.accelerator_type);
       if (c.accelerator_type == "ACCELERATOR_TYPE_UNSPECIFIED") c.accelerator_type.clear();
-      std::optional<int64_t> count = ReadCount(*a, "count", ap, p);
+      std::optional<int64_t> count;
+      if (const json* n = Get(*a, "count")) {
+        count = ReadInteger(*n, Join(ap, "count"), 0, kMaxCount, p);
+      }
       if (IsTpu(c.accelerator_type)) {
         p.Add(Join(ap, "type"), kNoTpu);
       } else if (!c.accelerator_type.empty() && !Contains(kGpuTypes, c.accelerator_type)) {
@@ -323,8 +205,8 @@ ReplicaConfig ParseReplicaConfig(const json& v, const std::string& path, Problem
     }
   }
   ReadString(v, "imageUri", path, p, &c.image_uri);
-  c.command = ReadStrings(v, "containerCommand", path, p);
-  c.args = ReadStrings(v, "containerArgs", path, p);
+  c.command = ReadOptionalStringList(v, "containerCommand", path, p);
+  c.args = ReadOptionalStringList(v, "containerArgs", path, p);
   if (const json* d = Get(v, "diskConfig")) {
     std::string dp = Join(path, "diskConfig");
     if (!d->is_object()) {
@@ -414,11 +296,11 @@ Result<LegacyTraining> FromTrainingInput(const std::string& job_id, const json& 
   }
 
   // Common fields.
-  std::vector<std::string> package_uris =
-      ReadStrings(ti, "packageUris", prefix, p).value_or(std::vector<std::string>{});
+  std::vector<std::string> package_uris;
+  ReadStringList(ti, "packageUris", prefix, p, &package_uris);
   std::string module;
   ReadString(ti, "pythonModule", prefix, p, &module);
-  std::optional<std::vector<std::string>> args = ReadStrings(ti, "args", prefix, p);
+  std::optional<std::vector<std::string>> args = ReadOptionalStringList(ti, "args", prefix, p);
   ReadString(ti, "region", prefix, p, &out.region);
   std::string job_dir;
   ReadString(ti, "jobDir", prefix, p, &job_dir);
@@ -426,8 +308,9 @@ Result<LegacyTraining> FromTrainingInput(const std::string& job_id, const json& 
   std::optional<std::pair<int, int>> runtime;
   if (ReadString(ti, "runtimeVersion", prefix, p, &runtime_text)) {
     runtime = ParseRuntimeVersion(runtime_text);
-    if (!runtime) {
-      p.Add(path("runtimeVersion"), "'" + runtime_text + "' is not a runtime version like '2.11'");
+    if (!runtime) {  // quiet after "must be a string"
+      p.AddUnlessCovered(path("runtimeVersion"),
+                         "'" + runtime_text + "' is not a runtime version like '2.11'");
     }
     out.unhonoured.push_back(path("runtimeVersion"));
   }
@@ -452,9 +335,11 @@ Result<LegacyTraining> FromTrainingInput(const std::string& job_id, const json& 
     const Role& role = kRoles[r];
     ReadString(ti, role.type_key, prefix, p, &type[r]);
     if (role.count_key != nullptr) {
-      if (auto n = ReadCount(ti, role.count_key, prefix, p)) {
-        count[r] = *n;
-        count_given[r] = true;
+      if (const json* n = Get(ti, role.count_key)) {
+        if (auto x = ReadInteger(*n, path(role.count_key), 0, kMaxCount, p)) {
+          count[r] = *x;
+          count_given[r] = true;
+        }
       }
     }
     if (const json* c = Get(ti, role.config_key)) {
@@ -635,8 +520,9 @@ Result<LegacyTraining> FromTrainingInput(const std::string& job_id, const json& 
     spec["serviceAccount"] = text;
     out.unhonoured.push_back(path("serviceAccount"));
   }
-  bool web = false;
-  if (ReadBool(ti, "enableWebAccess", prefix, p, &web)) {
+  if (Get(ti, "enableWebAccess") != nullptr) {
+    bool web = false;
+    ReadBool(ti, "enableWebAccess", prefix, p, &web);
     spec["enableWebAccess"] = web;
     if (web) out.unhonoured.push_back(path("enableWebAccess"));
   }
@@ -686,23 +572,11 @@ Result<LegacyTraining> FromLegacyJob(const json& job) {
   }
   Names ignored = kJobOutputOnly;
   ignored.push_back("predictionInput");
-  CheckKeys(job, "", kJobFields, p, ignored);
+  CheckKeys(job, "", kJobFields, p, /*misplaced=*/{}, ignored);
   std::string id;
   ReadString(job, "jobId", "", p, &id);
   std::map<std::string, std::string> labels;
-  if (const json* l = Get(job, "labels")) {
-    if (!l->is_object()) {
-      p.Add("labels", "must be an object of key: value strings, got " + TypeName(*l));
-    } else {
-      for (const auto& [k, v] : l->items()) {
-        if (!v.is_string()) {
-          p.Add("labels." + k, "must be a string, got " + TypeName(v));
-        } else {
-          labels[k] = v.get<std::string>();
-        }
-      }
-    }
-  }
+  ParseLabels(job, p, &labels);
   const json* ti = Get(job, "trainingInput");
   if (ti == nullptr) p.Add("trainingInput", "required; give the training job's trainingInput");
   if (!p.empty()) return p.ToStatus();

@@ -18,6 +18,7 @@ using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 // Reference §6, verbatim.
 constexpr const char* kLegacyExample = R"yaml(
@@ -368,6 +369,43 @@ TEST(FromTrainingInputTest, MapsSchedulingToVertexScheduling) {
               HasSubstr("trainingInput.scheduling.maxRunningTime"));
 }
 
+TEST(FromTrainingInputTest, RefusesANegativeDurationNamingTheField) {
+  std::string e = ErrorOf(PythonInput({{"scheduling", {{"maxRunningTime", -5}}}}));
+  EXPECT_THAT(e, HasSubstr("trainingInput.scheduling.maxRunningTime: -5 is not a duration; write "
+                           "non-negative seconds like \"3600s\""));
+  EXPECT_THAT(e, Not(HasSubstr("must be positive")));  // one line for one mistake
+  EXPECT_THAT(ErrorOf(PythonInput({{"scheduling", {{"maxWaitTime", -3600}}}})),
+              HasSubstr("trainingInput.scheduling.maxWaitTime: -3600 is not a duration"));
+}
+
+TEST(FromTrainingInputTest, RefusesANegativeCountNamingTheField) {
+  EXPECT_THAT(ErrorOf(PythonInput({{"scaleTier", "CUSTOM"},
+                                   {"masterType", "n1-standard-4"},
+                                   {"workerType", "n1-standard-4"},
+                                   {"workerCount", -1}})),
+              HasSubstr("trainingInput.workerCount: must be at least 0, got -1"));
+  EXPECT_THAT(ErrorOf(PythonInput({{"masterConfig", {{"acceleratorConfig", {{"count", "x"}}}}}})),
+              HasSubstr("trainingInput.masterConfig.acceleratorConfig.count: must be a whole "
+                        "number"));
+}
+
+TEST(FromTrainingInputTest, NamesTheBadElementOfAStringList) {
+  std::string e = ErrorOf(PythonInput({{"args", {"--epochs", 2}}}));
+  EXPECT_THAT(e, HasSubstr("trainingInput.args[1]: must be a string, got a number"));
+  // A bad containerCommand is not taken as given: no follow-on about imageUri.
+  e = ErrorOf(PythonInput({{"masterConfig", {{"containerCommand", "python3"}}}}));
+  EXPECT_THAT(e, HasSubstr("trainingInput.masterConfig.containerCommand: must be a list of "
+                           "strings, got a string"));
+  EXPECT_THAT(e, Not(HasSubstr("only allowed with imageUri")));
+}
+
+TEST(FromTrainingInputTest, SaysNothingMoreAboutAFieldOfTheWrongType) {
+  std::string e = ErrorOf(PythonInput({{"runtimeVersion", 2.11}}));
+  EXPECT_THAT(e, HasSubstr("trainingInput.runtimeVersion: must be a string, got a number (quote "
+                           "it in YAML)"));
+  EXPECT_THAT(e, Not(HasSubstr("is not a runtime version")));
+}
+
 TEST(FromTrainingInputTest, KeepsFieldsItDoesNotActOnAndListsThem) {
   LegacyTraining t = Convert(PythonInput({{"network", "projects/1/global/networks/n"},
                                           {"serviceAccount", "sa@p"},
@@ -426,6 +464,14 @@ TEST(FromLegacyJobTest, DropsOutputOnlyFieldsSoDescribeOutputCanBeResubmitted) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->job.display_name, "j1");
   EXPECT_EQ(r->job.labels.at("team"), "ml");
+}
+
+TEST(FromLegacyJobTest, NamesTheTopLevelForAnUnknownField) {
+  EXPECT_THAT(FromLegacyJob({{"jobId", "j"}, {"trainingInput", PythonInput()}, {"x", 1}})
+                  .status()
+                  .message(),
+              HasSubstr("(top level): unknown field 'x'; the fields here are jobId, "
+                        "trainingInput, labels, etag"));
 }
 
 TEST(FromLegacyJobTest, RefusesPredictionJobsAndUnknownFields) {

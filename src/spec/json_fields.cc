@@ -193,6 +193,19 @@ void ReadStringList(const json& obj, const char* key, const std::string& path, P
   if (const json* v = Get(obj, key)) CheckStringList(*v, Join(path, key), p, out);
 }
 
+std::optional<std::vector<std::string>> ReadOptionalStringList(const json& obj, const char* key,
+                                                               const std::string& path,
+                                                               Problems& p) {
+  const json* v = Get(obj, key);
+  if (v == nullptr) return std::nullopt;
+  std::vector<std::string> out;
+  if (!CheckStringList(*v, Join(path, key), p, &out) ||
+      !std::all_of(v->begin(), v->end(), [](const json& e) { return e.is_string(); })) {
+    return std::nullopt;
+  }
+  return out;
+}
+
 void ReadBool(const json& obj, const char* key, const std::string& path, Problems& p, bool* out) {
   const json* v = Get(obj, key);
   if (v == nullptr) return;
@@ -206,15 +219,18 @@ void ReadBool(const json& obj, const char* key, const std::string& path, Problem
 // An integer given as a JSON number or a decimal string (proto JSON accepts both).
 std::optional<int64_t> ReadInteger(const json& v, const std::string& path, int64_t lo, int64_t hi,
                                    Problems& p) {
-  auto out_of_range = [&] {
-    p.Add(path, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " +
-                    v.dump());
+  // `below`: under lo, else over hi. A range open above (a count) names only its lower bound.
+  auto out_of_range = [&](bool below) {
+    std::string rule = below && hi == std::numeric_limits<int64_t>::max()
+                           ? "must be at least " + std::to_string(lo)
+                           : "must be between " + std::to_string(lo) + " and " + std::to_string(hi);
+    p.Add(path, rule + ", got " + v.dump());
     return std::nullopt;
   };
   int64_t n = 0;
   if (v.is_number_unsigned()) {
     uint64_t u = v.get<uint64_t>();
-    if (u > static_cast<uint64_t>(hi)) return out_of_range();
+    if (u > static_cast<uint64_t>(hi)) return out_of_range(false);
     n = static_cast<int64_t>(u);
   } else if (v.is_number_integer()) {
     n = v.get<int64_t>();
@@ -224,12 +240,14 @@ std::optional<int64_t> ReadInteger(const json& v, const std::string& path, int64
       p.Add(path, "must be a whole number, got " + v.dump());
       return std::nullopt;
     }
-    if (d < static_cast<double>(lo) || d > static_cast<double>(hi)) return out_of_range();
+    if (d < static_cast<double>(lo) || d > static_cast<double>(hi)) {
+      return out_of_range(d < static_cast<double>(lo));
+    }
     n = static_cast<int64_t>(d);
   } else if (v.is_string()) {
     const std::string& s = v.get_ref<const std::string&>();
     auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-    if (ec == std::errc::result_out_of_range) return out_of_range();
+    if (ec == std::errc::result_out_of_range) return out_of_range(s[0] == '-');
     if (s.empty() || ec != std::errc() || end != s.data() + s.size()) {
       p.Add(path, "must be a whole number like 3 or \"3\", got '" + s + "'");
       return std::nullopt;
@@ -238,7 +256,7 @@ std::optional<int64_t> ReadInteger(const json& v, const std::string& path, int64
     p.Add(path, "must be a whole number like 3 or \"3\", got " + TypeName(v));
     return std::nullopt;
   }
-  if (n < lo || n > hi) return out_of_range();
+  if (n < lo || n > hi) return out_of_range(n < lo);
   return n;
 }
 

@@ -135,9 +135,17 @@ bool CheckStringList(const nlohmann::json& v, const std::string& path, Problems&
                      std::vector<std::string>* out);
 void ReadStringList(const nlohmann::json& obj, const char* key, const std::string& path,
                     Problems& p, std::vector<std::string>* out);
+// For a list whose presence matters (a container's command, a trainer's args): the list of
+// strings `key` of `obj`, or nullopt when it is absent, null, or not a list of strings (then
+// reported, as by CheckStringList), so that a bad list is never taken as given.
+std::optional<std::vector<std::string>> ReadOptionalStringList(const nlohmann::json& obj,
+                                                               const char* key,
+                                                               const std::string& path,
+                                                               Problems& p);
 void ReadBool(const nlohmann::json& obj, const char* key, const std::string& path, Problems& p,
               bool* out);
 // An integer in [lo, hi] given as a JSON number or a decimal string (proto JSON accepts both).
+// With hi = INT64_MAX (a count), a value below lo reads "must be at least lo".
 std::optional<int64_t> ReadInteger(const nlohmann::json& v, const std::string& path, int64_t lo,
                                    int64_t hi, Problems& p);
 // A protobuf Duration ("3600s"); a bare number of seconds is accepted too.
