@@ -27,29 +27,24 @@
 #include <vector>
 
 #include "common/status.h"
+#include "runner/replica_contract.h"
 
 namespace stoker::exec {
 
+// The replica contract's types (runner/replica_contract.h), which exec and
+// stoker-run share: one definition of what launch.json and status.json hold.
+//
 // The Unix account a replica's trainer runs as (stoker-run switches to it
 // before exec; see docs/security.md).
-struct RunAs {
-  std::string user;
-  uint32_t uid = 0;
-  uint32_t gid = 0;
-  std::vector<uint32_t> extra_gids;  // added to the account's groups (bucket writers)
-  std::string home;                  // the account's home directory (passwd), "" if none
-};
-
+using RunAs = replica::RunAs;
 // What a trainer's view of the file system hides and keeps (config
 // job_isolation; stoker-run's src/runner/isolation.h does it): `hide` paths
 // become empty and unreadable; the `keep` (read-write) and `keep_read_only`
 // paths under them reappear at the same place.
-struct IsolationPlan {
-  std::string mode = "off";  // off | auto | required
-  std::vector<std::string> hide;
-  std::vector<std::string> keep;
-  std::vector<std::string> keep_read_only;
-};
+using IsolationPlan = replica::IsolationSpec;
+using IsolationMode = replica::IsolationMode;
+// How an ended replica ended (status.json's "state").
+using EndState = replica::EndState;
 
 struct ReplicaLaunch {
   std::string name;  // "workerpool0-0"
@@ -92,8 +87,8 @@ enum class ReplicaPhase {
 struct ReplicaStatus {
   std::string name;
   ReplicaPhase phase = ReplicaPhase::kStarting;
-  // For kEnded: the supervisor's state: exited, signaled, timeout, cancelled, launch_failed.
-  std::string end_state;
+  // Set exactly when phase is kEnded: how the supervisor says it ended.
+  std::optional<EndState> end_state;
   std::optional<int> exit_code;
   std::optional<int> signal;
   std::string message;
@@ -101,7 +96,7 @@ struct ReplicaStatus {
   int64_t end_us = 0;
 
   bool Succeeded() const {
-    return phase == ReplicaPhase::kEnded && end_state == "exited" && exit_code == 0;
+    return phase == ReplicaPhase::kEnded && end_state == EndState::kExited && exit_code == 0;
   }
 };
 

@@ -63,7 +63,7 @@ Status FakeExecutor::Cancel(int64_t job_id, int attempt, const std::vector<std::
     if (!cancel_ends_at_once_) continue;
     bool started = r.status.phase == ReplicaPhase::kRunning;
     r.status.phase = ReplicaPhase::kEnded;
-    r.status.end_state = "cancelled";
+    r.status.end_state = EndState::kCancelled;
     r.status.signal = started ? std::optional<int>(SIGTERM) : std::nullopt;
     r.status.message =
         started ? "cancelled; stopped with SIGTERM" : "cancelled before the trainer started";
@@ -174,7 +174,7 @@ void FakeExecutor::SetRunning(const Key& key, int64_t start_us) {
   r.last_activity_us = std::max(r.last_activity_us, start_us);
 }
 
-void FakeExecutor::End(const Key& key, const std::string& end_state, std::optional<int> exit_code,
+void FakeExecutor::End(const Key& key, EndState end_state, std::optional<int> exit_code,
                        std::optional<int> signal, const std::string& message, int64_t end_us) {
   std::lock_guard lock(mu_);
   Replica& r = At(key);
@@ -187,26 +187,27 @@ void FakeExecutor::End(const Key& key, const std::string& end_state, std::option
 }
 
 void FakeExecutor::Exit(const Key& key, int exit_code, int64_t end_us) {
-  End(key, "exited", exit_code, std::nullopt, "exited with code " + std::to_string(exit_code),
-      end_us);
+  End(key, EndState::kExited, exit_code, std::nullopt,
+      "exited with code " + std::to_string(exit_code), end_us);
 }
 
 void FakeExecutor::Kill(const Key& key, int signal, int64_t end_us) {
-  End(key, "signaled", std::nullopt, signal,
+  End(key, EndState::kSignaled, std::nullopt, signal,
       "killed by signal " + std::to_string(signal) + " (" + runner::SignalName(signal) + ")",
       end_us);
 }
 
 void FakeExecutor::TimeOut(const Key& key, int64_t end_us) {
-  End(key, "timeout", std::nullopt, SIGTERM, "timed out; stopped with SIGTERM", end_us);
+  End(key, EndState::kTimeout, std::nullopt, SIGTERM, "timed out; stopped with SIGTERM", end_us);
 }
 
 void FakeExecutor::FailLaunch(const Key& key, const std::string& message, int64_t end_us) {
-  End(key, "launch_failed", std::nullopt, std::nullopt, "launch failed: " + message, end_us);
+  End(key, EndState::kLaunchFailed, std::nullopt, std::nullopt, "launch failed: " + message,
+      end_us);
 }
 
 void FakeExecutor::EndCancelled(const Key& key, int64_t end_us) {
-  End(key, "cancelled", std::nullopt, SIGTERM, "cancelled; stopped with SIGTERM", end_us);
+  End(key, EndState::kCancelled, std::nullopt, SIGTERM, "cancelled; stopped with SIGTERM", end_us);
 }
 
 void FakeExecutor::Lose(const Key& key, const std::string& message) {

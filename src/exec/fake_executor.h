@@ -140,7 +140,7 @@ class FakeExecutor : public Executor {
 
   Replica& At(const Key& key);                // creates it (kStarting); mu_ held
   const Replica* Find(const Key& key) const;  // mu_ held
-  void End(const Key& key, const std::string& end_state, std::optional<int> exit_code,
+  void End(const Key& key, EndState end_state, std::optional<int> exit_code,
            std::optional<int> signal, const std::string& message, int64_t end_us);
 
   const std::filesystem::path root_;

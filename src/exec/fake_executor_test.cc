@@ -62,8 +62,8 @@ TEST(FakeExecutorTest, EndsTimeoutsLaunchFailuresAndLosses) {
   ex.FailLaunch({1, 0, "b"}, "launch.json: argv: missing", 6);
   ex.Lose({1, 0, "c"}, "the supervisor died");
   auto st = *ex.Poll(1, 0, {"a", "b", "c"});
-  EXPECT_EQ(st[0].end_state, "timeout");
-  EXPECT_EQ(st[1].end_state, "launch_failed");
+  EXPECT_EQ(st[0].end_state, EndState::kTimeout);
+  EXPECT_EQ(st[1].end_state, EndState::kLaunchFailed);
   EXPECT_EQ(st[1].message, "launch failed: launch.json: argv: missing");
   EXPECT_EQ(st[2].phase, ReplicaPhase::kLost);
   EXPECT_EQ(st[2].message, "the supervisor died");
@@ -76,7 +76,7 @@ TEST(FakeExecutorTest, CancelEndsLiveReplicasAtOnceOrAfterTheTestSaysSo) {
   ex.SetNow(3000);
   ASSERT_TRUE(ex.Cancel(7, 0, kBoth).ok());
   auto st = *ex.Poll(7, 0, kBoth);
-  EXPECT_EQ(st[0].end_state, "cancelled");
+  EXPECT_EQ(st[0].end_state, EndState::kCancelled);
   EXPECT_EQ(st[0].message, "cancelled; stopped with SIGTERM");
   EXPECT_EQ(st[0].end_us, 3000);
   EXPECT_EQ(st[1].message, "cancelled before the trainer started");
@@ -90,7 +90,7 @@ TEST(FakeExecutorTest, CancelEndsLiveReplicasAtOnceOrAfterTheTestSaysSo) {
   EXPECT_TRUE(ex.cancel_requested({7, 1, "workerpool0-0"}));
   EXPECT_EQ(ex.status({7, 1, "workerpool0-0"}).phase, ReplicaPhase::kRunning);
   ex.EndCancelled({7, 1, "workerpool0-0"}, 4000);
-  EXPECT_EQ(ex.status({7, 1, "workerpool0-0"}).end_state, "cancelled");
+  EXPECT_EQ(ex.status({7, 1, "workerpool0-0"}).end_state, EndState::kCancelled);
 }
 
 TEST(FakeExecutorTest, ReadsReturnWhatTheTestPut) {

@@ -58,8 +58,14 @@ Status SpawnSupervisor(const fs::path& runner, const fs::path& dir) {
 
 }  // namespace
 
+LocalExecutor::LocalExecutor(LocalOptions options)
+    : data_dir_(std::move(options.data_dir)),
+      runner_path_(std::move(options.runner)),
+      accounts_(std::move(options.trainer_accounts)),
+      isolation_(std::move(options.isolation)) {}
+
 LocalExecutor::LocalExecutor(fs::path data_dir, fs::path runner_path)
-    : data_dir_(std::move(data_dir)), runner_path_(std::move(runner_path)) {}
+    : LocalExecutor(LocalOptions{std::move(data_dir), std::move(runner_path), nullptr, {}}) {}
 
 fs::path LocalExecutor::ReplicaDir(int64_t job_id, int attempt, const std::string& replica) const {
   fs::path dir = data_dir_ / "jobs" / std::to_string(job_id);
@@ -116,14 +122,13 @@ Status LocalExecutor::Cancel(int64_t job_id, int attempt,
   for (const std::string& name : replicas) {
     fs::path dir = ReplicaDir(job_id, attempt, name);
     std::error_code ec;
-    if (fs::exists(fs::symlink_status(dir / "status.json", ec))) continue;
+    if (fs::exists(fs::symlink_status(dir / replica::kStatusFile, ec))) continue;
     // The supervisor turns SIGTERM into SIGTERM, grace, SIGKILL for the trainer.
-    // runner.json is believed only as the supervisor's own file (ReadJsonObject).
-    auto r = ReadJsonObject(dir, "runner.json");
-    if (r && SupervisorAlive(dir)) {
-      auto pid = r->find("pid");  // a damaged file must not throw in the control loop
-      if (pid != r->end() && pid->is_number_integer() && pid->get<int64_t>() > 1)
-        ::kill(static_cast<pid_t>(pid->get<int64_t>()), SIGTERM);
+    // runner.json is believed only as the supervisor's own file.
+    auto text = ReadOwnFileNoFollow(dir, replica::kRunnerFile, replica::kControlFileMax);
+    auto r = text.ok() ? replica::ParseRunnerInfo(*text) : text.status();
+    if (r.ok() && SupervisorAlive(dir)) {
+      if (r->pid > 1) ::kill(static_cast<pid_t>(r->pid), SIGTERM);
       continue;
     }
     // Not claimed yet: claim it ourselves so that no supervisor starts it later.

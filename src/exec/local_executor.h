@@ -17,9 +17,24 @@
 
 namespace stoker::exec {
 
+struct LocalOptions {
+  std::filesystem::path data_dir;  // holds jobs/ and buckets/
+  std::filesystem::path runner;    // the stoker-run binary
+  // Which account runs a job's replicas (an error fails the launch). When it
+  // names one, Launch puts it in launch.json and hands each replica
+  // directory (mode 0750) to it; the job's directory stays the daemon's
+  // (PrepareReplicaDir). Empty: replicas run as the daemon's account.
+  TrainerAccounts trainer_accounts;
+  // Filesystem isolation of every trainer (config job_isolation): the mode
+  // and what to hide and keep; Launch adds the job's own directory,
+  // <data_dir>/jobs/<job>, to what is kept.
+  IsolationPlan isolation;
+};
+
 class LocalExecutor : public ReplicaDirExecutor {
  public:
-  // `runner_path`: the stoker-run binary.
+  explicit LocalExecutor(LocalOptions options);
+  // No trainer accounts, no isolation.
   LocalExecutor(std::filesystem::path data_dir, std::filesystem::path runner_path);
 
   std::filesystem::path ReplicaDir(int64_t job_id, int attempt,
@@ -28,20 +43,6 @@ class LocalExecutor : public ReplicaDirExecutor {
   Result<std::vector<ReplicaStatus>> Poll(int64_t job_id, int attempt,
                                           const std::vector<std::string>& replicas) override;
   Status Cancel(int64_t job_id, int attempt, const std::vector<std::string>& replicas) override;
-
-  // Which account runs a job's replicas (an error fails the launch). When it
-  // names one, Launch puts it in launch.json and hands each replica
-  // directory (mode 0700) to it, so that trainers of other accounts cannot
-  // read them; the job's directory stays the daemon's (PrepareReplicaDir).
-  // Unset: replicas run as the daemon's account.
-  // Call before the first Launch.
-  void SetTrainerAccounts(TrainerAccounts accounts) { accounts_ = std::move(accounts); }
-
-  // Filesystem isolation of every trainer (config job_isolation): `base`
-  // says the mode and what to hide and keep; Launch adds the job's own
-  // directory, <data_dir>/jobs/<job>, to what is kept read-write. Call
-  // before the first Launch.
-  void SetIsolation(IsolationPlan base) { isolation_ = std::move(base); }
 
   // Runs `stoker-run --probe-isolation <data_dir>` once: OK when stoker-run
   // can isolate trainers on this machine, else FailedPrecondition saying

@@ -6,6 +6,7 @@
 
 #include "common/files.h"
 #include "runner/log_rotation.h"
+#include "runner/replica_contract.h"
 
 namespace stoker::exec {
 namespace {
@@ -14,8 +15,8 @@ namespace fs = std::filesystem;
 
 // The trainer's metrics file (CLOUD_ML_HP_METRIC_FILE), in the directory
 // stoker-run hands to it, and the daemon's own file of pushed measurements.
-constexpr const char* kTrainerMetrics = "hypertune/output.metrics";
-constexpr const char* kPushedMetrics = "pushed.metrics";
+using replica::kPushedMetrics;
+using replica::kTrainerMetrics;
 
 }  // namespace
 
@@ -37,7 +38,7 @@ int64_t ReplicaDirExecutor::LastActivityUs(int64_t job_id, int attempt,
                                            const std::string& replica) const {
   fs::path dir = ReplicaDir(job_id, attempt, replica);
   int64_t last = 0;
-  for (const char* f : {"output.log", kTrainerMetrics}) {
+  for (const char* f : {replica::kLogFile, kTrainerMetrics}) {
     struct stat st {};
     if (::lstat((dir / f).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     last = std::max<int64_t>(last, st.st_mtim.tv_sec * 1'000'000LL + st.st_mtim.tv_nsec / 1000);
@@ -86,7 +87,7 @@ fs::path ReplicaDirExecutor::MetricFilePath(int64_t job_id, int attempt,
 
 fs::path ReplicaDirExecutor::SupervisorLog(int64_t job_id, int attempt,
                                            const std::string& replica) const {
-  return ReplicaDir(job_id, attempt, replica) / "runner.log";
+  return ReplicaDir(job_id, attempt, replica) / replica::kRunnerLog;
 }
 
 }  // namespace stoker::exec

@@ -21,78 +21,69 @@ using nlohmann::json;
 // replica is polled a few times at most before its job ends.
 constexpr int64_t kOrphanKillMs = 2000;
 
-// An integer field of a replica file, 0 when absent or of another type.
-int64_t IntField(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
-}
-
 // Fills `st` from dir/status.json; false when there is none (yet).
 bool ReadFinalStatus(const fs::path& dir, ReplicaStatus& st) {
-  auto s = ReadJsonObject(dir, "status.json");
-  // Damaged files (valid JSON of the wrong shape included) read as absent:
-  // the caller reports them; they must never throw in the control loop.
-  if (!s || !s->is_object()) return false;
-  try {
-    ReplicaStatus read = st;
-    read.phase = ReplicaPhase::kEnded;
-    read.end_state = s->value("state", "");
-    if ((*s)["exit_code"].is_number_integer()) read.exit_code = (*s)["exit_code"].get<int>();
-    if ((*s)["signal"].is_number_integer()) read.signal = (*s)["signal"].get<int>();
-    read.message = s->value("message", "");
-    read.start_us = s->value("start_time_us", int64_t{0});
-    read.end_us = s->value("end_time_us", int64_t{0});
-    st = std::move(read);
-    return true;
-  } catch (const json::exception&) {
-    return false;
-  }
+  // Believed only as the supervisor's own file (ReadOwnFileNoFollow).
+  // Damaged files (valid JSON of the wrong shape, an unknown state) read as
+  // absent: the caller reports them.
+  auto text = ReadOwnFileNoFollow(dir, replica::kStatusFile, replica::kControlFileMax);
+  if (!text.ok()) return false;
+  auto s = replica::ParseStatus(*text);
+  if (!s.ok()) return false;
+  st.phase = ReplicaPhase::kEnded;
+  st.end_state = s->state;
+  st.exit_code = s->exit_code;
+  st.signal = s->signal;
+  st.message = std::move(s->message);
+  st.start_us = s->start_time_us;
+  st.end_us = s->end_time_us;
+  return true;
+}
+
+// dir/trainer.json, the supervisor's own file; nullopt when missing or damaged.
+std::optional<replica::TrainerInfo> ReadTrainerInfo(const fs::path& dir) {
+  auto text = ReadOwnFileNoFollow(dir, replica::kTrainerFile, replica::kControlFileMax);
+  if (!text.ok()) return std::nullopt;
+  auto info = replica::ParseTrainerInfo(*text);
+  return info.ok() ? std::optional(*info) : std::nullopt;
 }
 
 }  // namespace
 
-// Control files are small: status.json's message is the longest field.
-constexpr size_t kControlFileMax = 64 * 1024;
-
 std::optional<json> ReadJsonObject(const fs::path& dir, const std::string& name) {
-  auto text = ReadOwnFileNoFollow(dir, name, kControlFileMax);
+  auto text = ReadOwnFileNoFollow(dir, name, replica::kControlFileMax);
   if (!text.ok()) return std::nullopt;
   json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return std::nullopt;
   return j;
 }
 
+replica::LaunchSpec LaunchSpecOf(const ReplicaLaunch& r) {
+  replica::LaunchSpec spec;
+  spec.argv = r.argv;
+  spec.env = r.env;
+  spec.packages.assign(r.packages.begin(), r.packages.end());
+  spec.timeout_seconds = r.timeout_seconds;
+  spec.grace_seconds = r.grace_seconds;
+  spec.log_limits = {r.log_max_bytes, r.log_max_files};
+  spec.run_as = r.run_as;
+  spec.isolation = r.isolation;
+  return spec;
+}
+
 Status WriteLaunchFile(const fs::path& dir, const ReplicaLaunch& r) {
   STOKER_RETURN_IF_ERROR(MakeDirs(dir));
-  json spec = {{"argv", r.argv},
-               {"env", r.env},
-               {"packages", r.packages},
-               {"timeout_seconds", r.timeout_seconds},
-               {"grace_seconds", r.grace_seconds},
-               {"log_max_bytes", r.log_max_bytes},
-               {"log_max_files", r.log_max_files}};
-  if (r.run_as)
-    spec["run_as"] = {{"user", r.run_as->user},
-                      {"uid", r.run_as->uid},
-                      {"gid", r.run_as->gid},
-                      {"extra_gids", r.run_as->extra_gids},
-                      {"home", r.run_as->home}};
-  if (r.isolation.mode != "off") {
-    spec["isolation"] = {{"mode", r.isolation.mode},
-                         {"hide", r.isolation.hide},
-                         {"keep", r.isolation.keep},
-                         {"keep_read_only", r.isolation.keep_read_only}};
-  }
-  return WriteFileAtomic(dir / "launch.json", spec.dump(2), Durability::kNoSync);
+  return WriteFileAtomic(dir / replica::kLaunchFile, replica::FormatLaunchSpec(LaunchSpecOf(r)),
+                         Durability::kNoSync);
 }
 
 bool Claimed(const fs::path& dir) {
   std::error_code ec;
-  return fs::exists(fs::symlink_status(dir / "claim", ec));
+  return fs::exists(fs::symlink_status(dir / replica::kClaimFile, ec));
 }
 
 bool SupervisorAlive(const fs::path& replica_dir) {
-  auto opened = OpenReadNoFollow(replica_dir, "runner.lock");
+  auto opened = OpenReadNoFollow(replica_dir, replica::kLockFile);
   if (!opened.ok()) return false;
   int fd = *opened;
   bool alive = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
@@ -113,7 +104,7 @@ ReplicaStatus ReadReplicaStatus(const fs::path& dir, const std::string& name,
     }
     return st;  // kStarting
   }
-  if (auto t = ReadJsonObject(dir, "trainer.json")) st.start_us = IntField(*t, "start_time_us");
+  if (auto t = ReadTrainerInfo(dir)) st.start_us = t->start_time_us;
   if (SupervisorAlive(dir)) {
     st.phase = st.start_us ? ReplicaPhase::kRunning : ReplicaPhase::kStarting;
     return st;
@@ -122,10 +113,10 @@ ReplicaStatus ReadReplicaStatus(const fs::path& dir, const std::string& name,
   // it exits, so look once more before calling the replica lost.
   if (ReadFinalStatus(dir, st)) return st;
   st.phase = ReplicaPhase::kLost;
-  if (fs::exists(dir / "status.json", ec)) {
+  if (fs::exists(dir / replica::kStatusFile, ec)) {
     // Written but unreadable (damaged by hand or by the file system): say so
     // rather than blame the supervisor.
-    st.message = "its status file " + (dir / "status.json").string() +
+    st.message = "its status file " + (dir / replica::kStatusFile).string() +
                  " cannot be read (damaged), so how the trainer ended is unknown";
   } else {
     st.message = "the replica supervisor (stoker-run) died without reporting an exit status";
@@ -134,9 +125,8 @@ ReplicaStatus ReadReplicaStatus(const fs::path& dir, const std::string& name,
     // Make sure nothing of the replica keeps running without its supervisor:
     // its process group, then every process that carries its cookie (those
     // that left the group, e.g. with setsid, included), waited for.
-    if (auto t = ReadJsonObject(dir, "trainer.json")) {
-      int64_t pgid = IntField(*t, "pgid");
-      if (pgid > 1) ::kill(-static_cast<pid_t>(pgid), SIGKILL);
+    if (auto t = ReadTrainerInfo(dir); t && t->pgid > 1) {
+      ::kill(-static_cast<pid_t>(t->pgid), SIGKILL);
     }
     if (runner::KillReplicaProcesses(runner::ReplicaCookie(dir), kOrphanKillMs) < 0) {
       st.message += " (some of its processes did not stop within " +
@@ -150,16 +140,18 @@ ReplicaStatus ReadReplicaStatus(const fs::path& dir, const std::string& name,
 
 Result<bool> ClaimAsCancelled(const fs::path& dir) {
   STOKER_RETURN_IF_ERROR(MakeDirs(dir));
-  int fd = ::open((dir / "claim").c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+  int fd =
+      ::open((dir / replica::kClaimFile).c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
   if (fd < 0) {
     if (errno == EEXIST) return false;
-    return Internal("cannot create " + (dir / "claim").string() + ": " + std::strerror(errno));
+    return Internal("cannot create " + (dir / replica::kClaimFile).string() + ": " +
+                    std::strerror(errno));
   }
   ::close(fd);
-  json st = {{"state", "cancelled"}, {"exit_code", nullptr},
-             {"signal", nullptr},    {"start_time_us", 0},
-             {"end_time_us", 0},     {"message", "cancelled before it started"}};
-  STOKER_RETURN_IF_ERROR(WriteFileAtomic(dir / "status.json", st.dump()));
+  replica::FinalStatus st;
+  st.state = replica::EndState::kCancelled;
+  st.message = "cancelled before it started";
+  STOKER_RETURN_IF_ERROR(WriteFileAtomic(dir / replica::kStatusFile, replica::FormatStatus(st)));
   return true;
 }
 

@@ -18,9 +18,6 @@
 
 namespace stoker::exec {
 
-// Creates `dir` and writes dir/launch.json for `replica` (argv, env,
-// packages, timeout, grace, log limits, run_as). Not synced: the store's PENDING commit is the
-// durable record, and a relaunch after a crash writes it again.
 // The supervisor's control file dir/`name` (runner.json, status.json, ...)
 // as a JSON object; nullopt when it is missing, unreadable, not JSON or not
 // an object, and also when it is anything but what the supervisor writes: a
@@ -32,6 +29,12 @@ namespace stoker::exec {
 std::optional<nlohmann::json> ReadJsonObject(const std::filesystem::path& dir,
                                              const std::string& name);
 
+// What launch.json holds for `replica` (the replica contract's LaunchSpec).
+replica::LaunchSpec LaunchSpecOf(const ReplicaLaunch& replica);
+
+// Creates `dir` and writes dir/launch.json for `replica` (FormatLaunchSpec).
+// Not synced: the store's PENDING commit is the durable record, and a
+// relaunch after a crash writes it again.
 Status WriteLaunchFile(const std::filesystem::path& dir, const ReplicaLaunch& replica);
 
 // True when dir/claim exists: a supervisor ran (or Cancel claimed it).

@@ -12,7 +12,6 @@
 #include <sstream>
 
 #include "common/files.h"
-#include "exec/command.h"
 #include "exec/replica_files.h"
 
 namespace stoker::exec {
@@ -21,16 +20,10 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-int64_t MonoMicros() {
+int64_t SteadyMicros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-// RunCommand for the Slurm client commands.
-Result<CommandResult> RunSlurm(const std::vector<std::string>& args, double timeout_seconds) {
-  return RunCommand(args, timeout_seconds,
-                    " (is the Slurm client installed and in stokerd's PATH?)");
 }
 
 std::string Trim(std::string s) {
@@ -58,16 +51,6 @@ Status CheckSlurmName(const std::string& value, const std::string& field) {
     }
   }
   return OkStatus();
-}
-
-std::string CurrentUser() {
-  if (passwd* pw = ::getpwuid(::geteuid())) return pw->pw_name;
-  return std::to_string(::geteuid());
-}
-
-std::string Brief(const CommandResult& r) {
-  std::string text = Trim(r.err.empty() ? r.out : r.err);
-  return text.empty() ? "exit status " + std::to_string(r.exit_code) : text;
 }
 
 }  // namespace
@@ -155,32 +138,6 @@ Result<std::string> SlurmBatchScript(const JobLaunch& launch, const SlurmOptions
   return s.str();
 }
 
-std::map<int64_t, SlurmJobInfo> ParseSqueue(const std::string& text) {
-  std::map<int64_t, SlurmJobInfo> jobs;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    size_t start = 0;
-    for (size_t bar; (bar = line.find('|', start)) != std::string::npos; start = bar + 1)
-      f.push_back(line.substr(start, bar - start));
-    f.push_back(line.substr(start));
-    if (f.size() < 3) continue;
-    std::string id = Trim(f[0]);
-    if (id.empty() || !std::all_of(id.begin(), id.end(), ::isdigit)) continue;
-    jobs[std::stoll(id)] = {Trim(f[1]), Trim(f[2]), f.size() > 3 ? Trim(f[3]) : ""};
-  }
-  return jobs;
-}
-
-bool SlurmStateIsFinal(const std::string& state) {
-  static const char* kFinal[] = {"COMPLETED", "FAILED",        "CANCELLED",   "TIMEOUT",
-                                 "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL",   "DEADLINE",
-                                 "PREEMPTED", "REVOKED",       "SPECIAL_EXIT"};
-  return std::any_of(std::begin(kFinal), std::end(kFinal),
-                     [&](const char* s) { return state.rfind(s, 0) == 0; });
-}
-
 Result<std::string> LoadOrCreateSlurmInstance(const fs::path& data_dir) {
   fs::path file = data_dir / "slurm-instance";
   if (auto text = ReadFile(file); text.ok() && !Trim(*text).empty()) return Trim(*text);
@@ -191,7 +148,11 @@ Result<std::string> LoadOrCreateSlurmInstance(const fs::path& data_dir) {
   return std::string(id);
 }
 
-SlurmExecutor::SlurmExecutor(SlurmOptions options) : options_(std::move(options)) {}
+SlurmExecutor::SlurmExecutor(SlurmOptions options, std::unique_ptr<SlurmClient> client,
+                             std::function<int64_t()> mono_us)
+    : options_(std::move(options)),
+      client_(client ? std::move(client) : std::make_unique<CommandSlurmClient>()),
+      mono_us_(mono_us ? std::move(mono_us) : SteadyMicros) {}
 
 fs::path SlurmExecutor::JobDir(int64_t job_id, int attempt) const {
   fs::path dir = options_.shared_dir / "jobs" / std::to_string(job_id);
@@ -216,18 +177,11 @@ fs::path SlurmExecutor::SupervisorLog(int64_t job_id, int attempt, const std::st
 }
 
 Result<const std::map<int64_t, SlurmJobInfo>*> SlurmExecutor::Queue(int64_t not_before_us) {
-  int64_t now = MonoMicros();
+  int64_t now = mono_us_();
   bool fresh = queue_taken_us_ >= 0 && queue_taken_us_ >= not_before_us &&
                now - queue_taken_us_ < options_.queue_refresh_seconds * 1e6;
   if (fresh) return &queue_;
-  // -t all: jobs that ended recently (slurmctld keeps them MinJobAge seconds)
-  // are listed too, with their final state and reason.
-  STOKER_ASSIGN_OR_RETURN(CommandResult r,
-                          RunSlurm({"squeue", "--noheader", "--states=all", "--user", CurrentUser(),
-                                    "--format=%i|%T|%r|%N"},
-                                   30));
-  if (r.exit_code != 0) return Unavailable("squeue failed: " + Brief(r));
-  queue_ = ParseSqueue(r.out);
+  STOKER_ASSIGN_OR_RETURN(queue_, client_->Queue());
   queue_taken_us_ = now;
   return &queue_;
 }
@@ -251,22 +205,13 @@ Result<std::optional<SlurmExecutor::Attempt*>> SlurmExecutor::Find(int64_t job_i
   // The intent exists but no id was recorded: sbatch may have run just
   // before a crash. Slurm knows the job by name and comment.
   std::string comment = SlurmComment(options_.instance, job_id, attempt);
-  STOKER_ASSIGN_OR_RETURN(CommandResult r,
-                          RunSlurm({"squeue", "--noheader", "--states=all", "--name",
-                                    SlurmJobName(job_id, attempt), "--format=%i|%k"},
-                                   30));
-  if (r.exit_code != 0) return Unavailable("squeue failed: " + Brief(r));
-  std::istringstream in(r.out);
-  std::string line;
-  while (std::getline(in, line)) {
-    size_t bar = line.find('|');
-    if (bar == std::string::npos || Trim(line.substr(bar + 1)) != comment) continue;
-    std::string id = Trim(line.substr(0, bar));
-    if (id.empty() || !std::all_of(id.begin(), id.end(), ::isdigit)) continue;
-    STOKER_RETURN_IF_ERROR(WriteFileAtomic(dir / "slurm-job-id", id + "\n"));
+  STOKER_ASSIGN_OR_RETURN(std::vector<int64_t> ids,
+                          client_->FindJobs(SlurmJobName(job_id, attempt), comment));
+  if (!ids.empty()) {
+    STOKER_RETURN_IF_ERROR(WriteFileAtomic(dir / "slurm-job-id", std::to_string(ids[0]) + "\n"));
     Attempt& a = attempts_[key];
-    a.slurm_id = std::stoll(id);
-    a.known_since_us = MonoMicros();
+    a.slurm_id = ids[0];
+    a.known_since_us = mono_us_();
     return std::optional(&a);
   }
   return std::optional<Attempt*>();
@@ -279,9 +224,9 @@ Status SlurmExecutor::Launch(const JobLaunch& launch) {
 
   STOKER_ASSIGN_OR_RETURN(std::string script, SlurmBatchScript(launch, options_, dir));
   ReplicaDirPlan plan{options_.data_dir.empty() ? options_.shared_dir : options_.data_dir,
-                      options_.shared_dir / "jobs", std::nullopt, isolation_};
-  if (accounts_) {
-    STOKER_ASSIGN_OR_RETURN(plan.run_as, accounts_(launch.job_id));
+                      options_.shared_dir / "jobs", std::nullopt, options_.isolation};
+  if (options_.trainer_accounts) {
+    STOKER_ASSIGN_OR_RETURN(plan.run_as, options_.trainer_accounts(launch.job_id));
   }
   json replicas = json::array();
   for (const ReplicaLaunch& r : launch.replicas) {
@@ -299,21 +244,18 @@ Status SlurmExecutor::Launch(const JobLaunch& launch) {
   // in Slurm before submitting".
   STOKER_RETURN_IF_ERROR(WriteFileAtomic(dir / "slurm.json", intent.dump(2) + "\n"));
 
-  std::vector<std::string> args = {"sbatch", "--parsable"};
-  for (const std::string& a : options_.sbatch_extra_args) args.push_back(a);
-  args.push_back((dir / "slurm.sbatch").string());
-  STOKER_ASSIGN_OR_RETURN(CommandResult r, RunSlurm(args, 60));
-  std::string id = Trim(r.out.substr(0, r.out.find(';')));  // "<id>[;<cluster>]"
-  if (r.exit_code != 0 || id.empty() || !std::all_of(id.begin(), id.end(), ::isdigit)) {
+  STOKER_ASSIGN_OR_RETURN(SbatchResult r,
+                          client_->Submit(dir / "slurm.sbatch", options_.sbatch_extra_args));
+  if (r.id <= 0) {
     return FailedPrecondition("sbatch refused job " + std::to_string(launch.job_id) + ": " +
-                              Brief(r) + " (script: " + (dir / "slurm.sbatch").string() +
+                              r.refusal + " (script: " + (dir / "slurm.sbatch").string() +
                               "; check slurm.partition/account/qos in the config or the job's "
                               "slurm-* labels)");
   }
-  STOKER_RETURN_IF_ERROR(WriteFileAtomic(dir / "slurm-job-id", id + "\n"));
+  STOKER_RETURN_IF_ERROR(WriteFileAtomic(dir / "slurm-job-id", std::to_string(r.id) + "\n"));
   Attempt& a = attempts_[{launch.job_id, launch.attempt}];
-  a.slurm_id = std::stoll(id);
-  a.known_since_us = MonoMicros();
+  a.slurm_id = r.id;
+  a.known_since_us = mono_us_();
   return OkStatus();
 }
 
@@ -332,9 +274,9 @@ Result<std::vector<ReplicaStatus>> SlurmExecutor::Poll(int64_t job_id, int attem
   }
   STOKER_ASSIGN_OR_RETURN(auto found, Find(job_id, attempt, /*ask_slurm=*/false));
   if (found && (*found)->term_sent_us && !(*found)->killed &&
-      MonoMicros() - (*found)->term_sent_us > options_.grace_seconds * 1e6) {
+      mono_us_() - (*found)->term_sent_us > options_.grace_seconds * 1e6) {
     // The graceful stop did not end the job within the grace: end it.
-    (void)Scancel((*found)->slurm_id, /*graceful=*/false);
+    (void)client_->Cancel((*found)->slurm_id, /*graceful=*/false);
     (*found)->killed = true;
   }
   if (unclaimed.empty()) return out;
@@ -376,21 +318,6 @@ Result<std::vector<ReplicaStatus>> SlurmExecutor::Poll(int64_t job_id, int attem
   return out;
 }
 
-Status SlurmExecutor::Scancel(int64_t slurm_id, bool graceful) {
-  std::vector<std::string> args = {"scancel"};
-  // Without --full the signal goes to the job's steps (the supervisors), not
-  // to the batch shell: srun must stay to collect them.
-  if (graceful) args.push_back("--signal=TERM");
-  args.push_back(std::to_string(slurm_id));
-  STOKER_ASSIGN_OR_RETURN(CommandResult r, RunSlurm(args, 30));
-  // A job that already ended is what cancel wants: not an error.
-  if (r.exit_code != 0 && r.err.find("completed") == std::string::npos &&
-      r.err.find("Invalid job id") == std::string::npos) {
-    return Unavailable("scancel " + std::to_string(slurm_id) + " failed: " + Brief(r));
-  }
-  return OkStatus();
-}
-
 Status SlurmExecutor::Cancel(int64_t job_id, int attempt,
                              const std::vector<std::string>& replicas) {
   // First make sure that no replica starts from now on; note whether any runs.
@@ -398,7 +325,7 @@ Status SlurmExecutor::Cancel(int64_t job_id, int attempt,
   for (const std::string& name : replicas) {
     fs::path dir = ReplicaDir(job_id, attempt, name);
     std::error_code ec;
-    if (fs::exists(dir / "status.json", ec)) continue;
+    if (fs::exists(dir / replica::kStatusFile, ec)) continue;
     STOKER_ASSIGN_OR_RETURN(bool claimed_now, ClaimAsCancelled(dir));
     if (!claimed_now) any_live = true;  // a supervisor owns it
   }
@@ -408,15 +335,15 @@ Status SlurmExecutor::Cancel(int64_t job_id, int attempt,
   if (!any_live) {
     // Nothing runs (or the job is still queued): remove the Slurm job now.
     if (a.killed) return OkStatus();
-    STOKER_RETURN_IF_ERROR(Scancel(a.slurm_id, /*graceful=*/false));
+    STOKER_RETURN_IF_ERROR(client_->Cancel(a.slurm_id, /*graceful=*/false));
     a.killed = true;
     return OkStatus();
   }
   if (a.term_sent_us == 0) {
-    STOKER_RETURN_IF_ERROR(Scancel(a.slurm_id, /*graceful=*/true));
-    a.term_sent_us = MonoMicros();
-  } else if (!a.killed && MonoMicros() - a.term_sent_us > options_.grace_seconds * 1e6) {
-    STOKER_RETURN_IF_ERROR(Scancel(a.slurm_id, /*graceful=*/false));
+    STOKER_RETURN_IF_ERROR(client_->Cancel(a.slurm_id, /*graceful=*/true));
+    a.term_sent_us = mono_us_();
+  } else if (!a.killed && mono_us_() - a.term_sent_us > options_.grace_seconds * 1e6) {
+    STOKER_RETURN_IF_ERROR(client_->Cancel(a.slurm_id, /*graceful=*/false));
     a.killed = true;
   }
   return OkStatus();

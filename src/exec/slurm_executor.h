@@ -19,11 +19,13 @@
 // Poll reads the replica files (never blocking on trainers) and, for
 // replicas no supervisor has claimed yet, Slurm's view of the job from one
 // `squeue` for all of this user's jobs, cached for `queue_refresh_seconds`.
+// Slurm itself is asked only through a SlurmClient (slurm_client.h).
 // Not thread-safe: called from the control loop only (ReplicaDir excepted).
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -32,6 +34,7 @@
 
 #include "exec/executor.h"
 #include "exec/replica_dir_executor.h"
+#include "exec/slurm_client.h"
 #include "exec/trainer_account.h"
 
 namespace stoker::exec {
@@ -65,6 +68,19 @@ struct SlurmOptions {
   // directory (<data_dir>/buckets/...) is handed to its trainer account
   // (PrepareReplicaDir). Often, but not always, shared_dir; empty = shared_dir.
   std::filesystem::path data_dir;
+  // Which account runs a job's trainers, with the same rule as the local
+  // executor (stokerd as root: the user's unix_user, else
+  // default_unix_user; root only with allow_root_trainers). When it names
+  // one, Launch puts it in launch.json (stoker-run, root in the Slurm task
+  // like stokerd, switches to it) and hands the replica directories in the
+  // shared dir to it; the job dir with its control files stays the
+  // daemon's (PrepareReplicaDir). Empty: trainers run as the Slurm job's user.
+  TrainerAccounts trainer_accounts;
+  // Filesystem isolation of every trainer (config job_isolation), as for the
+  // local executor: Launch adds the job's directory in the shared dir to the
+  // kept paths. stoker-run applies it on the node that runs the task (in
+  // auto mode, where that node's kernel allows it).
+  IsolationPlan isolation;
 };
 
 // The --nice value for a job of Stoker priority `priority`.
@@ -88,23 +104,14 @@ std::string SlurmComment(const std::string& instance, int64_t job_id, int attemp
 Result<std::string> SlurmBatchScript(const JobLaunch& launch, const SlurmOptions& options,
                                      const std::filesystem::path& job_dir);
 
-// One job as squeue/scontrol see it.
-struct SlurmJobInfo {
-  std::string state;   // PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT, ...
-  std::string reason;  // Priority, Resources, NonZeroExitCode, None, ...
-  std::string nodes;
-};
-
-// Parses `squeue --noheader --format=%i|%T|%r|%N` output; lines that do not
-// parse are skipped (array and het job ids like 12_3 included).
-std::map<int64_t, SlurmJobInfo> ParseSqueue(const std::string& text);
-
-// True for job states after which nothing of the job runs any more.
-bool SlurmStateIsFinal(const std::string& state);
-
 class SlurmExecutor : public ReplicaDirExecutor {
  public:
-  explicit SlurmExecutor(SlurmOptions options);
+  // `client`: how Slurm is asked (null: CommandSlurmClient, the real
+  // commands). `mono_us`: a monotonic clock in microseconds for the squeue
+  // cache and the cancel grace (null: std::chrono::steady_clock). Tests pass
+  // FakeSlurmClient and a fake clock.
+  explicit SlurmExecutor(SlurmOptions options, std::unique_ptr<SlurmClient> client = nullptr,
+                         std::function<int64_t()> mono_us = nullptr);
 
   std::filesystem::path ReplicaDir(int64_t job_id, int attempt,
                                    const std::string& replica) const override;
@@ -117,22 +124,6 @@ class SlurmExecutor : public ReplicaDirExecutor {
   // the foreground of its Slurm task, so its diagnostics go there.
   std::filesystem::path SupervisorLog(int64_t job_id, int attempt,
                                       const std::string& replica) const override;
-
-  // Which account runs a job's trainers, with the same rule as the local
-  // executor (stokerd as root: the user's unix_user, else
-  // default_unix_user; root only with allow_root_trainers). When it names
-  // one, Launch puts it in launch.json (stoker-run, root in the Slurm task
-  // like stokerd, switches to it) and hands the replica directories in the
-  // shared dir to it; the job dir with its control files stays the
-  // daemon's (PrepareReplicaDir). Unset: trainers run as the Slurm job's
-  // user. Call before the first Launch.
-  void SetTrainerAccounts(TrainerAccounts accounts) { accounts_ = std::move(accounts); }
-  // Filesystem isolation of every trainer (config job_isolation), as for the
-  // local executor: Launch adds the job's directory in the shared dir to
-  // `base`'s kept paths. stoker-run applies it on the node that runs the
-  // task (in auto mode, where that node's kernel allows it). Call before the
-  // first Launch.
-  void SetIsolation(IsolationPlan base) { isolation_ = std::move(base); }
 
  private:
   struct Attempt {  // what this daemon knows about one submitted attempt
@@ -149,11 +140,10 @@ class SlurmExecutor : public ReplicaDirExecutor {
   // Slurm's view of every job of this user, at most queue_refresh_seconds
   // old and never older than `not_before_us`.
   Result<const std::map<int64_t, SlurmJobInfo>*> Queue(int64_t not_before_us);
-  Status Scancel(int64_t slurm_id, bool graceful);
 
   SlurmOptions options_;
-  TrainerAccounts accounts_;
-  IsolationPlan isolation_;
+  std::unique_ptr<SlurmClient> client_;
+  std::function<int64_t()> mono_us_;
   std::map<std::pair<int64_t, int>, Attempt> attempts_;
   std::map<int64_t, SlurmJobInfo> queue_;
   int64_t queue_taken_us_ = -1;

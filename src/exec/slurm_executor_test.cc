@@ -1,5 +1,6 @@
-// Pure parts of the Slurm executor: the batch script and squeue parsing. The
-// executor against a real Slurm is tests/e2e/test_executor_contract.py.
+// Pure parts of the Slurm executor: the batch script and squeue parsing; its
+// logic against a fake Slurm is slurm_executor_fake_test.cc, the executor
+// against a real Slurm tests/e2e/test_executor_contract.py.
 #include "exec/slurm_executor.h"
 
 #include <gtest/gtest.h>
@@ -158,7 +159,7 @@ TEST(SlurmExecutorTest, CancelBeforeSubmissionClaimsEveryReplicaSoNoneStarts) {
   ASSERT_TRUE(st.ok()) << st.status().ToString();
   for (const ReplicaStatus& r : *st) {
     EXPECT_EQ(r.phase, ReplicaPhase::kEnded);
-    EXPECT_EQ(r.end_state, "cancelled");
+    EXPECT_EQ(r.end_state, EndState::kCancelled);
   }
   std::filesystem::remove_all(tmp);
 }
@@ -188,12 +189,13 @@ class SlurmLaunchTest : public ::testing::Test {
 };
 
 TEST_F(SlurmLaunchTest, TheTrainerAccountGoesIntoLaunchJsonAsLocally) {
-  SlurmExecutor e(Opts());
   RunAs me{"me", static_cast<uint32_t>(::geteuid()), static_cast<uint32_t>(::getegid())};
-  e.SetTrainerAccounts([&](int64_t job_id) -> Result<std::optional<RunAs>> {
+  SlurmOptions o = Opts();
+  o.trainer_accounts = [&](int64_t job_id) -> Result<std::optional<RunAs>> {
     EXPECT_EQ(job_id, 12);
     return std::optional<RunAs>(me);
-  });
+  };
+  SlurmExecutor e(o);
   Status s = e.Launch(TwoReplicas());
   ASSERT_FALSE(s.ok());  // no sbatch here
   EXPECT_NE(s.message().find("sbatch"), std::string::npos) << s.message();
@@ -226,10 +228,10 @@ TEST_F(SlurmLaunchTest, HandsOverTheOutputDirInTheDataDirWhenSharedDirIsElsewher
   o.data_dir = tmp_ / "data";
   std::filesystem::path out = o.data_dir / "buckets/stoker-default/12";
   std::filesystem::create_directories(out);
-  SlurmExecutor e(o);
-  e.SetTrainerAccounts([](int64_t) -> Result<std::optional<RunAs>> {
+  o.trainer_accounts = [](int64_t) -> Result<std::optional<RunAs>> {
     return std::optional<RunAs>(RunAs{"nobody", 65534, 65534});
-  });
+  };
+  SlurmExecutor e(o);
   JobLaunch l = TwoReplicas();
   for (ReplicaLaunch& r : l.replicas) r.env["AIP_MODEL_DIR"] = (out / "model/").string();
   ASSERT_FALSE(e.Launch(l).ok());  // no sbatch here
@@ -244,12 +246,11 @@ TEST_F(SlurmLaunchTest, HandsOverTheOutputDirInTheDataDirWhenSharedDirIsElsewher
 }
 
 TEST_F(SlurmLaunchTest, TheIsolationPlanKeepsTheJobReadOnlyAndTheWorkDirWritable) {
-  SlurmExecutor e(Opts());
-  IsolationPlan plan;
-  plan.mode = "auto";
-  plan.hide = {tmp_.string()};
-  plan.keep = {(tmp_ / "buckets").string()};
-  e.SetIsolation(plan);
+  SlurmOptions o = Opts();
+  o.isolation.mode = IsolationMode::kAuto;
+  o.isolation.hide = {tmp_};
+  o.isolation.keep = {tmp_ / "buckets"};
+  SlurmExecutor e(o);
   ASSERT_FALSE(e.Launch(TwoReplicas()).ok());  // no sbatch here
   for (const char* r : {"workerpool0-0", "workerpool1-0"}) {
     auto spec = ReadJsonObject(e.ReplicaDir(12, 1, r), "launch.json");
@@ -267,10 +268,11 @@ TEST_F(SlurmLaunchTest, TheIsolationPlanKeepsTheJobReadOnlyAndTheWorkDirWritable
 }
 
 TEST_F(SlurmLaunchTest, ARefusedAccountFailsTheLaunchBeforeSlurmIsAsked) {
-  SlurmExecutor e(Opts());
-  e.SetTrainerAccounts([](int64_t) -> Result<std::optional<RunAs>> {
+  SlurmOptions o = Opts();
+  o.trainer_accounts = [](int64_t) -> Result<std::optional<RunAs>> {
     return PermissionDenied("replicas would run as 'root', which has uid 0");
-  });
+  };
+  SlurmExecutor e(o);
   Status s = e.Launch(TwoReplicas());
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), Code::kPermissionDenied);

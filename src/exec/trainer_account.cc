@@ -152,13 +152,13 @@ Result<bool> PrepareReplicaDir(const ReplicaDirPlan& plan, int64_t job_id, const
   if (Claimed(dir)) return false;
   ReplicaLaunch copy = replica;
   copy.isolation = plan.isolation;
-  if (plan.isolation.mode != "off") {
+  if (plan.isolation.mode != IsolationMode::kOff) {
     // The trainer sees its job's directory (its other replicas' logs, the
     // packages) but writes only its own work and metrics directories
     // (stoker-run makes them before the trainer's view is built).
-    copy.isolation.keep_read_only.push_back((plan.jobs_root / std::to_string(job_id)).string());
-    copy.isolation.keep.push_back((dir / "work").string());
-    copy.isolation.keep.push_back((dir / "hypertune").string());
+    copy.isolation.keep_read_only.push_back(plan.jobs_root / std::to_string(job_id));
+    copy.isolation.keep.push_back(dir / "work");
+    copy.isolation.keep.push_back(dir / "hypertune");
   }
   copy.run_as = plan.run_as;
   STOKER_RETURN_IF_ERROR(

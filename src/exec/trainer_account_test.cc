@@ -118,7 +118,7 @@ TEST_F(TrainerAccountTest, HandsOverTheOutputDirInTheDataDirEvenWithJobsElsewher
 
 TEST_F(TrainerAccountTest, PrepareWritesLaunchJsonWithTheAccountAndTheReadOnlyJobDir) {
   ReplicaDirPlan plan{data(), jobs(), Trainer(), {}};
-  plan.isolation.mode = "auto";
+  plan.isolation.mode = IsolationMode::kAuto;
   ReplicaLaunch r;
   r.name = "workerpool0-0";
   r.argv = {"true"};

@@ -78,59 +78,7 @@ bool IsUnder(const fs::path& path, const fs::path& dir) {
   return d == dir.end() || (std::next(d) == dir.end() && d->empty());
 }
 
-Result<std::vector<fs::path>> PathList(const json& doc, const char* key) {
-  std::vector<fs::path> out;
-  auto it = doc.find(key);
-  if (it == doc.end() || it->is_null()) return out;
-  std::string where = std::string("launch.json: isolation.") + key;
-  if (!it->is_array()) return InvalidArgument(where + ": must be an array of absolute paths");
-  for (size_t i = 0; i < it->size(); ++i) {
-    const json& p = (*it)[i];
-    std::string at = where + "[" + std::to_string(i) + "]";
-    if (!p.is_string()) return InvalidArgument(at + ": must be a string");
-    std::string s = p.get<std::string>();
-    if (s.empty() || s[0] != '/' || s.find('\0') != std::string::npos) {
-      return InvalidArgument(at + ": must be an absolute path, got \"" + s + "\"");
-    }
-    out.emplace_back(std::move(s));
-  }
-  return out;
-}
-
 }  // namespace
-
-Result<IsolationSpec> ParseIsolationSpec(const json& value) {
-  IsolationSpec spec;
-  if (value.is_null()) return spec;
-  if (!value.is_object()) {
-    return InvalidArgument(
-        "launch.json: isolation: must be {\"mode\": ..., \"hide\": [...], \"keep\": [...], "
-        "\"keep_read_only\": [...]}");
-  }
-  // A missing or null mode is off; anything but one of the three strings is
-  // refused here (json::value would throw on a number or a boolean).
-  auto mode_it = value.find("mode");
-  if (mode_it != value.end() && !mode_it->is_null() && !mode_it->is_string()) {
-    return InvalidArgument("launch.json: isolation.mode: must be off, auto or required, got " +
-                           mode_it->dump());
-  }
-  std::string mode =
-      mode_it == value.end() || mode_it->is_null() ? "off" : mode_it->get<std::string>();
-  if (mode == "off") {
-    spec.mode = IsolationMode::kOff;
-  } else if (mode == "auto") {
-    spec.mode = IsolationMode::kAuto;
-  } else if (mode == "required") {
-    spec.mode = IsolationMode::kRequired;
-  } else {
-    return InvalidArgument("launch.json: isolation.mode: must be off, auto or required, got \"" +
-                           mode + "\"");
-  }
-  STOKER_ASSIGN_OR_RETURN(spec.hide, PathList(value, "hide"));
-  STOKER_ASSIGN_OR_RETURN(spec.keep, PathList(value, "keep"));
-  STOKER_ASSIGN_OR_RETURN(spec.keep_read_only, PathList(value, "keep_read_only"));
-  return spec;
-}
 
 Isolation::Isolation(const IsolationSpec& spec, bool trainer_is_root)
     : mode_(spec.mode), trainer_is_root_(trainer_is_root), root_(::geteuid() == 0) {

@@ -43,31 +43,15 @@
 #include <vector>
 
 #include "common/status.h"
+#include "runner/replica_contract.h"
 
 namespace stoker::runner {
 
-// The config key job_isolation.
-enum class IsolationMode {
-  kOff,       // today's view: everything the account may read
-  kAuto,      // isolate when the kernel allows it; otherwise run, and say so
-  kRequired,  // isolate, or the trainer does not start
-};
-
-// "isolation" of launch.json:
-//   {"mode": "off|auto|required", "hide": [PATH...], "keep": [PATH...],
-//    "keep_read_only": [PATH...]}
-// Absolute paths. Paths that do not exist at launch are ignored; a kept path
-// matters only under a hidden directory (elsewhere it is visible anyway).
-struct IsolationSpec {
-  IsolationMode mode = IsolationMode::kOff;
-  std::vector<std::filesystem::path> hide;
-  std::vector<std::filesystem::path> keep;            // read-write
-  std::vector<std::filesystem::path> keep_read_only;  // read-only
-};
-
-// Parses launch.json's "isolation" value (null = off). InvalidArgument
-// naming the field otherwise.
-Result<IsolationSpec> ParseIsolationSpec(const nlohmann::json& value);
+// launch.json's "isolation" (mode off | auto | required, hide, keep,
+// keep_read_only): the replica contract's types and parser.
+using replica::IsolationMode;
+using replica::IsolationSpec;
+using replica::ParseIsolationSpec;
 
 class Isolation {
  public:

@@ -1,9 +1,8 @@
-// The pure part of stoker-run: the replica directory's file formats.
-//
-// launch.json (written by the executor) says what to run; status.json
-// (written once by stoker-run) says how it ended. Nothing here touches the
-// file system or processes, so every function is deterministic and
-// thread-safe; supervisor.h holds the I/O.
+// The pure part of stoker-run: the trainer's environment and how a replica's
+// end is told. launch.json and status.json themselves are parsed and written
+// by the replica contract (replica_contract.h), which exec shares. Nothing
+// here touches the file system or processes, so every function is
+// deterministic and thread-safe; supervisor.h holds the I/O.
 #pragma once
 
 #include <cstdint>
@@ -15,44 +14,15 @@
 #include <vector>
 
 #include "common/status.h"
-#include "runner/isolation.h"
-#include "runner/log_rotation.h"
+#include "runner/replica_contract.h"
 
 namespace stoker::runner {
 
-// "run_as" of launch.json: the account the trainer runs as.
-struct RunAs {
-  std::string user;  // for its supplementary groups (initgroups)
-  uint32_t uid = 0;
-  uint32_t gid = 0;
-  // "extra_gids": groups added to the account's own (the bucket writers'
-  // group); with any, the trainer's umask is 002 so that what it makes in
-  // a shared bucket stays writable by the group.
-  std::vector<uint32_t> extra_gids;
-  // "home": the account's home directory, from the daemon's passwd lookup
-  // (none here, off the start path); "" = none.
-  std::string home;
-};
-
-// The parsed DIR/launch.json.
-struct LaunchSpec {
-  std::vector<std::string> argv;                // non-empty; argv[0] looked up in env's PATH
-  std::map<std::string, std::string> env;       // the complete trainer environment
-  std::vector<std::filesystem::path> packages;  // absolute paths of sdist .tar.gz files
-  double timeout_seconds = 0;                   // 0 = no timeout; counted from trainer start
-  double grace_seconds = 10;                    // SIGTERM -> SIGKILL grace
-  LogLimits log_limits;  // "log_max_bytes" (0 = no rotation), "log_max_files" (>= 1)
-  // Set: the supervisor drops to this account (groups, gid, uid, in that
-  // order, each checked) before exec; unset: the trainer runs as it does.
-  std::optional<RunAs> run_as;
-  // "isolation": what the trainer's view of the file system hides and keeps
-  // (isolation.h); absent = off.
-  IsolationSpec isolation;
-};
-
-// Parses launch.json. InvalidArgument naming the offending field otherwise
-// (unknown fields are ignored so that newer executors can add some).
-Result<LaunchSpec> ParseLaunchSpec(std::string_view json);
+// launch.json's types and parser, from the replica contract (one definition
+// shared with exec).
+using replica::LaunchSpec;
+using replica::ParseLaunchSpec;
+using replica::RunAs;
 
 // The trainer's environment as "K=V" strings, sorted by key: `env` with
 // `python_path_prefix` (package roots) put before any PYTHONPATH it holds.
@@ -66,11 +36,9 @@ std::vector<std::string> BuildTrainerEnv(
 // the default "/usr/local/bin:/usr/bin:/bin".
 std::vector<std::string> ExecCandidates(const std::string& program, const std::string& path_var);
 
-// How a replica ended.
-enum class EndState { kExited, kSignaled, kTimeout, kCancelled, kLaunchFailed };
-
-// "exited", "signaled", "timeout", "cancelled", "launch_failed".
-std::string_view EndStateName(EndState state);
+// How a replica ended, as status.json spells it (the replica contract).
+using replica::EndState;
+using replica::EndStateName;
 
 struct Outcome {
   EndState state = EndState::kLaunchFailed;
@@ -94,7 +62,8 @@ std::string SignalName(int sig);
 // "cancelled; stopped with SIGKILL after 10s grace", or the launch failure.
 std::string DescribeOutcome(const Outcome& outcome);
 
-// The status.json document (ending with a newline).
+// The status.json document (ending with a newline): replica::FormatStatus
+// with DescribeOutcome as the message.
 std::string FormatStatusJson(const Outcome& outcome);
 
 }  // namespace stoker::runner

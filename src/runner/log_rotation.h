@@ -33,13 +33,12 @@
 #include <vector>
 
 #include "common/status.h"
+#include "runner/replica_contract.h"
 
 namespace stoker::runner {
 
-struct LogLimits {
-  uint64_t max_bytes = 64ull << 20;  // per file; 0 = never rotate
-  int max_files = 3;                 // rotated files kept (>= 1)
-};
+// launch.json's log_max_bytes / log_max_files (the replica contract).
+using replica::LogLimits;
 
 // The next step of writing `data` to a file that holds `size` bytes: either
 // rotate first (`rotate`, with `write` 0) or write the first `write` bytes of

@@ -438,11 +438,11 @@ void Supervisor::StartTrainer(const LaunchSpec& spec, const std::vector<fs::path
                                     [log](std::string_view data) { return log->Write(data); });
   ::setpgid(pid, pid);  // also here, so that kill(-pid) works from now on
 
-  nlohmann::json trainer = {{"pid", pid}, {"pgid", pid}, {"start_time_us", outcome_.start_time_us}};
-  Status s = WriteFileAtomic(dir_ / "trainer.json", trainer.dump() + "\n");
+  Status s = WriteFileAtomic(dir_ / replica::kTrainerFile,
+                             replica::FormatTrainerInfo({pid, pid, outcome_.start_time_us}));
   if (!s.ok()) Log(s.ToString());
-  nlohmann::json runner = {{"pid", supervisor}, {"start_time_us", supervisor_start_us_}};
-  s = WriteFileAtomic(dir_ / "runner.json", runner.dump() + "\n");
+  s = WriteFileAtomic(dir_ / replica::kRunnerFile,
+                      replica::FormatRunnerInfo({supervisor, supervisor_start_us_}));
   if (!s.ok()) Log(s.ToString());
 }
 

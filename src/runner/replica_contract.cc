@@ -1,0 +1,336 @@
+#include "runner/replica_contract.h"
+
+#include <cmath>
+
+namespace stoker::replica {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+bool HasNul(const std::string& s) { return s.find('\0') != std::string::npos; }
+
+Result<double> ParseSeconds(const json& doc, const char* field, double fallback) {
+  auto it = doc.find(field);
+  if (it == doc.end() || it->is_null()) return fallback;
+  if (!it->is_number()) {
+    return InvalidArgument(std::string("launch.json: ") + field + ": must be a number of seconds");
+  }
+  double v = it->get<double>();
+  if (!std::isfinite(v) || v < 0) {
+    return InvalidArgument(std::string("launch.json: ") + field + ": must be >= 0, got " +
+                           it->dump());
+  }
+  return v;
+}
+
+Result<std::vector<fs::path>> PathList(const json& doc, const char* key) {
+  std::vector<fs::path> out;
+  auto it = doc.find(key);
+  if (it == doc.end() || it->is_null()) return out;
+  std::string where = std::string("launch.json: isolation.") + key;
+  if (!it->is_array()) return InvalidArgument(where + ": must be an array of absolute paths");
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& p = (*it)[i];
+    std::string at = where + "[" + std::to_string(i) + "]";
+    if (!p.is_string()) return InvalidArgument(at + ": must be a string");
+    std::string s = p.get<std::string>();
+    if (s.empty() || s[0] != '/' || s.find('\0') != std::string::npos) {
+      return InvalidArgument(at + ": must be an absolute path, got \"" + s + "\"");
+    }
+    out.emplace_back(std::move(s));
+  }
+  return out;
+}
+
+// An integer field, 0 when absent or of another type.
+int64_t IntField(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+}
+
+std::optional<int> OptionalInt(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer()) return std::nullopt;
+  int64_t v = it->get<int64_t>();
+  if (v < INT32_MIN || v > INT32_MAX) return std::nullopt;
+  return static_cast<int>(v);
+}
+
+Result<json> ParseObject(std::string_view text, const char* file) {
+  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return InvalidArgument(std::string(file) + ": not valid JSON");
+  if (!doc.is_object()) return InvalidArgument(std::string(file) + ": must be a JSON object");
+  return doc;
+}
+
+json PathStrings(const std::vector<fs::path>& paths) {
+  json out = json::array();
+  for (const fs::path& p : paths) out.push_back(p.string());
+  return out;
+}
+
+}  // namespace
+
+std::string_view IsolationModeName(IsolationMode mode) {
+  switch (mode) {
+    case IsolationMode::kOff:
+      return "off";
+    case IsolationMode::kAuto:
+      return "auto";
+    case IsolationMode::kRequired:
+      return "required";
+  }
+  return "off";
+}
+
+Result<IsolationMode> ParseIsolationMode(std::string_view name) {
+  for (IsolationMode m : {IsolationMode::kOff, IsolationMode::kAuto, IsolationMode::kRequired}) {
+    if (IsolationModeName(m) == name) return m;
+  }
+  return InvalidArgument("must be off, auto or required, got \"" + std::string(name) + "\"");
+}
+
+Result<IsolationSpec> ParseIsolationSpec(const json& value) {
+  IsolationSpec spec;
+  if (value.is_null()) return spec;
+  if (!value.is_object()) {
+    return InvalidArgument(
+        "launch.json: isolation: must be {\"mode\": ..., \"hide\": [...], \"keep\": [...], "
+        "\"keep_read_only\": [...]}");
+  }
+  // A missing or null mode is off; anything but one of the three strings is
+  // refused here (json::value would throw on a number or a boolean).
+  auto mode_it = value.find("mode");
+  if (mode_it != value.end() && !mode_it->is_null() && !mode_it->is_string()) {
+    return InvalidArgument("launch.json: isolation.mode: must be off, auto or required, got " +
+                           mode_it->dump());
+  }
+  std::string mode =
+      mode_it == value.end() || mode_it->is_null() ? "off" : mode_it->get<std::string>();
+  auto parsed = ParseIsolationMode(mode);
+  if (!parsed.ok()) {
+    return InvalidArgument("launch.json: isolation.mode: must be off, auto or required, got \"" +
+                           mode + "\"");
+  }
+  spec.mode = *parsed;
+  STOKER_ASSIGN_OR_RETURN(spec.hide, PathList(value, "hide"));
+  STOKER_ASSIGN_OR_RETURN(spec.keep, PathList(value, "keep"));
+  STOKER_ASSIGN_OR_RETURN(spec.keep_read_only, PathList(value, "keep_read_only"));
+  return spec;
+}
+
+Result<LaunchSpec> ParseLaunchSpec(std::string_view text) {
+  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return InvalidArgument("launch.json: not valid JSON");
+  if (!doc.is_object()) return InvalidArgument("launch.json: must be a JSON object");
+  LaunchSpec spec;
+
+  auto argv = doc.find("argv");
+  if (argv == doc.end() || !argv->is_array() || argv->empty()) {
+    return InvalidArgument("launch.json: argv: must be a non-empty array of strings");
+  }
+  for (size_t i = 0; i < argv->size(); ++i) {
+    const json& a = (*argv)[i];
+    std::string where = "launch.json: argv[" + std::to_string(i) + "]";
+    if (!a.is_string()) return InvalidArgument(where + ": must be a string");
+    std::string s = a.get<std::string>();
+    if (HasNul(s)) return InvalidArgument(where + ": contains a NUL character");
+    spec.argv.push_back(std::move(s));
+  }
+  if (spec.argv[0].empty()) return InvalidArgument("launch.json: argv[0]: must not be empty");
+
+  auto env = doc.find("env");
+  if (env != doc.end() && !env->is_null()) {
+    if (!env->is_object()) return InvalidArgument("launch.json: env: must be an object of strings");
+    for (const auto& [k, v] : env->items()) {
+      std::string where = "launch.json: env." + k;
+      if (k.empty() || k.find('=') != std::string::npos || HasNul(k)) {
+        return InvalidArgument(where + ": not a valid variable name");
+      }
+      if (!v.is_string()) return InvalidArgument(where + ": must be a string");
+      std::string s = v.get<std::string>();
+      if (HasNul(s)) return InvalidArgument(where + ": contains a NUL character");
+      spec.env[k] = std::move(s);
+    }
+  }
+
+  auto packages = doc.find("packages");
+  if (packages != doc.end() && !packages->is_null()) {
+    if (!packages->is_array()) {
+      return InvalidArgument("launch.json: packages: must be an array of paths");
+    }
+    for (size_t i = 0; i < packages->size(); ++i) {
+      const json& p = (*packages)[i];
+      std::string where = "launch.json: packages[" + std::to_string(i) + "]";
+      if (!p.is_string()) return InvalidArgument(where + ": must be a string");
+      std::string s = p.get<std::string>();
+      if (s.empty() || s[0] != '/' || HasNul(s)) {
+        return InvalidArgument(where + ": must be an absolute path, got \"" + s + "\"");
+      }
+      spec.packages.emplace_back(std::move(s));
+    }
+  }
+
+  STOKER_ASSIGN_OR_RETURN(spec.timeout_seconds, ParseSeconds(doc, "timeout_seconds", 0));
+  STOKER_ASSIGN_OR_RETURN(spec.grace_seconds, ParseSeconds(doc, "grace_seconds", 10));
+
+  if (auto it = doc.find("log_max_bytes"); it != doc.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 0) {
+      return InvalidArgument("launch.json: log_max_bytes: must be a whole number >= 0, got " +
+                             it->dump());
+    }
+    spec.log_limits.max_bytes = it->get<uint64_t>();
+  }
+  if (auto it = doc.find("log_max_files"); it != doc.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 1000) {
+      return InvalidArgument(
+          "launch.json: log_max_files: must be a whole number from 1 to 1000, got " + it->dump());
+    }
+    spec.log_limits.max_files = it->get<int>();
+  }
+  if (auto it = doc.find("run_as"); it != doc.end() && !it->is_null()) {
+    const json& r = *it;
+    auto id = [&r](const char* key) -> Result<uint32_t> {
+      auto v = r.find(key);
+      if (v == r.end() || !v->is_number_unsigned() || v->get<uint64_t>() > 0xFFFFFFFEu) {
+        return InvalidArgument(std::string("launch.json: run_as.") + key +
+                               ": must be a numeric id from 0 to 4294967294");
+      }
+      return static_cast<uint32_t>(v->get<uint64_t>());
+    };
+    if (!r.is_object() || !r.contains("user") || !r["user"].is_string() ||
+        r["user"].get<std::string>().empty() || HasNul(r["user"].get<std::string>())) {
+      return InvalidArgument(
+          "launch.json: run_as: must be {\"user\": NAME, \"uid\": N, \"gid\": N}");
+    }
+    RunAs run_as;
+    run_as.user = r["user"].get<std::string>();
+    STOKER_ASSIGN_OR_RETURN(run_as.uid, id("uid"));
+    STOKER_ASSIGN_OR_RETURN(run_as.gid, id("gid"));
+    if (auto g = r.find("extra_gids"); g != r.end() && !g->is_null()) {
+      if (!g->is_array() || g->size() > 16) {
+        return InvalidArgument("launch.json: run_as.extra_gids: must be a list of at most 16 ids");
+      }
+      for (const json& v : *g) {
+        if (!v.is_number_unsigned() || v.get<uint64_t>() > 0xFFFFFFFEu) {
+          return InvalidArgument(
+              "launch.json: run_as.extra_gids: must hold numeric ids from 0 to 4294967294");
+        }
+        run_as.extra_gids.push_back(static_cast<uint32_t>(v.get<uint64_t>()));
+      }
+    }
+    if (auto h = r.find("home"); h != r.end() && h->is_string() && !HasNul(h->get<std::string>())) {
+      run_as.home = h->get<std::string>();
+    }
+    spec.run_as = run_as;
+  }
+  if (auto it = doc.find("isolation"); it != doc.end()) {
+    STOKER_ASSIGN_OR_RETURN(spec.isolation, ParseIsolationSpec(*it));
+  }
+  return spec;
+}
+
+std::string FormatLaunchSpec(const LaunchSpec& s) {
+  json packages = json::array();
+  for (const fs::path& p : s.packages) packages.push_back(p.string());
+  json doc = {{"argv", s.argv},
+              {"env", s.env},
+              {"packages", packages},
+              {"timeout_seconds", s.timeout_seconds},
+              {"grace_seconds", s.grace_seconds},
+              {"log_max_bytes", s.log_limits.max_bytes},
+              {"log_max_files", s.log_limits.max_files}};
+  if (s.run_as) {
+    doc["run_as"] = {{"user", s.run_as->user},
+                     {"uid", s.run_as->uid},
+                     {"gid", s.run_as->gid},
+                     {"extra_gids", s.run_as->extra_gids},
+                     {"home", s.run_as->home}};
+  }
+  if (s.isolation.mode != IsolationMode::kOff) {
+    doc["isolation"] = {{"mode", std::string(IsolationModeName(s.isolation.mode))},
+                        {"hide", PathStrings(s.isolation.hide)},
+                        {"keep", PathStrings(s.isolation.keep)},
+                        {"keep_read_only", PathStrings(s.isolation.keep_read_only)}};
+  }
+  return doc.dump(2);
+}
+
+std::string_view EndStateName(EndState state) {
+  switch (state) {
+    case EndState::kExited:
+      return "exited";
+    case EndState::kSignaled:
+      return "signaled";
+    case EndState::kTimeout:
+      return "timeout";
+    case EndState::kCancelled:
+      return "cancelled";
+    case EndState::kLaunchFailed:
+      return "launch_failed";
+  }
+  return "launch_failed";
+}
+
+std::optional<EndState> ParseEndState(std::string_view name) {
+  for (EndState s : {EndState::kExited, EndState::kSignaled, EndState::kTimeout,
+                     EndState::kCancelled, EndState::kLaunchFailed}) {
+    if (EndStateName(s) == name) return s;
+  }
+  return std::nullopt;
+}
+
+std::string FormatStatus(const FinalStatus& s) {
+  json doc = {
+      {"state", std::string(EndStateName(s.state))},
+      {"exit_code", s.exit_code ? json(*s.exit_code) : json(nullptr)},
+      {"signal", s.signal ? json(*s.signal) : json(nullptr)},
+      {"start_time_us", s.start_time_us},
+      {"end_time_us", s.end_time_us},
+      {"message", s.message},
+  };
+  return doc.dump(2) + "\n";
+}
+
+Result<FinalStatus> ParseStatus(std::string_view text) {
+  STOKER_ASSIGN_OR_RETURN(json doc, ParseObject(text, kStatusFile));
+  FinalStatus s;
+  auto state = doc.find("state");
+  std::optional<EndState> parsed;
+  if (state != doc.end() && state->is_string()) parsed = ParseEndState(state->get<std::string>());
+  if (!parsed) {
+    return InvalidArgument(std::string(kStatusFile) +
+                           ": state: must be one of exited, signaled, "
+                           "timeout, cancelled, launch_failed");
+  }
+  s.state = *parsed;
+  s.exit_code = OptionalInt(doc, "exit_code");
+  s.signal = OptionalInt(doc, "signal");
+  s.start_time_us = IntField(doc, "start_time_us");
+  s.end_time_us = IntField(doc, "end_time_us");
+  if (auto m = doc.find("message"); m != doc.end() && m->is_string()) s.message = *m;
+  return s;
+}
+
+std::string FormatTrainerInfo(const TrainerInfo& info) {
+  json doc = {{"pid", info.pid}, {"pgid", info.pgid}, {"start_time_us", info.start_time_us}};
+  return doc.dump() + "\n";
+}
+
+Result<TrainerInfo> ParseTrainerInfo(std::string_view text) {
+  STOKER_ASSIGN_OR_RETURN(json doc, ParseObject(text, kTrainerFile));
+  return TrainerInfo{IntField(doc, "pid"), IntField(doc, "pgid"), IntField(doc, "start_time_us")};
+}
+
+std::string FormatRunnerInfo(const RunnerInfo& info) {
+  json doc = {{"pid", info.pid}, {"start_time_us", info.start_time_us}};
+  return doc.dump() + "\n";
+}
+
+Result<RunnerInfo> ParseRunnerInfo(std::string_view text) {
+  STOKER_ASSIGN_OR_RETURN(json doc, ParseObject(text, kRunnerFile));
+  return RunnerInfo{IntField(doc, "pid"), IntField(doc, "start_time_us")};
+}
+
+}  // namespace stoker::replica

@@ -1,0 +1,156 @@
+// The replica directory contract, typed: the one definition of the files
+// through which an executor (stokerd, src/exec) and the replica supervisor
+// (stoker-run, src/runner) talk (src/runner/README.md has the table).
+//
+// Every format is parsed and written here and nowhere else: exec writes
+// launch.json with FormatLaunchSpec and reads status.json, trainer.json and
+// runner.json with the Parse functions; stoker-run reads launch.json with
+// ParseLaunchSpec and writes the others with the Format functions.
+//
+// Pure: nothing here touches the file system (reading a control file safely
+// is the caller's: ReadOwnFileNoFollow, docs/security.md "Trust boundary"),
+// so every function is deterministic and thread-safe. Parsers never throw:
+// any input, however hostile, gives a value or InvalidArgument naming the
+// field.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace stoker::replica {
+
+// ---- file names in a replica directory ----
+inline constexpr char kLaunchFile[] = "launch.json";    // executor -> supervisor
+inline constexpr char kStatusFile[] = "status.json";    // supervisor, once, at the end
+inline constexpr char kTrainerFile[] = "trainer.json";  // supervisor, after the fork
+inline constexpr char kRunnerFile[] = "runner.json";    // supervisor, after the fork
+inline constexpr char kClaimFile[] = "claim";           // whoever claimed the replica
+inline constexpr char kLockFile[] = "runner.lock";      // flock'ed by a live supervisor
+inline constexpr char kLogFile[] = "output.log";        // the trainer's output
+inline constexpr char kRunnerLog[] = "runner.log";      // stoker-run --detach's own output
+inline constexpr char kTrainerMetrics[] = "hypertune/output.metrics";  // CLOUD_ML_HP_METRIC_FILE
+inline constexpr char kPushedMetrics[] = "pushed.metrics";  // stokerd: pushed measurements
+// Control files are small: status.json's message is the longest field.
+inline constexpr size_t kControlFileMax = 64 * 1024;
+
+// ---- launch.json ----
+
+// "run_as": the account the trainer runs as.
+struct RunAs {
+  std::string user;  // for its supplementary groups (initgroups)
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  // "extra_gids": groups added to the account's own (the bucket writers'
+  // group); with any, the trainer's umask is 002 so that what it makes in
+  // a shared bucket stays writable by the group.
+  std::vector<uint32_t> extra_gids;
+  // "home": the account's home directory, from the daemon's passwd lookup
+  // (none in the supervisor, off the start path); "" = none.
+  std::string home;
+};
+
+// "isolation"."mode" (config key job_isolation).
+enum class IsolationMode {
+  kOff,       // everything the account may read
+  kAuto,      // isolate when the kernel allows it; otherwise run, and say so
+  kRequired,  // isolate, or the trainer does not start
+};
+// "off", "auto", "required".
+std::string_view IsolationModeName(IsolationMode mode);
+// The inverse; InvalidArgument "must be off, auto or required" otherwise.
+Result<IsolationMode> ParseIsolationMode(std::string_view name);
+
+// "isolation": {"mode", "hide": [PATH...], "keep": [PATH...],
+// "keep_read_only": [PATH...]} (runner/isolation.h applies it). Absolute paths.
+struct IsolationSpec {
+  IsolationMode mode = IsolationMode::kOff;
+  std::vector<std::filesystem::path> hide;
+  std::vector<std::filesystem::path> keep;            // read-write
+  std::vector<std::filesystem::path> keep_read_only;  // read-only
+};
+// Parses the "isolation" value (null = off).
+Result<IsolationSpec> ParseIsolationSpec(const nlohmann::json& value);
+
+// "log_max_bytes", "log_max_files": output.log rotation.
+struct LogLimits {
+  uint64_t max_bytes = 64ull << 20;  // per file; 0 = never rotate
+  int max_files = 3;                 // rotated files kept (1..1000)
+};
+
+// The whole of launch.json.
+struct LaunchSpec {
+  std::vector<std::string> argv;                // non-empty; argv[0] looked up in env's PATH
+  std::map<std::string, std::string> env;       // the complete trainer environment
+  std::vector<std::filesystem::path> packages;  // absolute paths of sdist .tar.gz files
+  double timeout_seconds = 0;                   // 0 = no timeout; counted from trainer start
+  double grace_seconds = 10;                    // SIGTERM -> SIGKILL grace
+  LogLimits log_limits;
+  // Set: the supervisor drops to this account before exec; unset: the
+  // trainer runs as the supervisor does.
+  std::optional<RunAs> run_as;
+  IsolationSpec isolation;  // written only when the mode is not off
+};
+
+// InvalidArgument naming the offending field ("launch.json: argv[0]: ...").
+// Unknown fields are ignored, so that newer executors can add some.
+Result<LaunchSpec> ParseLaunchSpec(std::string_view json);
+// The document ParseLaunchSpec reads back as `spec`.
+std::string FormatLaunchSpec(const LaunchSpec& spec);
+
+// ---- status.json ----
+
+// How a replica ended.
+enum class EndState {
+  kExited,        // exit_code set
+  kSignaled,      // signal set
+  kTimeout,       // stopped at timeout_seconds
+  kCancelled,     // stopped by a cancel (or claimed before it started)
+  kLaunchFailed,  // no trainer ran (bad launch.json, packages, fork)
+};
+// "exited", "signaled", "timeout", "cancelled", "launch_failed": the
+// status.json spelling.
+std::string_view EndStateName(EndState state);
+// The inverse; nullopt for any other string.
+std::optional<EndState> ParseEndState(std::string_view name);
+
+struct FinalStatus {
+  EndState state = EndState::kLaunchFailed;
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  int64_t start_time_us = 0;  // trainer start (supervisor start if none started)
+  int64_t end_time_us = 0;
+  std::string message;  // "exited with code 3", "launch failed: ..."
+};
+std::string FormatStatus(const FinalStatus& status);
+// InvalidArgument for anything but an object with a known "state" (missing
+// numbers read as 0, a missing message as "").
+Result<FinalStatus> ParseStatus(std::string_view json);
+
+// ---- trainer.json, runner.json ----
+
+struct TrainerInfo {
+  int64_t pid = 0;
+  int64_t pgid = 0;  // the trainer's own process group
+  int64_t start_time_us = 0;
+};
+std::string FormatTrainerInfo(const TrainerInfo& info);
+// Fields that are missing or not integers read as 0; InvalidArgument when
+// not a JSON object.
+Result<TrainerInfo> ParseTrainerInfo(std::string_view json);
+
+struct RunnerInfo {
+  int64_t pid = 0;  // the supervisor's
+  int64_t start_time_us = 0;
+};
+std::string FormatRunnerInfo(const RunnerInfo& info);
+Result<RunnerInfo> ParseRunnerInfo(std::string_view json);
+
+}  // namespace stoker::replica

@@ -1,0 +1,96 @@
+// The replica contract: what exec writes, stoker-run reads back the same,
+// and the other way round; hostile input is refused, never thrown.
+#include "runner/replica_contract.h"
+
+#include <gtest/gtest.h>
+
+namespace stoker::replica {
+namespace {
+
+TEST(ReplicaContractTest, ALaunchSpecReadsBackAsWritten) {
+  LaunchSpec s;
+  s.argv = {"python3", "-m", "trainer.task"};
+  s.env = {{"PATH", "/usr/bin"}, {"AIP_MODEL_DIR", "/data/b/m/"}};
+  s.packages = {"/data/staging/a.tar.gz"};
+  s.timeout_seconds = 5.5;
+  s.grace_seconds = 3;
+  s.log_limits = {1024, 7};
+  s.run_as = RunAs{"alice", 1001, 1002, {50}, "/home/alice"};
+  s.isolation = {IsolationMode::kRequired, {"/data"}, {"/data/buckets"}, {"/data/jobs/7"}};
+  auto back = ParseLaunchSpec(FormatLaunchSpec(s));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->argv, s.argv);
+  EXPECT_EQ(back->env, s.env);
+  EXPECT_EQ(back->packages, s.packages);
+  EXPECT_EQ(back->timeout_seconds, 5.5);
+  EXPECT_EQ(back->grace_seconds, 3);
+  EXPECT_EQ(back->log_limits.max_bytes, 1024u);
+  EXPECT_EQ(back->log_limits.max_files, 7);
+  ASSERT_TRUE(back->run_as.has_value());
+  EXPECT_EQ(back->run_as->user, "alice");
+  EXPECT_EQ(back->run_as->uid, 1001u);
+  EXPECT_EQ(back->run_as->extra_gids, std::vector<uint32_t>{50});
+  EXPECT_EQ(back->run_as->home, "/home/alice");
+  EXPECT_EQ(back->isolation.mode, IsolationMode::kRequired);
+  EXPECT_EQ(back->isolation.keep_read_only, std::vector<std::filesystem::path>{"/data/jobs/7"});
+}
+
+TEST(ReplicaContractTest, IsolationOffIsNotWritten) {
+  LaunchSpec s;
+  s.argv = {"true"};
+  EXPECT_EQ(FormatLaunchSpec(s).find("isolation"), std::string::npos);
+  EXPECT_EQ(ParseLaunchSpec(FormatLaunchSpec(s))->isolation.mode, IsolationMode::kOff);
+}
+
+TEST(ReplicaContractTest, EveryEndStateHasOneSpelling) {
+  for (EndState s : {EndState::kExited, EndState::kSignaled, EndState::kTimeout,
+                     EndState::kCancelled, EndState::kLaunchFailed}) {
+    EXPECT_EQ(ParseEndState(EndStateName(s)), s);
+  }
+  EXPECT_EQ(EndStateName(EndState::kLaunchFailed), "launch_failed");
+  EXPECT_FALSE(ParseEndState("exploded").has_value());
+  EXPECT_EQ(*ParseIsolationMode("auto"), IsolationMode::kAuto);
+  EXPECT_FALSE(ParseIsolationMode("sometimes").ok());
+}
+
+TEST(ReplicaContractTest, AStatusReadsBackAsWritten) {
+  FinalStatus s{EndState::kSignaled, std::nullopt, 9, 100, 200, "killed by signal 9 (SIGKILL)"};
+  auto back = ParseStatus(FormatStatus(s));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->state, EndState::kSignaled);
+  EXPECT_FALSE(back->exit_code.has_value());
+  EXPECT_EQ(back->signal, 9);
+  EXPECT_EQ(back->start_time_us, 100);
+  EXPECT_EQ(back->end_time_us, 200);
+  EXPECT_EQ(back->message, s.message);
+}
+
+TEST(ReplicaContractTest, ADamagedStatusIsRefusedNotThrown) {
+  for (const char* bad : {"", "[]", "{}", R"({"state": 3})", R"({"state": "exploded"})",
+                          "{\"state\": \"exited\"", "null"}) {
+    EXPECT_FALSE(ParseStatus(bad).ok()) << bad;
+  }
+  // Fields of the wrong type read as unset.
+  auto odd = ParseStatus(
+      R"({"state": "exited", "exit_code": "0", "signal": 1e99, "start_time_us": [], "message": 5})");
+  ASSERT_TRUE(odd.ok());
+  EXPECT_FALSE(odd->exit_code.has_value());
+  EXPECT_FALSE(odd->signal.has_value());
+  EXPECT_EQ(odd->start_time_us, 0);
+  EXPECT_EQ(odd->message, "");
+}
+
+TEST(ReplicaContractTest, TrainerAndRunnerFilesReadBack) {
+  auto t = ParseTrainerInfo(FormatTrainerInfo({12, 12, 34}));
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->pgid, 12);
+  EXPECT_EQ(t->start_time_us, 34);
+  auto r = ParseRunnerInfo(FormatRunnerInfo({56, 78}));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->pid, 56);
+  EXPECT_FALSE(ParseRunnerInfo("[1]").ok());
+  EXPECT_EQ(ParseTrainerInfo(R"({"pid": "x"})")->pid, 0);
+}
+
+}  // namespace
+}  // namespace stoker::replica
