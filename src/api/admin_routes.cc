@@ -4,8 +4,13 @@
 //   DELETE /v1/admin/users/{name}               removes it and revokes its tokens
 //   POST   /v1/admin/users/{name}/tokens        -> {"id", "user", "token"}: shown once
 //   POST   /v1/admin/tokens/{id}:revoke         -> {}
+// The store (admin only):
+//   POST   /v1/admin/backup                     -> the bytes of a consistent copy
+//                                                  of stoker.db (application/vnd.sqlite3)
 // and, for every authenticated caller:
 //   GET    /v1/whoami                           {"user", "role", "unixUser", "tokenId"}
+#include <spdlog/spdlog.h>
+
 #include <regex>
 
 #include "api/routes.h"
@@ -85,6 +90,18 @@ std::optional<http::Response> HandleAdminRoutes(const ApiDeps& d, const http::Re
     json out = {{"users", json::array()}};
     for (const auth::User& u : *users) out["users"].push_back(RenderUser(u, *tokens));
     return Json(out);
+  }
+  if (path == "/v1/admin/backup") {
+    if (req.method != "POST") return not_supported();
+    // The copy comes back to the caller, who writes it as its own account:
+    // the daemon writes no path a request names.
+    auto bytes = d.store->Backup();
+    if (!bytes.ok()) return Error(bytes.status());
+    spdlog::info("store backup ({} bytes) sent to admin '{}'", bytes->size(), caller.user);
+    http::Response r;
+    r.content_type = "application/vnd.sqlite3";
+    r.body = std::move(*bytes);
+    return r;
   }
   if (std::regex_match(path, m, kUser)) {
     if (req.method == "GET") {

@@ -1,10 +1,14 @@
-// `stoker admin users ...`: users, roles and API tokens, through the admin
-// routes of stokerd (/v1/admin/..., admins only).
+// `stoker admin users ...`: users, roles and API tokens, and `stoker admin
+// backup`: the store, through the admin routes of stokerd (/v1/admin/...,
+// admins only).
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "common/files.h"
 #include "http/http.h"
 
 namespace stoker::cli {
@@ -102,6 +106,33 @@ int AdminWhoami(const Globals& g) {
         std::cout << w.value("user", "") << " (role " << w.value("role", "") << ", token "
                   << w.value("tokenId", "") << ")\n";
       });
+}
+
+int AdminBackup(const Globals& g, const std::string& file) {
+  auto conn = Connect(g);
+  if (!conn.ok()) return Report(conn.status());
+  Result<std::string> bytes = (*conn)->CallRaw("POST", "/v1/admin/backup");
+  if (!bytes.ok()) return Report(bytes.status());
+  if (bytes->rfind("SQLite format 3", 0) != 0) {
+    return Report(
+        Internal("stokerd answered the backup with something that is not an SQLite "
+                 "database; nothing was written"));
+  }
+  if (file == "-") {
+    std::cout.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
+    std::cout.flush();
+    return std::cout ? 0 : Report(Internal("cannot write the backup to stdout"));
+  }
+  // The copy holds token hashes and every spec: private to the caller, as
+  // the store is to the daemon. (The CLI is single-threaded: the umask
+  // change affects nothing else.)
+  mode_t old_mask = ::umask(077);
+  Status written = WriteFileAtomic(file, *bytes);
+  ::umask(old_mask);
+  if (!written.ok()) return Report(written);
+  std::cerr << "Wrote a copy of the store (" << bytes->size() << " bytes) to " << file
+            << ". Restore it as docs/install.md says (stop stokerd, replace stoker.db).\n";
+  return 0;
 }
 
 }  // namespace stoker::cli

@@ -168,6 +168,9 @@ int AdminUsersRemove(const Globals& g, const std::string& name);
 int AdminUsersToken(const Globals& g, const std::string& name);
 int AdminTokensRevoke(const Globals& g, const std::string& token_id);
 int AdminWhoami(const Globals& g);
+// `stoker admin backup FILE`: a consistent copy of the daemon's store,
+// written to FILE (mode 0600, replaced atomically) or to stdout for "-".
+int AdminBackup(const Globals& g, const std::string& file);
 
 // `stoker queue`: the queue in the scheduler's order with reasons and
 // estimated starts. `stoker nodes`: nodes, GPUs and what runs on each.

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "cli/commands.h"
@@ -305,6 +307,12 @@ int main(int argc, char** argv) {
   users_revoke->callback([&] { rc = AdminTokensRevoke(g, token_id); });
   auto* whoami = admin->add_subcommand("whoami", "Show the user the token belongs to");
   whoami->callback([&] { rc = AdminWhoami(g); });
+  std::string backup_file;
+  auto* backup = admin->add_subcommand(
+      "backup", "Copy the daemon's store (every job, study, user) while it runs, into FILE");
+  backup->add_option("FILE", backup_file, "Where to write the copy (mode 0600); - for stdout")
+      ->required();
+  backup->callback([&] { rc = AdminBackup(g, backup_file); });
 
   app.add_subcommand("queue", "The queue in the scheduler's order, with reasons and estimated starts")
       ->callback([&] { rc = Queue(g); });
@@ -312,21 +320,25 @@ int main(int argc, char** argv) {
     rc = Nodes(g);
   });
 
+  // `stoker server ARGS...` becomes the stokerd installed beside this binary
+  // (exec: same pid, so a container's signals reach the daemon itself), with
+  // ARGS passed through unchanged (docs/install.md).
   auto* server =
       app.add_subcommand("server", "Run stokerd in the foreground (arguments pass through)");
   server->allow_extras();
   server->callback([&] {
     std::error_code ec;
     fs::path dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
-    std::string bin = fs::exists(dir / "stokerd") ? (dir / "stokerd").string()
-                                                  : (dir / "../server/stokerd").string();
+    std::string bin = (dir / "stokerd").string();
     std::vector<std::string> args = {bin};
     for (const std::string& a : server->remaining()) args.push_back(a);
     std::vector<char*> cargs;
     for (std::string& a : args) cargs.push_back(a.data());
     cargs.push_back(nullptr);
     ::execv(bin.c_str(), cargs.data());
-    rc = Report(Internal("cannot run " + bin));
+    rc = Report(FailedPrecondition("cannot run " + bin + ": " + std::strerror(errno) +
+                                   "; stokerd must be installed beside stoker (cmake --install "
+                                   "puts both in PREFIX/bin)"));
   });
 
   try {

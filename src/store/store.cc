@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "common/files.h"
@@ -920,6 +921,35 @@ Result<std::vector<TrialRecord>> Store::Trials(int64_t study_id) {
   while ((rc = s.Step()) == SQLITE_ROW) out.push_back(ReadTrial(s));
   if (rc != SQLITE_DONE) return SqliteError(db_, "list trials");
   return out;
+}
+
+Result<std::string> Store::Backup() {
+  std::filesystem::path db_path = sqlite3_db_filename(db_, "main");
+  std::string dir_name = (db_path.parent_path() / "stoker.db.backup-XXXXXX").string();
+  if (::mkdtemp(dir_name.data()) == nullptr) {
+    return Unavailable("cannot make a directory for the backup beside " + db_path.string() + ": " +
+                       std::strerror(errno));
+  }
+  std::filesystem::path dir = dir_name;
+  std::filesystem::path copy = dir / "stoker.db";
+  Status status = OkStatus();
+  sqlite3* source = nullptr;
+  if (sqlite3_open_v2(db_path.c_str(), &source, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                      nullptr) != SQLITE_OK) {
+    status = SqliteError(source, "backup: cannot open " + db_path.string());
+  } else {
+    sqlite3_busy_timeout(source, 5000);
+    Stmt vacuum(source, "VACUUM INTO ?");
+    vacuum.Bind(1, copy.string());
+    if (!vacuum.prepared() || vacuum.Step() != SQLITE_DONE) {
+      status = SqliteError(source, "backup of " + db_path.string());
+    }
+  }
+  sqlite3_close_v2(source);
+  Result<std::string> bytes = status.ok() ? ReadFile(copy) : Result<std::string>(status);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  return bytes;
 }
 
 }  // namespace stoker::store

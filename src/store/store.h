@@ -197,6 +197,16 @@ class Store {
   Status UpdateTrial(const TrialRecord& trial);
   Result<std::vector<TrialRecord>> Trials(int64_t study_id);
 
+  // A consistent copy of the whole database as of one moment, in SQLite's
+  // file format: the bytes of a stoker.db to restore (jobs, events, studies
+  // and trials, and what the AuthStore keeps in the same file: users, token
+  // hashes, the push secret). It reads through a connection of its own in
+  // one read transaction (WAL), so submissions and transitions go on while
+  // it copies; the copy is made in a private (0700) directory beside the
+  // store and removed before it returns. Unavailable when the disk is full.
+  // Thread-safe.
+  Result<std::string> Backup();
+
  private:
   explicit Store(sqlite3* db);
   Status Exec(const char* sql);
