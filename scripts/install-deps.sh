@@ -7,6 +7,7 @@ packages=(
   libspdlog-dev libarchive-dev libssl-dev libeigen3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-torch python3-numpy procps
+  dpkg-dev file
 )
 missing=()
 for p in "${packages[@]}"; do
