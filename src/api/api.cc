@@ -14,9 +14,6 @@
 #include "api/list_filter.h"
 #include "api/routes.h"
 #include "common/time.h"
-#include "runner/log_rotation.h"
-#include "scheduler/placement.h"
-#include "server/controller.h"
 #include "spec/custom_job.h"
 #include "storage/archive.h"
 
@@ -102,102 +99,7 @@ Result<int64_t> ParseId(const std::string& s) {
   return static_cast<int64_t>(v);
 }
 
-// Every gs:// token in `text` must name an existing bucket.
-Status CheckUrisIn(const std::string& text, const std::string& field,
-                   const storage::Buckets& buckets) {
-  // A plain scan for gs://([^/\s,'"]*): std::regex recursed per character
-  // and a multi-megabyte token in an argument overflowed the stack.
-  static constexpr std::string_view kScheme = "gs://";
-  for (size_t pos = text.find(kScheme); pos != std::string::npos; pos = text.find(kScheme, pos)) {
-    size_t start = pos + kScheme.size();
-    size_t end = std::min(text.find_first_of("/ \t\n\v\f\r,'\"", start), text.size());
-    std::string bucket = text.substr(start, end - start);
-    pos = end;
-    auto parsed = storage::ParseGsUri("gs://" + bucket, field);
-    if (!parsed.ok()) return parsed.status();
-    if (!buckets.Exists(bucket)) {
-      return InvalidArgument(field + ": bucket '" + bucket +
-                             "' does not exist; create it with 'stoker storage mb gs://" + bucket +
-                             "' or copy data into it with 'stoker storage cp'");
-    }
-  }
-  return OkStatus();
-}
-
 }  // namespace
-
-// Everything that can be checked before a job is stored is checked here,
-// so that a bad job is refused with a 4xx and nothing is written.
-Status AdmitCustomJob(const ApiDeps& d_, const spec::CustomJob& job) {
-  const spec::CustomJobSpec& spec = job.job_spec;
-  for (size_t p = 0; p < spec.worker_pool_specs.size(); ++p) {
-    const spec::WorkerPoolSpec& pool = spec.worker_pool_specs[p];
-    if (pool.empty) continue;
-    std::string field = "jobSpec.workerPoolSpecs[" + std::to_string(p) + "]";
-    const std::vector<spec::EnvVar>* env = nullptr;
-    const std::vector<std::string>* args = nullptr;
-    if (pool.python_package_spec) {
-      const spec::PythonPackageSpec& pkg = *pool.python_package_spec;
-      auto e = d_.environments->ForImage(pkg.executor_image_uri,
-                                         field + ".pythonPackageSpec.executorImageUri");
-      if (!e.ok()) return e.status();
-      for (size_t i = 0; i < pkg.package_uris.size(); ++i) {
-        std::string f = field + ".pythonPackageSpec.packageUris[" + std::to_string(i) + "]";
-        auto path = d_.buckets->Resolve(pkg.package_uris[i], f);
-        if (!path.ok()) return InvalidArgument(path.status().message());
-        auto parsed = storage::ParseGsUri(pkg.package_uris[i], f);
-        auto data = d_.buckets->Get(parsed->bucket, parsed->object);
-        if (!data.ok()) {
-          return InvalidArgument(
-              f + ": package " + pkg.package_uris[i] +
-              " does not exist; upload it with 'stoker storage cp' or use --package-path");
-        }
-        STOKER_RETURN_IF_ERROR(storage::CheckStagedContent(*parsed, *data, f));
-        STOKER_RETURN_IF_ERROR(storage::CheckTarGz(*data, f + " (" + pkg.package_uris[i] + ")"));
-      }
-      env = &pkg.env;
-      args = &pkg.args;
-    } else {
-      const spec::ContainerSpec& c = *pool.container_spec;
-      auto e = d_.environments->ForImage(c.image_uri, field + ".containerSpec.imageUri");
-      if (!e.ok()) return e.status();
-      if (c.command.empty()) {
-        return InvalidArgument(field +
-                               ".containerSpec.command: required on Stoker, which runs the "
-                               "container's command in a local environment and cannot read the "
-                               "image's ENTRYPOINT; give it, e.g. [python3, -m, trainer.task]");
-      }
-      for (size_t i = 0; i < c.command.size(); ++i) {
-        STOKER_RETURN_IF_ERROR(
-            CheckUrisIn(c.command[i], field + ".containerSpec.command[" + std::to_string(i) + "]",
-                        *d_.buckets));
-      }
-      env = &c.env;
-      args = &c.args;
-    }
-    std::string kind = pool.python_package_spec ? ".pythonPackageSpec" : ".containerSpec";
-    for (size_t i = 0; i < args->size(); ++i) {
-      STOKER_RETURN_IF_ERROR(
-          CheckUrisIn((*args)[i], field + kind + ".args[" + std::to_string(i) + "]", *d_.buckets));
-    }
-    for (size_t i = 0; i < env->size(); ++i) {
-      STOKER_RETURN_IF_ERROR(CheckUrisIn(
-          (*env)[i].value, field + kind + ".env[" + std::to_string(i) + "].value", *d_.buckets));
-    }
-  }
-  if (!spec.base_output_directory.empty()) {
-    std::string f = "jobSpec.baseOutputDirectory.outputUriPrefix";
-    auto path = d_.buckets->Resolve(spec.base_output_directory, f);
-    if (!path.ok()) return InvalidArgument(path.status().message());
-  }
-  STOKER_ASSIGN_OR_RETURN(auto requests,
-                          scheduler::RequestsFor(spec, {*d_.node}, "jobSpec.", d_.machine_types));
-  // An executor that places replicas itself (Slurm) knows its cluster; this
-  // node's inventory says nothing about it, and Slurm refuses what can never
-  // run when the job is handed over (the job then fails with its words).
-  if (d_.executor->PlacesReplicas()) return OkStatus();
-  return scheduler::CheckCanEverFit(requests, {*d_.node}, d_.policy, "jobSpec.");
-}
 
 // A query parameter that must be a whole number >= 0 (hostile-input bound:
 // atoi/strtoull took "-1" and "abc" silently).
@@ -250,15 +152,14 @@ Result<store::ListOptions> ParseListOptions(const http::Request& req) {
 
 Result<store::JobRecord> CreateCustomJob(const ApiDeps& d, const spec::CustomJob& job,
                                          store::NewJob record) {
-  STOKER_RETURN_IF_ERROR(spec::Validate(job));
-  STOKER_RETURN_IF_ERROR(AdmitCustomJob(d, job));
+  STOKER_ASSIGN_OR_RETURN(admission::AdmittedJob admitted, d.admission->AdmitJob(job));
   record.display_name = job.display_name;
-  record.spec = spec::ToJson(job);
-  for (const std::string& f : spec::UnhonouredFields(job)) {
-    record.warnings.push_back("warning: " + f + " is accepted but has no effect on Stoker");
-  }
+  record.spec = std::move(admitted.spec);
+  // After any the caller's form added (AI Platform fields it does not act on).
+  record.warnings.insert(record.warnings.end(), admitted.warnings.begin(),
+                         admitted.warnings.end());
   STOKER_ASSIGN_OR_RETURN(store::JobRecord rec, d.store->CreateJob(record));
-  d.controller->Submitted(rec);
+  d.control_plane->Submitted(rec);
   return rec;
 }
 
@@ -603,7 +504,7 @@ class Api {
   http::Response CancelJob(int64_t id) {
     Status s = d_.store->RequestCancel(id);
     if (!s.ok()) return Error(s);
-    d_.controller->CancelRequested(id);
+    d_.control_plane->CancelRequested(id);
     return Json(json::object());
   }
 
@@ -666,8 +567,8 @@ class Api {
         if (auto notice = RemovedNotice(*rec, dir, n)) {
           r["size"] = notice->size();
           r["removed"] = *notice;
-        } else if (auto stream =
-                       runner::ReadLogStream(dir, std::numeric_limits<uint64_t>::max(), 0);
+        } else if (auto stream = d_.executor->ReadLog(id, rec->attempt, n,
+                                                      std::numeric_limits<uint64_t>::max(), 0);
                    stream.ok()) {
           r["size"] = stream->size;
         }
@@ -694,7 +595,7 @@ class Api {
       out["data"] = std::move(data);
       return Json(out);
     }
-    auto stream = runner::ReadLogStream(dir, offset, kMaxLogChunk);
+    auto stream = d_.executor->ReadLog(id, rec->attempt, it->second, offset, kMaxLogChunk);
     if (!stream.ok()) return Error(stream.status());
     std::string data = std::move(stream->data);
     if (stream->skipped > 0) {

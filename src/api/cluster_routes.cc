@@ -9,7 +9,6 @@
 #include "auth/auth.h"
 #include "common/time.h"
 #include "resources/nvml.h"
-#include "server/controller.h"
 
 namespace stoker::api {
 
@@ -21,7 +20,7 @@ std::optional<http::Response> HandleClusterRoutes(const ApiDeps& d, const http::
     if (req.method != "GET") return Error(InvalidArgument("only GET is supported on " + req.path));
     json jobs = json::array();
     int position = 0;
-    for (const server::Controller::QueueEntry& e : d.controller->Queue()) {
+    for (const ControlPlane::QueueEntry& e : d.control_plane->Queue()) {
       json j = {{"position", ++position},
                 {"jobId", std::to_string(e.job_id)},
                 {"displayName", e.display_name},
@@ -39,7 +38,7 @@ std::optional<http::Response> HandleClusterRoutes(const ApiDeps& d, const http::
   }
   if (req.path == "/v1/stoker/nodes") {
     if (req.method != "GET") return Error(InvalidArgument("only GET is supported on " + req.path));
-    json nodes = d.controller->Nodes();
+    json nodes = d.control_plane->Nodes();
     // Live utilization and memory in use, where NVML answers (this node
     // only), for GPUs that were found through NVML (they have a UUID): a GPU
     // declared in the config is not the physical GPU of the same index.

@@ -10,7 +10,6 @@
 
 #include "api/routes.h"
 #include "common/time.h"
-#include "server/controller.h"
 #include "spec/ai_platform.h"
 
 namespace stoker::api {
@@ -154,7 +153,7 @@ std::optional<http::Response> HandleLegacyRoutes(const ApiDeps& d, const http::R
     }
     Status s = d.store->RequestCancel(rec->id);
     if (!s.ok()) return Error(s);
-    d.controller->CancelRequested(rec->id);
+    d.control_plane->CancelRequested(rec->id);
     return Json(json::object());
   }
   return std::nullopt;

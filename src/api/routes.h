@@ -25,12 +25,7 @@ nlohmann::json RenderJob(const store::JobRecord& r);
 // only, so far) of a list request. InvalidArgument naming the parameter.
 Result<store::ListOptions> ParseListOptions(const http::Request& req);
 
-// Checks everything about a CustomJob that can be checked before it is
-// stored: environments for its images, packages (present, safe tar.gz),
-// buckets named by gs:// paths, machine types, and whether it can ever fit.
-Status AdmitCustomJob(const ApiDeps& d, const spec::CustomJob& job);
-
-// Validates and admits `job`, stores it (with `record`'s project, location
+// Admits `job` (admission/admission.h), stores it (with `record`'s project, location
 // and links; display name, spec and warnings are filled here) and tells the
 // controller. Nothing is stored when it returns an error.
 Result<store::JobRecord> CreateCustomJob(const ApiDeps& d, const spec::CustomJob& job,

@@ -5,10 +5,7 @@
 #include "api/routes.h"
 #include "common/files.h"
 #include "common/time.h"
-#include "server/controller.h"
-#include "server/study_logic.h"
 #include "spec/study.h"
-#include "tune/sampler.h"
 
 namespace stoker::api {
 namespace {
@@ -67,27 +64,11 @@ http::Response Submit(const ApiDeps& d, const std::string& project, const std::s
   }
   auto job = spec::ParseHyperparameterTuningJob(j);
   if (!job.ok()) return Error(job.status());
-  // Every trial runs trialJobSpec: admit it now, as a custom job would be.
-  spec::CustomJob trial;
-  trial.display_name = job->display_name;
-  trial.job_spec = job->trial_job_spec;
-  Status admitted = AdmitCustomJob(d, trial);
-  if (!admitted.ok()) {
-    std::string msg = admitted.message();
-    // Admission names jobSpec.*; here the same fields live under trialJobSpec.
-    for (size_t at = 0; (at = msg.find("jobSpec.", at)) != std::string::npos; at += 13) {
-      msg.replace(at, 8, "trialJobSpec.");
-    }
-    return Error(Status(admitted.code(), msg));
-  }
-  if (job->study_spec.algorithm == spec::Algorithm::kGridSearch) {
-    Status grid = tune::ValidateGridSpace(server::ToTuneSpace(job->study_spec));
-    if (!grid.ok()) return Error(InvalidArgument("studySpec.algorithm: " + grid.message()));
-  }
+  if (Status s = d.admission->AdmitStudy(*job); !s.ok()) return Error(s);
   auto rec =
       d.store->CreateStudy(project, location, job->display_name, spec::ToJson(*job), caller.user);
   if (!rec.ok()) return Error(rec.status());
-  d.controller->StudySubmitted(rec->id);
+  d.control_plane->StudySubmitted(rec->id);
   return Json(RenderStudy(d, *rec));
 }
 
@@ -131,11 +112,8 @@ http::Response AddMeasurement(const ApiDeps& d, int64_t study_id, int64_t trial_
     }
     auto job = d.store->GetJob(t.job_id);
     if (!job.ok()) return Error(job.status());
-    // Beside hypertune/ in the replica directory, which is the daemon's (the
-    // trainer writes only below work/ and hypertune/); still never through a
-    // link, should an older layout have left one.
-    Status s = AppendLineNoFollow(d.executor->ReplicaDir(job->id, job->attempt, "workerpool0-0"),
-                                  "pushed.metrics", line.dump());
+    // The executor keeps it beside the trainer's own reports, never through a link.
+    Status s = d.executor->AppendPushedMetrics(job->id, job->attempt, "workerpool0-0", line.dump());
     if (!s.ok()) return Error(s);
     return Json(json::object());
   }
@@ -203,7 +181,7 @@ std::optional<http::Response> HandleTuningRoutes(const ApiDeps& d, const http::R
       }
       Status s = d.store->RequestStudyCancel(*id);
       if (!s.ok()) return Error(s);
-      d.controller->StudyCancelRequested(*id);
+      d.control_plane->StudyCancelRequested(*id);
       return Json(json::object());
     }
     if (!m[4].matched && req.method == "GET") {

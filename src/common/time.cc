@@ -37,7 +37,7 @@ int64_t ToMicros(TimePoint t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
 }
 TimePoint FromMicros(int64_t us) { return TimePoint(std::chrono::microseconds(us)); }
-int64_t NowMicros() { return ToMicros(Clock::now()); }
+int64_t NowMicros() { return ToMicros(std::chrono::system_clock::now()); }
 
 int64_t MonotonicMs() {
   timespec ts;

@@ -10,12 +10,13 @@
 
 namespace stoker {
 
-using Clock = std::chrono::system_clock;
-using TimePoint = Clock::time_point;
+using TimePoint = std::chrono::system_clock::time_point;
 
 // Microseconds since the Unix epoch; how times are stored.
 int64_t ToMicros(TimePoint t);
 TimePoint FromMicros(int64_t us);
+// The wall clock now. Code with a Clock (clock.h) asks it instead, so that
+// tests can set the time.
 int64_t NowMicros();
 
 // "2024-05-18T00:00:00.123456Z" (UTC, microseconds).

@@ -17,7 +17,8 @@
 #include "common/files.h"
 #include "common/time.h"
 #include "exec/replica_env.h"
-#include "runner/log_rotation.h"
+#include "server/attempt_verdict.h"
+#include "server/launch_builder.h"
 #include "server/fair_share.h"
 
 namespace stoker::server {
@@ -27,10 +28,10 @@ using nlohmann::json;
 using spec::JobState;
 
 // google.rpc.Code values used in CustomJob.error.
-constexpr int kRpcCancelled = 1;
-constexpr int kRpcUnknown = 2;
-constexpr int kRpcDeadlineExceeded = 4;
-constexpr int kRpcInternal = 13;
+using spec::kRpcCancelled;
+using spec::kRpcDeadlineExceeded;
+using spec::kRpcInternal;
+using spec::kRpcUnknown;
 
 // A TCP port that is free on loopback now, for a replica's CLUSTER_SPEC
 // address (the chief's is MASTER_PORT); 0 when none can be had.
@@ -77,11 +78,6 @@ std::string Num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4g", v);
   return buf;
-}
-
-std::string SignalName(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
 
 // What an allocation (as stored) holds. Allocations written before GPU
@@ -131,32 +127,47 @@ std::string GpuSummary(const std::vector<scheduler::ReplicaRequest>& requests) {
 
 std::string OutputUri(const spec::CustomJob& job, int64_t id) {
   std::string base = job.job_spec.base_output_directory;
-  if (base.empty()) base = std::string("gs://") + kDefaultOutputBucket + "/" + std::to_string(id);
+  if (base.empty()) base = std::string("gs://") + storage::kOutputsBucket + "/" + std::to_string(id);
   if (base.back() != '/') base += '/';
   return base;
 }
 
 }  // namespace
 
-Controller::Controller(const Config& config, const resources::Node& node, store::Store& store,
-                       exec::Executor& executor, storage::Buckets& buckets,
-                       const exec::Environments& environments)
-    : config_(config),
-      node_(node),
-      store_(store),
-      executor_(executor),
-      buckets_(buckets),
-      environments_(environments) {}
+Controller::Controller(ControllerDeps deps)
+    : config_(*deps.config),
+      node_(*deps.node),
+      store_(*deps.store),
+      executor_(*deps.executor),
+      buckets_(*deps.buckets),
+      environments_(*deps.environments),
+      clock_(*deps.clock),
+      studies_({.store = deps.store,
+                .executor = deps.executor,
+                .admission = deps.admission,
+                .clock = deps.clock,
+                .jobs = this}) {}
+
+void Controller::TrialJobCancelRequested(int64_t job_id) {
+  auto it = active_.find(job_id);
+  if (it != active_.end()) it->second.rec.cancel_requested = true;
+}
 
 Controller::~Controller() { Stop(); }
 
 Status Controller::Start() {
+  STOKER_RETURN_IF_ERROR(Recover());
+  thread_ = std::thread([this] { Loop(); });
+  return OkStatus();
+}
+
+Status Controller::Recover() {
   STOKER_ASSIGN_OR_RETURN(std::vector<store::JobRecord> jobs, store_.ActiveJobs());
   for (store::JobRecord& rec : jobs) Adopt(std::move(rec));
   if (!active_.empty()) spdlog::info("recovered {} active job(s) from the store", active_.size());
   // A crash between recording a job's end and stopping its other replicas
   // leaves those running: stop them now (jobs that ended in the last day).
-  auto ended = store_.EndedJobsSince(NowMicros() - 24LL * 3600 * 1'000'000);
+  auto ended = store_.EndedJobsSince(clock_.NowMicros() - 24LL * 3600 * 1'000'000);
   if (ended.ok()) {
     for (const store::JobRecord& rec : *ended) {
       Active a;
@@ -171,11 +182,8 @@ Status Controller::Start() {
       }
     }
   }
-  RebuildUsage(NowMicros());
-  STOKER_ASSIGN_OR_RETURN(std::vector<store::StudyRecord> studies, store_.ActiveStudies());
-  for (store::StudyRecord& rec : studies) AdoptStudy(std::move(rec));
-  thread_ = std::thread([this] { Loop(); });
-  return OkStatus();
+  RebuildUsage(clock_.NowMicros());
+  return studies_.Recover();
 }
 
 void Controller::Stop() {
@@ -222,30 +230,8 @@ void Controller::CancelRequested(int64_t job_id) {
 void Controller::Loop() {
   std::unique_lock lock(mu_);
   while (!stop_) {
-    std::vector<store::JobRecord> submitted;
-    std::set<int64_t> cancels, studies, study_cancels;
-    submitted.swap(inbox_submitted_);
-    cancels.swap(inbox_cancel_);
-    studies.swap(inbox_studies_);
-    study_cancels.swap(inbox_study_cancel_);
     lock.unlock();
-    for (int64_t id : studies) {
-      if (studies_.count(id)) continue;
-      auto rec = store_.GetStudy(id);
-      if (rec.ok()) AdoptStudy(std::move(rec).value());
-    }
-    for (int64_t id : study_cancels) {
-      auto it = studies_.find(id);
-      if (it != studies_.end()) it->second.rec.cancel_requested = true;
-    }
-    for (store::JobRecord& rec : submitted) {
-      if (!active_.count(rec.id)) Adopt(std::move(rec));
-    }
-    for (int64_t id : cancels) {
-      auto it = active_.find(id);
-      if (it != active_.end()) it->second.rec.cancel_requested = true;
-    }
-    Tick();
+    RunOnce();
     lock.lock();
     if (stop_) break;
     if (inbox_submitted_.empty() && inbox_cancel_.empty() && inbox_studies_.empty() &&
@@ -253,6 +239,28 @@ void Controller::Loop() {
       cv_.wait_for(lock, std::chrono::milliseconds(config_.poll_interval_ms));
     }
   }
+}
+
+void Controller::RunOnce() {
+  std::vector<store::JobRecord> submitted;
+  std::set<int64_t> cancels, studies, study_cancels;
+  {
+    std::lock_guard lock(mu_);
+    submitted.swap(inbox_submitted_);
+    cancels.swap(inbox_cancel_);
+    studies.swap(inbox_studies_);
+    study_cancels.swap(inbox_study_cancel_);
+  }
+  for (int64_t id : studies) studies_.Adopt(id);
+  for (int64_t id : study_cancels) studies_.CancelRequested(id);
+  for (store::JobRecord& rec : submitted) {
+    if (!active_.count(rec.id)) Adopt(std::move(rec));
+  }
+  for (int64_t id : cancels) {
+    auto it = active_.find(id);
+    if (it != active_.end()) it->second.rec.cancel_requested = true;
+  }
+  Tick();
 }
 
 void Controller::Adopt(store::JobRecord rec) {
@@ -309,7 +317,7 @@ bool Controller::Move(Active& a, JobState to, const std::string& reason,
 void Controller::Finish(Active& a, JobState to, const std::string& reason, int error_code,
                         const std::string& error_message) {
   store::TransitionUpdate u;
-  u.end_time_us = NowMicros();
+  u.end_time_us = clock_.NowMicros();
   if (error_code != 0) {
     u.error_code = error_code;
     u.error_message = error_message;
@@ -319,9 +327,8 @@ void Controller::Finish(Active& a, JobState to, const std::string& reason, int e
 }
 
 std::string Controller::LogTail(const Active& a, const std::string& replica) const {
-  // The log may have just rotated: the tail then starts in output.log.1.
-  std::string data =
-      runner::ReadLogTail(executor_.ReplicaDir(a.rec.id, a.rec.attempt, replica), 4096);
+  // The log may have just rotated: the executor's tail spans the rotation.
+  std::string data = executor_.ReadLogTail(a.rec.id, a.rec.attempt, replica, 4096);
   // Keep the last 20 lines.
   int lines = 0;
   size_t pos = data.size();
@@ -346,7 +353,7 @@ void Controller::Tick() {
   while (::waitpid(-1, nullptr, WNOHANG) > 0) {
   }
   // Fair share counts GPU time up to now, before ended jobs let go of theirs.
-  AccrueUsage(NowMicros());
+  AccrueUsage(clock_.NowMicros());
   // Ended attempts whose replicas are still stopping hold their resources until they are gone.
   for (auto it = draining_.begin(); it != draining_.end();) {
     auto st = executor_.Poll(it->first.first, it->first.second, it->second.replicas);
@@ -377,9 +384,9 @@ void Controller::Tick() {
     schedule_dirty_ = true;
     ++retention_.ended_since_scan;
   }
-  TickStudies();
+  studies_.Tick();
   Schedule();
-  ApplyRetention(retention_, config_.retention, store_, config_.data_dir, NowMicros());
+  ApplyRetention(retention_, config_.retention, store_, config_.data_dir, clock_.NowMicros());
 }
 
 void Controller::Drain(Active& a) {
@@ -397,7 +404,7 @@ void Controller::Drain(Active& a) {
 }
 
 void Controller::HandleCancel(Active& a) {
-  int64_t now = NowMicros();
+  int64_t now = clock_.NowMicros();
   switch (a.rec.state) {
     case JobState::kQueued:
       Finish(a, JobState::kCancelled, "cancelled by user before it started", kRpcCancelled,
@@ -453,73 +460,39 @@ void Controller::PollJob(Active& a) {
     return;
   }
   if (a.rec.state == JobState::kRunning) CheckHung(a, st);
-  // The primary replica decides success; any failure fails the job.
-  for (const exec::ReplicaStatus& r : st) {
-    if (r.Succeeded()) {
-      if (r.name == "workerpool0-0") {
-        if (a.rec.start_time_us == 0) {
-          Move(a, JobState::kRunning, "replicas started",
-               {.start_time_us = r.start_us ? r.start_us : NowMicros()});
-        }
-        Finish(a, JobState::kSucceeded, "workerpool0-0 exited with status 0", 0, "");
-        return;
-      }
-      continue;
-    }
-    if (r.phase == exec::ReplicaPhase::kStarting || r.phase == exec::ReplicaPhase::kRunning) {
-      // A replica queued by an executor that places replicas (Slurm) may
-      // wait as long as that queue does.
-      if (r.phase == exec::ReplicaPhase::kStarting && a.placed_us && !executor_.PlacesReplicas() &&
-          NowMicros() - a.placed_us > 60'000'000) {
-        Finish(a, JobState::kFailed, r.name + " never started", kRpcInternal,
-               "The replica " + r.name + " did not start within 60s; see " +
-                   executor_.ReplicaDir(a.rec.id, a.rec.attempt, r.name).string() + "/runner.log");
-        return;
-      }
-      continue;
-    }
-    // Ended badly or lost.
-    std::string what;
-    int code = kRpcUnknown;
-    if (r.phase == exec::ReplicaPhase::kLost) {
-      what = "The replica " + r.name + " was lost: " + r.message + ".";
-      code = kRpcInternal;
-    } else if (r.end_state == "timeout") {
-      what = "The job exceeded its scheduling.timeout of " +
-             FormatDuration(a.job.job_spec.scheduling.timeout_seconds) + "; replica " + r.name +
-             " was stopped (" + r.message + ").";
-      code = kRpcDeadlineExceeded;
-    } else if (r.end_state == "launch_failed") {
-      what = "The replica " + r.name + " could not start: " + r.message + ".";
-      code = kRpcInternal;
-    } else if (r.signal) {
-      what = "The replica " + r.name + " was killed by signal " + std::to_string(*r.signal) + " (" +
-             SignalName(*r.signal) + ").";
-    } else if (r.end_state == "cancelled") {
-      what =
-          "The replica " + r.name + " was stopped from outside Stoker (SIGTERM to its supervisor).";
-    } else {
-      what = "The replica " + r.name + " exited with a non-zero status of " +
-             std::to_string(r.exit_code.value_or(-1)) + ".";
-    }
-    std::string tail = LogTail(a, r.name);
-    std::string message = what;
-    if (!tail.empty()) message += " Last lines of its log:\n" + tail;
-    if (a.rec.state == JobState::kPending) {
-      Move(a, JobState::kRunning, "replicas started",
-           {.start_time_us = r.start_us ? r.start_us : NowMicros()});
-    }
-    // A timeout or an outside stop is final; other failures may be retried.
-    bool retriable = r.end_state != "timeout" && r.end_state != "cancelled";
-    bool infrastructure = r.phase == exec::ReplicaPhase::kLost || r.end_state == "launch_failed";
-    if (retriable && Retry(a, what, infrastructure, r.name != "workerpool0-0")) return;
-    Finish(a, JobState::kFailed, what, code, message);
-    return;
+  Verdict v = JudgeAttempt(st, {.timeout_seconds = a.job.job_spec.scheduling.timeout_seconds,
+                                .placed_us = a.placed_us,
+                                .now_us = clock_.NowMicros(),
+                                .executor_places_replicas = executor_.PlacesReplicas()});
+  // An attempt decided before the job was seen running still ran.
+  bool record_start = (v.kind == Verdict::Kind::kSucceeded && a.rec.start_time_us == 0) ||
+                      (v.kind == Verdict::Kind::kFailed && a.rec.state == JobState::kPending);
+  if (record_start) {
+    Move(a, JobState::kRunning, "replicas started",
+         {.start_time_us = v.start_us ? v.start_us : clock_.NowMicros()});
   }
-  if (all_ended && !st.empty()) {
-    // Every replica ended well but the primary did not report: cannot happen
-    // unless pool 0 is missing; fail loudly rather than hang.
-    Finish(a, JobState::kFailed, "no primary replica", kRpcInternal, "workerpool0-0 is missing");
+  switch (v.kind) {
+    case Verdict::Kind::kUndecided:
+      return;
+    case Verdict::Kind::kSucceeded:
+      Finish(a, JobState::kSucceeded, v.what, 0, "");
+      return;
+    case Verdict::Kind::kNeverStarted:
+      Finish(a, JobState::kFailed, v.replica + " never started", v.error_code,
+             v.what + "; see " +
+                 executor_.SupervisorLog(a.rec.id, a.rec.attempt, v.replica).string());
+      return;
+    case Verdict::Kind::kNoPrimary:
+      Finish(a, JobState::kFailed, "no primary replica", v.error_code, v.what);
+      return;
+    case Verdict::Kind::kFailed: {
+      std::string tail = LogTail(a, v.replica);
+      std::string message = v.what;
+      if (!tail.empty()) message += " Last lines of its log:\n" + tail;
+      if (v.retriable && Retry(a, v.what, v.infrastructure, v.worker)) return;
+      Finish(a, JobState::kFailed, v.what, v.error_code, message);
+      return;
+    }
   }
 }
 
@@ -557,22 +530,15 @@ bool Controller::Retry(Active& a, const std::string& what, bool infrastructure, 
 
 void Controller::CheckHung(Active& a, const std::vector<exec::ReplicaStatus>& st) {
   if (config_.hang_timeout_seconds <= 0) return;
-  int64_t now = NowMicros();
+  int64_t now = clock_.NowMicros();
   if (now - a.hang_check_us < 5'000'000) return;  // a few stat calls every 5 s at most
   a.hang_check_us = now;
   const auto limit_us = static_cast<int64_t>(config_.hang_timeout_seconds * 1e6);
   for (const exec::ReplicaStatus& r : st) {
     if (r.phase != exec::ReplicaPhase::kRunning) continue;
     // Progress: output (any log file) or a metric report, whichever is newest.
-    std::filesystem::path dir = executor_.ReplicaDir(a.rec.id, a.rec.attempt, r.name);
-    int64_t last = r.start_us;
-    for (const char* f : {"output.log", "hypertune/output.metrics"}) {
-      // lstat: a link the trainer put in hypertune/ must not lend it
-      // another file's progress.
-      struct stat st {};
-      if (::lstat((dir / f).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-      last = std::max<int64_t>(last, st.st_mtim.tv_sec * 1'000'000LL + st.st_mtim.tv_nsec / 1000);
-    }
+    int64_t last =
+        std::max(r.start_us, executor_.LastActivityUs(a.rec.id, a.rec.attempt, r.name));
     auto reported = a.hung_since_us.find(r.name);
     if (now - last > limit_us) {
       if (reported == a.hung_since_us.end() || reported->second != last) {
@@ -696,7 +662,7 @@ void Controller::Schedule() {
   }
   // Decide when something changed, and every few seconds for aging and estimates.
   constexpr int64_t kRefreshUs = 5'000'000;
-  int64_t now = NowMicros();
+  int64_t now = clock_.NowMicros();
   if (!schedule_dirty_ && now - last_schedule_us_ < kRefreshUs) return;
   schedule_dirty_ = false;
   last_schedule_us_ = now;
@@ -782,7 +748,7 @@ void Controller::StartPlaced(Active& a, const scheduler::StartJob& start,
   a.wait_jobs_ahead = -1;
   a.replicas = names;
   a.placed = start.replicas;
-  a.placed_us = NowMicros();
+  a.placed_us = clock_.NowMicros();
   Status s = Launch(a);
   if (!s.ok()) Finish(a, JobState::kFailed, "launch failed", kRpcInternal, s.message());
 }
@@ -911,7 +877,7 @@ void Controller::HandOverQueued() {
     }
     a.rec.allocation = allocation;
     a.replicas = names;
-    a.placed_us = NowMicros();
+    a.placed_us = clock_.NowMicros();
     Status s = Launch(a);
     if (!s.ok()) Finish(a, JobState::kFailed, "launch failed", kRpcInternal, s.message());
   }
@@ -919,32 +885,24 @@ void Controller::HandOverQueued() {
 
 Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
   const spec::CustomJobSpec& spec = a.job.job_spec;
-  exec::JobLaunch launch;
-  launch.job_id = a.rec.id;
-  launch.attempt = a.rec.attempt;
-  launch.labels = a.job.labels;
-  launch.priority = spec.scheduling.priority;
-  // What each replica's machine type asks for, for executors that place
-  // replicas themselves.
-  std::map<std::string, const scheduler::ReplicaRequest*> requests;
-  for (const scheduler::ReplicaRequest& q : a.requests) requests[q.name] = &q;
+  LaunchInputs in;
+  in.rec = &a.rec;
+  in.job = &a.job;
+  in.requests = &a.requests;
+  in.settings = {config_.cancel_grace_seconds, config_.log_max_bytes, config_.log_max_files,
+                 config_.api_url, config_.push_secret};
+  in.rewrite_uris = [this](const std::string& s) { return storage::RewriteGsUris(s, buckets_); };
 
   std::string output_uri = OutputUri(a.job, a.rec.id);
   auto parsed = storage::ParseGsUri(output_uri, "jobSpec.baseOutputDirectory.outputUriPrefix");
   if (!parsed.ok()) return parsed.status();
-  if (parsed->bucket == kDefaultOutputBucket)
-    STOKER_RETURN_IF_ERROR(buckets_.Create(kDefaultOutputBucket));
+  if (parsed->bucket == storage::kOutputsBucket)
+    STOKER_RETURN_IF_ERROR(buckets_.Create(storage::kOutputsBucket));
   // Made as every bucket directory is: shared with the trainers' group.
   STOKER_ASSIGN_OR_RETURN(
       std::filesystem::path output_dir,
       buckets_.MakeDir(output_uri, "jobSpec.baseOutputDirectory.outputUriPrefix"));
-
-  std::vector<std::vector<std::string>> addresses(spec.worker_pool_specs.size());
-  for (const json& r : a.rec.allocation["replicas"]) {
-    int pool = r["pool"].get<int>();
-    addresses[pool].push_back("127.0.0.1:" + std::to_string(r["port"].get<int>()));
-  }
-  auto rewrite = [this](const std::string& s) { return storage::RewriteGsUris(s, buckets_); };
+  in.output_dir = output_dir.string();
 
   // nfsMounts: Vertex mounts each share at /mnt/nfs/<mountPoint>. Here the
   // share is honoured when its path exists on this machine (already mounted
@@ -986,77 +944,30 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
     }
   }
 
-  for (const json& r : a.rec.allocation["replicas"]) {
-    int pool_index = r["pool"].get<int>();
-    const spec::WorkerPoolSpec& pool = spec.worker_pool_specs[pool_index];
-    std::string field = "jobSpec.workerPoolSpecs[" + std::to_string(pool_index) + "]";
+  // Each pool's environment and package files; each replica's metric file.
+  for (size_t p = 0; p < spec.worker_pool_specs.size(); ++p) {
+    const spec::WorkerPoolSpec& pool = spec.worker_pool_specs[p];
+    std::string field = "jobSpec.workerPoolSpecs[" + std::to_string(p) + "]";
+    in.environments.emplace_back();
+    in.packages.emplace_back();
+    if (pool.empty) continue;
     std::string image = pool.python_package_spec ? pool.python_package_spec->executor_image_uri
                                                  : pool.container_spec->image_uri;
-    STOKER_ASSIGN_OR_RETURN(exec::Environment env, environments_.ForImage(image, field));
-    exec::ReplicaLaunch rl;
-    rl.name = r["name"].get<std::string>();
-    std::filesystem::path dir = executor_.ReplicaDir(a.rec.id, a.rec.attempt, rl.name);
-    exec::ReplicaEnvInput in;
-    in.job_id = std::to_string(a.rec.id);
-    in.trial_id = a.rec.trial_id;
-    in.project = a.rec.project;
-    in.location = a.rec.location;
-    in.spec = &spec;
-    in.place = {pool_index, r["index"].get<int>(), r["gpus"].get<std::vector<int>>()};
-    in.addresses = addresses;
-    in.output_dir = output_dir.string();
-    in.metric_file = (dir / "hypertune" / "output.metrics").string();
-    in.base_env = env.base_env;
-    in.python = env.python;
-    in.rewrite_uris = rewrite;
-    STOKER_ASSIGN_OR_RETURN(exec::ReplicaCommand cmd, exec::BuildReplicaCommand(in));
-    rl.argv = std::move(cmd.argv);
-    rl.env = std::move(cmd.env);
-    // A share of one GPU: the trainer is told its share and memory limit.
-    // Nothing below CUDA enforces it: PyTorch trainers apply it with
-    // torch.cuda.set_per_process_memory_fraction(float(STOKER_GPU_FRACTION));
-    // JAX reads XLA_PYTHON_CLIENT_MEM_FRACTION itself (and would otherwise
-    // take 75% of the GPU at start).
-    for (const json& g : r.value("gpu_shares", json::array())) {
-      if (g.value("fraction", 1.0) < 1.0) {
-        rl.env["STOKER_GPU_FRACTION"] = Num(g.value("fraction", 1.0));
-        rl.env["STOKER_GPU_MEMORY_LIMIT_BYTES"] =
-            std::to_string(g.value("memory_bytes", uint64_t{0}));
-        rl.env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = Num(g.value("fraction", 1.0));
-      }
+    STOKER_ASSIGN_OR_RETURN(in.environments.back(), environments_.ForImage(image, field));
+    if (!pool.python_package_spec) continue;
+    for (size_t i = 0; i < pool.python_package_spec->package_uris.size(); ++i) {
+      const std::string& uri = pool.python_package_spec->package_uris[i];
+      std::string pkg_field = field + ".pythonPackageSpec.packageUris[" + std::to_string(i) + "]";
+      STOKER_ASSIGN_OR_RETURN(std::filesystem::path pkg, buckets_.Resolve(uri, pkg_field));
+      STOKER_RETURN_IF_ERROR(VerifyStaged(uri, pkg, pkg_field));
+      in.packages.back().push_back(pkg.string());
     }
-    if (a.rec.study_id != 0 && !config_.api_url.empty()) {
-      // Trainers in any language may POST measurements here instead of
-      // writing the hypertune file.
-      rl.env["STOKER_METRICS_URL"] = config_.api_url + "/v1/projects/" + a.rec.project +
-                                     "/locations/" + a.rec.location + "/studies/" +
-                                     std::to_string(a.rec.study_id) + "/trials/" + a.rec.trial_id +
-                                     ":addTrialMeasurement?key=" +
-                                     auth::TrialPushKey(config_.push_secret,
-                                                        std::to_string(a.rec.study_id),
-                                                        a.rec.trial_id);
-    }
-    if (pool.python_package_spec) {
-      for (size_t i = 0; i < pool.python_package_spec->package_uris.size(); ++i) {
-        const std::string& uri = pool.python_package_spec->package_uris[i];
-        std::string pkg_field = field + ".pythonPackageSpec.packageUris[" + std::to_string(i) + "]";
-        STOKER_ASSIGN_OR_RETURN(std::filesystem::path pkg, buckets_.Resolve(uri, pkg_field));
-        STOKER_RETURN_IF_ERROR(VerifyStaged(uri, pkg, pkg_field));
-        rl.packages.push_back(pkg.string());
-      }
-    }
-    rl.timeout_seconds = spec.scheduling.timeout_seconds;
-    rl.grace_seconds = config_.cancel_grace_seconds;
-    if (auto q = requests.find(rl.name); q != requests.end()) {
-      rl.cpus = q->second->ask.cpus;
-      rl.memory_bytes = q->second->ask.memory_bytes;
-      rl.gpus = static_cast<int>(std::ceil(q->second->ask.gpus));
-    }
-    rl.log_max_bytes = config_.log_max_bytes;
-    rl.log_max_files = config_.log_max_files;
-    launch.replicas.push_back(std::move(rl));
   }
-  return launch;
+  for (const json& r : a.rec.allocation["replicas"]) {
+    std::string name = r["name"].get<std::string>();
+    in.metric_files[name] = executor_.MetricFilePath(a.rec.id, a.rec.attempt, name).string();
+  }
+  return BuildJobLaunch(in);
 }
 
 Status Controller::VerifyStaged(const std::string& uri, const std::filesystem::path& path,

@@ -2,12 +2,11 @@
 //
 // It owns the in-memory view of active jobs and what they hold; the
 // scheduling policy (scheduler/policy.h) decides which queued job starts
-// where, from a snapshot the loop builds when something changed. API handlers tell it about new jobs and cancel requests after
-// they are durable in the store; it also finds them on its own at start
-// (Recover), so a crash between the store commit and the notification loses
-// nothing. Each state change is committed to the store before anything acts
-// on it, and a launch is idempotent, so a crash anywhere is resolved by
-// recovery.
+// where, from a snapshot the loop builds when something changed. API handlers tell it about new
+// jobs and cancel requests after they are durable in the store; it also finds them on its own at
+// start (Recover), so a crash between the store commit and the notification loses nothing. Each
+// state change is committed to the store before anything acts on it, and a launch is idempotent, so
+// a crash anywhere is resolved by recovery.
 #pragma once
 
 #include <condition_variable>
@@ -18,12 +17,16 @@
 #include <thread>
 #include <vector>
 
+#include "admission/admission.h"
+#include "api/control_plane.h"
+#include "common/clock.h"
 #include "exec/environments.h"
 #include "exec/executor.h"
 #include "resources/resources.h"
 #include "scheduler/placement.h"
 #include "scheduler/policy.h"
 #include "server/config.h"
+#include "server/study_driver.h"
 #include "spec/custom_job.h"
 #include "spec/study.h"
 #include "storage/buckets.h"
@@ -32,46 +35,46 @@
 
 namespace stoker::server {
 
-// The bucket that holds outputs of jobs without baseOutputDirectory.
-inline constexpr char kDefaultOutputBucket[] = "stoker-outputs";
+// What the controller works with. Every pointer must outlive it.
+struct ControllerDeps {
+  const Config* config = nullptr;
+  const resources::Node* node = nullptr;  // the local executor's inventory
+  store::Store* store = nullptr;
+  exec::Executor* executor = nullptr;
+  storage::Buckets* buckets = nullptr;
+  const exec::Environments* environments = nullptr;
+  const admission::Admission* admission = nullptr;  // the trials the study driver starts
+  const Clock* clock = &SystemClock();              // every time it reads or stamps
+};
 
-class Controller {
+class Controller final : public api::ControlPlane, private TrialJobs {
  public:
-  // All references must outlive the controller.
-  Controller(const Config& config, const resources::Node& node, store::Store& store,
-             exec::Executor& executor, storage::Buckets& buckets,
-             const exec::Environments& environments);
-  ~Controller();
+  explicit Controller(ControllerDeps deps);
+  ~Controller() override;
 
-  // Loads active jobs from the store (re-adopting running replicas) and
-  // starts the loop thread.
+  // Recover, then start the loop thread (which calls RunOnce whenever told
+  // of something, and every poll_interval_ms).
   Status Start();
   // Stops the loop thread. Running replicas keep running.
   void Stop();
 
-  // Thread-safe notifications from API handlers, after the store commit.
-  void Submitted(const store::JobRecord& job);
-  void CancelRequested(int64_t job_id);
-  void StudySubmitted(int64_t study_id);
-  void StudyCancelRequested(int64_t study_id);
+  // The loop's two steps, for a caller that drives the loop itself (tests)
+  // instead of Start; never while the loop thread runs.
+  // Recover: loads active jobs and studies from the store (re-adopting
+  // running replicas), stops replicas of jobs that ended, rebuilds fair share.
+  Status Recover();
+  // One turn: takes the notifications, polls replicas, judges attempts,
+  // drives studies, schedules, applies retention.
+  void RunOnce();
 
-  // One queued job as the policy sees it, for `stoker queue` (thread-safe copy).
-  struct QueueEntry {
-    int64_t job_id = 0;
-    std::string display_name;
-    std::string user;
-    int priority = 0;
-    int64_t effective_priority = 0;  // with aging
-    int64_t create_time_us = 0;
-    std::string gpus;    // "2x NVIDIA_TESLA_T4", "" for none
-    std::string reason;  // why it waits
-    int64_t estimated_start_us = 0;  // 0 = unknown
-  };
-  // The queue in the order the policy takes it, as of the last decision.
-  std::vector<QueueEntry> Queue() const;
-  // Nodes, their GPUs and what holds each ({"nodes": [...]}) as of the last
-  // decision; see api's nodes route for the shape.
-  nlohmann::json Nodes() const;
+  // api::ControlPlane: thread-safe notifications from API handlers after
+  // the store commit, and the views of the last decision.
+  void Submitted(const store::JobRecord& job) override;
+  void CancelRequested(int64_t job_id) override;
+  void StudySubmitted(int64_t study_id) override;
+  void StudyCancelRequested(int64_t study_id) override;
+  std::vector<QueueEntry> Queue() const override;
+  nlohmann::json Nodes() const override;
 
  private:
   struct Active {
@@ -82,9 +85,9 @@ class Controller {
     std::vector<scheduler::PlacedReplica> placed;     // what the current attempt holds
     int64_t last_cancel_us = 0;
     int64_t placed_us = 0;
-    int64_t wait_event_us = 0;                    // last "waiting: ..." event
-    std::string wait_event_kind;                  // its scheduler::WaitKind
-    int wait_jobs_ahead = -1;  // rec.wait_reason is "N jobs ahead" with this N; -1 = not
+    int64_t wait_event_us = 0;    // last "waiting: ..." event
+    std::string wait_event_kind;  // its scheduler::WaitKind
+    int wait_jobs_ahead = -1;     // rec.wait_reason is "N jobs ahead" with this N; -1 = not
     std::map<std::string, int64_t> hung_since_us;  // replicas reported hung, by name
     int64_t hang_check_us = 0;
   };
@@ -96,25 +99,9 @@ class Controller {
     std::set<int> ports;  // CLUSTER_SPEC ports it was given: not handed out again
   };
 
-  // A hyperparameter tuning job being driven (studies.cc).
-  struct Study {
-    store::StudyRecord rec;
-    spec::HyperparameterTuningJob job;
-    tune::Space space;
-    std::unique_ptr<tune::Sampler> sampler;
-    std::vector<store::TrialRecord> trials;
-    std::map<int64_t, int64_t> metrics_mtime;  // trial id -> metrics file mtime seen
-    bool grid_exhausted = false;
-  };
-
-  void AdoptStudy(store::StudyRecord rec);
-  void TickStudies();
-  void TickStudy(Study& s);
-  void UpdateTrial(Study& s, store::TrialRecord& t);
-  void SuggestTrials(Study& s);
-  void StopTrialJob(int64_t job_id, const std::string& reason);
-  bool MoveStudy(Study& s, spec::JobState to, store::TransitionUpdate update = {});
-  void FinishStudy(Study& s, spec::JobState to, int error_code, const std::string& message);
+  // TrialJobs: the study driver stored a trial job, or a cancel of one.
+  void TrialJobStored(const store::JobRecord& job) override { Adopt(job); }
+  void TrialJobCancelRequested(int64_t job_id) override;
 
   void Loop();
   void Tick();
@@ -162,6 +149,7 @@ class Controller {
   exec::Executor& executor_;
   storage::Buckets& buckets_;
   const exec::Environments& environments_;
+  const Clock& clock_;
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -177,7 +165,6 @@ class Controller {
   // "inode:size:mtime" when checked (a changed file is checked again).
   mutable std::map<std::string, std::string> verified_packages_;
   std::map<std::pair<int64_t, int>, Draining> draining_;  // by (job, attempt)
-  std::map<int64_t, Study> studies_;
   std::map<std::string, double> usage_;  // decayed GPU-seconds per user (fair share)
   int64_t usage_us_ = 0;                 // when usage_ was last brought up to date
   bool schedule_dirty_ = true;           // something changed since the last decision
@@ -188,7 +175,9 @@ class Controller {
   std::vector<QueueEntry> queue_view_;
   nlohmann::json nodes_view_ = nlohmann::json::object();
   std::thread thread_;
-  RetentionState retention_;  // finished replica dirs (retention.h); loop thread only
+  RetentionState retention_;
+  StudyDriver studies_;  // the tuning jobs; loop thread only  // finished replica dirs
+                         // (retention.h); loop thread only
 };
 
 }  // namespace stoker::server

@@ -22,8 +22,7 @@
 #include "common/files.h"
 #include "exec/command.h"
 #include "exec/environments.h"
-#include "exec/local_executor.h"
-#include "exec/slurm_executor.h"
+#include "exec/executor_registry.h"
 #include "http/http.h"
 #include "resources/nvml.h"
 #include "server/config.h"
@@ -143,25 +142,26 @@ std::optional<uint32_t> BucketWriterGroup(const std::string& name) {
 }
 
 // job_isolation (docs/security.md): each trainer's view of the file system
-// hides the data dir (token, stoker.db, other jobs' directories), the Slurm
-// shared dir and the TLS key, and keeps the buckets, the interpreter links
-// and Stoker's Python helpers; the executor adds the job's own directory.
+// hides the data dir (token, stoker.db, other jobs' directories) and the TLS
+// key, and keeps the buckets, the interpreter links and Stoker's Python
+// helpers; the executor adds the job's own directory (and the Slurm one its
+// shared dir to what is hidden).
 // Mode "off": an empty plan.
-exec::IsolationPlan IsolationPlanFor(const server::Config& config, const fs::path& data,
-                                     const fs::path& shared_dir) {
+exec::IsolationPlan IsolationPlanFor(const server::Config& config, const fs::path& data) {
   exec::IsolationPlan plan;
-  plan.mode = config.job_isolation;
-  if (plan.mode == "off") {
+  // The config loader accepts only the three names.
+  auto mode = replica::ParseIsolationMode(config.job_isolation);
+  plan.mode = mode.ok() ? *mode : exec::IsolationMode::kOff;
+  if (plan.mode == exec::IsolationMode::kOff) {
     spdlog::info("job_isolation: off: trainers can read whatever their account can in {}",
                  data.string());
     return plan;
   }
-  plan.hide = {data.string()};
-  if (!shared_dir.empty() && shared_dir != data) plan.hide.push_back(shared_dir.string());
+  plan.hide = {data};
   if (!config.tls_key_file.empty()) plan.hide.push_back(fs::absolute(config.tls_key_file));
-  plan.keep = {(data / "buckets").string()};
-  for (const auto& [name, dir] : config.buckets) plan.keep.push_back(fs::absolute(dir).string());
-  plan.keep_read_only = {(data / "envs").string(), config.python_helpers.string()};
+  plan.keep = {data / "buckets"};
+  for (const auto& [name, dir] : config.buckets) plan.keep.push_back(fs::absolute(dir));
+  plan.keep_read_only = {data / "envs", config.python_helpers};
   for (const server::ImageRule& r : config.images) {
     fs::path python = fs::absolute(r.python).lexically_normal();
     auto rel = python.lexically_relative(data);
@@ -172,32 +172,6 @@ exec::IsolationPlan IsolationPlanFor(const server::Config& config, const fs::pat
     }
   }
   return plan;
-}
-
-// Gives the local executor its isolation plan and probes it once, so that
-// the log says what trainers get.
-void ConfigureIsolation(exec::LocalExecutor& local, const server::Config& config,
-                        const fs::path& data) {
-  exec::IsolationPlan plan = IsolationPlanFor(config, data, {});
-  if (plan.mode == "off") return;
-  local.SetIsolation(plan);
-  Status probe = local.ProbeIsolation();
-  if (probe.ok()) {
-    spdlog::info(
-        "job_isolation: {}: each trainer sees, of {}, only its own job's directory, the buckets "
-        "and the interpreter links",
-        plan.mode, data.string());
-  } else if (plan.mode == "auto") {
-    spdlog::warn(
-        "job_isolation: auto, but stoker-run cannot isolate trainers on this machine, so they "
-        "run without it and can read what their account can in {}: {}",
-        data.string(), probe.message());
-  } else {
-    spdlog::error(
-        "job_isolation: required, but stoker-run cannot isolate trainers on this machine, so "
-        "every replica will fail to start: {}",
-        probe.message());
-  }
 }
 
 }  // namespace
@@ -301,7 +275,6 @@ int main(int argc, char** argv) {
     spdlog::info("made {} bucket directories and objects writable by group '{}'", *shared,
                  config->bucket_group);
   }
-  std::unique_ptr<exec::Executor> executor;
   // One rule for both executors: which account runs a job's trainers.
   auth::TrainerPolicy policy{::geteuid() == 0, config->default_unix_user,
                              config->allow_root_trainers, bucket_gid};
@@ -322,52 +295,39 @@ int main(int argc, char** argv) {
   auto trainer_accounts = [&store, &users, policy](int64_t job_id) {
     return TrainerAccountFor(**store, **users, policy, job_id);
   };
-  if (config->executor == "slurm") {
-    auto instance = exec::LoadOrCreateSlurmInstance(data);
-    if (!instance.ok()) return Fail(instance.status().message());
-    exec::SlurmOptions so;
-    so.shared_dir = config->slurm.shared_dir.empty() ? data : config->slurm.shared_dir;
-    so.data_dir = data;
-    so.runner = fs::absolute(config->runner);
-    so.partition = config->slurm.partition;
-    so.account = config->slurm.account;
-    so.qos = config->slurm.qos;
-    so.sbatch_extra_args = config->slurm.sbatch_extra_args;
-    so.grace_seconds = config->slurm.grace_seconds;
-    so.instance = *instance;
-    spdlog::info("executor: slurm (jobs under {}, stoker-run {}, instance {})",
-                 (so.shared_dir / "jobs").string(), so.runner.string(), so.instance);
-    fs::path shared_dir = so.shared_dir;
-    auto slurm = std::make_unique<exec::SlurmExecutor>(std::move(so));
-    slurm->SetTrainerAccounts(trainer_accounts);
-    exec::IsolationPlan plan = IsolationPlanFor(*config, data, fs::absolute(shared_dir));
-    if (plan.mode != "off") {
-      spdlog::info("job_isolation: {}: stoker-run applies it on the node of each task{}",
-                   plan.mode,
-                   plan.mode == "auto" ? " where that node allows it (else it says so in the "
-                                         "replica's runner.log)"
-                                       : "; a node that cannot fails the replica");
-    }
-    slurm->SetIsolation(std::move(plan));
-    executor = std::move(slurm);
-  } else {
-    auto local = std::make_unique<exec::LocalExecutor>(data, config->runner);
-    local->SetTrainerAccounts(trainer_accounts);
-    ConfigureIsolation(*local, *config, data);
-    executor = std::move(local);
-  }
-  server::Controller controller(*config, node, **store, *executor, buckets, environments);
+  // The executor the config names, built with everything it needs.
+  exec::ExecutorConfig executor_config;
+  executor_config.kind = config->executor;
+  executor_config.data_dir = data;
+  executor_config.runner = fs::absolute(config->runner);
+  executor_config.trainer_accounts = trainer_accounts;
+  executor_config.isolation = IsolationPlanFor(*config, data);
+  executor_config.slurm.shared_dir = config->slurm.shared_dir;
+  executor_config.slurm.partition = config->slurm.partition;
+  executor_config.slurm.account = config->slurm.account;
+  executor_config.slurm.qos = config->slurm.qos;
+  executor_config.slurm.sbatch_extra_args = config->slurm.sbatch_extra_args;
+  executor_config.slurm.grace_seconds = config->slurm.grace_seconds;
+  auto made = exec::ExecutorRegistry::WithBuiltins().Create(executor_config);
+  if (!made.ok()) return Fail(made.status().message());
+  std::unique_ptr<exec::Executor> executor = std::move(*made);
+  admission::Admission admission({.buckets = &buckets,
+                                  .environments = &environments,
+                                  .node = &node,
+                                  .policy = {config->cpu_oversubscription,
+                                             config->accelerator_substitution},
+                                  .machine_types = config->machine_types,
+                                  .executor_places_replicas = executor->PlacesReplicas()});
+  server::Controller controller({.config = &*config,
+                                 .node = &node,
+                                 .store = store->get(),
+                                 .executor = executor.get(),
+                                 .buckets = &buckets,
+                                 .environments = &environments,
+                                 .admission = &admission});
 
-  api::ApiDeps deps{store->get(),
-                    &buckets,
-                    &environments,
-                    executor.get(),
-                    &controller,
-                    &node,
-                    {config->cpu_oversubscription, config->accelerator_substitution},
-                    config->machine_types,
-                    users->get(),
-                    config->push_secret};
+  api::ApiDeps deps{store->get(), &buckets,    &admission, executor.get(),
+                    &controller,  users->get(), config->push_secret};
   http::Server http_server(api::MakeHandler(deps), http::ServerOptions{});
   std::string host = config->listen.substr(0, config->listen.rfind(':'));
   int port = std::atoi(config->listen.substr(config->listen.rfind(':') + 1).c_str());

@@ -18,6 +18,14 @@ enum class JobState {
   kCancelled = 7,
 };
 
+// google.rpc.Code values a job's or study's `error.code` carries (the one
+// place they are defined).
+inline constexpr int kRpcCancelled = 1;
+inline constexpr int kRpcUnknown = 2;
+inline constexpr int kRpcDeadlineExceeded = 4;
+inline constexpr int kRpcFailedPrecondition = 9;
+inline constexpr int kRpcInternal = 13;
+
 inline std::string_view JobStateName(JobState s) {
   switch (s) {
     case JobState::kUnspecified:

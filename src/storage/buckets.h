@@ -22,6 +22,10 @@
 namespace stoker::storage {
 
 inline constexpr char kStagingBucket[] = "stoker-staging";
+// The bucket that holds the outputs of jobs without baseOutputDirectory
+// (gs://stoker-outputs/<job id>/, trials .../hptuning-<study>/<trial>/);
+// made by the daemon when a job first needs it.
+inline constexpr char kOutputsBucket[] = "stoker-outputs";
 
 struct GsUri {
   std::string bucket;

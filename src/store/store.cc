@@ -348,7 +348,8 @@ Status LockDownStoreFiles(const std::filesystem::path& path) {
 
 }  // namespace
 
-Result<std::unique_ptr<Store>> Store::Open(const std::filesystem::path& data_dir) {
+Result<std::unique_ptr<Store>> Store::Open(const std::filesystem::path& data_dir,
+                                           const Clock& clock) {
   STOKER_RETURN_IF_ERROR(MakeDirs(data_dir));
   std::filesystem::path path = data_dir / "stoker.db";
   STOKER_RETURN_IF_ERROR(LockDownStoreFiles(path));
@@ -362,7 +363,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::filesystem::path& data_dir
     return s;
   }
   sqlite3_busy_timeout(db, 5000);
-  std::unique_ptr<Store> store(new Store(db));
+  std::unique_ptr<Store> store(new Store(db, clock));
   // Integrity first: refuse to run on a damaged store rather than make it worse.
   {
     Stmt check(db, "PRAGMA quick_check");
@@ -412,7 +413,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::filesystem::path& data_dir
   return store;
 }
 
-Store::Store(sqlite3* db) : db_(db) {}
+Store::Store(sqlite3* db, const Clock& clock) : db_(db), clock_(clock) {}
 Store::~Store() { sqlite3_close(db_); }
 
 Status Store::Exec(const char* sql) {
@@ -503,7 +504,7 @@ Result<JobRecord> Store::CreateJob(const NewJob& job) {
     batch_lock.unlock();
     {
       std::lock_guard lock(mu_);
-      int64_t now = NowMicros();
+      int64_t now = clock_.NowMicros();
       Txn txn(db_);
       std::vector<Result<JobRecord>> results;
       if (!txn.begun()) {
@@ -587,7 +588,7 @@ Status Store::RequestCancel(int64_t id) {
                               std::string(spec::JobStateName(state)) + "; nothing to cancel");
   }
   if (get.Int(1) != 0) return OkStatus();  // asked before: cancelling is idempotent
-  int64_t now = NowMicros();
+  int64_t now = clock_.NowMicros();
   Stmt s(db_, "UPDATE jobs SET cancel_requested = 1, update_time = ? WHERE id = ?");
   s.Bind(1, now);
   s.Bind(2, id);
@@ -601,7 +602,7 @@ Status Store::Transition(int64_t id, JobState from, JobState to, const std::stri
   std::lock_guard lock(mu_);
   Txn txn(db_);
   if (!txn.begun()) return SqliteError(db_, "begin");
-  int64_t now = NowMicros();
+  int64_t now = clock_.NowMicros();
   std::string sql = "UPDATE jobs SET state = ?, update_time = ?, wait_reason = ''";
   if (update.start_time_us) sql += ", start_time = ?";
   if (update.end_time_us) sql += ", end_time = ?";
@@ -643,7 +644,7 @@ Status Store::AddEvent(int64_t id, const std::string& reason) {
   get.Bind(1, id);
   if (get.Step() != SQLITE_ROW) return NotFound("job " + std::to_string(id) + " does not exist");
   auto state = static_cast<JobState>(get.Int(0));
-  return InsertEvent(id, state, state, reason, NowMicros());
+  return InsertEvent(id, state, state, reason, clock_.NowMicros());
 }
 
 Status Store::RecordWaits(const std::vector<WaitNote>& notes) {
@@ -651,7 +652,7 @@ Status Store::RecordWaits(const std::vector<WaitNote>& notes) {
   std::lock_guard lock(mu_);
   Txn txn(db_);
   if (!txn.begun()) return SqliteError(db_, "begin");
-  int64_t now = NowMicros();
+  int64_t now = clock_.NowMicros();
   Stmt set(db_, "UPDATE jobs SET wait_reason = ? WHERE id = ? AND wait_reason != ?");
   Stmt state(db_, "SELECT state FROM jobs WHERE id = ?");
   for (const WaitNote& n : notes) {
@@ -763,7 +764,7 @@ Result<StudyRecord> Store::CreateStudy(const std::string& project, const std::st
                                        const std::string& display_name,
                                        const nlohmann::json& spec, const std::string& user) {
   std::lock_guard lock(mu_);
-  int64_t now = NowMicros();
+  int64_t now = clock_.NowMicros();
   Stmt s(db_,
          "INSERT INTO studies(project, location, display_name, state, spec, create_time, "
          "update_time, user) VALUES(?,?,?,?,?,?,?,?)");
@@ -827,7 +828,7 @@ Status Store::RequestStudyCancel(int64_t id) {
                               "; nothing to cancel");
   }
   Stmt s(db_, "UPDATE studies SET cancel_requested = 1, update_time = ? WHERE id = ?");
-  s.Bind(1, NowMicros());
+  s.Bind(1, clock_.NowMicros());
   s.Bind(2, id);
   if (s.Step() != SQLITE_DONE) return SqliteError(db_, "request study cancel");
   return OkStatus();
@@ -845,7 +846,7 @@ Status Store::TransitionStudy(int64_t id, JobState from, JobState to,
   Stmt s(db_, sql.c_str());
   int i = 1;
   s.Bind(i++, static_cast<int64_t>(to));
-  s.Bind(i++, NowMicros());
+  s.Bind(i++, clock_.NowMicros());
   if (update.start_time_us) s.Bind(i++, *update.start_time_us);
   if (update.end_time_us) s.Bind(i++, *update.end_time_us);
   if (update.error_code) s.Bind(i++, static_cast<int64_t>(*update.error_code));
@@ -864,7 +865,7 @@ Result<JobRecord> Store::CreateTrial(const TrialRecord& trial, const NewJob& job
   std::lock_guard lock(mu_);
   Txn txn(db_);
   if (!txn.begun()) return SqliteError(db_, "begin");
-  int64_t now = NowMicros();
+  int64_t now = clock_.NowMicros();
   STOKER_ASSIGN_OR_RETURN(JobRecord rec, InsertJob(job, now));
   Stmt s(db_,
          "INSERT INTO trials(study_id, trial_id, job_id, state, parameters, measurements) "

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "spec/job_state.h"
 
@@ -135,7 +136,10 @@ class Store {
   // Opens (creating if needed) `<data_dir>/stoker.db`, checks its integrity
   // and migrates the schema. FailedPrecondition with recovery advice when the
   // file is damaged; Unavailable when another process holds it locked.
-  static Result<std::unique_ptr<Store>> Open(const std::filesystem::path& data_dir);
+  // Times it stamps (create, update, start, end, events) come from `clock`,
+  // which must outlive the store.
+  static Result<std::unique_ptr<Store>> Open(const std::filesystem::path& data_dir,
+                                             const Clock& clock = SystemClock());
   ~Store();
 
   // Inserts a QUEUED job with its first event. Returns it with its new id.
@@ -208,7 +212,7 @@ class Store {
   Result<std::string> Backup();
 
  private:
-  explicit Store(sqlite3* db);
+  Store(sqlite3* db, const Clock& clock);
   Status Exec(const char* sql);
   // Inserts a job and its first events; the caller holds mu_ and a transaction.
   Result<JobRecord> InsertJob(const NewJob& job, int64_t now);
@@ -217,6 +221,7 @@ class Store {
 
   std::mutex mu_;
   sqlite3* db_;
+  const Clock& clock_;
 
   // Group commit of CreateJob: callers queue; one of them (the leader)
   // commits everything queued so far while the others wait.

@@ -1,10 +1,10 @@
-#include "server/study_logic.h"
+#include "study/study_logic.h"
 
 #include <gtest/gtest.h>
 
 #include "common/json_yaml.h"
 
-namespace stoker::server {
+namespace stoker::study {
 namespace {
 
 using nlohmann::json;
@@ -94,4 +94,4 @@ TEST(StudyLogicTest, FinalMeasurementIsTheLastOrTheBestByGoal) {
 }
 
 }  // namespace
-}  // namespace stoker::server
+}  // namespace stoker::study

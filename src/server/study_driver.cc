@@ -1,22 +1,12 @@
-// The tuning-study driver: the part of the control loop that runs
-// HyperparameterTuningJobs. Each study asks its sampler for trials, runs each
-// trial as a child custom job (trialJobSpec plus `--<parameter>=<value>`
-// arguments, its own output directory <base>/<trial id>/ and
-// CLOUD_ML_TRIAL_ID), follows the hypertune metrics file each trial writes,
-// stops trials early when the study's stopping rule says so, and ends the
-// study when its trial budget is spent, too many trials failed, or the user
-// cancelled it. All state is in the store (studies, trials, jobs), so a
-// restarted daemon continues the same study; suggestions are deterministic
-// given the study id and the trials so far.
+#include "server/study_driver.h"
+
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include "common/files.h"
 #include "common/time.h"
-#include "server/controller.h"
-#include "server/study_logic.h"
+#include "study/study_logic.h"
 #include "tune/early_stopping.h"
-#include "tune/gp_bo.h"
 
 namespace stoker::server {
 namespace {
@@ -24,31 +14,25 @@ namespace {
 using nlohmann::json;
 using spec::JobState;
 using store::TrialState;
+using study::AssignmentFromJson;
+using study::FinalMeasurement;
+using study::MetricValue;
+using study::ParametersJson;
+using study::ParseMetricsFile;
+using study::ToTuneAlgorithm;
+using study::ToTuneSpace;
+using study::TrialArgs;
 
 // A trial's metrics file is read whole at each change: bounded, so that a
 // trainer cannot fill the daemon's memory (about 700,000 reports).
 constexpr size_t kMaxMetricsFileBytes = 64 << 20;
 
-constexpr int kRpcCancelled = 1;
-constexpr int kRpcUnknown = 2;
+using spec::kRpcCancelled;
+using spec::kRpcUnknown;
 
 bool TrialRunning(const store::TrialRecord& t) {
   return t.state == TrialState::kActive || t.state == TrialState::kStopping ||
          t.state == TrialState::kRequested;
-}
-
-std::unique_ptr<tune::Sampler> MakeSampler(const spec::HyperparameterTuningJob& job, int64_t id) {
-  switch (job.study_spec.algorithm) {
-    case spec::Algorithm::kGridSearch:
-      return std::make_unique<tune::GridSampler>();
-    case spec::Algorithm::kRandomSearch:
-      return std::make_unique<tune::RandomSampler>();
-    case spec::Algorithm::kUnspecified:
-      break;
-  }
-  tune::GpBoOptions options;
-  options.seed = static_cast<uint64_t>(id);
-  return std::make_unique<tune::GpBoSampler>(options);
 }
 
 // The x coordinate of a measurement for early stopping.
@@ -72,26 +56,51 @@ std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); 
 
 }  // namespace
 
-void Controller::AdoptStudy(store::StudyRecord rec) {
+StudyDriver::StudyDriver(StudyDriverDeps deps)
+    : store_(*deps.store),
+      executor_(*deps.executor),
+      admission_(*deps.admission),
+      clock_(*deps.clock),
+      jobs_(*deps.jobs) {}
+
+Status StudyDriver::Recover() {
+  STOKER_ASSIGN_OR_RETURN(std::vector<store::StudyRecord> studies, store_.ActiveStudies());
+  for (store::StudyRecord& rec : studies) AdoptStudy(std::move(rec));
+  return OkStatus();
+}
+
+void StudyDriver::Adopt(int64_t study_id) {
+  if (studies_.count(study_id)) return;
+  auto rec = store_.GetStudy(study_id);
+  if (rec.ok()) AdoptStudy(std::move(rec).value());
+}
+
+void StudyDriver::CancelRequested(int64_t study_id) {
+  auto it = studies_.find(study_id);
+  if (it != studies_.end()) it->second.rec.cancel_requested = true;
+}
+
+void StudyDriver::AdoptStudy(store::StudyRecord rec) {
   int64_t id = rec.id;
   Study s;
   auto job = spec::ParseHyperparameterTuningJob(rec.spec);
   s.rec = std::move(rec);
   if (!job.ok()) {
     studies_[id] = std::move(s);
-    FinishStudy(studies_[id], JobState::kFailed, 13,
+    FinishStudy(studies_[id], JobState::kFailed, spec::kRpcInternal,
                 "the stored study spec cannot be read: " + job.status().message());
     return;
   }
   s.job = std::move(job).value();
   s.space = ToTuneSpace(s.job.study_spec);
-  s.sampler = MakeSampler(s.job, id);
+  s.sampler =
+      tune::MakeSampler(ToTuneAlgorithm(s.job.study_spec.algorithm), static_cast<uint64_t>(id));
   auto trials = store_.Trials(id);
   if (trials.ok()) s.trials = std::move(trials).value();
   studies_[id] = std::move(s);
 }
 
-bool Controller::MoveStudy(Study& s, JobState to, store::TransitionUpdate update) {
+bool StudyDriver::MoveStudy(Study& s, JobState to, store::TransitionUpdate update) {
   Status st = store_.TransitionStudy(s.rec.id, s.rec.state, to, update);
   if (!st.ok()) {
     spdlog::error("study {}: cannot record {} -> {}: {}", s.rec.id, spec::JobStateName(s.rec.state),
@@ -102,9 +111,9 @@ bool Controller::MoveStudy(Study& s, JobState to, store::TransitionUpdate update
   return true;
 }
 
-void Controller::FinishStudy(Study& s, JobState to, int error_code, const std::string& message) {
+void StudyDriver::FinishStudy(Study& s, JobState to, int error_code, const std::string& message) {
   store::TransitionUpdate u;
-  u.end_time_us = NowMicros();
+  u.end_time_us = clock_.NowMicros();
   if (error_code) {
     u.error_code = error_code;
     u.error_message = message;
@@ -115,14 +124,13 @@ void Controller::FinishStudy(Study& s, JobState to, int error_code, const std::s
   }
 }
 
-void Controller::StopTrialJob(int64_t job_id, const std::string& reason) {
+void StudyDriver::StopTrialJob(int64_t job_id, const std::string& reason) {
   Status st = store_.RequestCancel(job_id);
   if (st.ok()) (void)store_.AddEvent(job_id, reason);
-  auto it = active_.find(job_id);
-  if (it != active_.end()) it->second.rec.cancel_requested = true;
+  if (st.ok()) jobs_.TrialJobCancelRequested(job_id);
 }
 
-void Controller::TickStudies() {
+void StudyDriver::Tick() {
   for (auto it = studies_.begin(); it != studies_.end();) {
     TickStudy(it->second);
     if (spec::IsTerminal(it->second.rec.state)) {
@@ -133,7 +141,7 @@ void Controller::TickStudies() {
   }
 }
 
-void Controller::UpdateTrial(Study& s, store::TrialRecord& t) {
+void StudyDriver::UpdateTrial(Study& s, store::TrialRecord& t) {
   auto job = store_.GetJob(t.job_id);
   if (!job.ok()) return;
   const spec::StudySpec& study = s.job.study_spec;
@@ -146,31 +154,17 @@ void Controller::UpdateTrial(Study& s, store::TrialRecord& t) {
   }
   // Follow the metrics file the primary replica writes (hypertune protocol)
   // and the measurements pushed through the API (pushed.metrics, same format).
-  std::filesystem::path dir = executor_.ReplicaDir(job->id, job->attempt, "workerpool0-0");
-  // The trainer's file (in its hypertune/) and the daemon's own.
-  const char* files[] = {"hypertune/output.metrics", "pushed.metrics"};
-  int64_t stamp = 0;
-  for (const char* name : files) {
-    struct stat sb;
-    if (::lstat((dir / name).c_str(), &sb) == 0) {
-      stamp += sb.st_mtim.tv_sec * 1'000'000'000LL + sb.st_mtim.tv_nsec + sb.st_size;
-    }
-  }
+  // The executor reads both bounded, without following a trainer's link.
+  exec::TrialMetrics metrics = executor_.ReadTrialMetrics(
+      job->id, job->attempt, "workerpool0-0", kMaxMetricsFileBytes, s.metrics_mtime[t.trial_id]);
+  int64_t stamp = metrics.stamp;
   bool changed = false;
   if (stamp != 0 && s.metrics_mtime[t.trial_id] != stamp) {
-    std::string text;
-    for (const char* name : files) {
-      // The trainer owns hypertune/: no link or FIFO of its may redirect or
-      // block us, and no file of its may fill our memory.
-      auto part = ReadFileNoFollow(dir, name, kMaxMetricsFileBytes);
-      if (part.ok()) {
-        text += *part + "\n";
-      } else if (part.status().code() == Code::kResourceExhausted) {
-        spdlog::warn("job {}: {} is over {} MiB; its measurements are no longer read", job->id,
-                     name, kMaxMetricsFileBytes >> 20);
-      }
+    for (const std::string& name : metrics.too_large) {
+      spdlog::warn("job {}: {} is over {} MiB; its measurements are no longer read", job->id, name,
+                   kMaxMetricsFileBytes >> 20);
     }
-    json m = ParseMetricsFile(text, job->start_time_us);
+    json m = ParseMetricsFile(metrics.text, job->start_time_us);
     if (m != t.measurements) {
       t.measurements = std::move(m);
       changed = dirty = true;
@@ -226,7 +220,7 @@ void Controller::UpdateTrial(Study& s, store::TrialRecord& t) {
       t.state = TrialState::kInfeasible;
       t.infeasible_reason = "trial job " + std::to_string(job->id) + " was cancelled";
     }
-    t.end_time_us = job->end_time_us ? job->end_time_us : NowMicros();
+    t.end_time_us = job->end_time_us ? job->end_time_us : clock_.NowMicros();
     dirty = true;
   }
   if (dirty) {
@@ -235,10 +229,10 @@ void Controller::UpdateTrial(Study& s, store::TrialRecord& t) {
   }
 }
 
-void Controller::TickStudy(Study& s) {
+void StudyDriver::TickStudy(Study& s) {
   if (spec::IsTerminal(s.rec.state)) return;
   if (s.rec.state == JobState::kQueued) {
-    if (!MoveStudy(s, JobState::kRunning, {.start_time_us = NowMicros()})) return;
+    if (!MoveStudy(s, JobState::kRunning, {.start_time_us = clock_.NowMicros()})) return;
   }
   for (store::TrialRecord& t : s.trials) {
     if (TrialRunning(t)) UpdateTrial(s, t);
@@ -260,6 +254,14 @@ void Controller::TickStudy(Study& s) {
       if (TrialRunning(t)) StopTrialJob(t.job_id, "the tuning job was cancelled");
     }
     if (running == 0) FinishStudy(s, JobState::kCancelled, kRpcCancelled, "CANCELED");
+    return;
+  }
+  if (!s.cannot_start.empty()) {
+    for (const store::TrialRecord& t : s.trials) {
+      if (TrialRunning(t)) StopTrialJob(t.job_id, "the tuning job failed: " + s.cannot_start);
+    }
+    if (running == 0)
+      FinishStudy(s, JobState::kFailed, spec::kRpcFailedPrecondition, s.cannot_start);
     return;
   }
   int max_failed = s.job.max_failed_trial_count;
@@ -292,7 +294,7 @@ void Controller::TickStudy(Study& s) {
   if (slots > 0) SuggestTrials(s);
 }
 
-void Controller::SuggestTrials(Study& s) {
+void StudyDriver::SuggestTrials(Study& s) {
   const spec::StudySpec& study = s.job.study_spec;
   const spec::MetricSpec& metric = study.metrics.front();
   bool maximize = metric.goal == spec::Goal::kMaximize;
@@ -345,17 +347,26 @@ void Controller::SuggestTrials(Study& s) {
     }
     std::string base = cj.job_spec.base_output_directory;
     if (base.empty()) {
-      base = std::string("gs://") + kDefaultOutputBucket + "/hptuning-" + std::to_string(s.rec.id) +
-             "/";
+      base = std::string("gs://") + storage::kOutputsBucket + "/hptuning-" +
+             std::to_string(s.rec.id) + "/";
     }
     if (base.back() != '/') base += '/';
     cj.job_spec.base_output_directory = base + tid + "/";
 
+    // Admitted as a job would be: what was true when the study was
+    // admitted (a bucket, a machine type, an image rule) may not be now.
+    auto admitted = admission_.AdmitTrial(cj);
+    if (!admitted.ok()) {
+      s.cannot_start = "trial " + tid + " cannot start: " + admitted.status().message();
+      spdlog::error("study {}: {}", s.rec.id, s.cannot_start);
+      return;
+    }
     store::NewJob nj;
     nj.project = s.rec.project;
     nj.location = s.rec.location;
     nj.display_name = cj.display_name;
-    nj.spec = spec::ToJson(cj);
+    nj.spec = std::move(admitted->spec);
+    nj.warnings = std::move(admitted->warnings);
     nj.study_id = s.rec.id;
     nj.trial_id = tid;
     nj.user = s.rec.user;
@@ -366,7 +377,7 @@ void Controller::SuggestTrials(Study& s) {
     }
     t.job_id = rec->id;
     s.trials.push_back(t);
-    Adopt(std::move(rec).value());
+    jobs_.TrialJobStored(*rec);
   }
 }
 

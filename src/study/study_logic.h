@@ -10,12 +10,17 @@
 #include <vector>
 
 #include "spec/study.h"
+#include "tune/sampler.h"
 #include "tune/space.h"
 
-namespace stoker::server {
+namespace stoker::study {
 
 // The tuner's Space for a study's parameters (conditionals included).
 tune::Space ToTuneSpace(const spec::StudySpec& study);
+
+// The tuner's algorithm for a study's (tune::MakeSampler builds the sampler;
+// ALGORITHM_UNSPECIFIED is Bayesian optimisation, as on Vertex).
+tune::Algorithm ToTuneAlgorithm(spec::Algorithm algorithm);
 
 // Trial.parameters JSON: [{"parameterId": id, "value": number|string}] in the
 // study's parameter order, active parameters only.
@@ -43,4 +48,4 @@ std::optional<double> MetricValue(const nlohmann::json& measurement, const std::
 nlohmann::json FinalMeasurement(const nlohmann::json& measurements, const spec::MetricSpec& metric,
                                 spec::MeasurementSelection selection);
 
-}  // namespace stoker::server
+}  // namespace stoker::study

@@ -1,11 +1,11 @@
-#include "server/study_logic.h"
+#include "study/study_logic.h"
 
 #include <cmath>
 #include <map>
 
 #include "common/time.h"
 
-namespace stoker::server {
+namespace stoker::study {
 namespace {
 
 using nlohmann::json;
@@ -70,6 +70,18 @@ spec::ParameterValue ToSpecValue(const spec::ParameterSpec& p, const tune::Value
 }
 
 }  // namespace
+
+tune::Algorithm ToTuneAlgorithm(spec::Algorithm algorithm) {
+  switch (algorithm) {
+    case spec::Algorithm::kGridSearch:
+      return tune::Algorithm::kGrid;
+    case spec::Algorithm::kRandomSearch:
+      return tune::Algorithm::kRandom;
+    case spec::Algorithm::kUnspecified:
+      break;
+  }
+  return tune::Algorithm::kDefault;
+}
 
 tune::Space ToTuneSpace(const spec::StudySpec& study) {
   tune::Space space;
@@ -188,4 +200,4 @@ json FinalMeasurement(const json& measurements, const spec::MetricSpec& metric,
   return best;
 }
 
-}  // namespace stoker::server
+}  // namespace stoker::study

@@ -1,0 +1,198 @@
+// Route tests: the real handler, store, buckets and admission on a temp
+// directory, with a fake control plane in place of the control loop. They
+// check what a client sees (status, body) and what a route leaves behind
+// (rows in the store, notifications to the control plane).
+#include "api/api.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <mutex>
+
+#include "api/control_plane.h"
+
+namespace stoker::api {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Records what the API told it; serves a queue the test sets.
+class FakeControlPlane final : public ControlPlane {
+ public:
+  void Submitted(const store::JobRecord& job) override { submitted.push_back(job.id); }
+  void CancelRequested(int64_t job_id) override { cancelled.push_back(job_id); }
+  void StudySubmitted(int64_t study_id) override { studies.push_back(study_id); }
+  void StudyCancelRequested(int64_t study_id) override { studies_cancelled.push_back(study_id); }
+  std::vector<QueueEntry> Queue() const override { return queue; }
+  json Nodes() const override { return {{"nodes", json::array()}}; }
+
+  std::vector<int64_t> submitted, cancelled, studies, studies_cancelled;
+  std::vector<QueueEntry> queue;
+};
+
+constexpr char kJobs[] = "/v1/projects/p/locations/l/customJobs";
+
+json ContainerJob(const std::string& command) {
+  return {{"displayName", "j"},
+          {"jobSpec",
+           {{"workerPoolSpecs",
+             {{{"machineSpec", {{"machineType", "e2-standard-4"}}},
+               {"replicaCount", "1"},
+               {"containerSpec",
+                {{"imageUri", "local/sh"}, {"command", {"/bin/sh", "-c", command}}}}}}}}}};
+}
+
+class ApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    store_ = std::move(store::Store::Open(dir_)).value();
+    auth_ = std::move(auth::AuthStore::Open(dir_ / "stoker.db")).value();
+    node_.name = "n";
+    node_.cpus = 8;
+    node_.memory_bytes = 32ull << 30;
+    ASSERT_TRUE(buckets_.Create("data").ok());
+    admission_ = std::make_unique<admission::Admission>(admission::AdmissionDeps{
+        .buckets = &buckets_, .environments = &environments_, .node = &node_});
+    handler_ = MakeHandler({store_.get(), &buckets_, admission_.get(), /*executor=*/nullptr,
+                            &control_, auth_.get(), "push-secret"});
+    ASSERT_TRUE(auth_->AddUser({"ada", auth::Role::kUser, "", 0}).ok());
+    ASSERT_TRUE(auth_->AddUser({"val", auth::Role::kViewer, "", 0}).ok());
+    ada_ = auth_->IssueToken("ada")->token;
+    val_ = auth_->IssueToken("val")->token;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  http::Response Call(const std::string& method, const std::string& path, const json& body,
+                      const std::string& token) {
+    http::Request r;
+    r.method = method;
+    r.path = path;
+    r.target = path;
+    if (!body.is_null()) r.body = body.dump();
+    if (!token.empty()) r.headers["authorization"] = "Bearer " + token;
+    return handler_(r);
+  }
+  static json Body(const http::Response& r) { return json::parse(r.body); }
+  size_t StoredJobs() { return store_->ListJobs({})->size(); }
+
+  fs::path dir_ = fs::temp_directory_path() / ("api_test_" + std::to_string(getpid()));
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<auth::AuthStore> auth_;
+  storage::Buckets buckets_{dir_, {}};
+  exec::Environments environments_{
+      {{"local/*", "/usr/bin/python3"}}, dir_ / "shims", dir_ / "helpers", "config.yaml"};
+  resources::Node node_;
+  std::unique_ptr<admission::Admission> admission_;
+  FakeControlPlane control_;
+  http::Handler handler_;
+  std::string ada_, val_;
+};
+
+TEST_F(ApiTest, ASubmittedJobIsStoredQueuedAndAnnounced) {
+  http::Response r = Call("POST", kJobs, ContainerJob("ls gs://data"), ada_);
+  ASSERT_EQ(r.status, 200) << r.body;
+  json job = Body(r);
+  EXPECT_EQ(job["state"], "JOB_STATE_QUEUED");
+  EXPECT_EQ(job["stoker"]["user"], "ada");
+  ASSERT_EQ(control_.submitted.size(), 1u);
+  auto stored = store_->GetJob(control_.submitted[0]);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->display_name, "j");
+}
+
+TEST_F(ApiTest, ARefusedJobIsNeitherStoredNorAnnounced) {
+  http::Response r = Call("POST", kJobs, ContainerJob("ls gs://missing/x"), ada_);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(Body(r)["error"]["status"], "INVALID_ARGUMENT");
+  EXPECT_NE(r.body.find("jobSpec.workerPoolSpecs[0].containerSpec.command[2]"), std::string::npos)
+      << r.body;
+  EXPECT_EQ(StoredJobs(), 0u);
+  EXPECT_TRUE(control_.submitted.empty());
+}
+
+TEST_F(ApiTest, ACancelIsRecordedAndAnnouncedButAViewerMayNotCancel) {
+  http::Response r = Call("POST", kJobs, ContainerJob("true"), ada_);
+  ASSERT_EQ(r.status, 200) << r.body;
+  std::string name = Body(r)["name"];
+  std::string id = name.substr(name.rfind('/') + 1);
+  std::string path = std::string(kJobs) + "/" + id;
+
+  EXPECT_EQ(Call("GET", path, nullptr, val_).status, 200);
+  http::Response denied = Call("POST", path + ":cancel", nullptr, val_);
+  EXPECT_EQ(denied.status, 403) << denied.body;
+  EXPECT_TRUE(control_.cancelled.empty());
+  EXPECT_FALSE(store_->GetJob(std::stoll(id))->cancel_requested);
+
+  EXPECT_EQ(Call("POST", path + ":cancel", nullptr, ada_).status, 200);
+  EXPECT_EQ(control_.cancelled, std::vector<int64_t>{std::stoll(id)});
+  EXPECT_TRUE(store_->GetJob(std::stoll(id))->cancel_requested);
+}
+
+TEST_F(ApiTest, EveryRouteButHealthNeedsAToken) {
+  EXPECT_EQ(Call("GET", "/healthz", nullptr, "").status, 200);
+  http::Response r = Call("GET", kJobs, nullptr, "");
+  EXPECT_EQ(r.status, 401);
+  EXPECT_EQ(Body(r)["error"]["status"], "UNAUTHENTICATED");
+  EXPECT_EQ(Call("GET", kJobs, nullptr, "stk_not-a-token").status, 401);
+}
+
+TEST_F(ApiTest, TheQueueIsTheControlPlanesViewWithOthersNamesHidden) {
+  ControlPlane::QueueEntry mine{.job_id = 7, .display_name = "mine", .user = "ada"};
+  ControlPlane::QueueEntry theirs{.job_id = 8, .display_name = "secret", .user = "bob"};
+  control_.queue = {mine, theirs};
+  http::Response r = Call("GET", "/v1/stoker/queue", nullptr, ada_);
+  ASSERT_EQ(r.status, 200) << r.body;
+  json jobs = Body(r)["jobs"];
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0]["jobId"], "7");
+  EXPECT_EQ(jobs[0]["displayName"], "mine");
+  EXPECT_EQ(jobs[1]["position"], 2);
+  EXPECT_FALSE(jobs[1].contains("displayName"));
+}
+
+TEST_F(ApiTest, ATuningJobIsAdmittedByItsTrialSpecBeforeItIsStored) {
+  json study = {
+      {"displayName", "s"},
+      {"maxTrialCount", 2},
+      {"studySpec",
+       {{"metrics", {{{"metricId", "m"}, {"goal", "MAXIMIZE"}}}},
+        {"parameters",
+         {{{"parameterId", "x"}, {"doubleValueSpec", {{"minValue", 0}, {"maxValue", 1}}}}}}}},
+      {"trialJobSpec", ContainerJob("ls gs://gone")["jobSpec"]}};
+  const std::string path = "/v1/projects/p/locations/l/hyperparameterTuningJobs";
+  http::Response refused = Call("POST", path, study, ada_);
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_NE(refused.body.find("trialJobSpec.workerPoolSpecs[0]"), std::string::npos)
+      << refused.body;
+  EXPECT_TRUE(control_.studies.empty());
+
+  study["trialJobSpec"] = ContainerJob("ls gs://data")["jobSpec"];
+  http::Response ok = Call("POST", path, study, ada_);
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(control_.studies.size(), 1u);
+}
+
+TEST_F(ApiTest, AnAiPlatformJobKeepsItsOwnWarningsBesideAdmissions) {
+  json job = {{"jobId", "legacy_1"},
+              {"trainingInput",
+               {{"scaleTier", "BASIC"},
+                {"masterConfig", {{"imageUri", "local/sh"}, {"containerCommand", {"true"}}}},
+                {"region", "us-central1"},
+                {"runtimeVersion", "2.11"}}}};
+  http::Response r = Call("POST", "/v1/projects/p/jobs", job, ada_);
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_EQ(control_.submitted.size(), 1u);
+  std::string reasons;
+  std::vector<store::Event> events = store_->Events(control_.submitted[0]).value();
+  for (const store::Event& e : events) {
+    reasons += e.reason + "\n";
+  }
+  EXPECT_NE(reasons.find("trainingInput.runtimeVersion"), std::string::npos) << reasons;
+}
+
+}  // namespace
+}  // namespace stoker::api

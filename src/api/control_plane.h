@@ -1,0 +1,53 @@
+// What the API needs from the control plane (DESIGN.md §2): notifications
+// after a route committed an intent to the store, and the views the
+// scheduler publishes. server::Controller implements it; route tests use a
+// fake. So src/api depends on this interface, never on src/server.
+//
+// Every method is thread-safe and returns at once: notifications only wake
+// the control loop (which also finds every intent in the store on its own at
+// start, so a notification lost in a crash loses nothing), and the views are
+// copies of what the last scheduling decision published.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "store/store.h"
+
+namespace stoker::api {
+
+class ControlPlane {
+ public:
+  virtual ~ControlPlane() = default;
+
+  // A job was stored as QUEUED.
+  virtual void Submitted(const store::JobRecord& job) = 0;
+  // A job's cancel request was stored (store::Store::RequestCancel).
+  virtual void CancelRequested(int64_t job_id) = 0;
+  // A tuning job was stored as QUEUED.
+  virtual void StudySubmitted(int64_t study_id) = 0;
+  // A tuning job's cancel request was stored.
+  virtual void StudyCancelRequested(int64_t study_id) = 0;
+
+  // One queued job as the policy sees it, for `stoker queue`.
+  struct QueueEntry {
+    int64_t job_id = 0;
+    std::string display_name;
+    std::string user;
+    int priority = 0;
+    int64_t effective_priority = 0;  // with aging
+    int64_t create_time_us = 0;
+    std::string gpus;                // "2x NVIDIA_TESLA_T4", "" for none
+    std::string reason;              // why it waits
+    int64_t estimated_start_us = 0;  // 0 = unknown
+  };
+  // The queue in the order the policy takes it, as of the last decision.
+  virtual std::vector<QueueEntry> Queue() const = 0;
+  // Nodes, their GPUs and what holds each ({"nodes": [...]}) as of the last
+  // decision; see cluster_routes.cc for the shape.
+  virtual nlohmann::json Nodes() const = 0;
+};
+
+}  // namespace stoker::api

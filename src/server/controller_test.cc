@@ -1,0 +1,310 @@
+// The control loop driven turn by turn (Controller::RunOnce) against a real
+// store on a temp directory, a FakeExecutor and a FakeClock: every lifecycle
+// a user relies on, without a process or a sleep.
+#include "server/controller.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "exec/fake_executor.h"
+
+namespace stoker::server {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using spec::JobState;
+using Key = exec::FakeExecutor::Key;
+
+constexpr int64_t kT0 = 1'800'000'000'000'000;  // 2027-01-15, in µs
+constexpr int64_t kSecond = 1'000'000;
+
+json Pool(const std::string& command, int replicas = 1) {
+  return {{"machineSpec", {{"machineType", "e2-standard-4"}}},
+          {"replicaCount", std::to_string(replicas)},
+          {"containerSpec", {{"imageUri", "local/sh"}, {"command", {"/bin/sh", "-c", command}}}}};
+}
+
+json Job(json pools, json scheduling = json::object()) {
+  json j = {{"displayName", "j"}, {"jobSpec", {{"workerPoolSpecs", std::move(pools)}}}};
+  if (!scheduling.empty()) j["jobSpec"]["scheduling"] = std::move(scheduling);
+  return j;
+}
+
+class ControllerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    store_ = std::move(store::Store::Open(dir_, clock_)).value();
+    config_.data_dir = dir_;
+    node_.name = "local";
+    node_.cpus = 16;
+    node_.memory_bytes = 64ull << 30;
+    node_.gpus = {{0, "NVIDIA_TESLA_T4", 16ull << 30, ""}, {1, "NVIDIA_TESLA_T4", 16ull << 30, ""}};
+    executor_.SetNow(kT0);
+    StartController();
+  }
+  void TearDown() override {
+    controller_.reset();
+    fs::remove_all(dir_);
+  }
+
+  // A controller as a restarted daemon makes it: Recover from the store.
+  void StartController() {
+    controller_ = std::make_unique<Controller>(ControllerDeps{.config = &config_,
+                                                              .node = &node_,
+                                                              .store = store_.get(),
+                                                              .executor = &executor_,
+                                                              .buckets = &buckets_,
+                                                              .environments = &environments_,
+                                                              .admission = &admission_,
+                                                              .clock = &clock_});
+    ASSERT_TRUE(controller_->Recover().ok());
+  }
+
+  // What the API does: admit, store, notify. Then one turn of the loop.
+  int64_t Submit(const json& job) {
+    auto parsed = spec::ParseCustomJob(job);
+    EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
+    auto admitted = admission_.AdmitJob(*parsed);
+    EXPECT_TRUE(admitted.ok()) << admitted.status().ToString();
+    store::NewJob nj{.project = "p", .location = "l", .display_name = "j", .spec = admitted->spec};
+    nj.user = "ada";
+    auto rec = store_->CreateJob(nj);
+    EXPECT_TRUE(rec.ok());
+    controller_->Submitted(*rec);
+    controller_->RunOnce();
+    return rec->id;
+  }
+
+  store::JobRecord Get(int64_t id) { return store_->GetJob(id).value(); }
+  // Advances the clock (the fake executor's too), then one turn.
+  void Turn(int64_t advance_us = 0) {
+    clock_.Advance(advance_us);
+    executor_.SetNow(clock_.NowMicros());
+    controller_->RunOnce();
+  }
+  bool HasEvent(int64_t id, const std::string& text) {
+    std::string all;
+    std::vector<store::Event> events = store_->Events(id).value();
+    for (const store::Event& e : events) {
+      if (e.reason.find(text) != std::string::npos) return true;
+      all += e.reason + "\n";
+    }
+    ADD_FAILURE() << "no event with '" << text << "' among:\n" << all;
+    return false;
+  }
+
+  fs::path dir_ = fs::temp_directory_path() / ("controller_test_" + std::to_string(getpid()));
+  FakeClock clock_{kT0};
+  std::unique_ptr<store::Store> store_;
+  Config config_;
+  resources::Node node_;
+  storage::Buckets buckets_{dir_, {}};
+  exec::Environments environments_{
+      {{"local/*", "/usr/bin/python3"}}, dir_ / "shims", dir_ / "helpers", "config.yaml"};
+  admission::Admission admission_{
+      {.buckets = &buckets_, .environments = &environments_, .node = &node_}};
+  exec::FakeExecutor executor_{dir_};
+  std::unique_ptr<Controller> controller_;
+};
+
+TEST_F(ControllerTest, AJobGoesFromQueuedThroughRunningToSucceededWhenItsPrimaryExitsZero) {
+  int64_t id = Submit(Job({Pool("true")}));
+  Key primary{id, 0, "workerpool0-0"};
+  ASSERT_TRUE(executor_.launched(primary));
+  EXPECT_EQ(Get(id).state, JobState::kPending);
+  exec::JobLaunch launch = executor_.launches().at(0);
+  EXPECT_EQ(launch.replicas.at(0).env.at("CLOUD_ML_JOB_ID"), std::to_string(id));
+
+  executor_.SetRunning(primary, kT0 + 2 * kSecond);
+  Turn(3 * kSecond);
+  EXPECT_EQ(Get(id).state, JobState::kRunning);
+  EXPECT_EQ(Get(id).start_time_us, kT0 + 2 * kSecond);
+
+  executor_.Exit(primary, 0, kT0 + 9 * kSecond);
+  Turn(7 * kSecond);
+  store::JobRecord done = Get(id);
+  EXPECT_EQ(done.state, JobState::kSucceeded);
+  EXPECT_EQ(done.end_time_us, kT0 + 10 * kSecond);  // stamped by the store from the clock
+  EXPECT_EQ(done.error_code, 0);
+}
+
+TEST_F(ControllerTest, AFailureEndsTheJobWithTheExitStatusAndTheLogTail) {
+  int64_t id = Submit(Job({Pool("exit 3")}));
+  Key primary{id, 0, "workerpool0-0"};
+  executor_.SetRunning(primary, kT0);
+  executor_.AppendLog(primary, "loading data\nValueError: boom\n");
+  executor_.Exit(primary, 3, kT0 + kSecond);
+  Turn(kSecond);
+  store::JobRecord done = Get(id);
+  EXPECT_EQ(done.state, JobState::kFailed);
+  EXPECT_EQ(done.error_code, spec::kRpcUnknown);
+  EXPECT_NE(done.error_message.find("exited with a non-zero status of 3"), std::string::npos);
+  EXPECT_NE(done.error_message.find("ValueError: boom"), std::string::npos) << done.error_message;
+  EXPECT_EQ(executor_.launches().size(), 1u);
+}
+
+TEST_F(ControllerTest, AFailedAttemptIsRetriedAsANewAttemptUpToMaxRetries) {
+  int64_t id = Submit(Job({Pool("exit 1")}, {{"maxRetries", 1}}));
+  executor_.Exit({id, 0, "workerpool0-0"}, 1, kT0 + kSecond);
+  Turn(kSecond);  // judged, requeued and placed again in the same turn
+  ASSERT_EQ(executor_.launches().size(), 2u);
+  EXPECT_EQ(executor_.launches()[1].attempt, 1);
+  EXPECT_EQ(Get(id).attempt, 1);
+  EXPECT_TRUE(HasEvent(id, "Restarting all replicas as attempt 2 of 2"));
+
+  executor_.Exit({id, 1, "workerpool0-0"}, 1, kT0 + 3 * kSecond);
+  Turn(2 * kSecond);
+  EXPECT_EQ(Get(id).state, JobState::kFailed);
+  EXPECT_EQ(executor_.launches().size(), 2u);
+}
+
+TEST_F(ControllerTest, ALostReplicaIsTheInfrastructuresFaultAndRestartsWithoutMaxRetries) {
+  int64_t id = Submit(Job({Pool("sleep 100")}));
+  executor_.SetRunning({id, 0, "workerpool0-0"}, kT0);
+  executor_.Lose({id, 0, "workerpool0-0"}, "the supervisor died without a status");
+  Turn(kSecond);
+  ASSERT_EQ(executor_.launches().size(), 2u);
+  EXPECT_EQ(Get(id).attempt, 1);
+  EXPECT_TRUE(HasEvent(id, "was lost: the supervisor died without a status"));
+}
+
+TEST_F(ControllerTest, ATimeoutFailsWithDeadlineExceededAndIsNotRetried) {
+  int64_t id = Submit(Job({Pool("sleep 100")}, {{"timeout", "30s"}, {"maxRetries", 2}}));
+  executor_.SetRunning({id, 0, "workerpool0-0"}, kT0);
+  executor_.TimeOut({id, 0, "workerpool0-0"}, kT0 + 31 * kSecond);
+  Turn(31 * kSecond);
+  store::JobRecord done = Get(id);
+  EXPECT_EQ(done.state, JobState::kFailed);
+  EXPECT_EQ(done.error_code, spec::kRpcDeadlineExceeded);
+  EXPECT_NE(done.error_message.find("scheduling.timeout of 30s"), std::string::npos);
+  EXPECT_EQ(executor_.launches().size(), 1u);
+}
+
+TEST_F(ControllerTest, ACancelStopsTheReplicasAndEndsCancelledOnceTheyAreGone) {
+  int64_t id = Submit(Job({Pool("sleep 100")}));
+  Key primary{id, 0, "workerpool0-0"};
+  executor_.SetRunning(primary, kT0);
+  executor_.SetCancelEndsAtOnce(false);  // the trainer takes its grace period
+  Turn(kSecond);
+  ASSERT_TRUE(store_->RequestCancel(id).ok());
+  controller_->CancelRequested(id);
+  Turn(kSecond);
+  EXPECT_EQ(Get(id).state, JobState::kCancelling);
+  EXPECT_TRUE(executor_.cancel_requested(primary));
+
+  Turn(kSecond);
+  EXPECT_EQ(Get(id).state, JobState::kCancelling);  // still stopping
+  executor_.EndCancelled(primary, kT0 + 5 * kSecond);
+  Turn(kSecond);
+  EXPECT_EQ(Get(id).state, JobState::kCancelled);
+  EXPECT_EQ(Get(id).error_code, spec::kRpcCancelled);
+}
+
+TEST_F(ControllerTest, AQueuedJobCancelledBeforeItStartsNeverLaunches) {
+  // Both GPUs held by the first job: the second waits in the queue.
+  json gpus = Pool("sleep 100");
+  gpus["machineSpec"] = {{"machineType", "n1-standard-4"},
+                         {"acceleratorType", "NVIDIA_TESLA_T4"},
+                         {"acceleratorCount", 2}};
+  int64_t holder = Submit(Job({gpus}));
+  int64_t waiting = Submit(Job({gpus}));
+  EXPECT_EQ(Get(waiting).state, JobState::kQueued);
+  EXPECT_FALSE(Get(waiting).wait_reason.empty());
+  ASSERT_TRUE(store_->RequestCancel(waiting).ok());
+  controller_->CancelRequested(waiting);
+  Turn(kSecond);
+  EXPECT_EQ(Get(waiting).state, JobState::kCancelled);
+  EXPECT_FALSE(executor_.launched({waiting, 0, "workerpool0-0"}));
+  EXPECT_EQ(Get(holder).state, JobState::kPending);
+}
+
+TEST_F(ControllerTest, OneWorkerFailingFailsTheGangAndStopsTheOthers) {
+  int64_t id = Submit(Job({Pool("python3 chief.py"), Pool("python3 worker.py", 2)}));
+  for (const char* r : {"workerpool0-0", "workerpool1-0", "workerpool1-1"}) {
+    executor_.SetRunning({id, 0, r}, kT0);
+  }
+  Turn(kSecond);
+  executor_.Kill({id, 0, "workerpool1-1"}, 9, kT0 + 2 * kSecond);
+  Turn(kSecond);
+  store::JobRecord done = Get(id);
+  EXPECT_EQ(done.state, JobState::kFailed);
+  EXPECT_NE(done.error_message.find("workerpool1-1 was killed by signal 9 (SIGKILL)"),
+            std::string::npos)
+      << done.error_message;
+  ASSERT_FALSE(executor_.cancels().empty());
+  EXPECT_EQ(executor_.cancels().back().replicas.size(), 3u);  // the gang is stopped whole
+  EXPECT_EQ(executor_.status({id, 0, "workerpool0-0"}).end_state, exec::EndState::kCancelled);
+}
+
+TEST_F(ControllerTest, AReplicaWithoutProgressIsReportedHungOnceAndAgainWhenItRecovers) {
+  config_.hang_timeout_seconds = 60;
+  int64_t id = Submit(Job({Pool("sleep 1000")}));
+  Key primary{id, 0, "workerpool0-0"};
+  executor_.SetRunning(primary, kT0);
+  Turn(kSecond);
+  Turn(90 * kSecond);
+  EXPECT_TRUE(HasEvent(id, "workerpool0-0 looks hung: no output or progress for"));
+  executor_.SetLastActivity(primary, clock_.NowMicros());
+  Turn(10 * kSecond);
+  EXPECT_TRUE(HasEvent(id, "workerpool0-0 made progress again"));
+  EXPECT_EQ(Get(id).state, JobState::kRunning);  // a warning, not a verdict
+}
+
+TEST_F(ControllerTest, AReplicaThatNeverStartsFailsTheJobAfterAMinute) {
+  int64_t id = Submit(Job({Pool("true")}));
+  Turn(30 * kSecond);
+  EXPECT_EQ(Get(id).state, JobState::kPending);
+  Turn(31 * kSecond);
+  store::JobRecord done = Get(id);
+  EXPECT_EQ(done.state, JobState::kFailed);
+  EXPECT_NE(done.error_message.find("did not start within 60s"), std::string::npos)
+      << done.error_message;
+}
+
+TEST_F(ControllerTest, ARestartedControllerAdoptsRunningReplicasWithoutLaunchingAgain) {
+  int64_t id = Submit(Job({Pool("sleep 100")}));
+  Key primary{id, 0, "workerpool0-0"};
+  executor_.SetRunning(primary, kT0);
+  Turn(kSecond);
+  ASSERT_EQ(Get(id).state, JobState::kRunning);
+
+  StartController();  // the daemon restarted; the replica kept running
+  Turn(kSecond);
+  EXPECT_EQ(executor_.launches().size(), 1u);
+  EXPECT_EQ(Get(id).state, JobState::kRunning);
+  executor_.Exit(primary, 0, clock_.NowMicros());
+  Turn(kSecond);
+  EXPECT_EQ(Get(id).state, JobState::kSucceeded);
+}
+
+TEST_F(ControllerTest, AJobPendingAtACrashIsLaunchedAgainAndKeepsItsRunningReplica) {
+  int64_t id = Submit(Job({Pool("sleep 100")}));
+  Key primary{id, 0, "workerpool0-0"};
+  executor_.SetRunning(primary, kT0 + kSecond);  // started; the daemon died before it saw that
+  ASSERT_EQ(Get(id).state, JobState::kPending);
+
+  StartController();  // recovery launches the PENDING job again: idempotent
+  EXPECT_EQ(executor_.launches().size(), 2u);
+  EXPECT_EQ(executor_.status(primary).phase, exec::ReplicaPhase::kRunning);
+  Turn(kSecond);
+  EXPECT_EQ(Get(id).state, JobState::kRunning);
+  EXPECT_EQ(Get(id).start_time_us, kT0 + kSecond);
+}
+
+TEST_F(ControllerTest, ALaunchTheExecutorRefusesFailsTheJobWithItsWords) {
+  executor_.FailNextLaunch(Unavailable("executor down"));
+  int64_t id = Submit(Job({Pool("true")}));
+  // The launch failed after the allocation was committed: the job failed
+  // with the executor's words, and nothing runs.
+  EXPECT_EQ(Get(id).state, JobState::kFailed);
+  EXPECT_NE(Get(id).error_message.find("executor down"), std::string::npos);
+  EXPECT_TRUE(executor_.launches().empty());
+}
+
+}  // namespace
+}  // namespace stoker::server

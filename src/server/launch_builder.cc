@@ -1,0 +1,98 @@
+#include "server/launch_builder.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "auth/auth.h"
+#include "exec/replica_env.h"
+
+namespace stoker::server {
+namespace {
+
+using nlohmann::json;
+
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+}  // namespace
+
+Result<exec::JobLaunch> BuildJobLaunch(const LaunchInputs& in) {
+  const store::JobRecord& rec = *in.rec;
+  const spec::CustomJobSpec& spec = in.job->job_spec;
+  exec::JobLaunch launch;
+  launch.job_id = rec.id;
+  launch.attempt = rec.attempt;
+  launch.labels = in.job->labels;
+  launch.priority = spec.scheduling.priority;
+  std::map<std::string, const scheduler::ReplicaRequest*> requests;
+  for (const scheduler::ReplicaRequest& q : *in.requests) requests[q.name] = &q;
+
+  std::vector<std::vector<std::string>> addresses(spec.worker_pool_specs.size());
+  for (const json& r : rec.allocation["replicas"]) {
+    int pool = r["pool"].get<int>();
+    addresses[pool].push_back("127.0.0.1:" + std::to_string(r["port"].get<int>()));
+  }
+
+  for (const json& r : rec.allocation["replicas"]) {
+    int pool_index = r["pool"].get<int>();
+    exec::ReplicaLaunch rl;
+    rl.name = r["name"].get<std::string>();
+    const exec::Environment& env = in.environments.at(pool_index);
+    exec::ReplicaEnvInput e;
+    e.job_id = std::to_string(rec.id);
+    e.trial_id = rec.trial_id;
+    e.project = rec.project;
+    e.location = rec.location;
+    e.spec = &spec;
+    e.place = {pool_index, r["index"].get<int>(), r["gpus"].get<std::vector<int>>()};
+    e.addresses = addresses;
+    e.output_dir = in.output_dir;
+    auto metric_file = in.metric_files.find(rl.name);
+    if (metric_file != in.metric_files.end()) e.metric_file = metric_file->second;
+    e.base_env = env.base_env;
+    e.python = env.python;
+    e.rewrite_uris = in.rewrite_uris;
+    STOKER_ASSIGN_OR_RETURN(exec::ReplicaCommand cmd, exec::BuildReplicaCommand(e));
+    rl.argv = std::move(cmd.argv);
+    rl.env = std::move(cmd.env);
+    // A share of one GPU: the trainer is told its share and memory limit.
+    // Nothing below CUDA enforces it: PyTorch trainers apply it with
+    // torch.cuda.set_per_process_memory_fraction(float(STOKER_GPU_FRACTION));
+    // JAX reads XLA_PYTHON_CLIENT_MEM_FRACTION itself (and would otherwise
+    // take 75% of the GPU at start).
+    for (const json& g : r.value("gpu_shares", json::array())) {
+      if (g.value("fraction", 1.0) < 1.0) {
+        rl.env["STOKER_GPU_FRACTION"] = Num(g.value("fraction", 1.0));
+        rl.env["STOKER_GPU_MEMORY_LIMIT_BYTES"] =
+            std::to_string(g.value("memory_bytes", uint64_t{0}));
+        rl.env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = Num(g.value("fraction", 1.0));
+      }
+    }
+    if (rec.study_id != 0 && !in.settings.api_url.empty()) {
+      // Trainers in any language may POST measurements here instead of
+      // writing the hypertune file.
+      rl.env["STOKER_METRICS_URL"] =
+          in.settings.api_url + "/v1/projects/" + rec.project + "/locations/" + rec.location +
+          "/studies/" + std::to_string(rec.study_id) + "/trials/" + rec.trial_id +
+          ":addTrialMeasurement?key=" +
+          auth::TrialPushKey(in.settings.push_secret, std::to_string(rec.study_id), rec.trial_id);
+    }
+    rl.packages = in.packages.at(pool_index);
+    rl.timeout_seconds = spec.scheduling.timeout_seconds;
+    rl.grace_seconds = in.settings.grace_seconds;
+    if (auto q = requests.find(rl.name); q != requests.end()) {
+      rl.cpus = q->second->ask.cpus;
+      rl.memory_bytes = q->second->ask.memory_bytes;
+      rl.gpus = static_cast<int>(std::ceil(q->second->ask.gpus));
+    }
+    rl.log_max_bytes = in.settings.log_max_bytes;
+    rl.log_max_files = in.settings.log_max_files;
+    launch.replicas.push_back(std::move(rl));
+  }
+  return launch;
+}
+
+}  // namespace stoker::server

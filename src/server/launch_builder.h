@@ -1,0 +1,58 @@
+// What the executor is told to run for one attempt of a placed job: a pure
+// function of the job, its stored allocation and what the controller
+// resolved beforehand (the output directory, each pool's environment and
+// package files, each replica's metric file). No I/O, no clock: the
+// controller does the file-system work (making the output directory,
+// nfsMounts links, checking staged packages) and then calls BuildJobLaunch.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "exec/environments.h"
+#include "exec/executor.h"
+#include "scheduler/placement.h"
+#include "spec/custom_job.h"
+#include "store/store.h"
+
+namespace stoker::server {
+
+// Daemon settings every replica of every job gets.
+struct LaunchSettings {
+  double grace_seconds = 10;  // SIGTERM -> SIGKILL on cancel
+  uint64_t log_max_bytes = 64ull << 20;
+  int log_max_files = 3;
+  // Where trainers reach the API ("" = nowhere), and the secret behind
+  // trial push keys: a trial's replicas get STOKER_METRICS_URL.
+  std::string api_url;
+  std::string push_secret;
+};
+
+struct LaunchInputs {
+  const store::JobRecord* rec = nullptr;  // id, attempt, project, location, trial, allocation
+  const spec::CustomJob* job = nullptr;
+  // What each replica asks for (by name), for executors that place replicas.
+  const std::vector<scheduler::ReplicaRequest>* requests = nullptr;
+  std::string output_dir;                           // the job's base output directory, made
+  std::vector<exec::Environment> environments;      // by pool index
+  std::vector<std::vector<std::string>> packages;   // by pool index: local .tar.gz paths
+  std::map<std::string, std::string> metric_files;  // by replica name: CLOUD_ML_HP_METRIC_FILE
+  std::function<std::string(const std::string&)> rewrite_uris;  // gs:// -> local paths
+  LaunchSettings settings;
+};
+
+// One ReplicaLaunch per replica of `rec->allocation["replicas"]` (each
+// {name, pool, index, port, gpus[, gpu_shares]}), in that order, with its
+// command and environment (exec::BuildReplicaCommand), CLUSTER_SPEC
+// addresses from the allocation's ports, a fractional GPU's share and memory
+// limit as STOKER_GPU_FRACTION / STOKER_GPU_MEMORY_LIMIT_BYTES /
+// XLA_PYTHON_CLIENT_MEM_FRACTION, STOKER_METRICS_URL for trials, packages,
+// timeout, grace, log limits and the replica's resource ask.
+// InvalidArgument from BuildReplicaCommand (an expansion over its bounds).
+Result<exec::JobLaunch> BuildJobLaunch(const LaunchInputs& in);
+
+}  // namespace stoker::server

@@ -1,0 +1,151 @@
+#include "server/launch_builder.h"
+
+#include <gtest/gtest.h>
+
+#include "auth/auth.h"
+
+namespace stoker::server {
+namespace {
+
+using nlohmann::json;
+
+// A chief and two workers; worker 1 holds half of GPU 1.
+class LaunchBuilderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    json spec = {{"displayName", "ddp"},
+                 {"labels", {{"team", "nlp"}}},
+                 {"jobSpec",
+                  {{"workerPoolSpecs",
+                    {{{"machineSpec", {{"machineType", "n1-standard-4"}}},
+                      {"replicaCount", "1"},
+                      {"pythonPackageSpec",
+                       {{"executorImageUri", "local/py"},
+                        {"packageUris", {"gs://b/trainer.tar.gz"}},
+                        {"pythonModule", "trainer.task"},
+                        {"args", {"--out=gs://b/out"}}}}},
+                     {{"machineSpec", {{"machineType", "n1-standard-4"}}},
+                      {"replicaCount", "2"},
+                      {"containerSpec",
+                       {{"imageUri", "local/sh"}, {"command", {"python3", "worker.py"}}}}}}},
+                   {"scheduling", {{"timeout", "600s"}, {"priority", 7}}}}}};
+    job_ = spec::ParseCustomJob(spec).value();
+    rec_.id = 12;
+    rec_.attempt = 1;
+    rec_.project = "p";
+    rec_.location = "l";
+    rec_.allocation = {
+        {"node", "local"},
+        {"replicas",
+         {{{"name", "workerpool0-0"}, {"pool", 0}, {"index", 0}, {"port", 5000}, {"gpus", {0}}},
+          {{"name", "workerpool1-0"},
+           {"pool", 1},
+           {"index", 0},
+           {"port", 5001},
+           {"gpus", json::array()}},
+          {{"name", "workerpool1-1"},
+           {"pool", 1},
+           {"index", 1},
+           {"port", 5002},
+           {"gpus", {1}},
+           {"gpu_shares", {{{"gpu", 1}, {"fraction", 0.5}, {"memory_bytes", 8589934592}}}}}}}};
+    requests_ = {{"workerpool0-0", 0, 0, {4, 15ull << 30, 1, "NVIDIA_TESLA_T4"}},
+                 {"workerpool1-0", 1, 0, {4, 15ull << 30, 0, ""}},
+                 {"workerpool1-1", 1, 1, {4, 15ull << 30, 0.5, "NVIDIA_TESLA_T4"}}};
+    in_.rec = &rec_;
+    in_.job = &job_;
+    in_.requests = &requests_;
+    in_.output_dir = "/data/buckets/b/out";
+    in_.environments = {{"/usr/bin/python3", {{"PATH", "/shim:/usr/bin"}}},
+                        {"/usr/bin/python3", {{"PATH", "/shim:/usr/bin"}}}};
+    in_.packages = {{"/data/buckets/b/trainer.tar.gz"}, {}};
+    in_.metric_files = {{"workerpool0-0", "/data/jobs/12/attempt-1/workerpool0-0/hypertune/m"}};
+    in_.rewrite_uris = [](const std::string& s) {
+      std::string out = s;
+      for (size_t at; (at = out.find("gs://")) != std::string::npos;) {
+        out.replace(at, 5, "/data/buckets/");
+      }
+      return out;
+    };
+    in_.settings = {.grace_seconds = 30,
+                    .log_max_bytes = 1 << 20,
+                    .log_max_files = 2,
+                    .api_url = "http://127.0.0.1:8080",
+                    .push_secret = "s3cret"};
+  }
+
+  spec::CustomJob job_;
+  store::JobRecord rec_;
+  std::vector<scheduler::ReplicaRequest> requests_;
+  LaunchInputs in_;
+};
+
+TEST_F(LaunchBuilderTest, EveryReplicaOfTheAllocationInItsOrderWithTheJobsSettings) {
+  exec::JobLaunch launch = BuildJobLaunch(in_).value();
+  EXPECT_EQ(launch.job_id, 12);
+  EXPECT_EQ(launch.attempt, 1);
+  EXPECT_EQ(launch.priority, 7);
+  EXPECT_EQ(launch.labels.at("team"), "nlp");
+  ASSERT_EQ(launch.replicas.size(), 3u);
+  const exec::ReplicaLaunch& chief = launch.replicas[0];
+  EXPECT_EQ(chief.name, "workerpool0-0");
+  EXPECT_EQ(chief.argv, (std::vector<std::string>{"/usr/bin/python3", "-m", "trainer.task",
+                                                  "--out=/data/buckets/b/out"}));
+  EXPECT_EQ(chief.packages, std::vector<std::string>{"/data/buckets/b/trainer.tar.gz"});
+  EXPECT_EQ(chief.timeout_seconds, 600);
+  EXPECT_EQ(chief.grace_seconds, 30);
+  EXPECT_EQ(chief.log_max_bytes, 1u << 20);
+  EXPECT_EQ(chief.log_max_files, 2);
+  EXPECT_EQ(chief.gpus, 1);
+  EXPECT_EQ(chief.cpus, 4);
+  EXPECT_EQ(chief.env.at("CUDA_VISIBLE_DEVICES"), "0");
+  EXPECT_EQ(chief.env.at("CLOUD_ML_HP_METRIC_FILE"),
+            "/data/jobs/12/attempt-1/workerpool0-0/hypertune/m");
+  EXPECT_EQ(chief.env.at("AIP_MODEL_DIR").rfind("/data/buckets/b/out", 0), 0u);
+  EXPECT_EQ(launch.replicas[2].argv, (std::vector<std::string>{"python3", "worker.py"}));
+}
+
+TEST_F(LaunchBuilderTest, TheClusterSpecNamesEveryReplicaAtItsAllocatedPort) {
+  exec::JobLaunch launch = BuildJobLaunch(in_).value();
+  json cluster = json::parse(launch.replicas[1].env.at("CLUSTER_SPEC"))["cluster"];
+  EXPECT_EQ(cluster["workerpool0"], json({"127.0.0.1:5000"}));
+  EXPECT_EQ(cluster["workerpool1"], json({"127.0.0.1:5001", "127.0.0.1:5002"}));
+  EXPECT_EQ(launch.replicas[1].env.at("MASTER_PORT"), "5000");
+  EXPECT_EQ(launch.replicas[1].env.at("RANK"), "1");
+  EXPECT_EQ(launch.replicas[2].env.at("WORLD_SIZE"), "3");
+}
+
+TEST_F(LaunchBuilderTest, AShareOfAGpuIsToldToTheTrainerOnlyWhereItIsAShare) {
+  exec::JobLaunch launch = BuildJobLaunch(in_).value();
+  const exec::ReplicaLaunch& shared = launch.replicas[2];
+  EXPECT_EQ(shared.env.at("STOKER_GPU_FRACTION"), "0.5");
+  EXPECT_EQ(shared.env.at("STOKER_GPU_MEMORY_LIMIT_BYTES"), "8589934592");
+  EXPECT_EQ(shared.env.at("XLA_PYTHON_CLIENT_MEM_FRACTION"), "0.5");
+  EXPECT_EQ(shared.gpus, 1);  // a share still asks an executor for a whole GPU
+  EXPECT_FALSE(launch.replicas[0].env.count("STOKER_GPU_FRACTION"));
+}
+
+TEST_F(LaunchBuilderTest, OnlyATrialsReplicasGetTheMeasurementPushUrlWithTheTrialsKey) {
+  EXPECT_FALSE(BuildJobLaunch(in_).value().replicas[0].env.count("STOKER_METRICS_URL"));
+  rec_.study_id = 4;
+  rec_.trial_id = "2";
+  exec::JobLaunch launch = BuildJobLaunch(in_).value();
+  EXPECT_EQ(launch.replicas[0].env.at("CLOUD_ML_TRIAL_ID"), "2");
+  EXPECT_EQ(launch.replicas[0].env.at("STOKER_METRICS_URL"),
+            "http://127.0.0.1:8080/v1/projects/p/locations/l/studies/4/trials/2:"
+            "addTrialMeasurement?key=" +
+                auth::TrialPushKey("s3cret", "4", "2"));
+}
+
+TEST_F(LaunchBuilderTest, AnExpansionOverItsBoundIsRefusedNamingTheField) {
+  std::string big(100'000, 'x');
+  job_.job_spec.worker_pool_specs[1].container_spec->env = {{"A", big}, {"B", "$(A)$(A)"}};
+  auto launch = BuildJobLaunch(in_);
+  ASSERT_FALSE(launch.ok());
+  EXPECT_EQ(launch.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(launch.status().message().find("workerPoolSpecs[1]"), std::string::npos)
+      << launch.status().message();
+}
+
+}  // namespace
+}  // namespace stoker::server
