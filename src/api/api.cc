@@ -295,7 +295,7 @@ class Api {
       return Error(PermissionDenied(
           "user '" + caller->user + "' has role " + std::string(auth::RoleName(caller->role)) +
           (action == auth::Action::kManage
-               ? ", and only admins manage users and tokens"
+               ? ", and only admins manage users, tokens and backups"
                : ", which may read but not submit, cancel or upload; ask an admin for role user "
                  "(stoker admin users add NAME --role user)")));
     }
