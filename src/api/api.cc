@@ -156,8 +156,7 @@ Result<store::JobRecord> CreateCustomJob(const ApiDeps& d, const spec::CustomJob
   record.display_name = job.display_name;
   record.spec = std::move(admitted.spec);
   // After any the caller's form added (AI Platform fields it does not act on).
-  record.warnings.insert(record.warnings.end(), admitted.warnings.begin(),
-                         admitted.warnings.end());
+  record.warnings.insert(record.warnings.end(), admitted.warnings.begin(), admitted.warnings.end());
   STOKER_ASSIGN_OR_RETURN(store::JobRecord rec, d.store->CreateJob(record));
   d.control_plane->Submitted(rec);
   return rec;
@@ -536,13 +535,9 @@ class Api {
 
   // The notice served instead of a log that the retention policy removed
   // (server/retention.h): the replica directory of an ended job is gone.
-  static std::optional<std::string> RemovedNotice(const store::JobRecord& rec,
-                                                  const std::filesystem::path& replica_dir,
-                                                  const std::string& replica) {
-    std::error_code ec;
-    if (!spec::IsTerminal(rec.state) || std::filesystem::exists(replica_dir, ec)) {
-      return std::nullopt;
-    }
+  std::optional<std::string> RemovedNotice(const store::JobRecord& rec,
+                                           const std::string& replica) const {
+    if (!spec::IsTerminal(rec.state) || d_.executor->HasJobFiles(rec.id)) return std::nullopt;
     return "stoker: the logs of replica " + replica + " of job " + std::to_string(rec.id) +
            " were removed by the retention policy (stokerd config key 'retention', "
            "replica_dirs_days / max_finished_replica_dirs); the job's outputs in buckets are "
@@ -562,9 +557,8 @@ class Api {
     if (it == req.query.end()) {
       out["replicas"] = json::array();
       for (const std::string& n : names) {
-        std::filesystem::path dir = d_.executor->ReplicaDir(id, rec->attempt, n);
         json r = {{"replica", n}, {"size", 0}};
-        if (auto notice = RemovedNotice(*rec, dir, n)) {
+        if (auto notice = RemovedNotice(*rec, n)) {
           r["size"] = notice->size();
           r["removed"] = *notice;
         } else if (auto stream = d_.executor->ReadLog(id, rec->attempt, n,
@@ -586,9 +580,8 @@ class Api {
       if (!parsed.ok()) return Error(parsed.status());
       offset = static_cast<uint64_t>(*parsed);
     }
-    std::filesystem::path dir = d_.executor->ReplicaDir(id, rec->attempt, it->second);
     out["replica"] = it->second;
-    if (auto notice = RemovedNotice(*rec, dir, it->second)) {
+    if (auto notice = RemovedNotice(*rec, it->second)) {
       std::string data = offset < notice->size() ? notice->substr(offset) : "";
       out["removed"] = *notice;
       out["nextOffset"] = offset + data.size();

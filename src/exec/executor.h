@@ -188,6 +188,15 @@ class Executor {
   // never started), for error messages. Pure.
   virtual std::filesystem::path SupervisorLog(int64_t job_id, int attempt,
                                               const std::string& replica) const = 0;
+
+  // ---- a job's files, all attempts and replicas (retention) ----
+
+  // Whether any file of job `job_id` is still kept.
+  virtual bool HasJobFiles(int64_t job_id) const = 0;
+  // Removes every file of job `job_id`, never following a link a trainer
+  // made. Ok(false), removing nothing, while a supervisor of the job still
+  // runs; Ok(true) once nothing of it is left (also when nothing was).
+  virtual Result<bool> RemoveJobFiles(int64_t job_id) = 0;
 };
 
 }  // namespace stoker::exec

@@ -272,4 +272,24 @@ ReplicaStatus FakeExecutor::status(const Key& key) const {
   return st;
 }
 
+bool FakeExecutor::HasJobFiles(int64_t job_id) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [key, r] : replicas_) {
+    if (key.job_id == job_id) return true;
+  }
+  return false;
+}
+
+Result<bool> FakeExecutor::RemoveJobFiles(int64_t job_id) {
+  std::lock_guard lock(mu_);
+  for (const auto& [key, r] : replicas_) {
+    if (key.job_id == job_id &&
+        (r.status.phase == ReplicaPhase::kStarting || r.status.phase == ReplicaPhase::kRunning)) {
+      return false;
+    }
+  }
+  std::erase_if(replicas_, [&](const auto& e) { return e.first.job_id == job_id; });
+  return true;
+}
+
 }  // namespace stoker::exec

@@ -84,6 +84,10 @@ class FakeExecutor : public Executor {
                                        const std::string& replica) const override;
   std::filesystem::path SupervisorLog(int64_t job_id, int attempt,
                                       const std::string& replica) const override;
+  // True while any replica of the job is known and its files were not
+  // removed; RemoveJobFiles refuses while one is kStarting or kRunning.
+  bool HasJobFiles(int64_t job_id) const override;
+  Result<bool> RemoveJobFiles(int64_t job_id) override;
 
   // ---- driving it from a test ----
   void FailNextLaunch(Status status);

@@ -123,5 +123,18 @@ TEST(FakeExecutorTest, ReadsReturnWhatTheTestPut) {
   EXPECT_EQ(ex.pushed_metrics(k), std::vector<std::string>{R"({"acc": "0.6"})"});
 }
 
+TEST(FakeExecutorTest, AJobsFilesGoOnlyOnceNothingOfItRuns) {
+  FakeExecutor ex("/tmp/fake");
+  EXPECT_FALSE(ex.HasJobFiles(3));
+  ex.SetRunning({3, 0, "workerpool0-0"}, 1);
+  ex.Exit({3, 1, "workerpool0-0"}, 0, 2);
+  EXPECT_TRUE(ex.HasJobFiles(3));
+  EXPECT_FALSE(ex.RemoveJobFiles(3).value());  // attempt 0 still runs
+  EXPECT_TRUE(ex.HasJobFiles(3));
+  ex.Exit({3, 0, "workerpool0-0"}, 0, 3);
+  EXPECT_TRUE(ex.RemoveJobFiles(3).value());
+  EXPECT_FALSE(ex.HasJobFiles(3));
+}
+
 }  // namespace
 }  // namespace stoker::exec

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/files.h"
+#include "exec/replica_files.h"
 #include "runner/log_rotation.h"
 #include "runner/replica_contract.h"
 
@@ -88,6 +89,37 @@ fs::path ReplicaDirExecutor::MetricFilePath(int64_t job_id, int attempt,
 fs::path ReplicaDirExecutor::SupervisorLog(int64_t job_id, int attempt,
                                            const std::string& replica) const {
   return ReplicaDir(job_id, attempt, replica) / replica::kRunnerLog;
+}
+
+namespace {
+
+// True when a supervisor still holds a lock anywhere under the job's
+// directory (<job>/<replica>/ or <job>/attempt-N/<replica>/).
+bool AnySupervisorAlive(const fs::path& job_dir) {
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(job_dir, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it.depth() >= 2) it.disable_recursion_pending();
+    if (it->path().filename() == "runner.lock" && SupervisorAlive(it->path().parent_path())) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool ReplicaDirExecutor::HasJobFiles(int64_t job_id) const {
+  std::error_code ec;
+  return fs::exists(ReplicaDir(job_id, 0, "x").parent_path(), ec);
+}
+
+Result<bool> ReplicaDirExecutor::RemoveJobFiles(int64_t job_id) {
+  fs::path dir = ReplicaDir(job_id, 0, "x").parent_path();
+  if (AnySupervisorAlive(dir)) return false;
+  // Trainers owned directories in there: never follow a link of theirs.
+  STOKER_RETURN_IF_ERROR(RemoveTreeNoFollow(dir));
+  return true;
 }
 
 }  // namespace stoker::exec

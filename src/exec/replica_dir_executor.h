@@ -39,6 +39,12 @@ class ReplicaDirExecutor : public Executor {
   // <replica dir>/runner.log (stoker-run --detach writes its stderr there).
   std::filesystem::path SupervisorLog(int64_t job_id, int attempt,
                                       const std::string& replica) const override;
+  // The job's directory: the parent of its attempt-0 replica directories
+  // (<root>/jobs/<job>/, later attempts in attempt-N/ below it).
+  bool HasJobFiles(int64_t job_id) const override;
+  // RemoveTreeNoFollow of the job's directory, unless a supervisor holds a
+  // runner.lock anywhere in it.
+  Result<bool> RemoveJobFiles(int64_t job_id) override;
 };
 
 }  // namespace stoker::exec

@@ -386,7 +386,7 @@ void Controller::Tick() {
   }
   studies_.Tick();
   Schedule();
-  ApplyRetention(retention_, config_.retention, store_, config_.data_dir, clock_.NowMicros());
+  ApplyRetention(retention_, config_.retention, store_, executor_, clock_.NowMicros());
 }
 
 void Controller::Drain(Active& a) {

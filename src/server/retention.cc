@@ -5,8 +5,7 @@
 #include <algorithm>
 #include <system_error>
 
-#include "common/files.h"
-#include "exec/replica_files.h"
+#include "exec/executor.h"
 #include "store/store.h"
 
 namespace stoker::server {
@@ -22,20 +21,6 @@ constexpr int kRemovalsPerScan = 250;
 // Jobs ending beyond the count limit bring the next scan forward, but no
 // closer than this to the last one.
 constexpr int64_t kMinScanGapUs = 2'000'000;
-
-// True when a supervisor still holds a lock anywhere under the job's
-// directory (<job>/<replica>/ or <job>/attempt-N/<replica>/).
-bool AnySupervisorAlive(const fs::path& job_dir) {
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(job_dir, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (it.depth() >= 2) it.disable_recursion_pending();
-    if (it->path().filename() == "runner.lock" && exec::SupervisorAlive(it->path().parent_path())) {
-      return true;
-    }
-  }
-  return false;
-}
 
 }  // namespace
 
@@ -63,7 +48,7 @@ std::vector<int64_t> JobsToRemove(std::vector<FinishedJob> finished, int64_t now
 }
 
 void ApplyRetention(RetentionState& state, const RetentionPolicy& policy, store::Store& store,
-                    const fs::path& data_dir, int64_t now_us) {
+                    exec::Executor& executor, int64_t now_us) {
   bool over_count = policy.max_finished_replica_dirs >= 0 &&
                     static_cast<int64_t>(state.finished.size()) + state.ended_since_scan >
                         policy.max_finished_replica_dirs;
@@ -78,12 +63,10 @@ void ApplyRetention(RetentionState& state, const RetentionPolicy& policy, store:
   state.next_scan_us = now_us + static_cast<int64_t>(policy.scan_interval_seconds * 1e6);
   state.last_scan_us = now_us;
   state.ended_since_scan = 0;
-  const fs::path jobs = data_dir / "jobs";
   auto note = [&](const store::JobRecord& job) {
-    std::error_code ec;
     if (!spec::IsTerminal(job.state)) {
       state.unfinished.insert(job.id);
-    } else if (fs::exists(jobs / std::to_string(job.id), ec)) {
+    } else if (executor.HasJobFiles(job.id)) {
       state.finished[job.id] = {job.end_time_us ? job.end_time_us : job.update_time_us,
                                 job.study_id};
     }
@@ -129,13 +112,12 @@ void ApplyRetention(RetentionState& state, const RetentionPolicy& policy, store:
       auto study = store.GetStudy(e.study_id);
       if (study.ok() && !spec::IsTerminal(study->state)) continue;
     }
-    fs::path dir = jobs / std::to_string(id);
-    if (AnySupervisorAlive(dir)) continue;
-    // Trainers owned directories in there: never follow a link of theirs.
-    if (Status s = RemoveTreeNoFollow(dir); !s.ok()) {
-      spdlog::warn("retention: cannot remove {}: {}", dir.string(), s.message());
+    auto gone = executor.RemoveJobFiles(id);
+    if (!gone.ok()) {
+      spdlog::warn("retention: cannot remove the files of job {}: {}", id, gone.status().message());
       continue;
     }
+    if (!*gone) continue;  // a replica is still stopping
     state.finished.erase(id);
     ++removed;
   }

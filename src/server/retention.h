@@ -18,6 +18,9 @@
 #include <set>
 #include <vector>
 
+namespace stoker::exec {
+class Executor;
+}
 namespace stoker::store {
 class Store;
 }
@@ -60,17 +63,18 @@ struct RetentionState {
   int64_t removed_total = 0;     // directories removed since start (for logs and tests)
 };
 
-// Removes what the policy says is due under `data_dir`/jobs. Cheap to call
+// Removes the files of the finished jobs the policy says are due, through
+// the executor (Executor::RemoveJobFiles). Cheap to call
 // on every control-loop tick: it returns at once until the scan interval
 // has passed or, when the jobs the caller saw end (`ended_since_scan`) would
 // take the count over its limit, until 2 s after the last scan (so a burst
 // of short jobs overshoots the limit by a few seconds of jobs). A scan reads
 // at most a few thousand new jobs from the store and removes at most 250
 // directories, and comes back on the next call while work is left.
-// A directory in which a supervisor is still alive (a replica still
-// stopping) is left for a later scan. Errors are logged, never fatal. Call
+// A job a supervisor of which is still alive (a replica still stopping) is
+// left for a later scan. Errors are logged, never fatal. Call
 // from one thread (the control loop).
 void ApplyRetention(RetentionState& state, const RetentionPolicy& policy, store::Store& store,
-                    const std::filesystem::path& data_dir, int64_t now_us);
+                    exec::Executor& executor, int64_t now_us);
 
 }  // namespace stoker::server

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "common/files.h"
+#include "exec/local_executor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "store/store.h"
@@ -58,6 +59,7 @@ class ApplyRetentionTest : public ::testing::Test {
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
     store_ = store::Store::Open(dir_).value();
+    executor_ = std::make_unique<exec::LocalExecutor>(dir_, dir_ / "stoker-run");
   }
   void TearDown() override {
     store_.reset();
@@ -83,6 +85,7 @@ class ApplyRetentionTest : public ::testing::Test {
 
   fs::path dir_;
   std::unique_ptr<store::Store> store_;
+  std::unique_ptr<exec::LocalExecutor> executor_;  // the real replica-directory layout
   RetentionState state_;
 };
 
@@ -90,7 +93,7 @@ TEST_F(ApplyRetentionTest, RemovesOnlyFinishedJobsPastThePolicyAndNeverBuckets) 
   RetentionPolicy p{.replica_dirs_days = 7, .max_finished_replica_dirs = 100};
   ASSERT_TRUE(MakeDirs(dir_ / "buckets" / "b").ok());
   int64_t old_job = Job(8 * kDay), recent = Job(kDay), running = Job(std::nullopt);
-  ApplyRetention(state_, p, *store_, dir_, kNow);
+  ApplyRetention(state_, p, *store_, *executor_, kNow);
   EXPECT_FALSE(Exists(old_job));
   EXPECT_TRUE(Exists(recent));
   EXPECT_TRUE(Exists(running));
@@ -102,12 +105,12 @@ TEST_F(ApplyRetentionTest, WaitsForTheScanIntervalThenSeesJobsThatEndedMeanwhile
   RetentionPolicy p{
       .replica_dirs_days = 0, .max_finished_replica_dirs = -1, .scan_interval_seconds = 60};
   int64_t running = Job(std::nullopt);
-  ApplyRetention(state_, p, *store_, dir_, kNow);
+  ApplyRetention(state_, p, *store_, *executor_, kNow);
   EXPECT_TRUE(Exists(running));
   End(running, 0);
-  ApplyRetention(state_, p, *store_, dir_, kNow + 1'000'000);  // within the interval
+  ApplyRetention(state_, p, *store_, *executor_, kNow + 1'000'000);  // within the interval
   EXPECT_TRUE(Exists(running));
-  ApplyRetention(state_, p, *store_, dir_, kNow + 61'000'000);
+  ApplyRetention(state_, p, *store_, *executor_, kNow + 61'000'000);
   EXPECT_FALSE(Exists(running));
   EXPECT_THAT(state_.unfinished, IsEmpty());
   EXPECT_THAT(state_.finished, IsEmpty());
@@ -117,7 +120,7 @@ TEST_F(ApplyRetentionTest, TheCountLimitBoundsItsOwnMemory) {
   RetentionPolicy p{
       .replica_dirs_days = -1, .max_finished_replica_dirs = 3, .scan_interval_seconds = 0};
   for (int i = 0; i < 20; ++i) Job(100 - i);
-  for (int tick = 0; tick < 3; ++tick) ApplyRetention(state_, p, *store_, dir_, kNow + tick);
+  for (int tick = 0; tick < 3; ++tick) ApplyRetention(state_, p, *store_, *executor_, kNow + tick);
   EXPECT_EQ(state_.finished.size(), 3u);
   EXPECT_EQ(state_.removed_total, 17);
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "jobs"), fs::directory_iterator()), 3);
@@ -128,15 +131,15 @@ TEST_F(ApplyRetentionTest, JobsEndingPastTheCountLimitBringTheScanForward) {
       .replica_dirs_days = -1, .max_finished_replica_dirs = 2, .scan_interval_seconds = 60};
   Job(30);
   Job(20);
-  ApplyRetention(state_, p, *store_, dir_, kNow);  // at the limit, nothing to remove
+  ApplyRetention(state_, p, *store_, *executor_, kNow);  // at the limit, nothing to remove
   EXPECT_EQ(state_.next_scan_us, kNow + 60'000'000);
   int64_t newer = Job(10);
-  ApplyRetention(state_, p, *store_, dir_, kNow + 3'000'000);  // nobody said a job ended
+  ApplyRetention(state_, p, *store_, *executor_, kNow + 3'000'000);  // nobody said a job ended
   EXPECT_EQ(state_.removed_total, 0);
   state_.ended_since_scan = 1;
-  ApplyRetention(state_, p, *store_, dir_, kNow + 1'000'000);  // too soon after the last scan
+  ApplyRetention(state_, p, *store_, *executor_, kNow + 1'000'000);  // too soon after the last scan
   EXPECT_EQ(state_.removed_total, 0);
-  ApplyRetention(state_, p, *store_, dir_, kNow + 2'000'000);
+  ApplyRetention(state_, p, *store_, *executor_, kNow + 2'000'000);
   EXPECT_EQ(state_.removed_total, 1);
   EXPECT_TRUE(Exists(newer));
   EXPECT_EQ(state_.ended_since_scan, 0);
@@ -146,10 +149,10 @@ TEST_F(ApplyRetentionTest, JobsEndingBelowTheCountLimitWaitForTheInterval) {
   RetentionPolicy p{
       .replica_dirs_days = -1, .max_finished_replica_dirs = 5, .scan_interval_seconds = 60};
   Job(30);
-  ApplyRetention(state_, p, *store_, dir_, kNow);
+  ApplyRetention(state_, p, *store_, *executor_, kNow);
   Job(20);
   state_.ended_since_scan = 1;
-  ApplyRetention(state_, p, *store_, dir_, kNow + 10'000'000);
+  ApplyRetention(state_, p, *store_, *executor_, kNow + 10'000'000);
   EXPECT_EQ(state_.last_scan_us, kNow);
 }
 
