@@ -65,18 +65,29 @@ Environments::Environments(std::vector<ImageMatch> rules, fs::path shim_root, fs
 Environment Environments::Build(const std::string& python) const {
   Environment env;
   env.python = python;
-  // bin/ with python and python3 pointing at the interpreter, first on PATH.
-  std::string key;
-  for (char ch : python) key += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-  fs::path bin = shim_root_ / key / "bin";
+  const std::string system_path = ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
   std::error_code ec;
-  fs::create_directories(bin, ec);
-  for (const char* name : {"python", "python3"}) {
-    fs::path link = bin / name;
-    if (!fs::is_symlink(link, ec)) fs::create_symlink(python, link, ec);
+  fs::path bin = fs::path(python).parent_path();
+  if (fs::exists(bin.parent_path() / "pyvenv.cfg", ec)) {
+    // A virtual environment: Python finds it from the pyvenv.cfg beside the
+    // path it was started by, so `python3` must be found in the venv's own
+    // bin/ (a link to it elsewhere starts the base interpreter without the
+    // venv's packages). Its tools (torchrun, pip) come with it, as after
+    // `source bin/activate`.
+    env.base_env["PATH"] = bin.string() + system_path;
+    env.base_env["VIRTUAL_ENV"] = bin.parent_path().string();
+  } else {
+    // bin/ with python and python3 pointing at the interpreter, first on PATH.
+    std::string key;
+    for (char ch : python) key += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+    bin = shim_root_ / key / "bin";
+    fs::create_directories(bin, ec);
+    for (const char* name : {"python", "python3"}) {
+      fs::path link = bin / name;
+      if (!fs::is_symlink(link, ec)) fs::create_symlink(python, link, ec);
+    }
+    env.base_env["PATH"] = bin.string() + system_path;
   }
-  env.base_env["PATH"] =
-      bin.string() + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
   env.base_env["PYTHONPATH"] = helpers_dir_.string();
   env.base_env["PYTHONUNBUFFERED"] = "1";  // so logs stream while the trainer runs
   for (const char* pass : {"HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TMPDIR"}) {

@@ -28,7 +28,10 @@ class Environments {
  public:
   // `shim_root`: a directory for per-interpreter bin/ dirs with python and
   // python3 links, put first on PATH so `python3` in a command means the
-  // environment's interpreter. `helpers_dir`: Stoker's own Python modules
+  // environment's interpreter. An interpreter in a virtual environment
+  // (<venv>/bin/python3 with <venv>/pyvenv.cfg) gets the venv's own bin/
+  // first on PATH and VIRTUAL_ENV instead: a link elsewhere would lose the
+  // venv. `helpers_dir`: Stoker's own Python modules
   // (hypertune), appended to PYTHONPATH. `config_file`: named in errors.
   Environments(std::vector<ImageMatch> rules, std::filesystem::path shim_root,
                std::filesystem::path helpers_dir, std::string config_file);
