@@ -153,6 +153,8 @@ Result<store::ListOptions> ParseListOptions(const http::Request& req) {
 Result<store::JobRecord> CreateCustomJob(const ApiDeps& d, const spec::CustomJob& job,
                                          store::NewJob record) {
   STOKER_ASSIGN_OR_RETURN(admission::AdmittedJob admitted, d.admission->AdmitJob(job));
+  STOKER_RETURN_IF_ERROR(
+      CheckBudgets(d, record.user, record.project, json(job.labels), &admitted.warnings));
   record.display_name = job.display_name;
   record.spec = std::move(admitted.spec);
   // After any the caller's form added (AI Platform fields it does not act on).
@@ -314,6 +316,7 @@ class Api {
     const std::string& method = req.method;
     if (Status s = CheckRequestBounds(req); !s.ok()) return Error(s);
     if (auto r = HandleAdminRoutes(d_, req, caller)) return *r;
+    if (auto r = HandleCostRoutes(d_, req, caller)) return *r;
     if (auto r = HandleClusterRoutes(d_, req, caller)) return *r;
     if (auto r = HandleLegacyRoutes(d_, req, caller)) return *r;
     if (auto r = HandleTuningRoutes(d_, req, caller)) return *r;
@@ -497,7 +500,9 @@ class Api {
   http::Response GetJob(int64_t id) {
     auto rec = d_.store->GetJob(id);
     if (!rec.ok()) return Error(rec.status());
-    return Json(RenderJob(*rec));
+    json j = RenderJob(*rec);
+    AddJobUsage(d_, *rec, j);
+    return Json(j);
   }
 
   http::Response CancelJob(int64_t id) {

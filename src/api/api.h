@@ -41,6 +41,7 @@
 #include "admission/admission.h"
 #include "api/control_plane.h"
 #include "auth/auth_store.h"
+#include "cost/accounting.h"
 #include "exec/executor.h"
 #include "http/http.h"
 #include "storage/buckets.h"
@@ -62,6 +63,9 @@ struct ApiDeps {
   // Opens trial push keys (auth::TrialPushKey): a trainer's measurement push
   // with its trial's ?key= needs no token.
   std::string push_secret;
+  // The usage ledger, prices and budgets (docs/cost.md): jobs and studies
+  // show their usage and cost, submissions pass the budgets. Null = none.
+  cost::Accountant* accountant = nullptr;
 };
 
 // HTTP status of an error code (the one place this mapping lives).

@@ -31,6 +31,14 @@ Result<store::ListOptions> ParseListOptions(const http::Request& req);
 Result<store::JobRecord> CreateCustomJob(const ApiDeps& d, const spec::CustomJob& job,
                                          store::NewJob record);
 
+// A job's (a study's and each trial's) usage and cost as `stoker.usage` of
+// the rendered JSON (cost_routes.cc); nothing when the daemon keeps no ledger.
+void AddJobUsage(const ApiDeps& d, const store::JobRecord& r, nlohmann::json& rendered);
+void AddStudyUsage(const ApiDeps& d, int64_t study_id, nlohmann::json& rendered);
+// The budgets' word on a submission (cost::Accountant::CheckSubmission).
+Status CheckBudgets(const ApiDeps& d, const std::string& user, const std::string& project,
+                    const nlohmann::json& labels, std::vector<std::string>* warnings);
+
 // The answer for a job or study that `caller` may not see (the same as for
 // one that does not exist, so that ids of others' jobs leak nothing).
 Status NotVisible(const std::string& what);
@@ -45,6 +53,8 @@ std::optional<http::Response> HandleTuningRoutes(const ApiDeps& d, const http::R
                                                  const auth::Principal& caller);
 std::optional<http::Response> HandleClusterRoutes(const ApiDeps& d, const http::Request& req,
                                                   const auth::Principal& caller);
+std::optional<http::Response> HandleCostRoutes(const ApiDeps& d, const http::Request& req,
+                                               const auth::Principal& caller);
 std::optional<http::Response> HandleAdminRoutes(const ApiDeps& d, const http::Request& req,
                                                 const auth::Principal& caller);
 

@@ -65,6 +65,12 @@ http::Response Submit(const ApiDeps& d, const std::string& project, const std::s
   auto job = spec::ParseHyperparameterTuningJob(j);
   if (!job.ok()) return Error(job.status());
   if (Status s = d.admission->AdmitStudy(*job); !s.ok()) return Error(s);
+  std::vector<std::string> warnings;  // a study has no events: its trials' jobs carry them
+  if (Status s =
+          CheckBudgets(d, caller.user, project, j.value("labels", json::object()), &warnings);
+      !s.ok()) {
+    return Error(s);
+  }
   auto rec =
       d.store->CreateStudy(project, location, job->display_name, spec::ToJson(*job), caller.user);
   if (!rec.ok()) return Error(rec.status());
@@ -187,7 +193,9 @@ std::optional<http::Response> HandleTuningRoutes(const ApiDeps& d, const http::R
     if (!m[4].matched && req.method == "GET") {
       auto s = d.store->GetStudy(*id);
       if (!s.ok()) return Error(s.status());
-      return Json(RenderStudy(d, *s));
+      json rendered = RenderStudy(d, *s);
+      AddStudyUsage(d, *id, rendered);
+      return Json(rendered);
     }
     return Error(InvalidArgument("method " + req.method + " is not supported on " + req.path));
   }

@@ -177,4 +177,32 @@ int AdminBackup(const Globals& g, const std::string& file);
 int Queue(const Globals& g);
 int Nodes(const Globals& g);
 
+// ---- usage, cost and budgets (cost_commands.cc; docs/cost.md) ----
+// The "usage:" and "cost:" lines of a job's or study's stoker.usage.
+void PrintUsage(const nlohmann::json& usage, const std::string& indent);
+// "$1.23" at the Vertex price, "-" when unknown.
+std::string VertexCost(const nlohmann::json& usage);
+
+struct UsageFlags {
+  std::string by = "user";  // user, project, month, job, gpu, label:KEY
+  double days = 0;          // the last N days (0: this month, or --start/--end)
+  std::string start;        // RFC 3339
+  std::string end;
+  bool break_even = false;
+};
+int Usage(const Globals& g, const UsageFlags& f);
+int CostEstimate(const Globals& g, const std::string& config);
+
+struct BudgetFlags {
+  std::string scope;
+  std::optional<double> monthly_usd;
+  std::optional<double> monthly_gpu_hours;
+  std::string price = "vertex";
+  double warn_at = 0.8;
+  bool stop_running = false;
+};
+int BudgetsList(const Globals& g);
+int BudgetsSet(const Globals& g, const BudgetFlags& f);
+int BudgetsDelete(const Globals& g, const std::string& scope);
+
 }  // namespace stoker::cli

@@ -61,8 +61,9 @@ void PrintStudy(const json& j) {
       best_value = v;
     }
   }
-  std::printf("  %-2s %-5s %-11s %-12s %s\n", "", "TRIAL", "STATE", metric.substr(0, 12).c_str(),
-              "PARAMETERS");
+  if (j.contains("stoker")) PrintUsage(j["stoker"].value("usage", json()), "  ");
+  std::printf("  %-2s %-5s %-11s %-12s %-9s %s\n", "", "TRIAL", "STATE",
+              metric.substr(0, 12).c_str(), "VERTEX$", "PARAMETERS");
   for (size_t i = 0; i < j["trials"].size(); ++i) {
     const json& t = j["trials"][i];
     std::string params;
@@ -75,8 +76,10 @@ void PrintStudy(const json& j) {
     if (v) std::snprintf(value, sizeof value, "%.6g", *v);
     std::string state = t["state"];
     if (t.value("stoppedEarly", false)) state += "*";
-    std::printf("  %-2s %-5s %-11s %-12s %s\n", static_cast<int>(i) == best ? "=>" : "",
-                t["id"].get<std::string>().c_str(), state.c_str(), value, params.c_str());
+    std::string cost = t.contains("stoker") ? VertexCost(t["stoker"].value("usage", json())) : "-";
+    std::printf("  %-2s %-5s %-11s %-12s %-9s %s\n", static_cast<int>(i) == best ? "=>" : "",
+                t["id"].get<std::string>().c_str(), state.c_str(), value, cost.c_str(),
+                params.c_str());
     if (t.contains("infeasibleReason")) {
       std::cout << "           " << t["infeasibleReason"].get<std::string>() << "\n";
     }

@@ -337,6 +337,7 @@ int Describe(const Globals& g, const std::string& id) {
   if (j.contains("error")) {
     std::cout << "  error:    " << j["error"]["message"].get<std::string>() << "\n";
   }
+  if (j.contains("stoker")) PrintUsage(j["stoker"].value("usage", json()), "  ");
   if (events.ok()) {
     std::cout << "Events:\n";
     for (const json& e : (*events)["events"]) {

@@ -119,8 +119,8 @@ int main(int argc, char** argv) {
                  "Bearer token for stokerd (default: $STOKER_TOKEN, else $STOKER_HOME/token)");
   app.add_option("--ca-file", g.ca_file,
                  "PEM certificate to trust for an https:// server (default: $STOKER_CA_FILE)");
-  app.add_option("--format", g.format, "Output format: text or json")
-      ->check(CLI::IsMember({"text", "json"}))
+  app.add_option("--format", g.format, "Output format: text or json (csv: stoker usage)")
+      ->check(CLI::IsMember({"text", "json", "csv"}))
       ->capture_default_str();
   int rc = 0;
 
@@ -314,11 +314,63 @@ int main(int argc, char** argv) {
       ->required();
   backup->callback([&] { rc = AdminBackup(g, backup_file); });
 
-  app.add_subcommand("queue", "The queue in the scheduler's order, with reasons and estimated starts")
+  app.add_subcommand("queue",
+                     "The queue in the scheduler's order, with reasons and estimated starts")
       ->callback([&] { rc = Queue(g); });
   app.add_subcommand("nodes", "Nodes and GPUs, with what runs on each")->callback([&] {
     rc = Nodes(g);
   });
+
+  // ---- usage, cost and budgets (docs/cost.md) ----
+  UsageFlags usage_flags;
+  auto* usage = app.add_subcommand("usage", "GPU, CPU and memory use and its cost, grouped");
+  usage->fallthrough();  // --format may follow the command, as gcloud allows
+  usage->add_option("--by", usage_flags.by, "Group by user, project, month, job, gpu or label:KEY")
+      ->capture_default_str();
+  usage->add_option("--days", usage_flags.days, "The last N days (default: this calendar month)")
+      ->check(CLI::PositiveNumber);
+  usage->add_option("--start", usage_flags.start,
+                    "From this time (RFC 3339, e.g. 2026-11-01T00:00:00Z)");
+  usage->add_option("--end", usage_flags.end, "Until this time (RFC 3339; default now)");
+  usage->add_flag("--break-even", usage_flags.break_even,
+                  "Buy vs rent: Vertex vs owning this node, from the last --days (default 30)");
+  usage->callback([&] { rc = Usage(g, usage_flags); });
+
+  auto* cost = app.add_subcommand("cost", "Prices of jobs before they run");
+  cost->require_subcommand(1);
+  cost->fallthrough();
+  std::string cost_config;
+  auto* estimate = cost->add_subcommand(
+      "estimate", "What a job would cost per hour and up to its timeout (Vertex, Spot, own)");
+  estimate->fallthrough();
+  estimate->add_option("--config", cost_config, "CustomJob or CustomJobSpec file (YAML or JSON)")
+      ->required();
+  estimate->callback([&] { rc = CostEstimate(g, cost_config); });
+
+  auto* budgets = app.add_subcommand("budgets", "Monthly budgets per user, project or label");
+  budgets->require_subcommand(1);
+  budgets->fallthrough();
+  budgets->add_subcommand("list", "Budgets and how much of each this month used")
+      ->fallthrough()
+      ->callback([&] { rc = BudgetsList(g); });
+  BudgetFlags bf;
+  auto* bset = budgets->add_subcommand("set", "Create or change a budget (admins)");
+  bset->fallthrough();
+  bset->add_option("SCOPE", bf.scope, "user:NAME, project:NAME or label:KEY=VALUE")->required();
+  bset->add_option("--monthly-usd", bf.monthly_usd, "Limit in US dollars per calendar month");
+  bset->add_option("--monthly-gpu-hours", bf.monthly_gpu_hours, "Limit in booked GPU-hours");
+  bset->add_option("--price", bf.price, "Which price counts: vertex, compute-engine, spot, own")
+      ->check(CLI::IsMember({"vertex", "compute-engine", "spot", "own"}))
+      ->capture_default_str();
+  bset->add_option("--warn-at", bf.warn_at, "Warn (an event on the jobs) at this fraction")
+      ->capture_default_str();
+  bset->add_flag("--stop-running", bf.stop_running,
+                 "At the limit, also cancel the scope's running jobs (default: refuse new ones)");
+  bset->callback([&] { rc = BudgetsSet(g, bf); });
+  std::string bdel_scope;
+  auto* bdel = budgets->add_subcommand("delete", "Remove a budget (admins)");
+  bdel->add_option("SCOPE", bdel_scope)->required();
+  bdel->callback([&] { rc = BudgetsDelete(g, bdel_scope); });
 
   // `stoker server ARGS...` becomes the stokerd installed beside this binary
   // (exec: same pid, so a container's signals reach the daemon itself), with
@@ -347,6 +399,18 @@ int main(int argc, char** argv) {
     // --worker-pool-spec is an empty pool, an empty --args no args). Only
     // the gcloud-style commands get this reading.
     std::vector<std::string> args(argv + 1, argv + argc);
+    bool csv = false, usage_command = false;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i] == "--format=csv" ||
+          (args[i] == "--format" && i + 1 < args.size() && args[i + 1] == "csv")) {
+        csv = true;
+      }
+      if (args[i] == "usage") usage_command = true;
+    }
+    if (csv && !usage_command) {
+      return Report(
+          InvalidArgument("--format csv: only 'stoker usage' prints CSV; use text or json"));
+    }
     bool gcloud = false;
     for (size_t i = 0; i < args.size(); ++i) {
       if (args[i] == "--") break;

@@ -286,6 +286,10 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
           }
         } else if (key == "slurm") {
           STOKER_RETURN_IF_ERROR(ParseSlurmConfig(value, where, c.slurm));
+        } else if (key == "cost") {
+          // JSON is YAML: the catalog reads the section as the file wrote it.
+          Status applied = c.catalog.Apply(YAML::Load(value.dump()));
+          if (!applied.ok()) return InvalidArgument(where + applied.message());
         } else {
           return InvalidArgument(where + "unknown key '" + key +
                                  "' (known: listen, images, buckets, inventory, "
@@ -297,7 +301,7 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
                                  "tls_cert_file, tls_key_file, allow_insecure_http, "
                                  "default_unix_user, allow_root_trainers, bucket_group, "
                                  "job_isolation, executor, "
-                                 "slurm)");
+                                 "slurm, cost)");
         }
       }
     } catch (const nlohmann::json::exception& e) {

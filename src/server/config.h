@@ -48,6 +48,8 @@
 //     shared_dir: /shared/stoker  # holds jobs/; same path on every node (default: data dir)
 //     sbatch_extra_args: ["--exclusive"]
 //     grace_seconds: 30         # after the graceful scancel, a plain one
+//   cost:                       # prices and own hardware (docs/cost.md, docs/prices.md)
+//     own_hardware: {usd_per_kwh: 0.12, gpus: {NVIDIA_L4: {purchase_usd: 2500, watts: 72}}}
 #pragma once
 
 #include <filesystem>
@@ -57,6 +59,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "cost/catalog.h"
 #include "resources/resources.h"
 #include "scheduler/policy.h"
 #include "server/retention.h"
@@ -102,17 +105,18 @@ struct Config {
   bool allow_insecure_http = false;  // plain HTTP on a non-loopback address
   std::string default_unix_user = "nobody";
   bool allow_root_trainers = false;
-  std::string bucket_group = "stoker";  // root daemon: the group that may write buckets
-  std::string job_isolation = "auto";  // auto | required | off
+  std::string bucket_group = "stoker";   // root daemon: the group that may write buckets
+  std::string job_isolation = "auto";    // auto | required | off
   uint64_t log_max_bytes = 64ull << 20;  // per replica log file; 0 = no rotation
   int log_max_files = 3;                 // rotated files kept, 1..1000
   RetentionPolicy retention;
   std::string executor = "local";  // local | slurm
   SlurmConfig slurm;
-  std::filesystem::path runner;          // stoker-run binary
-  std::filesystem::path python_helpers;  // directory holding the hypertune module
-  std::string api_url;                   // where trainers reach the API (set by main)
-  std::string push_secret;               // behind trials' push keys (set by main; auth.h)
+  cost::Catalog catalog = cost::Catalog::BuiltIn();  // with the `cost:` section applied
+  std::filesystem::path runner;                      // stoker-run binary
+  std::filesystem::path python_helpers;              // directory holding the hypertune module
+  std::string api_url;                               // where trainers reach the API (set by main)
+  std::string push_secret;  // behind trials' push keys (set by main; auth.h)
 };
 
 // The rules that map Vertex's prebuilt training images (PyTorch, TensorFlow,

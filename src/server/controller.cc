@@ -18,8 +18,8 @@
 #include "common/time.h"
 #include "exec/replica_env.h"
 #include "server/attempt_verdict.h"
-#include "server/launch_builder.h"
 #include "server/fair_share.h"
+#include "server/launch_builder.h"
 
 namespace stoker::server {
 namespace {
@@ -127,7 +127,8 @@ std::string GpuSummary(const std::vector<scheduler::ReplicaRequest>& requests) {
 
 std::string OutputUri(const spec::CustomJob& job, int64_t id) {
   std::string base = job.job_spec.base_output_directory;
-  if (base.empty()) base = std::string("gs://") + storage::kOutputsBucket + "/" + std::to_string(id);
+  if (base.empty())
+    base = std::string("gs://") + storage::kOutputsBucket + "/" + std::to_string(id);
   if (base.back() != '/') base += '/';
   return base;
 }
@@ -142,6 +143,7 @@ Controller::Controller(ControllerDeps deps)
       buckets_(*deps.buckets),
       environments_(*deps.environments),
       clock_(*deps.clock),
+      accountant_(deps.accountant),
       studies_({.store = deps.store,
                 .executor = deps.executor,
                 .admission = deps.admission,
@@ -368,6 +370,7 @@ void Controller::Tick() {
       ++it;
     }
   }
+  EnforceBudgets();
   for (auto& [id, a] : active_) {
     if (a.rec.cancel_requested) HandleCancel(a);
     if (!spec::IsTerminal(a.rec.state) && a.rec.state != JobState::kQueued) PollJob(a);
@@ -456,7 +459,10 @@ void Controller::PollJob(Active& a) {
     }
   }
   if (a.rec.state == JobState::kCancelling) {
-    if (all_ended) Finish(a, JobState::kCancelled, "cancelled by user", kRpcCancelled, "CANCELED");
+    if (all_ended) {
+      RecordUsage(a, st, "cancelled");
+      Finish(a, JobState::kCancelled, "cancelled by user", kRpcCancelled, "CANCELED");
+    }
     return;
   }
   if (a.rec.state == JobState::kRunning) CheckHung(a, st);
@@ -471,6 +477,14 @@ void Controller::PollJob(Active& a) {
     Move(a, JobState::kRunning, "replicas started",
          {.start_time_us = v.start_us ? v.start_us : clock_.NowMicros()});
   }
+  if (v.kind == Verdict::Kind::kUndecided) return;
+  // The ledger first: a crash after it rewrites the same rows on recovery.
+  bool retry =
+      v.kind == Verdict::Kind::kFailed && v.retriable && CanRetry(a, v.infrastructure, v.worker);
+  RecordUsage(a, st,
+              v.kind == Verdict::Kind::kSucceeded ? "succeeded"
+              : retry                             ? "retried"
+                                                  : "failed");
   switch (v.kind) {
     case Verdict::Kind::kUndecided:
       return;
@@ -478,9 +492,9 @@ void Controller::PollJob(Active& a) {
       Finish(a, JobState::kSucceeded, v.what, 0, "");
       return;
     case Verdict::Kind::kNeverStarted:
-      Finish(a, JobState::kFailed, v.replica + " never started", v.error_code,
-             v.what + "; see " +
-                 executor_.SupervisorLog(a.rec.id, a.rec.attempt, v.replica).string());
+      Finish(
+          a, JobState::kFailed, v.replica + " never started", v.error_code,
+          v.what + "; see " + executor_.SupervisorLog(a.rec.id, a.rec.attempt, v.replica).string());
       return;
     case Verdict::Kind::kNoPrimary:
       Finish(a, JobState::kFailed, "no primary replica", v.error_code, v.what);
@@ -496,9 +510,9 @@ void Controller::PollJob(Active& a) {
   }
 }
 
-bool Controller::Retry(Active& a, const std::string& what, bool infrastructure, bool worker) {
+int Controller::RetryLimit(const Active& a, bool infrastructure, bool worker) const {
   const spec::Scheduling& sched = a.job.job_spec.scheduling;
-  if (sched.disable_retries) return false;
+  if (sched.disable_retries) return 0;
   // User failures: scheduling.maxRetries. Infrastructure failures (a replica
   // lost or unable to start), and any worker failure when
   // restartJobOnWorkerRestart is set, restart the gang up to
@@ -508,7 +522,24 @@ bool Controller::Retry(Active& a, const std::string& what, bool infrastructure, 
   if (infrastructure || (worker && sched.restart_job_on_worker_restart)) {
     limit = std::max(limit, kRestartLimit);
   }
-  if (a.rec.attempt >= limit) return false;
+  return limit;
+}
+
+bool Controller::CanRetry(const Active& a, bool infrastructure, bool worker) const {
+  return a.rec.attempt < RetryLimit(a, infrastructure, worker);
+}
+
+void Controller::RecordUsage(const Active& a, const std::vector<exec::ReplicaStatus>& st,
+                             const std::string& end) {
+  std::map<std::string, cost::ReplicaTimes> times;
+  for (const exec::ReplicaStatus& r : st) times[r.name] = {r.start_us, r.end_us};
+  Status s = store_.RecordUsage(cost::AttemptUsage(a.rec, times, end, clock_.NowMicros()));
+  if (!s.ok()) spdlog::error("job {}: cannot record usage: {}", a.rec.id, s.ToString());
+}
+
+bool Controller::Retry(Active& a, const std::string& what, bool infrastructure, bool worker) {
+  if (!CanRetry(a, infrastructure, worker)) return false;
+  int limit = RetryLimit(a, infrastructure, worker);
   int next = a.rec.attempt + 1;
   Drain(a);
   std::string reason = what + " Restarting all replicas as attempt " + std::to_string(next + 1) +
@@ -528,6 +559,39 @@ bool Controller::Retry(Active& a, const std::string& what, bool infrastructure, 
   return true;
 }
 
+void Controller::EnforceBudgets() {
+  if (accountant_ == nullptr) return;
+  int64_t now = clock_.NowMicros();
+  if (now - budget_check_us_ < 10'000'000) return;
+  budget_check_us_ = now;
+  auto states = accountant_->BudgetStates();
+  if (!states.ok()) {
+    spdlog::warn("budgets: {}", states.status().ToString());
+    return;
+  }
+  for (const cost::BudgetState& b : *states) {
+    if (!b.warn) continue;
+    bool stop = b.exceeded && b.budget.stop_running;
+    std::string warned_key = b.budget.scope + " " + b.month.name + (stop ? " stop" : "");
+    bool first = budget_warned_.insert(warned_key).second;
+    for (auto& [id, a] : active_) {
+      if (spec::IsTerminal(a.rec.state) || a.rec.cancel_requested) continue;
+      json labels(a.job.labels);
+      if (!cost::InScope(b.budget.scope, a.rec.user, a.rec.project, labels)) continue;
+      if (stop) {
+        (void)store_.AddEvent(
+            id, "budget " + b.Describe() + ": its hard limit stops the scope's jobs (stopRunning)");
+        if (store_.RequestCancel(id).ok()) a.rec.cancel_requested = true;
+        if (a.rec.study_id != 0 && store_.RequestStudyCancel(a.rec.study_id).ok()) {
+          studies_.CancelRequested(a.rec.study_id);
+        }
+      } else if (first && a.rec.state == JobState::kRunning) {
+        (void)store_.AddEvent(id, "warning: budget " + b.Describe());
+      }
+    }
+  }
+}
+
 void Controller::CheckHung(Active& a, const std::vector<exec::ReplicaStatus>& st) {
   if (config_.hang_timeout_seconds <= 0) return;
   int64_t now = clock_.NowMicros();
@@ -537,8 +601,7 @@ void Controller::CheckHung(Active& a, const std::vector<exec::ReplicaStatus>& st
   for (const exec::ReplicaStatus& r : st) {
     if (r.phase != exec::ReplicaPhase::kRunning) continue;
     // Progress: output (any log file) or a metric report, whichever is newest.
-    int64_t last =
-        std::max(r.start_us, executor_.LastActivityUs(a.rec.id, a.rec.attempt, r.name));
+    int64_t last = std::max(r.start_us, executor_.LastActivityUs(a.rec.id, a.rec.attempt, r.name));
     auto reported = a.hung_since_us.find(r.name);
     if (now - last > limit_us) {
       if (reported == a.hung_since_us.end() || reported->second != last) {
@@ -711,10 +774,14 @@ void Controller::StartPlaced(Active& a, const scheduler::StartJob& start,
     const scheduler::PlacedReplica& p = start.replicas[i];
     const scheduler::ReplicaRequest& r = a.requests[i];
     json gpus = json::array(), shares = json::array();
+    std::string gpu_type;  // the booked GPUs' type, for the usage ledger
     for (const scheduler::GpuShare& g : p.gpus) {
       gpus.push_back(g.gpu);
       shares.push_back(
           {{"gpu", g.gpu}, {"fraction", g.fraction}, {"memory_bytes", g.memory_bytes}});
+      for (const resources::Gpu& n : node_.gpus) {
+        if (n.index == g.gpu) gpu_type = n.type;
+      }
     }
     replicas.push_back({{"name", r.name},
                         {"pool", r.pool},
@@ -724,6 +791,7 @@ void Controller::StartPlaced(Active& a, const scheduler::StartJob& start,
                         {"memory_bytes", p.memory_bytes},
                         {"gpus", gpus},
                         {"gpu_shares", shares},
+                        {"gpu_type", gpu_type},
                         {"port", FreePortNotIn(held_ports)}});
     held_ports.insert(replicas.back()["port"].get<int>());
     names.push_back(r.name);

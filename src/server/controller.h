@@ -20,6 +20,7 @@
 #include "admission/admission.h"
 #include "api/control_plane.h"
 #include "common/clock.h"
+#include "cost/accounting.h"
 #include "exec/environments.h"
 #include "exec/executor.h"
 #include "resources/resources.h"
@@ -45,6 +46,7 @@ struct ControllerDeps {
   const exec::Environments* environments = nullptr;
   const admission::Admission* admission = nullptr;  // the trials the study driver starts
   const Clock* clock = &SystemClock();              // every time it reads or stamps
+  cost::Accountant* accountant = nullptr;           // budgets to enforce; null = none
 };
 
 class Controller final : public api::ControlPlane, private TrialJobs {
@@ -127,6 +129,16 @@ class Controller final : public api::ControlPlane, private TrialJobs {
   // Restarts the whole gang as the next attempt when the job's retry rules
   // allow it after `what` (a replica failure); false when the job must fail.
   bool Retry(Active& a, const std::string& what, bool infrastructure, bool worker);
+  // How many retries the job's rules allow after such a failure, and whether one is left.
+  int RetryLimit(const Active& a, bool infrastructure, bool worker) const;
+  bool CanRetry(const Active& a, bool infrastructure, bool worker) const;
+  // Writes the ended attempt's rows to the usage ledger (replica times from `st`).
+  void RecordUsage(const Active& a, const std::vector<exec::ReplicaStatus>& st,
+                   const std::string& end);
+  // Every 10 s when budgets exist: a warning event on the running jobs of a
+  // budget past its threshold (once a month), and a cancel of the jobs (and
+  // their studies) of a budget whose hard limit is reached with stopRunning.
+  void EnforceBudgets();
   void CheckHung(Active& a, const std::vector<exec::ReplicaStatus>& st);
   // Stops the current attempt's replicas; their resources stay held until they are gone.
   void Drain(Active& a);
@@ -166,6 +178,9 @@ class Controller final : public api::ControlPlane, private TrialJobs {
   mutable std::map<std::string, std::string> verified_packages_;
   std::map<std::pair<int64_t, int>, Draining> draining_;  // by (job, attempt)
   std::map<std::string, double> usage_;  // decayed GPU-seconds per user (fair share)
+  cost::Accountant* accountant_;
+  int64_t budget_check_us_ = 0;
+  std::set<std::string> budget_warned_;  // "scope month" already warned about
   int64_t usage_us_ = 0;                 // when usage_ was last brought up to date
   bool schedule_dirty_ = true;           // something changed since the last decision
   int64_t last_schedule_us_ = 0;

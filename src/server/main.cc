@@ -59,7 +59,7 @@ fs::path FirstExisting(const std::vector<fs::path>& candidates) {
 bool OthersMayRead(const fs::path& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0 || !(st.st_mode & S_IROTH)) return false;
-  for (fs::path p = fs::absolute(path).parent_path(); ; p = p.parent_path()) {
+  for (fs::path p = fs::absolute(path).parent_path();; p = p.parent_path()) {
     if (::stat(p.c_str(), &st) != 0 || !(st.st_mode & S_IXOTH)) return false;
     if (p == p.root_path()) return true;
   }
@@ -166,9 +166,10 @@ exec::IsolationPlan IsolationPlanFor(const server::Config& config, const fs::pat
     fs::path python = fs::absolute(r.python).lexically_normal();
     auto rel = python.lexically_relative(data);
     if (r.python != "auto" && !rel.empty() && *rel.begin() != "..") {
-      spdlog::warn("images: the interpreter {} of '{}' lies inside the data dir, which trainers "
-                   "do not see (job_isolation); move that environment out of {}",
-                   r.python, r.match, data.string());
+      spdlog::warn(
+          "images: the interpreter {} of '{}' lies inside the data dir, which trainers "
+          "do not see (job_isolation); move that environment out of {}",
+          r.python, r.match, data.string());
     }
   }
   return plan;
@@ -311,23 +312,27 @@ int main(int argc, char** argv) {
   auto made = exec::ExecutorRegistry::WithBuiltins().Create(executor_config);
   if (!made.ok()) return Fail(made.status().message());
   std::unique_ptr<exec::Executor> executor = std::move(*made);
-  admission::Admission admission({.buckets = &buckets,
-                                  .environments = &environments,
-                                  .node = &node,
-                                  .policy = {config->cpu_oversubscription,
-                                             config->accelerator_substitution},
-                                  .machine_types = config->machine_types,
-                                  .executor_places_replicas = executor->PlacesReplicas()});
+  admission::Admission admission(
+      {.buckets = &buckets,
+       .environments = &environments,
+       .node = &node,
+       .policy = {config->cpu_oversubscription, config->accelerator_substitution},
+       .machine_types = config->machine_types,
+       .executor_places_replicas = executor->PlacesReplicas()});
+  cost::NodeShape shape{.cpus = node.cpus};
+  for (const resources::Gpu& gpu : node.gpus) shape.gpu_types.push_back(gpu.type);
+  cost::Accountant accountant(*store->get(), config->catalog, shape, SystemClock());
   server::Controller controller({.config = &*config,
                                  .node = &node,
                                  .store = store->get(),
                                  .executor = executor.get(),
                                  .buckets = &buckets,
                                  .environments = &environments,
-                                 .admission = &admission});
+                                 .admission = &admission,
+                                 .accountant = &accountant});
 
-  api::ApiDeps deps{store->get(), &buckets,    &admission, executor.get(),
-                    &controller,  users->get(), config->push_secret};
+  api::ApiDeps deps{store->get(), &buckets,     &admission,          executor.get(),
+                    &controller,  users->get(), config->push_secret, &accountant};
   http::Server http_server(api::MakeHandler(deps), http::ServerOptions{});
   std::string host = config->listen.substr(0, config->listen.rfind(':'));
   int port = std::atoi(config->listen.substr(config->listen.rfind(':') + 1).c_str());

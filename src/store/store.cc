@@ -33,6 +33,14 @@ class Stmt {
     sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
   }
   void BindNull(int i) { sqlite3_bind_null(stmt_, i); }
+  void Bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
+  void Bind(int i, const std::optional<double>& v) {
+    if (v) {
+      Bind(i, *v);
+    } else {
+      BindNull(i);
+    }
+  }
   // SQLITE_ROW, SQLITE_DONE or an error code.
   int Step() { return sqlite3_step(stmt_); }
   // Ready to run again with new bindings.
@@ -46,6 +54,10 @@ class Stmt {
     return p ? std::string(reinterpret_cast<const char*>(p)) : std::string();
   }
   bool IsNull(int col) { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  double Double(int col) { return sqlite3_column_double(stmt_, col); }
+  std::optional<double> OptDouble(int col) {
+    return IsNull(col) ? std::nullopt : std::optional<double>(Double(col));
+  }
   sqlite3* db() const { return db_; }
 
  private:
@@ -210,6 +222,40 @@ CREATE TABLE IF NOT EXISTS events(
   reason TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_by_job ON events(job_id);
+CREATE TABLE IF NOT EXISTS usage(
+  job_id INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  replica TEXT NOT NULL,
+  pool INTEGER NOT NULL,
+  user TEXT NOT NULL,
+  project TEXT NOT NULL,
+  labels TEXT NOT NULL,
+  study_id INTEGER NOT NULL,
+  node TEXT NOT NULL,
+  start_time INTEGER NOT NULL,
+  end_time INTEGER NOT NULL,
+  end_kind TEXT NOT NULL,
+  cpus REAL NOT NULL,
+  memory_bytes INTEGER NOT NULL,
+  gpu_type TEXT NOT NULL,
+  gpus REAL NOT NULL,
+  machine_type TEXT NOT NULL,
+  accelerator_type TEXT NOT NULL,
+  accelerator_count REAL NOT NULL,
+  PRIMARY KEY(job_id, attempt, replica)
+);
+CREATE INDEX IF NOT EXISTS usage_by_end ON usage(end_time);
+CREATE INDEX IF NOT EXISTS usage_by_study ON usage(study_id) WHERE study_id != 0;
+CREATE TABLE IF NOT EXISTS budgets(
+  scope TEXT PRIMARY KEY,
+  monthly_usd REAL,
+  monthly_gpu_hours REAL,
+  price TEXT NOT NULL,
+  warn_at REAL NOT NULL,
+  stop_running INTEGER NOT NULL,
+  update_time INTEGER NOT NULL,
+  updated_by TEXT NOT NULL
+);
 PRAGMA user_version = 2;
 )sql";
 
@@ -761,8 +807,8 @@ TrialRecord ReadTrial(Stmt& s) {
 }  // namespace
 
 Result<StudyRecord> Store::CreateStudy(const std::string& project, const std::string& location,
-                                       const std::string& display_name,
-                                       const nlohmann::json& spec, const std::string& user) {
+                                       const std::string& display_name, const nlohmann::json& spec,
+                                       const std::string& user) {
   std::lock_guard lock(mu_);
   int64_t now = clock_.NowMicros();
   Stmt s(db_,
@@ -922,6 +968,149 @@ Result<std::vector<TrialRecord>> Store::Trials(int64_t study_id) {
   while ((rc = s.Step()) == SQLITE_ROW) out.push_back(ReadTrial(s));
   if (rc != SQLITE_DONE) return SqliteError(db_, "list trials");
   return out;
+}
+
+constexpr char kUsageColumns[] =
+    "job_id, attempt, replica, pool, user, project, labels, study_id, node, start_time, "
+    "end_time, end_kind, cpus, memory_bytes, gpu_type, gpus, machine_type, accelerator_type, "
+    "accelerator_count";
+
+UsageRecord ReadUsage(Stmt& s) {
+  UsageRecord u;
+  u.job_id = s.Int(0);
+  u.attempt = static_cast<int>(s.Int(1));
+  u.replica = s.Text(2);
+  u.pool = static_cast<int>(s.Int(3));
+  u.user = s.Text(4);
+  u.project = s.Text(5);
+  u.labels = nlohmann::json::parse(s.Text(6), nullptr, false);
+  if (!u.labels.is_object()) u.labels = nlohmann::json::object();
+  u.study_id = s.Int(7);
+  u.node = s.Text(8);
+  u.start_us = s.Int(9);
+  u.end_us = s.Int(10);
+  u.end = s.Text(11);
+  u.cpus = s.Double(12);
+  u.memory_bytes = static_cast<uint64_t>(s.Int(13));
+  u.gpu_type = s.Text(14);
+  u.gpus = s.Double(15);
+  u.machine_type = s.Text(16);
+  u.accelerator_type = s.Text(17);
+  u.accelerator_count = s.Double(18);
+  return u;
+}
+
+Status Store::RecordUsage(const std::vector<UsageRecord>& rows) {
+  if (rows.empty()) return OkStatus();
+  std::lock_guard lock(mu_);
+  Txn txn(db_);
+  if (!txn.begun()) return SqliteError(db_, "begin");
+  Stmt s(db_, (std::string("INSERT OR REPLACE INTO usage(") + kUsageColumns +
+               ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+                  .c_str());
+  for (const UsageRecord& u : rows) {
+    s.Reset();
+    s.Bind(1, u.job_id);
+    s.Bind(2, static_cast<int64_t>(u.attempt));
+    s.Bind(3, u.replica);
+    s.Bind(4, static_cast<int64_t>(u.pool));
+    s.Bind(5, u.user);
+    s.Bind(6, u.project);
+    s.Bind(7, u.labels.dump());
+    s.Bind(8, u.study_id);
+    s.Bind(9, u.node);
+    s.Bind(10, u.start_us);
+    s.Bind(11, u.end_us);
+    s.Bind(12, u.end);
+    s.Bind(13, u.cpus);
+    s.Bind(14, static_cast<int64_t>(u.memory_bytes));
+    s.Bind(15, u.gpu_type);
+    s.Bind(16, u.gpus);
+    s.Bind(17, u.machine_type);
+    s.Bind(18, u.accelerator_type);
+    s.Bind(19, u.accelerator_count);
+    if (s.Step() != SQLITE_DONE) return SqliteError(db_, "record usage");
+  }
+  return txn.Commit();
+}
+
+Result<std::vector<UsageRecord>> Store::JobUsage(int64_t job_id) {
+  std::lock_guard lock(mu_);
+  return SelectRows(
+      db_,
+      std::string("SELECT ") + kUsageColumns +
+          " FROM usage WHERE job_id = ? ORDER BY attempt, replica",
+      [&](Stmt& s) { s.Bind(1, job_id); }, ReadUsage, "read usage");
+}
+
+Result<std::vector<UsageRecord>> Store::StudyUsage(int64_t study_id) {
+  std::lock_guard lock(mu_);
+  return SelectRows(
+      db_,
+      std::string("SELECT ") + kUsageColumns +
+          " FROM usage WHERE study_id = ? AND study_id != 0 ORDER BY job_id, attempt, replica",
+      [&](Stmt& s) { s.Bind(1, study_id); }, ReadUsage, "read usage");
+}
+
+Result<std::vector<UsageRecord>> Store::UsageBetween(int64_t from_us, int64_t to_us) {
+  std::lock_guard lock(mu_);
+  return SelectRows(
+      db_,
+      std::string("SELECT ") + kUsageColumns +
+          " FROM usage WHERE end_time > ? AND start_time < ? ORDER BY start_time",
+      [&](Stmt& s) {
+        s.Bind(1, from_us);
+        s.Bind(2, to_us);
+      },
+      ReadUsage, "read usage");
+}
+
+Result<std::vector<Budget>> Store::Budgets() {
+  std::lock_guard lock(mu_);
+  return SelectRows(
+      db_,
+      "SELECT scope, monthly_usd, monthly_gpu_hours, price, warn_at, stop_running, update_time, "
+      "updated_by FROM budgets ORDER BY scope",
+      [](Stmt&) {},
+      [](Stmt& s) {
+        Budget b;
+        b.scope = s.Text(0);
+        b.monthly_usd = s.OptDouble(1);
+        b.monthly_gpu_hours = s.OptDouble(2);
+        b.price = s.Text(3);
+        b.warn_at = s.Double(4);
+        b.stop_running = s.Int(5) != 0;
+        b.update_time_us = s.Int(6);
+        b.updated_by = s.Text(7);
+        return b;
+      },
+      "read budgets");
+}
+
+Status Store::PutBudget(const Budget& b) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_,
+         "INSERT OR REPLACE INTO budgets(scope, monthly_usd, monthly_gpu_hours, price, warn_at, "
+         "stop_running, update_time, updated_by) VALUES(?,?,?,?,?,?,?,?)");
+  s.Bind(1, b.scope);
+  s.Bind(2, b.monthly_usd);
+  s.Bind(3, b.monthly_gpu_hours);
+  s.Bind(4, b.price);
+  s.Bind(5, b.warn_at);
+  s.Bind(6, static_cast<int64_t>(b.stop_running));
+  s.Bind(7, clock_.NowMicros());
+  s.Bind(8, b.updated_by);
+  if (s.Step() != SQLITE_DONE) return SqliteError(db_, "write budget");
+  return OkStatus();
+}
+
+Status Store::DeleteBudget(const std::string& scope) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_, "DELETE FROM budgets WHERE scope = ?");
+  s.Bind(1, scope);
+  if (s.Step() != SQLITE_DONE) return SqliteError(db_, "delete budget");
+  if (sqlite3_changes(db_) == 0) return NotFound("there is no budget for '" + scope + "'");
+  return OkStatus();
 }
 
 Result<std::string> Store::Backup() {

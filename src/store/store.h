@@ -11,10 +11,10 @@
 // Thread-safe: one connection guarded by a mutex.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
-#include <condition_variable>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -46,8 +46,8 @@ struct JobRecord {
   nlohmann::json allocation;  // the placement of the current attempt; null when none
   bool cancel_requested = false;
   std::string wait_reason;  // why a QUEUED job waits; "" otherwise
-  int64_t study_id = 0;  // the tuning job that owns this trial job; 0 = none
-  std::string trial_id;  // its trial id ("1", "2", ...); "" = not a trial
+  int64_t study_id = 0;     // the tuning job that owns this trial job; 0 = none
+  std::string trial_id;     // its trial id ("1", "2", ...); "" = not a trial
   // AI Platform (ml.googleapis.com/v1) jobs: the user's jobId and the
   // trainingInput as submitted, for the legacy routes; "" and null otherwise.
   std::string legacy_job_id;
@@ -74,7 +74,7 @@ struct NewJob {
   std::vector<std::string> warnings;  // recorded as events on the new job
   int64_t study_id = 0;
   std::string trial_id;
-  std::string legacy_job_id;   // unique per project when set
+  std::string legacy_job_id;  // unique per project when set
   nlohmann::json legacy_input;
   std::string user;  // the submitting principal
 };
@@ -98,7 +98,14 @@ struct StudyRecord {
 };
 
 // Trial states (reference §2.3).
-enum class TrialState { kUnspecified = 0, kRequested = 1, kActive = 2, kStopping = 3, kSucceeded = 4, kInfeasible = 5 };
+enum class TrialState {
+  kUnspecified = 0,
+  kRequested = 1,
+  kActive = 2,
+  kStopping = 3,
+  kSucceeded = 4,
+  kInfeasible = 5
+};
 std::string_view TrialStateName(TrialState s);
 
 struct TrialRecord {
@@ -123,6 +130,51 @@ struct TransitionUpdate {
   std::optional<std::string> error_message;
   std::optional<nlohmann::json> allocation;  // null json clears it
   std::optional<int> attempt;                // a retry starts the next attempt
+};
+
+// One replica's part of one attempt in the usage ledger (docs/cost.md): what
+// it booked and for how long. The control loop writes the rows of an attempt
+// when it ends, with the supervisor's own start and end times, so the ledger
+// is exact across daemon restarts. (job_id, attempt, replica) is the key:
+// writing the same rows again (a crash between the write and the job's
+// transition) changes nothing.
+struct UsageRecord {
+  int64_t job_id = 0;
+  int attempt = 0;
+  std::string replica;  // "workerpool0-0"
+  int pool = 0;         // index into workerPoolSpecs
+  // The job's owner, project and labels, copied so reports need not read specs.
+  std::string user;
+  std::string project;
+  nlohmann::json labels = nlohmann::json::object();
+  int64_t study_id = 0;  // the study of a trial's job; 0 = none
+  std::string node;
+  int64_t start_us = 0;
+  int64_t end_us = 0;  // rows of a running attempt (never stored) end "now"
+  std::string end;     // succeeded | failed | retried | cancelled | running
+  // Booked: CPUs, memory, and GPUs of one type (fractions of shared GPUs summed).
+  double cpus = 0;
+  uint64_t memory_bytes = 0;
+  std::string gpu_type;
+  double gpus = 0;
+  // The replica's machineSpec as asked (what a cloud-equivalent price prices).
+  std::string machine_type;
+  std::string accelerator_type;
+  double accelerator_count = 0;
+
+  double seconds() const { return end_us > start_us ? (end_us - start_us) / 1e6 : 0; }
+};
+
+// A monthly limit on a scope's usage (docs/cost.md, "Budgets").
+struct Budget {
+  std::string scope;                        // "user:NAME", "project:NAME" or "label:KEY=VALUE"
+  std::optional<double> monthly_usd;        // in the price named by `price`
+  std::optional<double> monthly_gpu_hours;  // booked GPU-hours
+  std::string price = "vertex";             // vertex | compute-engine | spot | own
+  double warn_at = 0.8;                     // soft limit: a warning at this fraction
+  bool stop_running = false;                // hard limit also cancels the scope's running jobs
+  int64_t update_time_us = 0;
+  std::string updated_by;
 };
 
 struct ListOptions {
@@ -200,6 +252,22 @@ class Store {
   // Replaces a trial's mutable fields (state, measurements, final, reason, times).
   Status UpdateTrial(const TrialRecord& trial);
   Result<std::vector<TrialRecord>> Trials(int64_t study_id);
+
+  // ---- the usage ledger and budgets (docs/cost.md) ----
+  // Writes (or rewrites, same key) the rows, in one transaction.
+  Status RecordUsage(const std::vector<UsageRecord>& rows);
+  // A job's rows, by attempt and replica.
+  Result<std::vector<UsageRecord>> JobUsage(int64_t job_id);
+  // The rows of a study's trials.
+  Result<std::vector<UsageRecord>> StudyUsage(int64_t study_id);
+  // Rows that overlap [from_us, to_us), by start time.
+  Result<std::vector<UsageRecord>> UsageBetween(int64_t from_us, int64_t to_us);
+
+  Result<std::vector<Budget>> Budgets();
+  // Creates or replaces the budget of `budget.scope`, stamping the update time.
+  Status PutBudget(const Budget& budget);
+  // NotFound when there is none.
+  Status DeleteBudget(const std::string& scope);
 
   // A consistent copy of the whole database as of one moment, in SQLite's
   // file format: the bytes of a stoker.db to restore (jobs, events, studies

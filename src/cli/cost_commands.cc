@@ -1,0 +1,293 @@
+// Usage, cost and budgets (docs/cost.md): `stoker usage`, `stoker cost
+// estimate`, `stoker budgets`, and the usage lines of `jobs describe` and
+// `hptuning describe`.
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "common/files.h"
+#include "common/json_yaml.h"
+#include "http/http.h"
+
+namespace stoker::cli {
+
+using nlohmann::json;
+
+namespace {
+
+std::string Num(double v, const char* fmt = "%.2f") {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
+// "$1.23", or "-" when the figure is unknown.
+std::string Money(const json& v) { return v.is_number() ? "$" + Num(v.get<double>()) : "-"; }
+
+// A CSV field, quoted when it needs to be (RFC 4180).
+std::string Csv(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string GpuTypes(const json& usage) {
+  std::string out;
+  const json by_type = usage.value("gpuHoursByType", json::object());  // outlives the loop
+  for (auto& [type, hours] : by_type.items()) {
+    out += (out.empty() ? "" : ", ") + Num(hours.get<double>(), "%.3g") + " " + type;
+  }
+  return out;
+}
+
+// Runs `call`; prints JSON in --format json, else hands the answer to `text`.
+template <typename Call, typename Text>
+int Run(const Globals& g, Call&& call, Text&& text) {
+  auto conn = Connect(g);
+  if (!conn.ok()) return Report(conn.status());
+  Result<json> r = call(**conn);
+  if (!r.ok()) return Report(r.status());
+  if (g.format == "json") {
+    std::cout << r->dump(2) << "\n";
+  } else {
+    text(*r);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void PrintUsage(const json& usage, const std::string& indent) {
+  if (!usage.is_object()) return;
+  std::cout << indent << "usage:    " << Num(usage.value("replicaHours", 0.0), "%.3g")
+            << " replica-hours";
+  if (usage.value("gpuHours", 0.0) > 0) std::cout << ", GPU-hours " << GpuTypes(usage);
+  std::cout << ", " << Num(usage.value("vcpuHours", 0.0), "%.3g") << " vCPU-hours, "
+            << Num(usage.value("memoryGbHours", 0.0), "%.3g") << " GB-hours\n";
+  const json& usd = usage["usd"];
+  std::cout << indent << "cost:     Vertex " << Money(usd["vertex"]) << ", Compute Engine "
+            << Money(usd["compute-engine"]) << ", Spot " << Money(usd["spot"]) << ", own hardware "
+            << Money(usd["own"]) << "\n";
+  const json no_price = usage.value("noPrice", json::object());  // outlives the loop
+  for (auto& [kind, reasons] : no_price.items()) {
+    for (const json& r : reasons) {
+      std::cout << indent << "          no " << kind << " price: " << r.get<std::string>() << "\n";
+    }
+  }
+  for (const json& n : usage.value("notes", json::array())) {
+    std::cout << indent << "          note: " << n.get<std::string>() << "\n";
+  }
+}
+
+std::string VertexCost(const json& usage) {
+  if (!usage.is_object()) return "-";
+  return Money(usage["usd"]["vertex"]);
+}
+
+int Usage(const Globals& g, const UsageFlags& f) {
+  std::string target = "/v1/usage";
+  std::vector<std::string> query;
+  if (f.break_even) {
+    target = "/v1/usage:breakEven";
+    if (!f.start.empty() || !f.end.empty()) {
+      return Report(InvalidArgument("--start, --end: the break-even uses --days N (default 30)"));
+    }
+  } else {
+    query.push_back("groupBy=" + http::UrlEncode(f.by));
+  }
+  if (f.days > 0) query.push_back("days=" + Num(f.days, "%g"));
+  if (!f.start.empty()) query.push_back("startTime=" + http::UrlEncode(f.start));
+  if (!f.end.empty()) query.push_back("endTime=" + http::UrlEncode(f.end));
+  for (size_t i = 0; i < query.size(); ++i) target += (i ? "&" : "?") + query[i];
+  auto conn = Connect(g);
+  if (!conn.ok()) return Report(conn.status());
+  auto r = (*conn)->Call("GET", target);
+  if (!r.ok()) return Report(r.status());
+  const json& j = *r;
+  if (g.format == "json") {
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::string prices = "prices: " + j["catalog"].value("region", "") + " list prices of " +
+                       j["catalog"].value("priceDate", "") + " (docs/prices.md)";
+  if (f.break_even) {
+    if (g.format == "csv")
+      return Report(InvalidArgument("--format csv: use json or text with --break-even"));
+    auto pct = [](const json& v) {
+      return v.is_number() ? Num(v.get<double>() * 100, "%.1f") + "%" : std::string("-");
+    };
+    std::cout << "Buy vs rent, from the last " << Num(j.value("days", 0.0), "%g") << " days ("
+              << j.value("jobs", 0) << " jobs)\n";
+    std::cout << "  GPU-hours booked:        " << Num(j.value("gpuHours", 0.0), "%.4g") << " of "
+              << Num(j.value("gpuCapacityHours", 0.0), "%.4g") << " (utilisation "
+              << pct(j["utilisation"]) << ")\n";
+    std::cout << "  on Vertex:               " << Money(j["vertexUsd"]) << " on demand, "
+              << Money(j["spotUsd"]) << " Spot (per month: " << Money(j["vertexUsdPerMonth"])
+              << ", " << Money(j["spotUsdPerMonth"]) << ")\n";
+    std::cout << "  Colab-class free tier:   " << j.value("colabFreeTierJobs", 0)
+              << " jobs would fit (Vertex price of those " << Money(j["colabFreeTierVertexUsd"])
+              << "; free tiers guarantee no GPU and stop after 12 h)\n";
+    std::cout << "  owning this node:        purchase " << Money(j["purchaseUsd"]) << ", "
+              << Money(j["fixedUsdPerMonth"]) << "/month fixed, GPU power "
+              << Money(j["powerUsdPerMonth"]) << "/month at this rate\n";
+    std::cout << "  owning pays off above:   " << pct(j["breakEvenUtilisation"])
+              << " GPU utilisation\n";
+    std::cout << "  pays for itself in:      "
+              << (j["paybackMonths"].is_number()
+                      ? Num(j["paybackMonths"].get<double>(), "%.1f") + " months at this rate"
+                      : std::string("- (not at this rate)"))
+              << "\n";
+    for (const json& n : j.value("notes", json::array())) {
+      std::cout << "  note: " << n.get<std::string>() << "\n";
+    }
+    std::cout << "  " << prices << "\n";
+    return 0;
+  }
+  const char* kColumns[] = {"KEY",    "JOBS",           "GPU_H", "VCPU_H", "GB_H",
+                            "VERTEX", "COMPUTE_ENGINE", "SPOT",  "OWN"};
+  auto money_cell = [&](const json& v) {
+    if (g.format == "csv") return v.is_number() ? Num(v.get<double>(), "%.6f") : std::string();
+    return Money(v);
+  };
+  auto row = [&](const std::string& key, const json& t) {
+    std::vector<std::string> cells = {key,
+                                      std::to_string(t.value("jobs", 0)),
+                                      Num(t.value("gpuHours", 0.0), "%.4f"),
+                                      Num(t.value("vcpuHours", 0.0), "%.4f"),
+                                      Num(t.value("memoryGbHours", 0.0), "%.4f"),
+                                      money_cell(t["usd"]["vertex"]),
+                                      money_cell(t["usd"]["compute-engine"]),
+                                      money_cell(t["usd"]["spot"]),
+                                      money_cell(t["usd"]["own"])};
+    if (g.format == "csv") {
+      for (size_t i = 0; i < cells.size(); ++i) std::cout << (i ? "," : "") << Csv(cells[i]);
+      std::cout << "\n";
+    } else {
+      std::printf("%-24s %5s %10s %10s %10s %10s %14s %10s %10s\n", cells[0].substr(0, 24).c_str(),
+                  cells[1].c_str(), cells[2].c_str(), cells[3].c_str(), cells[4].c_str(),
+                  cells[5].c_str(), cells[6].c_str(), cells[7].c_str(), cells[8].c_str());
+    }
+  };
+  if (g.format == "csv") {
+    for (size_t i = 0; i < std::size(kColumns); ++i) {
+      std::cout << (i ? "," : "") << (i == 0 ? j.value("groupBy", "key") : kColumns[i]);
+    }
+    std::cout << "\n";
+    for (const json& grp : j["groups"]) row(grp.value("key", ""), grp);
+    return 0;
+  }
+  std::cout << "Usage from " << j.value("startTime", "") << " to " << j.value("endTime", "")
+            << " by " << j.value("groupBy", "") << "\n";
+  std::printf("%-24s %5s %10s %10s %10s %10s %14s %10s %10s\n", j.value("groupBy", "").c_str(),
+              kColumns[1], kColumns[2], kColumns[3], kColumns[4], kColumns[5], kColumns[6],
+              kColumns[7], kColumns[8]);
+  for (const json& grp : j["groups"]) row(grp.value("key", ""), grp);
+  row("TOTAL", j["total"]);
+  const json no_price = j["total"].value("noPrice", json::object());  // outlives the loop
+  for (auto& [kind, reasons] : no_price.items()) {
+    for (const json& r : reasons) {
+      std::cout << "no " << kind << " price for some usage: " << r.get<std::string>() << "\n";
+    }
+  }
+  for (const json& n : j["total"].value("notes", json::array())) {
+    std::cout << "note: " << n.get<std::string>() << "\n";
+  }
+  std::cout << "Idle (booked but not busy) GPU time is not measured yet: it needs GPU telemetry.\n"
+            << prices << "\n";
+  return 0;
+}
+
+int CostEstimate(const Globals& g, const std::string& config) {
+  auto text = ReadFile(config);
+  if (!text.ok()) return Report(InvalidArgument("--config: cannot read " + config));
+  auto j = ParseYamlOrJson(*text, config);
+  if (!j.ok()) return Report(j.status());
+  json job = *j;
+  if (job.is_object() && !job.contains("jobSpec") && job.contains("workerPoolSpecs")) {
+    json spec = job;
+    job = {{"jobSpec", spec}};
+    for (const char* k : {"displayName", "labels"}) {
+      if (spec.contains(k)) {
+        job[k] = spec[k];
+        job["jobSpec"].erase(k);
+      }
+    }
+  }
+  if (job.is_object() && !job.contains("displayName")) job["displayName"] = "estimate";
+  return Run(
+      g, [&](Connection& c) { return c.Call("POST", "/v1/cost:estimate", job.dump()); },
+      [](const json& e) {
+        std::printf("%-5s %-20s %8s %10s %14s %10s %10s\n", "POOL", "MACHINE", "REPLICAS",
+                    "VERTEX/H", "COMPUTE_ENG/H", "SPOT/H", "OWN/H");
+        for (const json& p : e["pools"]) {
+          const json& r = p["usdPerHour"];
+          std::printf("%-5d %-20s %8lld %10s %14s %10s %10s\n", p.value("pool", 0),
+                      p.value("machineType", "").substr(0, 20).c_str(),
+                      static_cast<long long>(p.value("replicaCount", int64_t{1})),
+                      Money(r["vertex"]).c_str(), Money(r["compute-engine"]).c_str(),
+                      Money(r["spot"]).c_str(), Money(r["own"]).c_str());
+          std::cout << "      " << p.value("basis", "") << " (confidence "
+                    << p.value("confidence", "?") << ")\n";
+          if (p.contains("noPrice"))
+            std::cout << "      no price: " << p["noPrice"].get<std::string>() << "\n";
+          if (p.contains("noPriceOwn")) {
+            std::cout << "      no own-hardware price: " << p["noPriceOwn"].get<std::string>()
+                      << "\n";
+          }
+        }
+        const json& h = e["usdPerHour"];
+        const json& t = e["usdAtTimeout"];
+        std::cout << "Per hour:            Vertex " << Money(h["vertex"]) << ", Compute Engine "
+                  << Money(h["compute-engine"]) << ", Spot " << Money(h["spot"]) << ", own "
+                  << Money(h["own"]) << "\n";
+        std::cout << "If it runs to its timeout (" << Num(e.value("timeoutHours", 0.0), "%g")
+                  << " h): Vertex " << Money(t["vertex"]) << ", Compute Engine "
+                  << Money(t["compute-engine"]) << ", Spot " << Money(t["spot"]) << ", own "
+                  << Money(t["own"]) << "\n";
+        for (const json& n : e.value("notes", json::array())) {
+          std::cout << "note: " << n.get<std::string>() << "\n";
+        }
+        std::cout << "prices: " << e["catalog"].value("region", "") << " list prices of "
+                  << e["catalog"].value("priceDate", "") << " (docs/prices.md)\n";
+      });
+}
+
+int BudgetsList(const Globals& g) {
+  return Run(
+      g, [](Connection& c) { return c.Call("GET", "/v1/budgets"); },
+      [](const json& out) {
+        if (out["budgets"].empty()) {
+          std::cout << "No budgets. An admin sets one with: stoker budgets set user:NAME "
+                       "--monthly-usd 100\n";
+          return;
+        }
+        std::printf("%-28s %-8s %-10s %s\n", "SCOPE", "STATE", "ON_LIMIT", "THIS MONTH");
+        for (const json& b : out["budgets"]) {
+          std::string state = b.value("exceeded", false)  ? "EXCEEDED"
+                              : b.value("warning", false) ? "WARNING"
+                                                          : "ok";
+          std::printf("%-28s %-8s %-10s %s\n", b.value("scope", "").c_str(), state.c_str(),
+                      b.value("stopRunning", false) ? "stop jobs" : "refuse new",
+                      b.value("summary", "").c_str());
+        }
+      });
+}
+
+int BudgetsSet(const Globals& g, const BudgetFlags& f) {
+  json body = {{"price", f.price}, {"warnAt", f.warn_at}, {"stopRunning", f.stop_running}};
+  if (f.monthly_usd) body["monthlyUsd"] = *f.monthly_usd;
+  if (f.monthly_gpu_hours) body["monthlyGpuHours"] = *f.monthly_gpu_hours;
+  return Run(
+      g, [&](Connection& c) { return c.Call("PUT", "/v1/budgets/" + f.scope, body.dump()); },
+      [](const json& b) { std::cout << "Budget set: " << b.value("summary", "") << "\n"; });
+}
+
+int BudgetsDelete(const Globals& g, const std::string& scope) {
+  return Run(
+      g, [&](Connection& c) { return c.Call("DELETE", "/v1/budgets/" + scope); },
+      [&](const json&) { std::cout << "Budget " << scope << " removed\n"; });
+}
+
+}  // namespace stoker::cli

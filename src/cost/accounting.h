@@ -1,0 +1,88 @@
+// The Accountant: the usage ledger read from the store (finished attempts)
+// plus the attempts running now, priced with the catalog, and the budgets
+// that limit it (docs/cost.md).
+//
+// Writers: the control loop writes ledger rows (Store::RecordUsage); admins
+// change budgets through PutBudget/DeleteBudget here, which keeps the cache
+// in step. Thread-safe.
+#pragma once
+
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "cost/catalog.h"
+#include "cost/ledger.h"
+#include "store/store.h"
+
+namespace stoker::cost {
+
+// Where a budget stands this month.
+struct BudgetState {
+  store::Budget budget;
+  Month month;
+  std::optional<double> used_usd;  // in budget.price; absent when some usage has no price
+  std::string no_price;            // why used_usd is absent
+  double used_gpu_hours = 0;
+  bool warn = false;      // past warn_at of a limit
+  bool exceeded = false;  // a limit reached
+  // "user:alice: $104.20 of $100.00 (vertex price) and 3.1 of 10 GPU-hours used in 2026-11"
+  std::string Describe() const;
+};
+nlohmann::json ToJson(const BudgetState& state);
+
+class Accountant {
+ public:
+  // `clock` and `store` must outlive the accountant.
+  Accountant(store::Store& store, Catalog catalog, NodeShape node, const Clock& clock);
+
+  const Catalog& catalog() const { return catalog_; }
+  const NodeShape& node() const { return node_; }
+
+  // A job's rows: its ledger, and its attempt running now (ending now).
+  Result<std::vector<store::UsageRecord>> JobRows(const store::JobRecord& job);
+  // The rows of a study's trials, running attempts included.
+  Result<std::vector<store::UsageRecord>> StudyRows(int64_t study_id);
+  // Every row that overlaps [from_us, to_us), running attempts included, clipped to it.
+  Result<std::vector<store::UsageRecord>> RowsBetween(int64_t from_us, int64_t to_us);
+
+  Totals Price(const std::vector<store::UsageRecord>& rows) const {
+    return Total(rows, catalog_, node_);
+  }
+
+  // Budgets and how much of each this month has used. Recomputed at most
+  // every few seconds (a submission pays for a ledger scan only then, and
+  // only when budgets exist).
+  Result<std::vector<BudgetState>> BudgetStates();
+  // May `user` submit a job of `project` with `labels`? ResourceExhausted
+  // naming the budget, its numbers and the fix when a hard limit is reached;
+  // budgets past their warning threshold add a line to `warnings`.
+  Status CheckSubmission(const std::string& user, const std::string& project,
+                         const nlohmann::json& labels, std::vector<std::string>* warnings);
+
+  // Validates and stores a budget (InvalidArgument naming the field).
+  Status PutBudget(const store::Budget& budget);
+  Status DeleteBudget(const std::string& scope);
+
+ private:
+  // Rows of the attempts running now (state RUNNING or CANCELLING) of `jobs`,
+  // skipping attempts the ledger already holds.
+  std::vector<store::UsageRecord> RunningRows(const std::vector<store::JobRecord>& jobs,
+                                              const std::vector<store::UsageRecord>& ledger,
+                                              int64_t now_us) const;
+
+  store::Store& store_;
+  const Catalog catalog_;
+  const NodeShape node_;
+  const Clock& clock_;
+
+  std::mutex mu_;
+  std::optional<std::vector<store::Budget>> budgets_;  // cache; nullopt = read again
+  std::optional<std::vector<BudgetState>> states_;
+  int64_t states_us_ = 0;
+};
+
+}  // namespace stoker::cost

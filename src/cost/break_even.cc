@@ -1,0 +1,135 @@
+#include "cost/break_even.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace stoker::cost {
+namespace {
+
+using nlohmann::json;
+
+constexpr double kHoursPerMonth = 730.5;  // 365.25 × 24 / 12
+constexpr double kDaysPerMonth = 30.44;
+
+// GPUs of the class free notebook tiers have handed out (Colab FAQ: K80, T4, P4, P100).
+bool FreeTierGpu(const std::string& type) {
+  return type == "NVIDIA_TESLA_T4" || type == "NVIDIA_TESLA_K80" || type == "NVIDIA_TESLA_P4" ||
+         type == "NVIDIA_TESLA_P100";
+}
+
+json Opt(const std::optional<double>& v) { return v ? json(*v) : json(); }
+
+}  // namespace
+
+BreakEven ComputeBreakEven(const std::vector<store::UsageRecord>& rows, double days,
+                           const Catalog& catalog, const NodeShape& node) {
+  BreakEven b;
+  b.days = days;
+  Totals all = Total(rows, catalog, node);
+  b.gpu_hours = all.gpu_seconds / 3600;
+  b.gpu_capacity_hours = node.gpu_types.size() * days * 24;
+  if (b.gpu_capacity_hours > 0) b.utilisation = b.gpu_hours / b.gpu_capacity_hours;
+  b.vertex_usd = all.usd[PriceKind::kVertex];
+  b.spot_usd = all.usd[PriceKind::kSpot];
+  for (PriceKind k : {PriceKind::kVertex, PriceKind::kSpot}) {
+    for (const std::string& why : all.no_price[k]) {
+      b.notes.push_back(PriceKindName(k) + " price unknown for some usage: " + why);
+    }
+  }
+  const double per_month = days > 0 ? kDaysPerMonth / days : 0;
+  if (b.vertex_usd) b.vertex_usd_per_month = *b.vertex_usd * per_month;
+  if (b.spot_usd) b.spot_usd_per_month = *b.spot_usd * per_month;
+
+  // Colab-class free tier: per job.
+  std::map<int64_t, std::vector<store::UsageRecord>> by_job;
+  for (const store::UsageRecord& u : rows) by_job[u.job_id].push_back(u);
+  b.jobs = static_cast<int>(by_job.size());
+  for (const auto& [job, job_rows] : by_job) {
+    std::set<std::pair<int, std::string>> replicas;
+    bool fits = true;
+    for (const store::UsageRecord& u : job_rows) {
+      replicas.insert({u.attempt, u.replica});
+      if (u.gpus > 1 || (u.gpus > 0 && !FreeTierGpu(u.gpu_type))) fits = false;
+      if (u.seconds() > 12 * 3600) fits = false;
+    }
+    std::set<int> attempts;
+    for (const auto& [attempt, name] : replicas) attempts.insert(attempt);
+    if (replicas.size() != attempts.size()) fits = false;  // more than one replica per attempt
+    if (!fits) continue;
+    ++b.colab_fit_jobs;
+    Totals t = Total(job_rows, catalog, node);
+    b.colab_fit_vertex_usd += t.usd[PriceKind::kVertex].value_or(0);
+  }
+
+  // Owning the node.
+  const OwnHardware& own = catalog.own();
+  const double usd_per_kwh = own.usd_per_kwh * own.pue;
+  double purchase = 0, fixed = 0, gpu_power_full = 0;  // gpu_power_full: all GPUs busy a month
+  bool known = true;
+  for (const std::string& type : node.gpu_types) {
+    auto it = own.gpus.find(type);
+    if (it == own.gpus.end() || it->second.purchase_usd <= 0) {
+      known = false;
+      b.notes.push_back("no purchase price for " + type + " (set cost.own_hardware.gpus." + type +
+                        ".purchase_usd)");
+      continue;
+    }
+    purchase += it->second.purchase_usd;
+    fixed += it->second.purchase_usd / (it->second.life_years * 12);
+    gpu_power_full += it->second.watts / 1000 * usd_per_kwh * kHoursPerMonth;
+  }
+  if (own.node) {
+    purchase += own.node->purchase_usd;
+    fixed += own.node->purchase_usd / (own.node->life_years * 12);
+    fixed +=
+        own.node->watts / 1000 * usd_per_kwh * kHoursPerMonth;  // the host runs around the clock
+  } else {
+    b.notes.push_back("the host is not counted (set cost.own_hardware.node)");
+  }
+  if (node.gpu_types.empty()) b.notes.push_back("this node has no GPUs");
+  if (known && purchase > 0) {
+    b.purchase_usd = purchase;
+    b.fixed_usd_per_month = fixed;
+    const double n = static_cast<double>(node.gpu_types.size());
+    // GPU power at the window's utilisation (idle power is not counted).
+    b.power_usd_per_month = gpu_power_full * b.utilisation;
+    // Cloud cost per booked GPU-hour, as this workload pays it.
+    if (b.vertex_usd && b.gpu_hours > 0 && n > 0) {
+      double cloud_per_gpu_hour = *b.vertex_usd / b.gpu_hours;
+      double capacity = n * kHoursPerMonth;
+      double margin = cloud_per_gpu_hour * capacity - gpu_power_full;
+      if (margin > 0) b.break_even_utilisation = fixed / margin;
+    } else if (b.gpu_hours <= 0) {
+      b.notes.push_back("no GPU usage in the window: the break-even utilisation is unknown");
+    }
+    if (b.vertex_usd_per_month) {
+      double saving = *b.vertex_usd_per_month - *b.power_usd_per_month -
+                      (own.node ? own.node->watts / 1000 * usd_per_kwh * kHoursPerMonth : 0);
+      if (saving > 0) b.payback_months = purchase / saving;
+    }
+  }
+  return b;
+}
+
+json ToJson(const BreakEven& b) {
+  return {{"days", b.days},
+          {"jobs", b.jobs},
+          {"gpuHours", b.gpu_hours},
+          {"gpuCapacityHours", b.gpu_capacity_hours},
+          {"utilisation", b.utilisation},
+          {"vertexUsd", Opt(b.vertex_usd)},
+          {"spotUsd", Opt(b.spot_usd)},
+          {"vertexUsdPerMonth", Opt(b.vertex_usd_per_month)},
+          {"spotUsdPerMonth", Opt(b.spot_usd_per_month)},
+          {"colabFreeTierJobs", b.colab_fit_jobs},
+          {"colabFreeTierVertexUsd", b.colab_fit_vertex_usd},
+          {"purchaseUsd", Opt(b.purchase_usd)},
+          {"fixedUsdPerMonth", Opt(b.fixed_usd_per_month)},
+          {"powerUsdPerMonth", Opt(b.power_usd_per_month)},
+          {"breakEvenUtilisation", Opt(b.break_even_utilisation)},
+          {"paybackMonths", Opt(b.payback_months)},
+          {"notes", b.notes}};
+}
+
+}  // namespace stoker::cost

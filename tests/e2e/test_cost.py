@@ -1,0 +1,239 @@
+"""What every job costs (issue #18): the usage ledger, cloud-equivalent and
+own-hardware prices on jobs and studies, `stoker usage` reports, `stoker cost
+estimate`, budgets that warn, refuse and stop, and buy vs rent -- against the
+real daemon and CLI."""
+import csv
+import io
+import json
+import os
+import signal
+import time
+
+from harness import (IMAGE, Daemon, StokerTestCase, container_job, stokerd_refuses, wait_for)
+
+# Vertex list prices (docs/prices.md): n1-standard-4 $0.21849885/h, one T4 $0.4025/h.
+N1_4_T4_VERTEX = 0.21849885 + 0.4025
+N1_4_T4_CE = 0.19 + 0.35
+
+
+class CostTest(StokerTestCase):
+    config = StokerTestCase.config + """
+inventory: {cpus: 16, memory_gb: 64, gpus: [{type: NVIDIA_TESLA_T4, memory_gb: 16}]}
+cost:
+  own_hardware:
+    usd_per_kwh: 0.10
+    gpus: {NVIDIA_TESLA_T4: {purchase_usd: 2000, life_years: 2, watts: 70}}
+    node: {purchase_usd: 4000, life_years: 4, watts: 100}
+"""
+
+    def gpu_job(self, name, script, machine="n1-standard-4"):
+        return container_job(name, script, machine=machine, accelerator=("NVIDIA_TESLA_T4", 1))
+
+    def events(self, job_id):
+        return [e["reason"] for e in
+                self.api("GET", self.project_path + "/" + job_id + "/events")[1]["events"]]
+
+    def me(self):
+        return self.api("GET", "/v1/whoami")[1]["user"]
+
+    def test_a_finished_job_shows_what_it_used_and_what_it_cost(self):
+        job_id = self.submit(self.gpu_job("priced", "sleep 1.5"))
+        self.assertEqual(self.wait_state(job_id)["state"], "JOB_STATE_SUCCEEDED")
+        usage = self.job(job_id)["stoker"]["usage"]
+        hours = usage["replicaHours"]
+        self.assertGreater(hours * 3600, 1.4)
+        self.assertLess(hours * 3600, 10)
+        self.assertAlmostEqual(usage["gpuHours"], hours, places=9)
+        self.assertAlmostEqual(usage["gpuHoursByType"]["NVIDIA_TESLA_T4"], hours, places=9)
+        self.assertAlmostEqual(usage["vcpuHours"], 4 * hours, places=9)  # n1-standard-4
+        self.assertAlmostEqual(usage["usd"]["vertex"] / hours, N1_4_T4_VERTEX, places=6)
+        self.assertAlmostEqual(usage["usd"]["compute-engine"] / hours, N1_4_T4_CE, places=3)
+        # Own: the T4 ($2000 over 2 years + 70 W at $0.10/kWh) and 4 of 16 CPUs of the
+        # node ($4000 over 4 years + 100 W).
+        own_rate = (2000 / (2 * 8766) + 0.07 * 0.10) + 0.25 * (4000 / (4 * 8766) + 0.1 * 0.10)
+        self.assertAlmostEqual(usage["usd"]["own"] / hours, own_rate, places=6)
+        text = self.stoker("jobs", "describe", job_id).stdout
+        self.assertIn("usage:", text)
+        self.assertRegex(text, r"cost:     Vertex \$\d+\.\d\d, Compute Engine \$\d+\.\d\d, "
+                               r"Spot \$\d+\.\d\d, own hardware \$\d+\.\d\d")
+
+    def test_the_ledger_is_exact_across_a_daemon_killed_while_the_job_ran(self):
+        job_id = self.submit(self.gpu_job("survivor", "sleep 2"))
+        wait_for(lambda: self.job(job_id)["state"] == "JOB_STATE_RUNNING", 30, "the job to run")
+        self.daemon.kill(signal.SIGKILL)
+        time.sleep(4)  # the job ends while no daemon watches
+        self.daemon = Daemon(self.data, self.config).start()
+        self.assertEqual(self.wait_state(job_id)["state"], "JOB_STATE_SUCCEEDED")
+        seconds = self.job(job_id)["stoker"]["usage"]["replicaHours"] * 3600
+        # The supervisor's own start and end: about 2 s, not the 4 s the daemon was away.
+        self.assertGreater(seconds, 1.9)
+        self.assertLess(seconds, 3.5)
+
+    def test_usage_reports_group_and_print_csv_and_json(self):
+        a = self.submit(self.gpu_job("a", "sleep 0.5"))
+        b = self.submit(dict(container_job("b", "sleep 0.5", machine="n1-standard-4"),
+                             labels={"team": "nlp"}))
+        for j in (a, b):
+            self.assertEqual(self.wait_state(j)["state"], "JOB_STATE_SUCCEEDED")
+        report = json.loads(self.stoker("--format", "json", "usage", "--by", "job").stdout)
+        keys = {g["key"]: g for g in report["groups"]}
+        self.assertEqual(set(keys), {a, b})
+        self.assertGreater(keys[a]["gpuHours"], 0)
+        self.assertEqual(keys[b]["gpuHours"], 0)
+        self.assertEqual(report["total"]["jobs"], 2)
+        self.assertAlmostEqual(report["total"]["usd"]["vertex"],
+                               keys[a]["usd"]["vertex"] + keys[b]["usd"]["vertex"], places=9)
+        by_label = json.loads(self.stoker("usage", "--by", "label:team", "--format", "json").stdout)
+        self.assertEqual({g["key"] for g in by_label["groups"]}, {"nlp", "(unlabelled)"})
+        rows = list(csv.reader(io.StringIO(
+            self.stoker("usage", "--by", "user", "--days", "1", "--format", "csv").stdout)))
+        self.assertEqual(rows[0], ["user", "JOBS", "GPU_H", "VCPU_H", "GB_H", "VERTEX",
+                                   "COMPUTE_ENGINE", "SPOT", "OWN"])
+        self.assertEqual(rows[1][0], self.me())
+        self.assertEqual(rows[1][1], "2")
+        text = self.stoker("usage").stdout
+        self.assertIn("TOTAL", text)
+        self.assertIn("list prices of 2026-07-30", text)
+        bad = self.stoker("usage", "--by", "colour", check=False)
+        self.assertEqual(bad.returncode, 2, bad.stderr)
+        self.assertIn("groupBy: 'colour'", bad.stderr)
+        bad = self.stoker("jobs", "list", "--format", "csv", check=False)
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("only 'stoker usage' prints CSV", bad.stderr)
+
+    def test_a_study_shows_each_trials_cost_and_the_total(self):
+        study = {
+            "displayName": "priced-study", "maxTrialCount": 2, "parallelTrialCount": 2,
+            "studySpec": {"metrics": [{"metricId": "loss", "goal": "MINIMIZE"}],
+                          "parameters": [{"parameterId": "x",
+                                          "doubleValueSpec": {"minValue": 0, "maxValue": 1}}]},
+            "trialJobSpec": {"workerPoolSpecs": [{
+                "machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": 1,
+                "containerSpec": {"imageUri": IMAGE, "command": ["/bin/sh", "-c", "sleep 0.5"]}}]}}
+        status, body = self.api("POST", "/v1/projects/p/locations/l/hyperparameterTuningJobs", study)
+        self.assertEqual(status, 200, body)
+        sid = body["name"].rsplit("/", 1)[1]
+        path = "/v1/projects/p/locations/l/hyperparameterTuningJobs/" + sid
+        done = wait_for(lambda: (lambda s: s if s["state"] in (
+            "JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED") else None)(self.api("GET", path)[1]), 60,
+            "the study to end")
+        trials = [t["stoker"]["usage"]["usd"]["vertex"] for t in done["trials"]]
+        self.assertEqual(len(trials), 2)
+        self.assertTrue(all(v > 0 for v in trials), trials)
+        self.assertAlmostEqual(done["stoker"]["usage"]["usd"]["vertex"], sum(trials), places=9)
+        text = self.stoker("hptuning", "describe", sid).stdout
+        self.assertIn("VERTEX$", text)
+        self.assertIn("cost:     Vertex $", text)
+
+    def test_cost_estimate_prices_a_job_file_before_it_runs(self):
+        config = self.write("job.yaml", """
+workerPoolSpecs:
+  - machineSpec: {machineType: n1-standard-8, acceleratorType: NVIDIA_TESLA_T4, acceleratorCount: 1}
+    replicaCount: 1
+    containerSpec: {imageUri: %s}
+  - machineSpec: {machineType: n1-standard-8, acceleratorType: NVIDIA_TESLA_T4, acceleratorCount: 1}
+    replicaCount: 1
+    containerSpec: {imageUri: %s}
+scheduling: {timeout: 7200s}
+""" % (IMAGE, IMAGE))
+        out = json.loads(self.stoker("--format", "json", "cost", "estimate", "--config",
+                                     config).stdout)
+        # Two replicas of n1-standard-8 ($0.4370/h on Vertex, est.) + a T4 ($0.4025/h).
+        self.assertAlmostEqual(out["usdPerHour"]["vertex"], 2 * (0.4370 + 0.4025), places=3)
+        self.assertAlmostEqual(out["usdAtTimeout"]["vertex"], 2 * 2 * (0.4370 + 0.4025), places=3)
+        self.assertEqual(out["timeoutHours"], 2)
+        text = self.stoker("cost", "estimate", "--config", config).stdout
+        self.assertIn("n1-standard-8 + 1 x NVIDIA_TESLA_T4", text)
+        self.assertIn("If it runs to its timeout (2 h)", text)
+
+        h100 = self.write("h100.yaml", """
+workerPoolSpecs:
+  - machineSpec: {machineType: n1-standard-8, acceleratorType: NVIDIA_H100_80GB, acceleratorCount: 1}
+    replicaCount: 1
+    containerSpec: {imageUri: %s}
+""" % IMAGE)
+        out = json.loads(self.stoker("--format", "json", "cost", "estimate", "--config",
+                                     h100).stdout)
+        self.assertIsNone(out["usdPerHour"]["vertex"])  # no price, never a wrong one
+        self.assertIn("a3-highgpu", out["pools"][0]["noPrice"])
+        bad = self.write("bad.yaml", "workerPoolSpecs: [{replicaCount: 1}]\n")
+        r = self.stoker("cost", "estimate", "--config", bad, check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("machineSpec", r.stderr)
+
+    def test_budgets_warn_refuse_new_jobs_and_stop_running_ones(self):
+        me = self.me()
+        running = self.submit(self.gpu_job("long", "sleep 120"))
+        wait_for(lambda: self.job(running)["state"] == "JOB_STATE_RUNNING", 30, "the job to run")
+        time.sleep(1.5)  # over a thousandth of a GPU-hour
+        # A budget without stopRunning only refuses new jobs.
+        r = self.stoker("budgets", "set", "user:" + me, "--monthly-gpu-hours", "0.0003")
+        self.assertIn("Budget set: user:%s" % me, r.stdout)
+        refused = self.stoker("jobs", "submit", "--config",
+                              self.write("j.json", json.dumps(container_job("new", "true"))),
+                              check=False)
+        self.assertNotEqual(refused.returncode, 0)
+        self.assertIn("budget user:%s:" % me, refused.stderr)
+        self.assertIn("GPU-hours used in", refused.stderr)
+        self.assertIn("stoker budgets set user:" + me, refused.stderr)
+        self.assertEqual(self.job(running)["state"], "JOB_STATE_RUNNING")
+        listed = self.stoker("budgets", "list").stdout
+        self.assertIn("EXCEEDED", listed)
+        self.assertIn("refuse new", listed)
+        # With --stop-running the hard limit cancels the scope's running job.
+        self.stoker("budgets", "set", "user:" + me, "--monthly-gpu-hours", "0.0003",
+                    "--stop-running")
+        final = self.wait_state(running, timeout=40)
+        self.assertEqual(final["state"], "JOB_STATE_CANCELLED")
+        self.assertTrue(any("its hard limit stops the scope's jobs" in e
+                            for e in self.events(running)), self.events(running))
+        # A soft limit: past warnAt, a new job is admitted with a warning event.
+        self.stoker("budgets", "set", "user:" + me, "--monthly-gpu-hours", "1", "--warn-at",
+                    "0.0001")
+        warned = self.submit(container_job("warned", "true"))
+        self.assertTrue(any(e.startswith("warning: budget user:") for e in self.events(warned)),
+                        self.events(warned))
+        # Bad input names the field; only admins change budgets.
+        bad = self.stoker("budgets", "set", "team:x", "--monthly-usd", "5", check=False)
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("user:NAME, project:NAME or label:KEY=VALUE", bad.stderr)
+        self.stoker("admin", "users", "add", "user1", "--role", "user")
+        token = self.stoker("admin", "users", "token", "user1").stdout.strip()
+        denied = self.stoker("budgets", "set", "user:user1", "--monthly-usd", "5", check=False,
+                             env={"STOKER_TOKEN": token})
+        self.assertNotEqual(denied.returncode, 0)
+        self.assertIn("only admins", denied.stderr)
+        self.stoker("budgets", "delete", "user:" + me)
+        self.assertIn("No budgets", self.stoker("budgets", "list").stdout)
+        self.submit(container_job("after", "true"))
+
+    def test_break_even_answers_from_real_usage(self):
+        job_id = self.submit(self.gpu_job("work", "sleep 1"))
+        self.assertEqual(self.wait_state(job_id)["state"], "JOB_STATE_SUCCEEDED")
+        out = json.loads(self.stoker("--format", "json", "usage", "--break-even", "--days",
+                                     "1").stdout)
+        self.assertEqual(out["jobs"], 1)
+        self.assertEqual(out["gpuCapacityHours"], 24)
+        self.assertEqual(out["purchaseUsd"], 6000)
+        # Fixed per month: 2000/24 + 4000/48 amortised + 100 W × 730.5 h × $0.10/kWh.
+        self.assertAlmostEqual(out["fixedUsdPerMonth"], 2000 / 24 + 4000 / 48 + 7.305, places=6)
+        self.assertEqual(out["colabFreeTierJobs"], 1)  # one T4, one replica, under 12 h
+        self.assertIsNotNone(out["breakEvenUtilisation"])
+        text = self.stoker("usage", "--break-even", "--days", "1").stdout
+        self.assertIn("owning pays off above:", text)
+        self.assertIn("pays for itself in:", text)
+
+
+class CostConfigTest(StokerTestCase):
+    def test_a_malformed_cost_section_is_refused_at_start_naming_the_key(self):
+        err = stokerd_refuses(os.path.join(self.tmp, "bad"), StokerTestCase.config + """
+cost:
+  own_hardware:
+    gpus: {NVIDIA_TESLA_T4: {purchase_usd: -5}}
+""")
+        self.assertIn("cost.own_hardware.gpus.NVIDIA_TESLA_T4.purchase_usd", err)
+        err = stokerd_refuses(os.path.join(self.tmp, "bad2"), StokerTestCase.config + """
+cost: {machines: {n1-standard-4: {vertex_usd: 1}}}
+""")
+        self.assertIn("cost.machines.n1-standard-4", err)
+        self.assertIn("vertex_usd", err)
