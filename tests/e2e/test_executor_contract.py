@@ -48,6 +48,15 @@ def job_of(name, pools, timeout=None, labels=None, priority=None):
     return job
 
 
+def job_seconds(job):
+    """Seconds from the job's startTime to its endTime."""
+    import datetime
+
+    def t(s):
+        return datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+    return t(job["endTime"]) - t(job["startTime"])
+
+
 def two_replica_job(name, chief, worker, timeout=None, labels=None, priority=None):
     """Pool 0 (chief) and pool 1 (one worker)."""
     return job_of(name, [pool(chief), pool(worker)], timeout, labels, priority)
@@ -270,6 +279,13 @@ class ExecutorContract:
         self.assertEqual(len(self.starts()), 2, self.starts())
         if self.slurm:
             self.assertEqual(len(self.slurm_jobs(job_id)), 1)
+        # The usage ledger (docs/cost.md) has both replicas once, with their
+        # booked 2 vCPUs (e2-standard-2), whichever executor ran them.
+        usage = self.job(job_id)["stoker"]["usage"]
+        self.assertGreater(usage["replicaHours"], 0)
+        self.assertAlmostEqual(usage["vcpuHours"], 2 * usage["replicaHours"], places=9)
+        run_s = job_seconds(job)
+        self.assertLessEqual(usage["replicaHours"] * 3600, 2 * run_s + 1, usage)
 
 
 class LocalExecutorContractTest(ExecutorContract, StokerTestCase):
