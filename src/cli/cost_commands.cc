@@ -66,6 +66,17 @@ void PrintUsage(const json& usage, const std::string& indent) {
   if (usage.value("gpuHours", 0.0) > 0) std::cout << ", GPU-hours " << GpuTypes(usage);
   std::cout << ", " << Num(usage.value("vcpuHours", 0.0), "%.3g") << " vCPU-hours, "
             << Num(usage.value("memoryGbHours", 0.0), "%.3g") << " GB-hours\n";
+  if (usage.contains("telemetry")) {
+    const json& t = usage["telemetry"];
+    double sampled = t.value("sampledGpuHours", 0.0), busy = t.value("busyGpuHours", 0.0);
+    std::cout << indent << "GPUs:     busy " << Num(sampled > 0 ? busy / sampled * 100 : 0, "%.0f")
+              << "% of the " << Num(sampled, "%.3g") << " GPU-hours sampled (idle "
+              << Num(t.value("idleGpuHours", 0.0), "%.3g") << " GPU-hours)";
+    if (t["energyKwh"].is_number()) {
+      std::cout << ", " << Num(t["energyKwh"].get<double>(), "%.3g") << " kWh";
+    }
+    std::cout << "\n";
+  }
   const json& usd = usage["usd"];
   std::cout << indent << "cost:     Vertex " << Money(usd["vertex"]) << ", Compute Engine "
             << Money(usd["compute-engine"]) << ", Spot " << Money(usd["spot"]) << ", own hardware "
@@ -145,45 +156,45 @@ int Usage(const Globals& g, const UsageFlags& f) {
     std::cout << "  " << prices << "\n";
     return 0;
   }
-  const char* kColumns[] = {"KEY",    "JOBS",           "GPU_H", "VCPU_H", "GB_H",
-                            "VERTEX", "COMPUTE_ENGINE", "SPOT",  "OWN"};
+  const char* kColumns[] = {"KEY",  "JOBS",   "GPU_H",          "IDLE_GPU_H", "VCPU_H",
+                            "GB_H", "VERTEX", "COMPUTE_ENGINE", "SPOT",       "OWN"};
+  bool sampled = false;  // did any usage have GPU telemetry?
   auto money_cell = [&](const json& v) {
     if (g.format == "csv") return v.is_number() ? Num(v.get<double>(), "%.6f") : std::string();
     return Money(v);
   };
-  auto row = [&](const std::string& key, const json& t) {
-    std::vector<std::string> cells = {key,
-                                      std::to_string(t.value("jobs", 0)),
-                                      Num(t.value("gpuHours", 0.0), "%.4f"),
-                                      Num(t.value("vcpuHours", 0.0), "%.4f"),
-                                      Num(t.value("memoryGbHours", 0.0), "%.4f"),
-                                      money_cell(t["usd"]["vertex"]),
-                                      money_cell(t["usd"]["compute-engine"]),
-                                      money_cell(t["usd"]["spot"]),
-                                      money_cell(t["usd"]["own"])};
+  auto print_cells = [&](const std::vector<std::string>& cells) {
     if (g.format == "csv") {
       for (size_t i = 0; i < cells.size(); ++i) std::cout << (i ? "," : "") << Csv(cells[i]);
       std::cout << "\n";
-    } else {
-      std::printf("%-24s %5s %10s %10s %10s %10s %14s %10s %10s\n", cells[0].substr(0, 24).c_str(),
-                  cells[1].c_str(), cells[2].c_str(), cells[3].c_str(), cells[4].c_str(),
-                  cells[5].c_str(), cells[6].c_str(), cells[7].c_str(), cells[8].c_str());
+      return;
     }
+    std::printf("%-24s %5s %10s %10s %10s %10s %10s %14s %10s %10s\n",
+                cells[0].substr(0, 24).c_str(), cells[1].c_str(), cells[2].c_str(),
+                cells[3].c_str(), cells[4].c_str(), cells[5].c_str(), cells[6].c_str(),
+                cells[7].c_str(), cells[8].c_str(), cells[9].c_str());
   };
-  if (g.format == "csv") {
-    for (size_t i = 0; i < std::size(kColumns); ++i) {
-      std::cout << (i ? "," : "") << (i == 0 ? j.value("groupBy", "key") : kColumns[i]);
+  auto row = [&](const std::string& key, const json& t) {
+    std::string idle = g.format == "csv" ? "" : "-";  // "-": no telemetry
+    if (t.contains("telemetry")) {
+      sampled = true;
+      idle = Num(t["telemetry"].value("idleGpuHours", 0.0), "%.4f");
     }
-    std::cout << "\n";
-    for (const json& grp : j["groups"]) row(grp.value("key", ""), grp);
-    return 0;
+    print_cells({key, std::to_string(t.value("jobs", 0)), Num(t.value("gpuHours", 0.0), "%.4f"),
+                 idle, Num(t.value("vcpuHours", 0.0), "%.4f"),
+                 Num(t.value("memoryGbHours", 0.0), "%.4f"), money_cell(t["usd"]["vertex"]),
+                 money_cell(t["usd"]["compute-engine"]), money_cell(t["usd"]["spot"]),
+                 money_cell(t["usd"]["own"])});
+  };
+  std::vector<std::string> header(std::begin(kColumns), std::end(kColumns));
+  header[0] = j.value("groupBy", "key");
+  if (g.format != "csv") {
+    std::cout << "Usage from " << j.value("startTime", "") << " to " << j.value("endTime", "")
+              << " by " << j.value("groupBy", "") << "\n";
   }
-  std::cout << "Usage from " << j.value("startTime", "") << " to " << j.value("endTime", "")
-            << " by " << j.value("groupBy", "") << "\n";
-  std::printf("%-24s %5s %10s %10s %10s %10s %14s %10s %10s\n", j.value("groupBy", "").c_str(),
-              kColumns[1], kColumns[2], kColumns[3], kColumns[4], kColumns[5], kColumns[6],
-              kColumns[7], kColumns[8]);
+  print_cells(header);
   for (const json& grp : j["groups"]) row(grp.value("key", ""), grp);
+  if (g.format == "csv") return 0;
   row("TOTAL", j["total"]);
   const json no_price = j["total"].value("noPrice", json::object());  // outlives the loop
   for (auto& [kind, reasons] : no_price.items()) {
@@ -194,8 +205,11 @@ int Usage(const Globals& g, const UsageFlags& f) {
   for (const json& n : j["total"].value("notes", json::array())) {
     std::cout << "note: " << n.get<std::string>() << "\n";
   }
-  std::cout << "Idle (booked but not busy) GPU time is not measured yet: it needs GPU telemetry.\n"
-            << prices << "\n";
+  if (!sampled && j["total"].value("gpuHours", 0.0) > 0) {
+    std::cout << "IDLE_GPU_H (booked, not busy): no GPU telemetry for this usage (GPUs declared "
+                 "in the config, or gpu_telemetry_seconds: 0)\n";
+  }
+  std::cout << prices << "\n";
   return 0;
 }
 

@@ -130,6 +130,7 @@ Totals Total(const std::vector<store::UsageRecord>& rows, const Catalog& catalog
   constexpr PriceKind kKinds[] = {PriceKind::kVertex, PriceKind::kComputeEngine, PriceKind::kSpot,
                                   PriceKind::kOwn};
   for (PriceKind k : kKinds) t.usd[k] = 0.0;
+  bool energy_unknown = false;
   auto add = [&](PriceKind k, std::optional<double> usd, const std::string& why) {
     if (!usd) {
       t.usd[k].reset();
@@ -147,6 +148,16 @@ Totals Total(const std::vector<store::UsageRecord>& rows, const Catalog& catalog
     if (u.gpus > 0) t.gpu_seconds_by_type[u.gpu_type] += u.gpus * s;
     t.vcpu_seconds += u.cpus * s;
     t.gb_seconds += u.memory_bytes / 1e9 * s;
+    if (u.sampled_seconds > 0 && u.gpus > 0) {
+      t.sampled_gpu_seconds += u.gpus * u.sampled_seconds;
+      t.busy_gpu_seconds += u.busy_gpu_seconds;
+      if (!u.energy_joules) {
+        t.energy_joules.reset();
+        energy_unknown = true;
+      } else if (!energy_unknown) {
+        t.energy_joules = t.energy_joules.value_or(0) + *u.energy_joules;
+      }
+    }
 
     spec::MachineSpec m;
     m.machine_type = u.machine_type;
@@ -169,6 +180,14 @@ Totals Total(const std::vector<store::UsageRecord>& rows, const Catalog& catalog
     if (u.gpus > 0) {
       std::optional<double> gpu = catalog.OwnGpuUsdPerHour(u.gpu_type, u.gpus, &own_why);
       own = gpu ? std::optional<double>(*gpu * h) : std::nullopt;
+      auto asset = catalog.own().gpus.find(u.gpu_type);
+      if (own && u.energy_joules && u.sampled_seconds > 0 && asset != catalog.own().gpus.end()) {
+        // Measured energy instead of rated watts: the sampled part, scaled to the run.
+        const double usd_per_kwh = catalog.own().usd_per_kwh * catalog.own().pue;
+        const double rated = asset->second.watts / 1000 * usd_per_kwh * u.gpus * h;
+        const double measured = *u.energy_joules / 3.6e6 * (s / u.sampled_seconds) * usd_per_kwh;
+        *own += measured - rated;
+      }
     }
     double fraction = node.cpus > 0 ? std::min(1.0, u.cpus / node.cpus) : 0;
     std::optional<double> host = catalog.OwnNodeUsdPerHour(fraction);
@@ -194,14 +213,22 @@ json ToJson(const Totals& t) {
   for (const auto& [kind, reasons] : t.no_price) no_price[PriceKindName(kind)] = reasons;
   json by_type = json::object();
   for (const auto& [type, s] : t.gpu_seconds_by_type) by_type[type] = s / 3600;
-  return {{"replicaHours", t.replica_seconds / 3600},
-          {"gpuHours", t.gpu_seconds / 3600},
-          {"gpuHoursByType", by_type},
-          {"vcpuHours", t.vcpu_seconds / 3600},
-          {"memoryGbHours", t.gb_seconds / 3600},
-          {"usd", usd},
-          {"noPrice", no_price},
-          {"notes", t.notes}};
+  json j = {{"replicaHours", t.replica_seconds / 3600},
+            {"gpuHours", t.gpu_seconds / 3600},
+            {"gpuHoursByType", by_type},
+            {"vcpuHours", t.vcpu_seconds / 3600},
+            {"memoryGbHours", t.gb_seconds / 3600},
+            {"usd", usd},
+            {"noPrice", no_price},
+            {"notes", t.notes}};
+  if (t.sampled_gpu_seconds > 0) {
+    j["telemetry"] = {
+        {"sampledGpuHours", t.sampled_gpu_seconds / 3600},
+        {"busyGpuHours", t.busy_gpu_seconds / 3600},
+        {"idleGpuHours", std::max(0.0, t.sampled_gpu_seconds - t.busy_gpu_seconds) / 3600},
+        {"energyKwh", t.energy_joules ? json(*t.energy_joules / 3.6e6) : json()}};
+  }
+  return j;
 }
 
 Status ValidateScope(const std::string& scope) {

@@ -53,6 +53,11 @@ struct Totals {
   std::map<std::string, double> gpu_seconds_by_type;
   double vcpu_seconds = 0;
   double gb_seconds = 0;  // memory GB-seconds (GB = 10^9 bytes, as cloud bills count)
+  // GPU telemetry, over the part of the runs that was sampled: GPU-seconds
+  // booked then, and busy; energy where every sampled row had a counter.
+  double sampled_gpu_seconds = 0;
+  double busy_gpu_seconds = 0;
+  std::optional<double> energy_joules;
   std::map<PriceKind, std::optional<double>> usd;  // every kind present
   std::map<PriceKind, std::vector<std::string>> no_price;
   std::vector<std::string> notes;  // e.g. "Vertex sells whole GPUs: ..." (each once)
@@ -67,12 +72,15 @@ struct NodeShape {
 // Adds up and prices `rows`: cloud prices per replica-hour of each row's
 // machineSpec, own hardware by the GPUs booked and the booked share of the
 // node's CPUs (the host part only when cost.own_hardware.node is set, with
-// a note otherwise).
+// a note otherwise). A row with measured energy pays for its GPUs' power by
+// that energy (scaled from the sampled part to the whole run) instead of by
+// their rated watts.
 Totals Total(const std::vector<store::UsageRecord>& rows, const Catalog& catalog,
              const NodeShape& node);
 
 // {"replicaHours", "gpuHours", "gpuHoursByType", "vcpuHours", "memoryGbHours",
-//  "usd": {"vertex": 1.23 | null, ...}, "noPrice": {"own": ["..."]}, "notes": [...]}
+//  "usd": {"vertex": 1.23 | null, ...}, "noPrice": {"own": ["..."]}, "notes": [...],
+//  "telemetry": {"sampledGpuHours", "busyGpuHours", "idleGpuHours", "energyKwh"}  (when sampled)}
 nlohmann::json ToJson(const Totals& totals);
 
 // Budget scopes: "user:NAME", "project:NAME", "label:KEY=VALUE".

@@ -1,7 +1,10 @@
-// A fake libnvidia-ml for nvml_test: the NVML entry points that nvml.cc uses,
-// answering for two GPUs (an H100 and a T4) with fixed numbers, and failing
-// on demand through FAKE_NVML_FAIL_INIT. Loaded with dlopen by path, exactly
+// A fake libnvidia-ml for nvml_test and the telemetry e2e test: the NVML entry
+// points that nvml.cc uses, answering for two GPUs (an H100 at 37% busy
+// drawing 300 W, a T4 idle at 70 W) with fixed numbers, energy counted from
+// the first call as if that power were drawn since, and failing on demand
+// through FAKE_NVML_FAIL_INIT. Loaded with dlopen by path, exactly
 // as the real library would be; never linked into anything.
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -12,6 +15,7 @@ struct nvmlDevice_st {
   const char* uuid;
   unsigned long long total, used;
   unsigned int util;
+  unsigned long long watts;
 };
 struct nvmlMemory_t {
   unsigned long long total, free, used;
@@ -22,8 +26,8 @@ struct nvmlUtilization_t {
 
 static nvmlDevice_st kDevices[] = {
     {"NVIDIA H100 80GB HBM3", "GPU-11111111-2222-3333-4444-555555555555", 85520809984ull,
-     1073741824ull, 37},
-    {"Tesla T4", "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee", 16106127360ull, 0, 0},
+     1073741824ull, 37, 300},
+    {"Tesla T4", "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee", 16106127360ull, 0, 0, 70},
 };
 
 int nvmlInit_v2() { return std::getenv("FAKE_NVML_FAIL_INIT") ? 9 : 0; }  // 9: driver not loaded
@@ -55,6 +59,15 @@ int nvmlDeviceGetMemoryInfo(nvmlDevice_st* d, nvmlMemory_t* m) {
 int nvmlDeviceGetUtilizationRates(nvmlDevice_st* d, nvmlUtilization_t* u) {
   u->gpu = d->util;
   u->memory = 0;
+  return 0;
+}
+// Millijoules: the device's power since the first call in this process
+// (W × ms = mJ); a real counter starts when the driver loads.
+int nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_st* d, unsigned long long* mj) {
+  using Clock = std::chrono::steady_clock;
+  static const Clock::time_point start = Clock::now();
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  *mj = d->watts * static_cast<unsigned long long>(ms);
   return 0;
 }
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -39,6 +40,8 @@ struct Nvml {
   nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
   nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
   const char* (*error_string)(nvmlReturn_t) = nullptr;  // optional
+  // Optional (Volta and later): millijoules since the driver was loaded.
+  nvmlReturn_t (*energy)(nvmlDevice_t, unsigned long long*) = nullptr;
 
   std::string Describe(nvmlReturn_t rc) const {
     std::string s = "NVML error " + std::to_string(rc);
@@ -81,6 +84,8 @@ const Nvml& Load(const std::string& library) {
             Resolve(n, n.utilization, "nvmlDeviceGetUtilizationRates");
   n.error_string =
       reinterpret_cast<const char* (*)(nvmlReturn_t)>(::dlsym(n.lib, "nvmlErrorString"));
+  n.energy = reinterpret_cast<nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*)>(
+      ::dlsym(n.lib, "nvmlDeviceGetTotalEnergyConsumption"));
   if (!ok) {
     n.error += " (" + library + " is too old or not NVML); update the NVIDIA driver";
     ::dlclose(n.lib);
@@ -201,17 +206,23 @@ std::vector<GpuUsage> QueryGpuUsageFrom(const std::string& library) {
           n.utilization(dev, &util) != kNvmlSuccess) {
         continue;
       }
-      usage.push_back({static_cast<int>(i), static_cast<double>(util.gpu),
-                       static_cast<uint64_t>(mem.used), static_cast<uint64_t>(mem.total)});
+      GpuUsage u{static_cast<int>(i), static_cast<double>(util.gpu),
+                 static_cast<uint64_t>(mem.used), static_cast<uint64_t>(mem.total)};
+      unsigned long long mj = 0;
+      if (n.energy && n.energy(dev, &mj) == kNvmlSuccess) u.energy_mj = mj;
+      usage.push_back(u);
     }
   });
   return usage;
 }
 
-std::vector<Gpu> DiscoverGpus(std::string* why) {
-  return DiscoverGpusFrom("libnvidia-ml.so.1", why);
+std::string NvmlLibrary() {
+  const char* override_path = std::getenv("STOKER_NVML_LIBRARY");
+  return override_path && *override_path ? override_path : "libnvidia-ml.so.1";
 }
 
-std::vector<GpuUsage> QueryGpuUsage() { return QueryGpuUsageFrom("libnvidia-ml.so.1"); }
+std::vector<Gpu> DiscoverGpus(std::string* why) { return DiscoverGpusFrom(NvmlLibrary(), why); }
+
+std::vector<GpuUsage> QueryGpuUsage() { return QueryGpuUsageFrom(NvmlLibrary()); }
 
 }  // namespace stoker::resources

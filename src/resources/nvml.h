@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,15 +32,21 @@ struct GpuUsage {
   double utilization_percent = 0;  // kernel time over NVML's last sample period
   uint64_t memory_used_bytes = 0;
   uint64_t memory_total_bytes = 0;
+  // Energy used since the driver loaded (NVML total energy consumption);
+  // nullopt on GPUs older than Volta or drivers without the counter.
+  std::optional<uint64_t> energy_mj;
 };
 
 // Current utilisation and memory of every GPU; empty when NVML is absent. A
 // GPU whose counters cannot be read is left out.
 std::vector<GpuUsage> QueryGpuUsage();
 
+// The NVML library DiscoverGpus and QueryGpuUsage open: $STOKER_NVML_LIBRARY
+// when set (a test or diagnostic override), else "libnvidia-ml.so.1".
+std::string NvmlLibrary();
+
 // The same, from an NVML library at `library` (a path or a soname): the seam
-// that lets tests load a fake NVML. DiscoverGpus/QueryGpuUsage use
-// "libnvidia-ml.so.1".
+// that lets tests load a fake NVML. DiscoverGpus/QueryGpuUsage use NvmlLibrary().
 std::vector<Gpu> DiscoverGpusFrom(const std::string& library, std::string* why);
 std::vector<GpuUsage> QueryGpuUsageFrom(const std::string& library);
 

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 namespace stoker::resources {
 namespace {
@@ -108,6 +110,26 @@ TEST(NvmlTest, ReportsUtilisationAndMemoryPerGpu) {
   EXPECT_EQ(usage[0].memory_used_bytes, kGiB);
   EXPECT_EQ(usage[0].memory_total_bytes, 85520809984ull);
   EXPECT_EQ(usage[1].memory_used_bytes, 0u);
+}
+
+TEST(NvmlTest, ReadsTheEnergyCounterWhereTheLibraryHasIt) {
+  std::vector<GpuUsage> before = QueryGpuUsageFrom(FAKE_NVML_PATH);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::vector<GpuUsage> after = QueryGpuUsageFrom(FAKE_NVML_PATH);
+  ASSERT_EQ(after.size(), 2u);
+  ASSERT_TRUE(before[0].energy_mj && after[0].energy_mj);
+  // The fake H100 draws 300 W: at least 50 ms × 300 W = 15 J between the reads.
+  EXPECT_GE(*after[0].energy_mj - *before[0].energy_mj, 15'000u);
+  EXPECT_LT(*after[0].energy_mj - *before[0].energy_mj, 15'000'000u);
+}
+
+TEST(NvmlTest, TheLibraryCanBeChosenByEnvironment) {
+  ::setenv("STOKER_NVML_LIBRARY", FAKE_NVML_PATH, 1);
+  std::string why;
+  std::vector<Gpu> gpus = DiscoverGpus(&why);
+  ::unsetenv("STOKER_NVML_LIBRARY");
+  EXPECT_EQ(gpus.size(), 2u) << why;
+  EXPECT_EQ(NvmlLibrary(), "libnvidia-ml.so.1");
 }
 
 TEST(NvmlTest, ExplainsAFailedInitWithNvmlsOwnWords) {

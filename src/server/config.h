@@ -22,6 +22,7 @@
 //   aging_hours: 1              # a waiting job gains +1 priority per this many hours (0 = no
 //   aging) backfill: true              # smaller jobs may start ahead when they delay no one
 //   hang_timeout_seconds: 0     # a running replica silent this long is reported hung (0 = off)
+//   gpu_telemetry_seconds: 5    # NVML GPUs' use and energy sampled this often (0 = off)
 //   nfs_mount_root: /mnt/nfs    # nfsMounts whose path exists here are linked at
 //   <root>/<mountPoint>
 //   tls_cert_file: /etc/stoker/cert.pem   # serve HTTPS with this certificate chain (PEM)
@@ -99,6 +100,7 @@ struct Config {
   double aging_hours = 1;
   bool backfill = true;
   double hang_timeout_seconds = 0;
+  double gpu_telemetry_seconds = 5;  // NVML GPUs sampled this often for the ledger; 0 = never
   std::string nfs_mount_root = "/mnt/nfs";  // where nfsMounts appear, as on Vertex
   std::string tls_cert_file;                // "" = plain HTTP
   std::string tls_key_file;

@@ -144,6 +144,7 @@ Controller::Controller(ControllerDeps deps)
       environments_(*deps.environments),
       clock_(*deps.clock),
       accountant_(deps.accountant),
+      sample_gpus_(std::move(deps.sample_gpus)),
       studies_({.store = deps.store,
                 .executor = deps.executor,
                 .admission = deps.admission,
@@ -371,6 +372,7 @@ void Controller::Tick() {
     }
   }
   EnforceBudgets();
+  SampleGpus();
   for (auto& [id, a] : active_) {
     if (a.rec.cancel_requested) HandleCancel(a);
     if (!spec::IsTerminal(a.rec.state) && a.rec.state != JobState::kQueued) PollJob(a);
@@ -533,7 +535,15 @@ void Controller::RecordUsage(const Active& a, const std::vector<exec::ReplicaSta
                              const std::string& end) {
   std::map<std::string, cost::ReplicaTimes> times;
   for (const exec::ReplicaStatus& r : st) times[r.name] = {r.start_us, r.end_us};
-  Status s = store_.RecordUsage(cost::AttemptUsage(a.rec, times, end, clock_.NowMicros()));
+  std::vector<store::UsageRecord> rows = cost::AttemptUsage(a.rec, times, end, clock_.NowMicros());
+  for (store::UsageRecord& u : rows) {
+    auto t = a.telemetry.find(u.replica);
+    if (t == a.telemetry.end()) continue;
+    u.sampled_seconds = std::min(t->second.sampled_s, u.seconds());
+    u.busy_gpu_seconds = t->second.busy_gpu_s;
+    if (t->second.energy_known) u.energy_joules = t->second.energy_j;
+  }
+  Status s = store_.RecordUsage(rows);
   if (!s.ok()) spdlog::error("job {}: cannot record usage: {}", a.rec.id, s.ToString());
 }
 
@@ -555,6 +565,7 @@ bool Controller::Retry(Active& a, const std::string& what, bool infrastructure, 
   a.placed.clear();
   a.placed_us = 0;
   a.hung_since_us.clear();
+  a.telemetry.clear();
   schedule_dirty_ = true;
   return true;
 }
@@ -588,6 +599,55 @@ void Controller::EnforceBudgets() {
       } else if (first && a.rec.state == JobState::kRunning) {
         (void)store_.AddEvent(id, "warning: budget " + b.Describe());
       }
+    }
+  }
+}
+
+void Controller::SampleGpus() {
+  if (!sample_gpus_ || config_.gpu_telemetry_seconds <= 0) return;
+  const int64_t now = clock_.NowMicros();
+  const auto interval_us = static_cast<int64_t>(config_.gpu_telemetry_seconds * 1e6);
+  if (gpu_sample_us_ != 0 && now - gpu_sample_us_ < interval_us) return;
+  const int64_t previous = gpu_sample_us_;
+  gpu_sample_us_ = now;
+  std::map<int, resources::GpuUsage> gpus;
+  for (resources::GpuUsage& g : sample_gpus_()) gpus[g.index] = g;
+  // Joules each GPU used since the last sample (absent: no counter, or no last sample).
+  std::map<int, double> energy_j;
+  for (const auto& [index, g] : gpus) {
+    auto last = gpu_energy_mj_.find(index);
+    if (g.energy_mj && last != gpu_energy_mj_.end() && *g.energy_mj >= last->second) {
+      energy_j[index] = (*g.energy_mj - last->second) / 1000.0;
+    }
+    if (g.energy_mj) {
+      gpu_energy_mj_[index] = *g.energy_mj;
+    } else {
+      gpu_energy_mj_.erase(index);
+    }
+  }
+  if (previous == 0) return;  // the first sample only sets the counters
+  for (auto& [id, a] : active_) {
+    if (a.rec.state != JobState::kRunning || a.rec.start_time_us == 0) continue;
+    // The attempt ran for only part of the period when it started within it.
+    const double dt = (now - std::max(previous, a.rec.start_time_us)) / 1e6;
+    if (dt <= 0) continue;
+    for (size_t i = 0; i < a.placed.size() && i < a.replicas.size(); ++i) {
+      if (a.placed[i].gpus.empty()) continue;
+      Active::Telemetry& t = a.telemetry[a.replicas[i]];
+      bool seen = false;
+      for (const scheduler::GpuShare& share : a.placed[i].gpus) {
+        auto g = gpus.find(share.gpu);
+        if (g == gpus.end()) continue;
+        seen = true;
+        t.busy_gpu_s += share.fraction * g->second.utilization_percent / 100 * dt;
+        auto e = energy_j.find(share.gpu);
+        if (e != energy_j.end()) {
+          t.energy_j += share.fraction * e->second * dt / ((now - previous) / 1e6);
+        } else {
+          t.energy_known = false;
+        }
+      }
+      if (seen) t.sampled_s += dt;
     }
   }
 }

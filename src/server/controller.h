@@ -11,6 +11,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -23,6 +24,7 @@
 #include "cost/accounting.h"
 #include "exec/environments.h"
 #include "exec/executor.h"
+#include "resources/nvml.h"
 #include "resources/resources.h"
 #include "scheduler/placement.h"
 #include "scheduler/policy.h"
@@ -47,6 +49,9 @@ struct ControllerDeps {
   const admission::Admission* admission = nullptr;  // the trials the study driver starts
   const Clock* clock = &SystemClock();              // every time it reads or stamps
   cost::Accountant* accountant = nullptr;           // budgets to enforce; null = none
+  // Reads the node's GPUs (resources::QueryGpuUsage) for the ledger's
+  // telemetry; null = no telemetry (GPUs declared in the config, tests).
+  std::function<std::vector<resources::GpuUsage>()> sample_gpus;
 };
 
 class Controller final : public api::ControlPlane, private TrialJobs {
@@ -92,6 +97,14 @@ class Controller final : public api::ControlPlane, private TrialJobs {
     int wait_jobs_ahead = -1;     // rec.wait_reason is "N jobs ahead" with this N; -1 = not
     std::map<std::string, int64_t> hung_since_us;  // replicas reported hung, by name
     int64_t hang_check_us = 0;
+    // GPU telemetry of the current attempt, by replica, for its ledger rows.
+    struct Telemetry {
+      double sampled_s = 0;
+      double busy_gpu_s = 0;
+      double energy_j = 0;
+      bool energy_known = true;
+    };
+    std::map<std::string, Telemetry> telemetry;
   };
   struct Draining {  // ended attempts whose replicas are still being stopped
     std::vector<std::string> replicas;
@@ -139,6 +152,9 @@ class Controller final : public api::ControlPlane, private TrialJobs {
   // budget past its threshold (once a month), and a cancel of the jobs (and
   // their studies) of a budget whose hard limit is reached with stopRunning.
   void EnforceBudgets();
+  // Every gpu_telemetry_seconds: reads the GPUs' utilisation and energy and
+  // adds each running replica's share (its booked fractions) to its telemetry.
+  void SampleGpus();
   void CheckHung(Active& a, const std::vector<exec::ReplicaStatus>& st);
   // Stops the current attempt's replicas; their resources stay held until they are gone.
   void Drain(Active& a);
@@ -179,6 +195,9 @@ class Controller final : public api::ControlPlane, private TrialJobs {
   std::map<std::pair<int64_t, int>, Draining> draining_;  // by (job, attempt)
   std::map<std::string, double> usage_;  // decayed GPU-seconds per user (fair share)
   cost::Accountant* accountant_;
+  std::function<std::vector<resources::GpuUsage>()> sample_gpus_;
+  int64_t gpu_sample_us_ = 0;              // the last sample
+  std::map<int, uint64_t> gpu_energy_mj_;  // each GPU's energy counter at it
   int64_t budget_check_us_ = 0;
   std::set<std::string> budget_warned_;  // "scope month" already warned about
   int64_t usage_us_ = 0;                 // when usage_ was last brought up to date

@@ -53,7 +53,8 @@ class ControllerTest : public ::testing::Test {
   }
 
   // A controller as a restarted daemon makes it: Recover from the store.
-  void StartController() {
+  // `sample_gpus` stands for NVML (GPU telemetry); null = none.
+  void StartController(std::function<std::vector<resources::GpuUsage>()> sample_gpus = {}) {
     controller_ = std::make_unique<Controller>(ControllerDeps{.config = &config_,
                                                               .node = &node_,
                                                               .store = store_.get(),
@@ -61,7 +62,8 @@ class ControllerTest : public ::testing::Test {
                                                               .buckets = &buckets_,
                                                               .environments = &environments_,
                                                               .admission = &admission_,
-                                                              .clock = &clock_});
+                                                              .clock = &clock_,
+                                                              .sample_gpus = sample_gpus});
     ASSERT_TRUE(controller_->Recover().ok());
   }
 
@@ -304,6 +306,73 @@ TEST_F(ControllerTest, ALaunchTheExecutorRefusesFailsTheJobWithItsWords) {
   EXPECT_EQ(Get(id).state, JobState::kFailed);
   EXPECT_NE(Get(id).error_message.find("executor down"), std::string::npos);
   EXPECT_TRUE(executor_.launches().empty());
+}
+
+json GpuPool(const std::string& command, double gpus) {
+  json pool = Pool(command);
+  pool["machineSpec"] = {{"machineType", "n1-standard-4"},
+                         {"acceleratorType", "NVIDIA_TESLA_T4"},
+                         {"acceleratorCount", gpus}};
+  return pool;
+}
+
+TEST_F(ControllerTest, TheLedgerHasEachAttemptWithTheSupervisorsOwnTimes) {
+  int64_t id = Submit(Job({GpuPool("exit 1", 0.5)}, {{"maxRetries", 1}}));
+  executor_.SetRunning({id, 0, "workerpool0-0"}, kT0 + kSecond);
+  executor_.Exit({id, 0, "workerpool0-0"}, 1, kT0 + 4 * kSecond);
+  Turn(5 * kSecond);  // judged much later than the exit: the exit time counts
+  executor_.SetRunning({id, 1, "workerpool0-0"}, kT0 + 6 * kSecond);
+  executor_.Exit({id, 1, "workerpool0-0"}, 0, kT0 + 16 * kSecond);
+  Turn(20 * kSecond);
+  ASSERT_EQ(Get(id).state, JobState::kSucceeded);
+  std::vector<store::UsageRecord> rows = store_->JobUsage(id).value();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].attempt, 0);
+  EXPECT_EQ(rows[0].end, "retried");
+  EXPECT_DOUBLE_EQ(rows[0].seconds(), 3);
+  EXPECT_EQ(rows[1].end, "succeeded");
+  EXPECT_DOUBLE_EQ(rows[1].seconds(), 10);
+  EXPECT_DOUBLE_EQ(rows[1].gpus, 0.5);
+  EXPECT_EQ(rows[1].gpu_type, "NVIDIA_TESLA_T4");
+  EXPECT_EQ(rows[1].user, "ada");
+  EXPECT_EQ(rows[1].sampled_seconds, 0);  // no telemetry here
+
+  // A restarted daemon that judges nothing new writes nothing new.
+  controller_.reset();
+  StartController();
+  Turn(kSecond);
+  EXPECT_EQ(store_->JobUsage(id).value().size(), 2u);
+}
+
+TEST_F(ControllerTest, GpuTelemetryCountsEachReplicasShareOfBusyTimeAndEnergy) {
+  // NVML's word on GPU 0: 40% busy, drawing 100 W (the energy counter the test advances).
+  uint64_t energy_mj = 7'000'000;
+  config_.gpu_telemetry_seconds = 5;
+  StartController([&] {
+    resources::GpuUsage g;
+    g.index = 0;
+    g.utilization_percent = 40;
+    g.energy_mj = energy_mj;
+    return std::vector<resources::GpuUsage>{g};
+  });
+  int64_t id = Submit(Job({GpuPool("sleep 20", 0.5)}));  // the first sample: counters only
+  Key primary{id, 0, "workerpool0-0"};
+  executor_.SetRunning(primary, kT0);
+  for (int i = 0; i < 4; ++i) {
+    energy_mj += 500'000;  // 100 W for 5 s
+    if (i == 3) executor_.Exit(primary, 0, kT0 + 20 * kSecond);
+    Turn(5 * kSecond);
+  }
+  ASSERT_EQ(Get(id).state, JobState::kSucceeded);
+  std::vector<store::UsageRecord> rows = store_->JobUsage(id).value();
+  ASSERT_EQ(rows.size(), 1u);
+  // Sampled from 10 s to 20 s: the sample at 5 s came before the loop saw the
+  // job running. Half the GPU: half its busy time and energy.
+  EXPECT_DOUBLE_EQ(rows[0].seconds(), 20);
+  EXPECT_DOUBLE_EQ(rows[0].sampled_seconds, 15);
+  EXPECT_DOUBLE_EQ(rows[0].busy_gpu_seconds, 0.5 * 0.4 * 15);
+  ASSERT_TRUE(rows[0].energy_joules);
+  EXPECT_DOUBLE_EQ(*rows[0].energy_joules, 0.5 * 1500);
 }
 
 }  // namespace

@@ -15,8 +15,8 @@ std::map<std::string, double> UsageFromHistory(const std::vector<GpuInterval>& i
     int64_t end = std::min(i.end_us, now_us);
     if (i.gpus <= 0 || end <= i.start_us) continue;
     double age_end = (now_us - end) / 1e6, age_start = (now_us - i.start_us) / 1e6;
-    usage[i.user] += i.gpus * scale *
-                     (std::exp2(-age_end / half_life_s) - std::exp2(-age_start / half_life_s));
+    usage[i.user] +=
+        i.gpus * scale * (std::exp2(-age_end / half_life_s) - std::exp2(-age_start / half_life_s));
   }
   return usage;
 }

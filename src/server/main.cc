@@ -322,14 +322,20 @@ int main(int argc, char** argv) {
   cost::NodeShape shape{.cpus = node.cpus};
   for (const resources::Gpu& gpu : node.gpus) shape.gpu_types.push_back(gpu.type);
   cost::Accountant accountant(*store->get(), config->catalog, shape, SystemClock());
-  server::Controller controller({.config = &*config,
-                                 .node = &node,
-                                 .store = store->get(),
-                                 .executor = executor.get(),
-                                 .buckets = &buckets,
-                                 .environments = &environments,
-                                 .admission = &admission,
-                                 .accountant = &accountant});
+  server::Controller controller(
+      {.config = &*config,
+       .node = &node,
+       .store = store->get(),
+       .executor = executor.get(),
+       .buckets = &buckets,
+       .environments = &environments,
+       .admission = &admission,
+       .accountant = &accountant,
+       // GPUs found through NVML are sampled for the ledger;
+       // declared ones are not the physical GPUs of that index.
+       .sample_gpus = config->inventory_declares_gpus
+                          ? std::function<std::vector<resources::GpuUsage>()>()
+                          : [] { return resources::QueryGpuUsage(); }});
 
   api::ApiDeps deps{store->get(), &buckets,     &admission,          executor.get(),
                     &controller,  users->get(), config->push_secret, &accountant};

@@ -242,6 +242,9 @@ CREATE TABLE IF NOT EXISTS usage(
   machine_type TEXT NOT NULL,
   accelerator_type TEXT NOT NULL,
   accelerator_count REAL NOT NULL,
+  sampled_seconds REAL NOT NULL DEFAULT 0,
+  busy_gpu_seconds REAL NOT NULL DEFAULT 0,
+  energy_joules REAL,
   PRIMARY KEY(job_id, attempt, replica)
 );
 CREATE INDEX IF NOT EXISTS usage_by_end ON usage(end_time);
@@ -973,7 +976,7 @@ Result<std::vector<TrialRecord>> Store::Trials(int64_t study_id) {
 constexpr char kUsageColumns[] =
     "job_id, attempt, replica, pool, user, project, labels, study_id, node, start_time, "
     "end_time, end_kind, cpus, memory_bytes, gpu_type, gpus, machine_type, accelerator_type, "
-    "accelerator_count";
+    "accelerator_count, sampled_seconds, busy_gpu_seconds, energy_joules";
 
 UsageRecord ReadUsage(Stmt& s) {
   UsageRecord u;
@@ -997,6 +1000,9 @@ UsageRecord ReadUsage(Stmt& s) {
   u.machine_type = s.Text(16);
   u.accelerator_type = s.Text(17);
   u.accelerator_count = s.Double(18);
+  u.sampled_seconds = s.Double(19);
+  u.busy_gpu_seconds = s.Double(20);
+  u.energy_joules = s.OptDouble(21);
   return u;
 }
 
@@ -1006,7 +1012,7 @@ Status Store::RecordUsage(const std::vector<UsageRecord>& rows) {
   Txn txn(db_);
   if (!txn.begun()) return SqliteError(db_, "begin");
   Stmt s(db_, (std::string("INSERT OR REPLACE INTO usage(") + kUsageColumns +
-               ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+               ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
                   .c_str());
   for (const UsageRecord& u : rows) {
     s.Reset();
@@ -1029,6 +1035,9 @@ Status Store::RecordUsage(const std::vector<UsageRecord>& rows) {
     s.Bind(17, u.machine_type);
     s.Bind(18, u.accelerator_type);
     s.Bind(19, u.accelerator_count);
+    s.Bind(20, u.sampled_seconds);
+    s.Bind(21, u.busy_gpu_seconds);
+    s.Bind(22, u.energy_joules);
     if (s.Step() != SQLITE_DONE) return SqliteError(db_, "record usage");
   }
   return txn.Commit();

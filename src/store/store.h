@@ -161,6 +161,13 @@ struct UsageRecord {
   std::string machine_type;
   std::string accelerator_type;
   double accelerator_count = 0;
+  // GPU telemetry (docs/cost.md), where the daemon sampled NVML while the
+  // replica ran: for `sampled_seconds` of its run, its GPUs (by their booked
+  // fractions) were busy for `busy_gpu_seconds` and used `energy_joules`
+  // (nullopt: the counter was not available). 0 / nullopt without telemetry.
+  double sampled_seconds = 0;
+  double busy_gpu_seconds = 0;
+  std::optional<double> energy_joules;
 
   double seconds() const { return end_us > start_us ? (end_us - start_us) / 1e6 : 0; }
 };

@@ -87,7 +87,7 @@ cost:
         self.assertEqual({g["key"] for g in by_label["groups"]}, {"nlp", "(unlabelled)"})
         rows = list(csv.reader(io.StringIO(
             self.stoker("usage", "--by", "user", "--days", "1", "--format", "csv").stdout)))
-        self.assertEqual(rows[0], ["user", "JOBS", "GPU_H", "VCPU_H", "GB_H", "VERTEX",
+        self.assertEqual(rows[0], ["user", "JOBS", "GPU_H", "IDLE_GPU_H", "VCPU_H", "GB_H", "VERTEX",
                                    "COMPUTE_ENGINE", "SPOT", "OWN"])
         self.assertEqual(rows[1][0], self.me())
         self.assertEqual(rows[1][1], "2")
@@ -237,3 +237,54 @@ cost: {machines: {n1-standard-4: {vertex_usd: 1}}}
 """)
         self.assertIn("cost.machines.n1-standard-4", err)
         self.assertIn("vertex_usd", err)
+
+
+FAKE_NVML = os.path.join(os.path.dirname(os.path.abspath(__import__("harness").STOKER)), "..",
+                         "src", "resources", "libfake_nvml_for_test.so")
+
+
+class GpuTelemetryTest(StokerTestCase):
+    """GPUs found through NVML (here the fake NVML the unit tests use: an H100
+    37% busy at 300 W, and an idle T4) are sampled while jobs run: the ledger
+    gets busy GPU time and energy, and own hardware pays for measured energy."""
+    config = StokerTestCase.config + """
+inventory: {cpus: 32, memory_gb: 256}
+gpu_telemetry_seconds: 0.5
+cost:
+  own_hardware:
+    usd_per_kwh: 0.20
+    gpus: {NVIDIA_H100_80GB: {purchase_usd: 30000, life_years: 3, watts: 700}}
+"""
+
+    def setUp(self):
+        if not os.path.exists(FAKE_NVML):
+            self.fail("the fake NVML library is not built: " + FAKE_NVML)
+        os.environ["STOKER_NVML_LIBRARY"] = os.path.abspath(FAKE_NVML)
+        try:
+            super().setUp()
+        finally:
+            del os.environ["STOKER_NVML_LIBRARY"]
+
+    def test_busy_time_and_energy_are_measured_per_job(self):
+        job = container_job("measured", "sleep 4", machine="a3-highgpu-1g",
+                            accelerator=("NVIDIA_H100_80GB", 1))
+        job_id = self.submit(job)
+        self.assertEqual(self.wait_state(job_id)["state"], "JOB_STATE_SUCCEEDED")
+        usage = self.job(job_id)["stoker"]["usage"]
+        t = usage["telemetry"]
+        self.assertGreater(t["sampledGpuHours"] * 3600, 2)
+        self.assertLessEqual(t["sampledGpuHours"], usage["gpuHours"] + 1e-9)
+        self.assertAlmostEqual(t["busyGpuHours"] / t["sampledGpuHours"], 0.37, places=6)
+        self.assertAlmostEqual(t["idleGpuHours"] / t["sampledGpuHours"], 0.63, places=6)
+        watts = t["energyKwh"] * 3.6e6 / (t["sampledGpuHours"] * 3600)
+        self.assertAlmostEqual(watts, 300, delta=45)
+        # Own hardware: amortisation plus the measured 300 W (not the rated 700 W).
+        hours = usage["gpuHours"]
+        amortised = 30000 / (3 * 8766) * hours
+        measured_power = t["energyKwh"] * (hours / t["sampledGpuHours"]) * 0.20
+        self.assertAlmostEqual(usage["usd"]["own"], amortised + measured_power, places=9)
+        text = self.stoker("jobs", "describe", job_id).stdout
+        self.assertIn("GPUs:     busy 37% of the", text)
+        report = self.stoker("usage", "--format", "csv").stdout.splitlines()
+        idle = float(report[1].split(",")[3])
+        self.assertAlmostEqual(idle, t["idleGpuHours"], places=4)
