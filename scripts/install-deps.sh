@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-torch python3-numpy procps
   dpkg-dev file
+  prometheus
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -317,6 +317,7 @@ class Api {
     if (Status s = CheckRequestBounds(req); !s.ok()) return Error(s);
     if (auto r = HandleAdminRoutes(d_, req, caller)) return *r;
     if (auto r = HandleCostRoutes(d_, req, caller)) return *r;
+    if (auto r = HandleMetricsRoutes(d_, req, caller)) return *r;
     if (auto r = HandleClusterRoutes(d_, req, caller)) return *r;
     if (auto r = HandleLegacyRoutes(d_, req, caller)) return *r;
     if (auto r = HandleTuningRoutes(d_, req, caller)) return *r;

@@ -32,6 +32,7 @@
 //   GET    /v1/usage, /v1/usage:breakEven               (Stoker) usage and cost (docs/cost.md)
 //   POST   /v1/cost:estimate                            (Stoker) a job's price before it runs
 //   GET    /v1/budgets, PUT|DELETE /v1/budgets/{scope}  (Stoker) monthly budgets (admins change)
+//   GET    /metrics                                     Prometheus text format (viewers, admins)
 // Errors: {"error": {"code": <http>, "message": "...", "status": "INVALID_ARGUMENT"}}.
 // Auth: "Authorization: Bearer stk_..." on every route but /healthz; 401
 // (UNAUTHENTICATED) without a valid token, 403 when the role may not act.

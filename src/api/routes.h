@@ -53,6 +53,8 @@ std::optional<http::Response> HandleTuningRoutes(const ApiDeps& d, const http::R
                                                  const auth::Principal& caller);
 std::optional<http::Response> HandleClusterRoutes(const ApiDeps& d, const http::Request& req,
                                                   const auth::Principal& caller);
+std::optional<http::Response> HandleMetricsRoutes(const ApiDeps& d, const http::Request& req,
+                                                  const auth::Principal& caller);
 std::optional<http::Response> HandleCostRoutes(const ApiDeps& d, const http::Request& req,
                                                const auth::Principal& caller);
 std::optional<http::Response> HandleAdminRoutes(const ApiDeps& d, const http::Request& req,

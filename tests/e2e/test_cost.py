@@ -6,8 +6,12 @@ import csv
 import io
 import json
 import os
+import shutil
 import signal
+import subprocess
 import time
+import urllib.error
+import urllib.request
 
 from harness import (IMAGE, Daemon, StokerTestCase, container_job, stokerd_refuses, wait_for)
 
@@ -222,6 +226,52 @@ workerPoolSpecs:
         text = self.stoker("usage", "--break-even", "--days", "1").stdout
         self.assertIn("owning pays off above:", text)
         self.assertIn("pays for itself in:", text)
+
+
+    def metrics(self, token=None):
+        req = urllib.request.Request(self.daemon.url + "/metrics", headers={
+            "authorization": "Bearer " + (token or self.daemon.token)})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            self.assertTrue(r.headers["content-type"].startswith("text/plain; version=0.0.4"))
+            return r.read().decode()
+
+    def test_prometheus_metrics_carry_this_months_cost_budgets_and_running_jobs(self):
+        done = self.submit(self.gpu_job("done", "sleep 0.5"))
+        self.assertEqual(self.wait_state(done)["state"], "JOB_STATE_SUCCEEDED")
+        running = self.submit(self.gpu_job("running", "sleep 60"))
+        wait_for(lambda: self.job(running)["state"] == "JOB_STATE_RUNNING", 30, "the job to run")
+        me = self.me()
+        self.stoker("budgets", "set", "user:" + me, "--monthly-usd", "100")
+        text = self.metrics()
+        promtool = shutil.which("promtool")
+        self.assertIsNotNone(promtool, "promtool (Debian's prometheus) is missing: run "
+                                       "scripts/install-deps.sh")
+        check = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
+                               text=True)
+        self.assertEqual(check.returncode, 0, check.stdout + check.stderr + text)
+        samples = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                key, value = line.rsplit(" ", 1)
+                samples[key] = float(value)
+        report = json.loads(self.stoker("--format", "json", "usage").stdout)
+        total = report["total"]
+        self.assertAlmostEqual(
+            samples['stoker_usage_month_cost_usd{user="%s",price="vertex"}' % me],
+            total["usd"]["vertex"], delta=total["usd"]["vertex"] * 0.2)  # the running job grows
+        self.assertEqual(samples['stoker_budget_limit{scope="user:%s",unit="usd"}' % me], 100)
+        self.assertEqual(samples['stoker_budget_exceeded{scope="user:%s"}' % me], 0)
+        self.assertGreater(samples['stoker_running_job_cost_usd{job="%s",user="%s",price="vertex"}'
+                                   % (running, me)], 0)
+        self.assertNotIn('job="%s"' % done, text)  # nothing per finished job
+        self.assertGreater(samples['stoker_usage_month_gpu_seconds{user="%s",gpu_type='
+                                   '"NVIDIA_TESLA_T4"}' % me], 0)
+        # A user (not a viewer or admin) may not scrape everyone's usage.
+        self.stoker("admin", "users", "add", "u1", "--role", "user")
+        token = self.stoker("admin", "users", "token", "u1").stdout.strip()
+        with self.assertRaises(urllib.error.HTTPError) as denied:
+            self.metrics(token)
+        self.assertEqual(denied.exception.code, 403)
 
 
 class CostConfigTest(StokerTestCase):
