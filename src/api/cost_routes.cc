@@ -150,8 +150,8 @@ http::Response BreakEvenRoute(const ApiDeps& d, const http::Request& req,
   auto rows = d.accountant->RowsBetween(w->from_us, w->to_us);
   if (!rows.ok()) return Error(rows.status());
   double days = (w->to_us - w->from_us) / double(kDayUs);
-  json out = cost::ToJson(
-      cost::ComputeBreakEven(*rows, days, d.accountant->catalog(), d.accountant->node()));
+  json out = cost::ToJson(cost::ComputeBreakEven(*rows, days, d.accountant->catalog(),
+                                                 d.accountant->node(), NowMicros()));
   out["catalog"] = CatalogJson(d.accountant->catalog());
   return Json(out);
 }
@@ -291,6 +291,16 @@ void AddJobUsage(const ApiDeps& d, const store::JobRecord& r, json& rendered) {
   auto rows = d.accountant->JobRows(r);
   if (!rows.ok()) return;
   rendered["stoker"]["usage"] = cost::ToJson(d.accountant->Price(*rows));
+}
+
+void AddConsumedMlUnits(const ApiDeps& d, const store::JobRecord& r, json& rendered) {
+  if (d.accountant == nullptr || r.study_id != 0) return;
+  auto rows = d.accountant->JobRows(r);
+  if (!rows.ok() || rows->empty()) return;
+  std::optional<double> usd = d.accountant->Price(*rows).usd[cost::PriceKind::kComputeEngine];
+  if (!usd) return;  // no price: no number, rather than a wrong one
+  constexpr double kUsdPerTrainingUnit = 0.49;
+  rendered["trainingOutput"]["consumedMLUnits"] = *usd / kUsdPerTrainingUnit;
 }
 
 void AddStudyUsage(const ApiDeps& d, int64_t study_id, json& rendered) {

@@ -146,7 +146,11 @@ std::optional<http::Response> HandleLegacyRoutes(const ApiDeps& d, const http::R
     auto rec = d.store->GetJobByLegacyId(m[1], m[2]);
     if (!rec.ok()) return Error(rec.status());
     if (!auth::CanSee(caller, rec->user)) return Error(NotVisible("job '" + m[2].str() + "'"));
-    if (!cancel) return Json(RenderLegacyJob(*rec));
+    if (!cancel) {
+      json j = RenderLegacyJob(*rec);
+      AddConsumedMlUnits(d, *rec, j);
+      return Json(j);
+    }
     if (!auth::CanChange(caller, rec->user)) {
       return Error(PermissionDenied("job '" + m[2].str() + "' belongs to '" + rec->user +
                                     "'; only it or an admin may cancel it"));

@@ -35,6 +35,10 @@ Result<store::JobRecord> CreateCustomJob(const ApiDeps& d, const spec::CustomJob
 // the rendered JSON (cost_routes.cc); nothing when the daemon keeps no ledger.
 void AddJobUsage(const ApiDeps& d, const store::JobRecord& r, nlohmann::json& rendered);
 void AddStudyUsage(const ApiDeps& d, int64_t study_id, nlohmann::json& rendered);
+// An AI Platform Job's trainingOutput.consumedMLUnits: its usage at Compute
+// Engine list prices in training units of $0.49 (the Americas rate at which
+// AI Platform billed Compute Engine machine types; docs/cost.md).
+void AddConsumedMlUnits(const ApiDeps& d, const store::JobRecord& r, nlohmann::json& rendered);
 // The budgets' word on a submission (cost::Accountant::CheckSubmission).
 Status CheckBudgets(const ApiDeps& d, const std::string& user, const std::string& project,
                     const nlohmann::json& labels, std::vector<std::string>* warnings);

@@ -147,7 +147,9 @@ int Usage(const Globals& g, const UsageFlags& f) {
               << " GPU utilisation\n";
     std::cout << "  pays for itself in:      "
               << (j["paybackMonths"].is_number()
-                      ? Num(j["paybackMonths"].get<double>(), "%.1f") + " months at this rate"
+                      ? Num(j["paybackMonths"].get<double>(), "%.1f") +
+                            " months at this rate (by " + j.value("paybackTime", "").substr(0, 10) +
+                            ")"
                       : std::string("- (not at this rate)"))
               << "\n";
     for (const json& n : j.value("notes", json::array())) {

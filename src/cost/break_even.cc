@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "common/time.h"
+
 namespace stoker::cost {
 namespace {
 
@@ -23,7 +25,7 @@ json Opt(const std::optional<double>& v) { return v ? json(*v) : json(); }
 }  // namespace
 
 BreakEven ComputeBreakEven(const std::vector<store::UsageRecord>& rows, double days,
-                           const Catalog& catalog, const NodeShape& node) {
+                           const Catalog& catalog, const NodeShape& node, int64_t now_us) {
   BreakEven b;
   b.days = days;
   Totals all = Total(rows, catalog, node);
@@ -106,7 +108,11 @@ BreakEven ComputeBreakEven(const std::vector<store::UsageRecord>& rows, double d
     if (b.vertex_usd_per_month) {
       double saving = *b.vertex_usd_per_month - *b.power_usd_per_month -
                       (own.node ? own.node->watts / 1000 * usd_per_kwh * kHoursPerMonth : 0);
-      if (saving > 0) b.payback_months = purchase / saving;
+      if (saving > 0) {
+        b.payback_months = purchase / saving;
+        b.payback_time_us =
+            now_us + static_cast<int64_t>(*b.payback_months * kDaysPerMonth * 86'400 * 1e6);
+      }
     }
   }
   return b;
@@ -129,6 +135,7 @@ json ToJson(const BreakEven& b) {
           {"powerUsdPerMonth", Opt(b.power_usd_per_month)},
           {"breakEvenUtilisation", Opt(b.break_even_utilisation)},
           {"paybackMonths", Opt(b.payback_months)},
+          {"paybackTime", b.payback_time_us ? json(FormatRfc3339(*b.payback_time_us)) : json()},
           {"notes", b.notes}};
 }
 

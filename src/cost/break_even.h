@@ -38,12 +38,14 @@ struct BreakEven {
   std::optional<double> break_even_utilisation;
   // Months until the node's purchase is paid back by what Vertex would have cost.
   std::optional<double> payback_months;
-  std::vector<std::string> notes;  // what is unknown and why
+  std::optional<int64_t> payback_time_us;  // now + payback_months
+  std::vector<std::string> notes;          // what is unknown and why
 };
 
 // `rows`: the usage of the last `days` days (clipped); `node`: this node's CPUs and GPUs.
+// `now_us` dates the payback.
 BreakEven ComputeBreakEven(const std::vector<store::UsageRecord>& rows, double days,
-                           const Catalog& catalog, const NodeShape& node);
+                           const Catalog& catalog, const NodeShape& node, int64_t now_us);
 
 nlohmann::json ToJson(const BreakEven& b);
 

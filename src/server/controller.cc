@@ -539,9 +539,12 @@ void Controller::RecordUsage(const Active& a, const std::vector<exec::ReplicaSta
   for (store::UsageRecord& u : rows) {
     auto t = a.telemetry.find(u.replica);
     if (t == a.telemetry.end()) continue;
-    u.sampled_seconds = std::min(t->second.sampled_s, u.seconds());
-    u.busy_gpu_seconds = t->second.busy_gpu_s;
-    if (t->second.energy_known) u.energy_joules = t->second.energy_j;
+    // Sampling periods may run past the trainer's exit (the loop sees it a
+    // little later): scale to the run, keeping the busy and energy rates.
+    const double scale = t->second.sampled_s > u.seconds() ? u.seconds() / t->second.sampled_s : 1;
+    u.sampled_seconds = t->second.sampled_s * scale;
+    u.busy_gpu_seconds = t->second.busy_gpu_s * scale;
+    if (t->second.energy_known) u.energy_joules = t->second.energy_j * scale;
   }
   Status s = store_.RecordUsage(rows);
   if (!s.ok()) spdlog::error("job {}: cannot record usage: {}", a.rec.id, s.ToString());

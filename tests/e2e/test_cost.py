@@ -226,7 +226,23 @@ workerPoolSpecs:
         text = self.stoker("usage", "--break-even", "--days", "1").stdout
         self.assertIn("owning pays off above:", text)
         self.assertIn("pays for itself in:", text)
+        if out["paybackMonths"] is not None:
+            self.assertIn("months at this rate (by 20", text)
 
+
+    def test_an_ai_platform_job_reports_consumed_ml_units(self):
+        ti = {"scaleTier": "CUSTOM", "masterType": "n1-standard-4", "region": "us-central1",
+              "masterConfig": {"imageUri": IMAGE, "containerCommand": ["/bin/sh", "-c", "sleep 1"]}}
+        status, body = self.api("POST", "/v1/projects/p/jobs", {"jobId": "legacy_1",
+                                                              "trainingInput": ti})
+        self.assertEqual(status, 200, body)
+        j = wait_for(lambda: (lambda j: j if j["state"] == "SUCCEEDED" else None)(
+            self.api("GET", "/v1/projects/p/jobs/legacy_1")[1]), 60, "legacy_1 to succeed")
+        hours = json.loads(self.stoker("--format", "json", "usage", "--by", "job").stdout)[
+            "total"]["replicaHours"]
+        # n1-standard-4 at Compute Engine's $0.19/h, in training units of $0.49.
+        self.assertAlmostEqual(j["trainingOutput"]["consumedMLUnits"], hours * 0.19 / 0.49,
+                               places=4)
 
     def metrics(self, token=None):
         req = urllib.request.Request(self.daemon.url + "/metrics", headers={
