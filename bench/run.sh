@@ -7,6 +7,8 @@
 #   bench/run.sh [--with-slurm] [--jobs 200] [--rate-jobs 5000] [--clients 8]
 #                [--slurm-jobs 50] [--slurm-rate-jobs 1000] [--build-dir build-bench] [--keep]
 #                [--no-build]   (use the binaries already in the build dir)
+#                [--budget-gpu-hours N]  (give each daemon a monthly budget of N GPU hours
+#                                         for its admin user before measuring: issue #18)
 #
 # --slurm-jobs is smaller than --jobs by default: with Slurm's default
 # scheduler settings each sequential job waits for a periodic scheduling pass
@@ -25,6 +27,7 @@ slurm_jobs=50
 with_slurm=0
 keep=0
 no_build=0
+budget_gpu_hours=
 while [[ $# -gt 0 ]]; do
   case $1 in
     --with-slurm) with_slurm=1 ;;
@@ -36,7 +39,8 @@ while [[ $# -gt 0 ]]; do
     --build-dir) build=$2; shift ;;
     --keep) keep=1 ;;
     --no-build) no_build=1 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --budget-gpu-hours) budget_gpu_hours=$2; shift ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
@@ -132,6 +136,22 @@ start_stokerd() {
   # The API needs the daemon's local admin token (stoker-bench sends $STOKER_TOKEN).
   export STOKER_TOKEN
   STOKER_TOKEN=$(cat "$dir/token")
+  [[ -z $budget_gpu_hours ]] || set_budget
+}
+
+# --budget-gpu-hours: a budget on the admin user (the one stoker-bench submits
+# as), so that every submission goes through the budget check and, at most
+# every 5 s, a scan of the month's ledger. Set through the API before the
+# first job; fails the run if the daemon has no budgets (older builds).
+set_budget() {
+  local user
+  user=$(curl -sf -H "authorization: Bearer $STOKER_TOKEN" "$url/v1/whoami" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["user"])') || {
+    echo "run.sh: GET /v1/whoami failed" >&2; exit 1; }
+  curl -sf -X PUT -H "authorization: Bearer $STOKER_TOKEN" -H 'content-type: application/json' \
+    --data "{\"monthlyGpuHours\": $budget_gpu_hours}" "$url/v1/budgets/user:$user" >/dev/null || {
+    echo "run.sh: PUT /v1/budgets/user:$user failed (does this stokerd have budgets?)" >&2; exit 1; }
+  echo "   budget: user:$user, $budget_gpu_hours GPU hours a month"
 }
 
 # ---- Stoker ------------------------------------------------------------------
