@@ -288,6 +288,10 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
           }
         } else if (key == "slurm") {
           STOKER_RETURN_IF_ERROR(ParseSlurmConfig(value, where, c.slurm));
+        } else if (key == "webhooks") {
+          auto hooks = ParseWebhooks(value);
+          if (!hooks.ok()) return InvalidArgument(where + hooks.status().message());
+          c.webhooks = std::move(hooks).value();
         } else if (key == "cost") {
           // JSON is YAML: the catalog reads the section as the file wrote it.
           Status applied = c.catalog.Apply(YAML::Load(value.dump()));
@@ -303,7 +307,7 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
                                  "tls_cert_file, tls_key_file, allow_insecure_http, "
                                  "default_unix_user, allow_root_trainers, bucket_group, "
                                  "job_isolation, executor, "
-                                 "slurm, cost, gpu_telemetry_seconds)");
+                                 "slurm, cost, gpu_telemetry_seconds, webhooks)");
         }
       }
     } catch (const nlohmann::json::exception& e) {

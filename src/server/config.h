@@ -51,6 +51,9 @@
 //     grace_seconds: 30         # after the graceful scancel, a plain one
 //   cost:                       # prices and own hardware (docs/cost.md, docs/prices.md)
 //     own_hardware: {usd_per_kwh: 0.12, gpus: {NVIDIA_L4: {purchase_usd: 2500, watts: 72}}}
+//   webhooks:                   # signed POSTs about jobs and budgets (docs/webhooks.md)
+//     - {url: https://hooks.example.com/s, secret_file: /etc/stoker/hook.secret, events:
+//     [job.failed]}
 #pragma once
 
 #include <filesystem>
@@ -64,6 +67,7 @@
 #include "resources/resources.h"
 #include "scheduler/policy.h"
 #include "server/retention.h"
+#include "server/webhooks.h"
 
 namespace stoker::server {
 
@@ -115,6 +119,7 @@ struct Config {
   std::string executor = "local";  // local | slurm
   SlurmConfig slurm;
   cost::Catalog catalog = cost::Catalog::BuiltIn();  // with the `cost:` section applied
+  std::vector<Webhook> webhooks;                     // `webhooks:` (docs/webhooks.md)
   std::filesystem::path runner;                      // stoker-run binary
   std::filesystem::path python_helpers;              // directory holding the hypertune module
   std::string api_url;                               // where trainers reach the API (set by main)

@@ -306,6 +306,30 @@ void Controller::Adopt(store::JobRecord rec) {
 
 bool Controller::Move(Active& a, JobState to, const std::string& reason,
                       store::TransitionUpdate update) {
+  if (!config_.webhooks.empty()) {
+    // Webhook deliveries are written with the transition: one commit, never lost.
+    json body = {{"job",
+                  {{"id", std::to_string(a.rec.id)},
+                   {"name", "projects/" + a.rec.project + "/locations/" + a.rec.location +
+                                "/customJobs/" + std::to_string(a.rec.id)},
+                   {"displayName", a.rec.display_name},
+                   {"user", a.rec.user},
+                   {"attempt", update.attempt.value_or(a.rec.attempt)}}},
+                 {"from", spec::JobStateName(a.rec.state)},
+                 {"to", spec::JobStateName(to)},
+                 {"reason", reason}};
+    if (update.error_code && *update.error_code != 0) {
+      body["error"] = {{"code", *update.error_code},
+                       {"message", update.error_message.value_or("")}};
+    }
+    const int64_t now = clock_.NowMicros();
+    for (const char* event : {"job.state", "job.failed"}) {
+      if (event == std::string("job.failed") && to != JobState::kFailed) continue;
+      for (store::OutboxMessage& m : WebhookMessages(config_.webhooks, event, body, now)) {
+        update.outbox.push_back(std::move(m));
+      }
+    }
+  }
   Status s = store_.Transition(a.rec.id, a.rec.state, to, reason, update);
   if (!s.ok()) {
     spdlog::error("job {}: cannot record {} -> {}: {}", a.rec.id, spec::JobStateName(a.rec.state),
@@ -588,6 +612,13 @@ void Controller::EnforceBudgets() {
     bool stop = b.exceeded && b.budget.stop_running;
     std::string warned_key = b.budget.scope + " " + b.month.name + (stop ? " stop" : "");
     bool first = budget_warned_.insert(warned_key).second;
+    // Webhooks: once per budget, month and kind (and daemon run).
+    const char* event = b.exceeded ? "budget.exceeded" : "budget.warning";
+    if (budget_warned_.insert(b.budget.scope + " " + b.month.name + " " + event).second) {
+      Status s = store_.Enqueue(
+          WebhookMessages(config_.webhooks, event, {{"budget", cost::ToJson(b)}}, now));
+      if (!s.ok()) spdlog::warn("budgets: cannot enqueue the {} webhook: {}", event, s.ToString());
+    }
     for (auto& [id, a] : active_) {
       if (spec::IsTerminal(a.rec.state) || a.rec.cancel_requested) continue;
       json labels(a.job.labels);

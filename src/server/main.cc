@@ -27,6 +27,7 @@
 #include "resources/nvml.h"
 #include "server/config.h"
 #include "server/controller.h"
+#include "server/webhooks.h"
 #include "storage/buckets.h"
 #include "store/store.h"
 
@@ -337,6 +338,7 @@ int main(int argc, char** argv) {
                           ? std::function<std::vector<resources::GpuUsage>()>()
                           : [] { return resources::QueryGpuUsage(); }});
 
+  server::WebhookSender webhooks(*store->get(), config->webhooks, SystemClock());
   api::ApiDeps deps{store->get(), &buckets,     &admission,          executor.get(),
                     &controller,  users->get(), config->push_secret, &accountant};
   http::Server http_server(api::MakeHandler(deps), http::ServerOptions{});
@@ -383,6 +385,7 @@ int main(int argc, char** argv) {
                                     : url.substr(scheme.size(), url.rfind(':') - scheme.size())) +
                     ":" + std::to_string(*bound);
   if (Status s = controller.Start(); !s.ok()) return Fail(s.message());
+  webhooks.Start();
   http_server.Start();
   if (Status s = WriteFileAtomic(data / "stokerd.addr", url + "\n"); !s.ok())
     return Fail(s.message());
@@ -393,6 +396,7 @@ int main(int argc, char** argv) {
   spdlog::info("stopping on signal {}; running replicas keep running", sig);
   http_server.Stop();
   controller.Stop();
+  webhooks.Stop();  // what is not delivered stays in the outbox for the next start
   std::error_code ec;
   fs::remove(data / "stokerd.addr", ec);
   // Empty the pid file while still holding its lock (removing it could let

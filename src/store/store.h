@@ -122,6 +122,20 @@ struct TrialRecord {
   int64_t end_time_us = 0;
 };
 
+// A webhook delivery waiting in the outbox (docs/webhooks.md): written in
+// the same transaction as what it reports, so a crash never loses it;
+// removed once delivered or given up.
+struct OutboxMessage {
+  int64_t id = 0;
+  std::string url;    // the hook it goes to (its secret is in the config)
+  std::string event;  // "job.state", "budget.warning", ...
+  std::string body;   // the JSON to POST
+  int attempts = 0;
+  int64_t next_time_us = 0;  // not before; 0 = at once
+  int64_t create_time_us = 0;
+  std::string last_error;
+};
+
 // What a state change writes besides the state itself.
 struct TransitionUpdate {
   std::optional<int64_t> start_time_us;
@@ -130,6 +144,7 @@ struct TransitionUpdate {
   std::optional<std::string> error_message;
   std::optional<nlohmann::json> allocation;  // null json clears it
   std::optional<int> attempt;                // a retry starts the next attempt
+  std::vector<OutboxMessage> outbox;         // webhook deliveries reporting this change
 };
 
 // One replica's part of one attempt in the usage ledger (docs/cost.md): what
@@ -260,6 +275,16 @@ class Store {
   Status UpdateTrial(const TrialRecord& trial);
   Result<std::vector<TrialRecord>> Trials(int64_t study_id);
 
+  // ---- the webhook outbox (docs/webhooks.md) ----
+  Status Enqueue(const std::vector<OutboxMessage>& messages);
+  // The oldest message of each hook (URL): deliveries to one hook keep their order.
+  Result<std::vector<OutboxMessage>> OutboxHeads();
+  // Delivered or given up: removed.
+  Status RemoveMessage(int64_t id);
+  // A failed try: the count, when to try again and why it failed.
+  Status RescheduleMessage(int64_t id, int attempts, int64_t next_time_us,
+                           const std::string& last_error);
+
   // ---- the usage ledger and budgets (docs/cost.md) ----
   // Writes (or rewrites, same key) the rows, in one transaction.
   Status RecordUsage(const std::vector<UsageRecord>& rows);
@@ -293,6 +318,8 @@ class Store {
   Result<JobRecord> InsertJob(const NewJob& job, int64_t now);
   Status InsertEvent(int64_t id, spec::JobState from, spec::JobState to, const std::string& reason,
                      int64_t time_us);
+  // Inserts outbox rows; the caller holds mu_ and a transaction.
+  Status InsertMessages(const std::vector<OutboxMessage>& messages, int64_t now_us);
 
   std::mutex mu_;
   sqlite3* db_;

@@ -1,0 +1,134 @@
+"""Webhooks (docs/webhooks.md): signed JSON POSTs about jobs and budgets,
+retried with backoff, delivered from a durable outbox that survives kill -9."""
+import hashlib
+import hmac
+import http.server
+import json
+import signal
+import threading
+import time
+
+from harness import Daemon, StokerTestCase, container_job, wait_for
+
+SECRET = "s3cret-for-tests"
+
+
+class Receiver:
+    """An HTTP server that records signed deliveries; `status` is what it answers."""
+
+    def __init__(self):
+        self.status = 200
+        self.fail_first = 0
+        self.received = []   # (headers, body) of every request that got a 2xx
+        self.attempts = 0
+        self.bad_signatures = []
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["content-length"]))
+                receiver.attempts += 1
+                sig = dict(p.split("=", 1) for p in self.headers["x-stoker-signature"].split(","))
+                want = hmac.new(SECRET.encode(), sig["t"].encode() + b"." + body,
+                                hashlib.sha256).hexdigest()
+                if not hmac.compare_digest(want, sig["v1"]) or abs(time.time() - int(sig["t"])) > 300:
+                    receiver.bad_signatures.append(self.headers["x-stoker-signature"])
+                status = receiver.status
+                if receiver.fail_first > 0:
+                    receiver.fail_first -= 1
+                    status = 500
+                self.send_response(status)
+                self.send_header("content-length", "0")
+                self.end_headers()
+                if 200 <= status < 300:
+                    headers = {k.lower(): v for k, v in self.headers.items()}
+                    receiver.received.append((headers, json.loads(body)))
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d/hooks/stoker?src=test" % self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def events(self, kind=None):
+        return [b for h, b in self.received if kind is None or b["event"] == kind]
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class WebhookTest(StokerTestCase):
+    def setUp(self):
+        self.receiver = Receiver()
+        self.config = StokerTestCase.config + """
+webhooks:
+  - url: %s
+    secret: %s
+    events: [job.state, job.failed, budget.warning]
+""" % (self.receiver.url, SECRET)
+        super().setUp()
+
+    def tearDown(self):
+        super().tearDown()
+        self.receiver.close()
+
+    def transitions(self, job_id):
+        return [(b["from"], b["to"]) for b in self.receiver.events("job.state")
+                if b["job"]["id"] == job_id]
+
+    def test_a_jobs_transitions_arrive_signed_in_order_and_a_refused_one_is_retried(self):
+        self.receiver.fail_first = 1  # the first delivery gets a 500 and must come again
+        job_id = self.submit(container_job("hooked", "true"))
+        self.assertEqual(self.wait_state(job_id)["state"], "JOB_STATE_SUCCEEDED")
+        wait_for(lambda: ("JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED") in self.transitions(job_id),
+                 30, "the SUCCEEDED delivery")
+        self.assertEqual(self.transitions(job_id), [
+            ("JOB_STATE_QUEUED", "JOB_STATE_PENDING"), ("JOB_STATE_PENDING", "JOB_STATE_RUNNING"),
+            ("JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED")])
+        self.assertEqual(self.receiver.bad_signatures, [])
+        self.assertGreater(self.receiver.attempts, len(self.receiver.received))  # the retry
+        headers, body = self.receiver.received[0]
+        self.assertEqual(headers["x-stoker-event"], "job.state")
+        self.assertTrue(headers["x-stoker-delivery"].isdigit())
+        self.assertEqual(body["job"]["name"], "projects/p/locations/l/customJobs/" + job_id)
+        self.assertIn("time", body)
+        self.assertEqual(self.receiver.events("job.failed"), [])
+
+    def test_a_failing_job_and_a_budget_past_its_warning_are_reported(self):
+        job_id = self.submit(container_job("broken", "sleep 1; exit 3", machine="n1-standard-4"))
+        self.assertEqual(self.wait_state(job_id)["state"], "JOB_STATE_FAILED")
+        failed = wait_for(lambda: self.receiver.events("job.failed"), 30, "the job.failed delivery")
+        self.assertEqual(failed[0]["job"]["id"], job_id)
+        self.assertIn("non-zero status of 3", failed[0]["error"]["message"])
+        me = self.api("GET", "/v1/whoami")[1]["user"]
+        # About a second of n1-standard-4 at Vertex's $0.2185/h is over 1e-9 of $1000.
+        self.stoker("budgets", "set", "user:" + me, "--monthly-usd", "1000",
+                    "--warn-at", "0.000000001")
+        warned = wait_for(lambda: self.receiver.events("budget.warning") or None, 40,
+                          "the budget.warning delivery")
+        self.assertEqual(warned[0]["budget"]["scope"], "user:" + me)
+
+    def test_deliveries_wait_in_the_outbox_across_a_daemon_killed_while_the_receiver_was_down(self):
+        self.receiver.status = 503
+        job_id = self.submit(container_job("patient", "true"))
+        self.assertEqual(self.wait_state(job_id)["state"], "JOB_STATE_SUCCEEDED")
+        wait_for(lambda: self.receiver.attempts >= 1, 30, "a first (refused) try")
+        self.daemon.kill(signal.SIGKILL)
+        self.receiver.status = 200
+        self.daemon = Daemon(self.data, self.config).start()
+        wait_for(lambda: len(self.transitions(job_id)) == 3, 60, "every delivery after the restart")
+        self.assertEqual(self.transitions(job_id)[-1], ("JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED"))
+
+
+class WebhookConfigTest(StokerTestCase):
+    def test_a_bad_hook_is_refused_at_start_naming_the_key(self):
+        from harness import stokerd_refuses
+        import os
+        err = stokerd_refuses(os.path.join(self.tmp, "bad"), StokerTestCase.config + """
+webhooks:
+  - {url: "http://127.0.0.1:9/x", secret: s, events: [job.exploded]}
+""")
+        self.assertIn("webhooks[0].events", err)
+        self.assertIn("job.exploded", err)
