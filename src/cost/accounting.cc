@@ -11,9 +11,6 @@ namespace {
 
 using nlohmann::json;
 
-// How often budget states are recomputed at most.
-constexpr int64_t kBudgetStatesTtlUs = 5'000'000;
-
 std::string Money(double usd) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "$%.2f", usd);
@@ -119,20 +116,24 @@ Result<std::vector<store::UsageRecord>> Accountant::RowsBetween(int64_t from_us,
   return Clip(std::move(rows), from_us, to_us);
 }
 
-Result<std::vector<BudgetState>> Accountant::BudgetStates() {
-  std::lock_guard lock(mu_);
-  int64_t now = clock_.NowMicros();
-  if (states_ && now - states_us_ < kBudgetStatesTtlUs) return *states_;
-  if (!budgets_) {
-    STOKER_ASSIGN_OR_RETURN(std::vector<store::Budget> b, store_.Budgets());
-    budgets_ = std::move(b);
+Result<std::vector<BudgetState>> Accountant::ComputeStates(int64_t now) {
+  std::vector<store::Budget> budgets;
+  uint64_t generation;
+  {
+    std::lock_guard lock(mu_);
+    if (!budgets_) {
+      STOKER_ASSIGN_OR_RETURN(std::vector<store::Budget> b, store_.Budgets());
+      budgets_ = std::move(b);
+    }
+    budgets = *budgets_;
+    generation = generation_;
   }
   std::vector<BudgetState> states;
-  if (!budgets_->empty()) {
+  if (!budgets.empty()) {
     Month month = MonthOf(now);
     STOKER_ASSIGN_OR_RETURN(std::vector<store::UsageRecord> rows,
                             RowsBetween(month.start_us, month.end_us));
-    for (const store::Budget& b : *budgets_) {
+    for (const store::Budget& b : budgets) {
       BudgetState s;
       s.budget = b;
       s.month = month;
@@ -159,10 +160,53 @@ Result<std::vector<BudgetState>> Accountant::BudgetStates() {
       states.push_back(std::move(s));
     }
   }
-  states_ = states;
-  states_us_ = now;
+  std::lock_guard lock(mu_);
+  if (generation == generation_) {
+    states_ = states;
+    states_us_ = now;
+  }
   return states;
 }
+
+Result<std::vector<BudgetState>> Accountant::BudgetStates() {
+  const int64_t now = clock_.NowMicros();
+  {
+    std::lock_guard lock(mu_);
+    if (states_ &&
+        (refresher_running_ || now - states_us_ < int64_t{kRefreshSeconds} * 1'000'000)) {
+      return *states_;
+    }
+  }
+  return ComputeStates(now);
+}
+
+void Accountant::StartRefresher() {
+  std::lock_guard lock(mu_);
+  if (refresher_running_) return;
+  refresher_running_ = true;
+  refresher_ = std::thread([this] {
+    std::unique_lock lock(mu_);
+    while (!stop_) {
+      lock.unlock();
+      (void)ComputeStates(clock_.NowMicros());
+      lock.lock();
+      cv_.wait_for(lock, std::chrono::seconds(kRefreshSeconds), [this] { return stop_; });
+    }
+  });
+}
+
+void Accountant::StopRefresher() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (refresher_.joinable()) refresher_.join();
+  std::lock_guard lock(mu_);
+  refresher_running_ = false;
+}
+
+Accountant::~Accountant() { StopRefresher(); }
 
 Status Accountant::CheckSubmission(const std::string& user, const std::string& project,
                                    const json& labels, std::vector<std::string>* warnings) {
@@ -214,6 +258,7 @@ Status Accountant::PutBudget(const store::Budget& b) {
   std::lock_guard lock(mu_);
   budgets_.reset();
   states_.reset();
+  ++generation_;
   return OkStatus();
 }
 
@@ -222,6 +267,7 @@ Status Accountant::DeleteBudget(const std::string& scope) {
   std::lock_guard lock(mu_);
   budgets_.reset();
   states_.reset();
+  ++generation_;
   return OkStatus();
 }
 

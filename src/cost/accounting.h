@@ -7,10 +7,12 @@
 // in step. Thread-safe.
 #pragma once
 
+#include <condition_variable>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/clock.h"
@@ -53,10 +55,18 @@ class Accountant {
     return Total(rows, catalog_, node_);
   }
 
-  // Budgets and how much of each this month has used. Recomputed at most
-  // every few seconds (a submission pays for a ledger scan only then, and
-  // only when budgets exist).
+  // Budgets and how much of each this month has used. While the refresher
+  // runs (StartRefresher: stokerd), these are the states it computed last, at
+  // most kRefreshSeconds old, and no caller waits for a ledger scan; without
+  // it (tests), they are recomputed here when older than that. A budget
+  // change recomputes them at its next read.
   Result<std::vector<BudgetState>> BudgetStates();
+  static constexpr int kRefreshSeconds = 5;
+  // A thread that recomputes the states every kRefreshSeconds, outside any
+  // lock a reader takes. Stopped by StopRefresher or the destructor.
+  void StartRefresher();
+  void StopRefresher();
+  ~Accountant();
   // May `user` submit a job of `project` with `labels`? ResourceExhausted
   // naming the budget, its numbers and the fix when a hard limit is reached;
   // budgets past their warning threshold add a line to `warnings`.
@@ -74,6 +84,11 @@ class Accountant {
                                               const std::vector<store::UsageRecord>& ledger,
                                               int64_t now_us) const;
 
+  // Computes the states from the store and the ledger; takes mu_ only to
+  // copy the budgets, and installs the result only if no budget changed
+  // meanwhile (`generation`).
+  Result<std::vector<BudgetState>> ComputeStates(int64_t now_us);
+
   store::Store& store_;
   const Catalog catalog_;
   const NodeShape node_;
@@ -83,6 +98,11 @@ class Accountant {
   std::optional<std::vector<store::Budget>> budgets_;  // cache; nullopt = read again
   std::optional<std::vector<BudgetState>> states_;
   int64_t states_us_ = 0;
+  uint64_t generation_ = 0;  // bumped by every budget change
+  bool refresher_running_ = false;
+  bool stop_ = false;
+  std::condition_variable cv_;
+  std::thread refresher_;
 };
 
 }  // namespace stoker::cost

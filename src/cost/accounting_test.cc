@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <thread>
+
 #include "common/time.h"
 
 namespace stoker::cost {
@@ -183,6 +186,30 @@ TEST_F(AccountingTest, BudgetsRefuseWarnAndNameTheirNumbers) {
                                {.end_time_us = clock_.NowMicros()})
                   .ok());
   EXPECT_TRUE(accountant_->CheckSubmission("alice", "p", json{{"team", "cv"}}, &warnings).ok());
+}
+
+TEST_F(AccountingTest, WithTheRefresherReadersNeverWaitForAScan) {
+  store::JobRecord a = RunningJob("alice", 1);
+  EndAttempt(a, 1, "succeeded");
+  ASSERT_TRUE(accountant_->PutBudget({.scope = "user:alice", .monthly_gpu_hours = 10.0}).ok());
+  accountant_->StartRefresher();  // its first pass computes the states
+  std::vector<BudgetState> states;
+  for (int i = 0; i < 200 && states.empty(); ++i) {
+    states = accountant_->BudgetStates().value();
+    if (states.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(states.size(), 1u);
+  EXPECT_NEAR(states[0].used_gpu_hours, 1, 1e-9);
+  // Its first pass starts at once and takes milliseconds; the next is 5 s away.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // More usage and a clock past the refresh period: readers still get the
+  // refresher's last states at once; they never scan the ledger themselves.
+  store::JobRecord b = RunningJob("alice", 1);
+  EndAttempt(b, 2, "succeeded");
+  EXPECT_NEAR(accountant_->BudgetStates().value()[0].used_gpu_hours, 1, 1e-9);
+  accountant_->StopRefresher();
+  // Without it, a reader recomputes stale states itself.
+  EXPECT_NEAR(accountant_->BudgetStates().value()[0].used_gpu_hours, 3, 1e-9);
 }
 
 TEST_F(AccountingTest, BadBudgetsAreRefusedNamingTheField) {

@@ -323,6 +323,7 @@ int main(int argc, char** argv) {
   cost::NodeShape shape{.cpus = node.cpus};
   for (const resources::Gpu& gpu : node.gpus) shape.gpu_types.push_back(gpu.type);
   cost::Accountant accountant(*store->get(), config->catalog, shape, SystemClock());
+  accountant.StartRefresher();  // budget states off the submit path and the control loop
   server::Controller controller(
       {.config = &*config,
        .node = &node,
