@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what Stoker needs to build, test and run trainers, from Debian's archive.
+# Installs what Stoker needs to build and run trainers (and with --test, to
+# run the tests), from Debian's archive.
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
@@ -8,8 +9,11 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-torch python3-numpy procps
   dpkg-dev file
-  prometheus
 )
+# --test: what only the tests need (promtool checks /metrics).
+if [ "${1:-}" = "--test" ]; then
+  packages+=(prometheus)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
