@@ -67,7 +67,7 @@ Status AddCostMetrics(const ApiDeps& d, MetricsText& m) {
   for (const cost::BudgetState& b : budgets)
     m.Sample({{"scope", b.budget.scope}}, b.exceeded ? 1 : 0);
 
-  STOKER_ASSIGN_OR_RETURN(std::vector<store::JobRecord> active, d.store->ActiveJobs());
+  STOKER_ASSIGN_OR_RETURN(std::vector<store::JobRecord> active, d.store->RunningJobs());
   m.Family("stoker_running_job_cost_usd", "gauge",
            "Cost so far of each running job (all its attempts), by price.");
   for (const store::JobRecord& j : active) {

@@ -1,5 +1,8 @@
 #include "cost/accounting.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <set>
 #include <tuple>
@@ -95,7 +98,7 @@ Result<std::vector<store::UsageRecord>> Accountant::JobRows(const store::JobReco
 
 Result<std::vector<store::UsageRecord>> Accountant::StudyRows(int64_t study_id) {
   STOKER_ASSIGN_OR_RETURN(std::vector<store::UsageRecord> rows, store_.StudyUsage(study_id));
-  STOKER_ASSIGN_OR_RETURN(std::vector<store::JobRecord> active, store_.ActiveJobs());
+  STOKER_ASSIGN_OR_RETURN(std::vector<store::JobRecord> active, store_.RunningJobs());
   std::vector<store::JobRecord> trials;
   for (store::JobRecord& j : active) {
     if (j.study_id == study_id) trials.push_back(std::move(j));
@@ -109,7 +112,7 @@ Result<std::vector<store::UsageRecord>> Accountant::StudyRows(int64_t study_id) 
 Result<std::vector<store::UsageRecord>> Accountant::RowsBetween(int64_t from_us, int64_t to_us) {
   STOKER_ASSIGN_OR_RETURN(std::vector<store::UsageRecord> rows,
                           store_.UsageBetween(from_us, to_us));
-  STOKER_ASSIGN_OR_RETURN(std::vector<store::JobRecord> active, store_.ActiveJobs());
+  STOKER_ASSIGN_OR_RETURN(std::vector<store::JobRecord> active, store_.RunningJobs());
   for (store::UsageRecord& u : RunningRows(active, rows, clock_.NowMicros())) {
     rows.push_back(std::move(u));
   }
@@ -180,11 +183,23 @@ Result<std::vector<BudgetState>> Accountant::BudgetStates() {
   return ComputeStates(now);
 }
 
+std::optional<std::vector<BudgetState>> Accountant::LastBudgetStates() {
+  {
+    std::lock_guard lock(mu_);
+    if (refresher_running_) return states_;
+  }
+  auto states = BudgetStates();
+  if (!states.ok()) return std::nullopt;
+  return std::move(states).value();
+}
+
 void Accountant::StartRefresher() {
   std::lock_guard lock(mu_);
   if (refresher_running_) return;
   refresher_running_ = true;
   refresher_ = std::thread([this] {
+    // Linux nices threads one by one: the scan yields to the control loop and the API.
+    (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
     std::unique_lock lock(mu_);
     while (!stop_) {
       lock.unlock();

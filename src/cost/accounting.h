@@ -62,6 +62,10 @@ class Accountant {
   // change recomputes them at its next read.
   Result<std::vector<BudgetState>> BudgetStates();
   static constexpr int kRefreshSeconds = 5;
+  // For the control loop, which must never wait for a scan: while the
+  // refresher runs, its last states, or none yet (nullopt) before its first
+  // pass ends; without it, BudgetStates().
+  std::optional<std::vector<BudgetState>> LastBudgetStates();
   // A thread that recomputes the states every kRefreshSeconds, outside any
   // lock a reader takes. Stopped by StopRefresher or the destructor.
   void StartRefresher();

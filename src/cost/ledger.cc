@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <tuple>
 
 namespace stoker::cost {
 namespace {
@@ -130,6 +131,8 @@ Totals Total(const std::vector<store::UsageRecord>& rows, const Catalog& catalog
   constexpr PriceKind kKinds[] = {PriceKind::kVertex, PriceKind::kComputeEngine, PriceKind::kSpot,
                                   PriceKind::kOwn};
   for (PriceKind k : kKinds) t.usd[k] = 0.0;
+  std::map<std::tuple<std::string, std::string, double>, CloudPrice> prices;
+  std::map<std::string, std::pair<std::optional<double>, std::string>> own_gpu_rates;
   bool energy_unknown = false;
   auto add = [&](PriceKind k, std::optional<double> usd, const std::string& why) {
     if (!usd) {
@@ -159,13 +162,19 @@ Totals Total(const std::vector<store::UsageRecord>& rows, const Catalog& catalog
       }
     }
 
-    spec::MachineSpec m;
-    m.machine_type = u.machine_type;
-    m.accelerator_type = u.accelerator_type;
-    m.accelerator_count = u.accelerator_count;
-    CloudPrice p = catalog.PriceReplica(m);
-    for (const std::string& n : p.notes) AddOnce(t.notes, n);
-    std::string why = p.reason.empty() ? "no price for " + u.machine_type : p.reason;
+    // Rows repeat a few machine shapes: price each shape once per call.
+    auto key = std::make_tuple(u.machine_type, u.accelerator_type, u.accelerator_count);
+    auto cached = prices.find(key);
+    if (cached == prices.end()) {
+      spec::MachineSpec m;
+      m.machine_type = u.machine_type;
+      m.accelerator_type = u.accelerator_type;
+      m.accelerator_count = u.accelerator_count;
+      cached = prices.emplace(key, catalog.PriceReplica(m)).first;
+      for (const std::string& n : cached->second.notes) AddOnce(t.notes, n);
+    }
+    const CloudPrice& p = cached->second;
+    const std::string why = p.reason.empty() ? "no price for " + u.machine_type : p.reason;
     auto times = [h](std::optional<double> rate) -> std::optional<double> {
       if (!rate) return std::nullopt;
       return *rate * h;
@@ -178,8 +187,15 @@ Totals Total(const std::vector<store::UsageRecord>& rows, const Catalog& catalog
     std::optional<double> own = 0.0;
     std::string own_why;
     if (u.gpus > 0) {
-      std::optional<double> gpu = catalog.OwnGpuUsdPerHour(u.gpu_type, u.gpus, &own_why);
-      own = gpu ? std::optional<double>(*gpu * h) : std::nullopt;
+      auto rate = own_gpu_rates.find(u.gpu_type);  // per GPU-hour, linear in the count
+      if (rate == own_gpu_rates.end()) {
+        std::string reason;
+        std::optional<double> r = catalog.OwnGpuUsdPerHour(u.gpu_type, 1.0, &reason);
+        rate = own_gpu_rates.emplace(u.gpu_type, std::make_pair(r, reason)).first;
+      }
+      own_why = rate->second.second;
+      own = rate->second.first ? std::optional<double>(*rate->second.first * u.gpus * h)
+                               : std::nullopt;
       auto asset = catalog.own().gpus.find(u.gpu_type);
       if (own && u.energy_joules && u.sampled_seconds > 0 && asset != catalog.own().gpus.end()) {
         // Measured energy instead of rated watts: the sampled part, scaled to the run.

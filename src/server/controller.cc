@@ -602,11 +602,8 @@ void Controller::EnforceBudgets() {
   int64_t now = clock_.NowMicros();
   if (now - budget_check_us_ < 10'000'000) return;
   budget_check_us_ = now;
-  auto states = accountant_->BudgetStates();
-  if (!states.ok()) {
-    spdlog::warn("budgets: {}", states.status().ToString());
-    return;
-  }
+  std::optional<std::vector<cost::BudgetState>> states = accountant_->LastBudgetStates();
+  if (!states) return;  // none computed yet
   for (const cost::BudgetState& b : *states) {
     if (!b.warn) continue;
     bool stop = b.exceeded && b.budget.stop_running;

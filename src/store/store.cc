@@ -470,11 +470,26 @@ Result<std::unique_ptr<Store>> Store::Open(const std::filesystem::path& data_dir
     spdlog::info("migrated {} from schema version {} to {}", path.string(), version,
                  kLatestVersion);
   }
+  // A second connection for long reads (the ledger): in WAL mode it reads a
+  // snapshot while the main connection commits, so a report never holds up
+  // a submission or a transition.
+  sqlite3* reader = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &reader, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK) {
+    Status s = SqliteError(reader, "cannot open " + path.string() + " for reading");
+    sqlite3_close(reader);
+    return s;
+  }
+  sqlite3_busy_timeout(reader, 5000);
+  store->reader_ = reader;
   return store;
 }
 
 Store::Store(sqlite3* db, const Clock& clock) : db_(db), clock_(clock) {}
-Store::~Store() { sqlite3_close(db_); }
+Store::~Store() {
+  sqlite3_close(reader_);
+  sqlite3_close(db_);
+}
 
 Status Store::Exec(const char* sql) {
   char* err = nullptr;
@@ -1124,27 +1139,27 @@ Status Store::RecordUsage(const std::vector<UsageRecord>& rows) {
 }
 
 Result<std::vector<UsageRecord>> Store::JobUsage(int64_t job_id) {
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(reader_mu_);
   return SelectRows(
-      db_,
+      reader_,
       std::string("SELECT ") + kUsageColumns +
           " FROM usage WHERE job_id = ? ORDER BY attempt, replica",
       [&](Stmt& s) { s.Bind(1, job_id); }, ReadUsage, "read usage");
 }
 
 Result<std::vector<UsageRecord>> Store::StudyUsage(int64_t study_id) {
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(reader_mu_);
   return SelectRows(
-      db_,
+      reader_,
       std::string("SELECT ") + kUsageColumns +
           " FROM usage WHERE study_id = ? AND study_id != 0 ORDER BY job_id, attempt, replica",
       [&](Stmt& s) { s.Bind(1, study_id); }, ReadUsage, "read usage");
 }
 
 Result<std::vector<UsageRecord>> Store::UsageBetween(int64_t from_us, int64_t to_us) {
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(reader_mu_);
   return SelectRows(
-      db_,
+      reader_,
       std::string("SELECT ") + kUsageColumns +
           " FROM usage WHERE end_time > ? AND start_time < ? ORDER BY start_time",
       [&](Stmt& s) {
@@ -1152,6 +1167,16 @@ Result<std::vector<UsageRecord>> Store::UsageBetween(int64_t from_us, int64_t to
         s.Bind(2, to_us);
       },
       ReadUsage, "read usage");
+}
+
+Result<std::vector<JobRecord>> Store::RunningJobs() {
+  std::lock_guard lock(reader_mu_);
+  return SelectRows(
+      reader_,
+      std::string("SELECT ") + kJobColumns + " FROM jobs WHERE state IN (" +
+          std::to_string(static_cast<int>(JobState::kRunning)) + ", " +
+          std::to_string(static_cast<int>(JobState::kCancelling)) + ") ORDER BY id",
+      [](Stmt&) {}, ReadJob, "read running jobs");
 }
 
 Result<std::vector<Budget>> Store::Budgets() {

@@ -294,6 +294,10 @@ class Store {
   Result<std::vector<UsageRecord>> StudyUsage(int64_t study_id);
   // Rows that overlap [from_us, to_us), by start time.
   Result<std::vector<UsageRecord>> UsageBetween(int64_t from_us, int64_t to_us);
+  // Jobs RUNNING or CANCELLING (whose attempts use resources now), oldest first.
+  // These four reads use a read-only connection of their own (a WAL
+  // snapshot), so they never wait for, or hold up, the writes above.
+  Result<std::vector<JobRecord>> RunningJobs();
 
   Result<std::vector<Budget>> Budgets();
   // Creates or replaces the budget of `budget.scope`, stamping the update time.
@@ -323,6 +327,8 @@ class Store {
 
   std::mutex mu_;
   sqlite3* db_;
+  std::mutex reader_mu_;
+  sqlite3* reader_ = nullptr;  // read-only: the ledger's long reads
   const Clock& clock_;
 
   // Group commit of CreateJob: callers queue; one of them (the leader)
