@@ -15,29 +15,9 @@ namespace stoker::cli {
 
 using nlohmann::json;
 
-namespace {
-
-// Runs `call` on a fresh connection; prints its JSON in --format json, or
-// hands it to `text` otherwise.
-template <typename Call, typename Text>
-int Admin(const Globals& g, Call&& call, Text&& text) {
-  auto conn = Connect(g);
-  if (!conn.ok()) return Report(conn.status());
-  Result<json> r = call(**conn);
-  if (!r.ok()) return Report(r.status());
-  if (g.format == "json") {
-    std::cout << r->dump(2) << "\n";
-  } else {
-    text(*r);
-  }
-  return 0;
-}
-
-}  // namespace
-
 int AdminUsersAdd(const Globals& g, const AdminUserFlags& f) {
   json body = {{"name", f.name}, {"role", f.role}, {"unixUser", f.unix_user}};
-  return Admin(
+  return CallAndPrint(
       g, [&](Connection& c) { return c.Call("POST", "/v1/admin/users", body.dump()); },
       [](const json& u) {
         std::cout << "Added user " << u.value("name", "") << " (role " << u.value("role", "")
@@ -49,7 +29,7 @@ int AdminUsersAdd(const Globals& g, const AdminUserFlags& f) {
 }
 
 int AdminUsersList(const Globals& g) {
-  return Admin(
+  return CallAndPrint(
       g, [](Connection& c) { return c.Call("GET", "/v1/admin/users"); },
       [](const json& out) {
         std::printf("%-20s %-7s %-16s %s\n", "NAME", "ROLE", "UNIX_USER", "TOKENS");
@@ -68,14 +48,14 @@ int AdminUsersList(const Globals& g) {
 }
 
 int AdminUsersRemove(const Globals& g, const std::string& name) {
-  return Admin(
+  return CallAndPrint(
       g,
       [&](Connection& c) { return c.Call("DELETE", "/v1/admin/users/" + http::UrlEncode(name)); },
       [&](const json&) { std::cout << "Removed user " << name << " and revoked its tokens.\n"; });
 }
 
 int AdminUsersToken(const Globals& g, const std::string& name) {
-  return Admin(
+  return CallAndPrint(
       g,
       [&](Connection& c) {
         return c.Call("POST", "/v1/admin/users/" + http::UrlEncode(name) + "/tokens");
@@ -91,7 +71,7 @@ int AdminUsersToken(const Globals& g, const std::string& name) {
 }
 
 int AdminTokensRevoke(const Globals& g, const std::string& token_id) {
-  return Admin(
+  return CallAndPrint(
       g,
       [&](Connection& c) {
         return c.Call("POST", "/v1/admin/tokens/" + http::UrlEncode(token_id) + ":revoke");
@@ -100,7 +80,7 @@ int AdminTokensRevoke(const Globals& g, const std::string& token_id) {
 }
 
 int AdminWhoami(const Globals& g) {
-  return Admin(
+  return CallAndPrint(
       g, [](Connection& c) { return c.Call("GET", "/v1/whoami"); },
       [](const json& w) {
         std::cout << w.value("user", "") << " (role " << w.value("role", "") << ", token "

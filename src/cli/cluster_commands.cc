@@ -50,12 +50,12 @@ int Queue(const Globals& g) {
   for (const json& j : jobs) {
     std::string prio = std::to_string(j.value("priority", 0));
     int64_t effective = j.value("effectivePriority", int64_t{0});
-    if (effective != j.value("priority", 0)) prio += "+" + std::to_string(effective - j.value("priority", 0));
+    if (effective != j.value("priority", 0))
+      prio += "+" + std::to_string(effective - j.value("priority", 0));
     std::printf("%-4d %-6s %-20s %-10s %-5s %-20s %-12s %s\n", j.value("position", 0),
                 j.value("jobId", "").c_str(), Cut(j.value("displayName", ""), 20).c_str(),
                 Cut(j.value("user", ""), 10).c_str(), prio.c_str(),
-                Cut(j.value("gpus", ""), 20).c_str(),
-                StartsIn(j, now).c_str(),
+                Cut(j.value("gpus", ""), 20).c_str(), StartsIn(j, now).c_str(),
                 j.value("reason", "").c_str());
   }
   return 0;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -40,6 +41,22 @@ std::string Span(double seconds);
 // Span between two RFC 3339 times; "?" when either does not parse or b < a.
 std::string Since(const std::string& a, const std::string& b);
 Result<std::unique_ptr<Connection>> Connect(const Globals& g);
+
+// Runs `call` on a fresh connection; prints its JSON in --format json, or
+// hands it to `text` otherwise. Returns the exit code.
+template <typename Call, typename Text>
+int CallAndPrint(const Globals& g, Call&& call, Text&& text) {
+  auto conn = Connect(g);
+  if (!conn.ok()) return Report(conn.status());
+  Result<nlohmann::json> r = call(**conn);
+  if (!r.ok()) return Report(r.status());
+  if (g.format == "json") {
+    std::cout << r->dump(2) << "\n";
+  } else {
+    text(*r);
+  }
+  return 0;
+}
 
 // Packs a trainer package directory as an sdist and stages it; returns its gs:// URI.
 Result<std::string> StagePackage(Connection& conn, const std::string& package_path);

@@ -42,21 +42,6 @@ std::string GpuTypes(const json& usage) {
   return out;
 }
 
-// Runs `call`; prints JSON in --format json, else hands the answer to `text`.
-template <typename Call, typename Text>
-int Run(const Globals& g, Call&& call, Text&& text) {
-  auto conn = Connect(g);
-  if (!conn.ok()) return Report(conn.status());
-  Result<json> r = call(**conn);
-  if (!r.ok()) return Report(r.status());
-  if (g.format == "json") {
-    std::cout << r->dump(2) << "\n";
-  } else {
-    text(*r);
-  }
-  return 0;
-}
-
 }  // namespace
 
 void PrintUsage(const json& usage, const std::string& indent) {
@@ -232,7 +217,7 @@ int CostEstimate(const Globals& g, const std::string& config) {
     }
   }
   if (job.is_object() && !job.contains("displayName")) job["displayName"] = "estimate";
-  return Run(
+  return CallAndPrint(
       g, [&](Connection& c) { return c.Call("POST", "/v1/cost:estimate", job.dump()); },
       [](const json& e) {
         std::printf("%-5s %-20s %8s %10s %14s %10s %10s\n", "POOL", "MACHINE", "REPLICAS",
@@ -271,7 +256,7 @@ int CostEstimate(const Globals& g, const std::string& config) {
 }
 
 int BudgetsList(const Globals& g) {
-  return Run(
+  return CallAndPrint(
       g, [](Connection& c) { return c.Call("GET", "/v1/budgets"); },
       [](const json& out) {
         if (out["budgets"].empty()) {
@@ -295,13 +280,13 @@ int BudgetsSet(const Globals& g, const BudgetFlags& f) {
   json body = {{"price", f.price}, {"warnAt", f.warn_at}, {"stopRunning", f.stop_running}};
   if (f.monthly_usd) body["monthlyUsd"] = *f.monthly_usd;
   if (f.monthly_gpu_hours) body["monthlyGpuHours"] = *f.monthly_gpu_hours;
-  return Run(
+  return CallAndPrint(
       g, [&](Connection& c) { return c.Call("PUT", "/v1/budgets/" + f.scope, body.dump()); },
       [](const json& b) { std::cout << "Budget set: " << b.value("summary", "") << "\n"; });
 }
 
 int BudgetsDelete(const Globals& g, const std::string& scope) {
-  return Run(
+  return CallAndPrint(
       g, [&](Connection& c) { return c.Call("DELETE", "/v1/budgets/" + scope); },
       [&](const json&) { std::cout << "Budget " << scope << " removed\n"; });
 }
