@@ -316,6 +316,8 @@ class Api {
     const std::string& method = req.method;
     if (Status s = CheckRequestBounds(req); !s.ok()) return Error(s);
     if (auto r = HandleAdminRoutes(d_, req, caller)) return *r;
+    if (auto r = HandleTelemetryRoutes(d_, req, caller)) return *r;
+    if (auto r = HandleTrainingMetricsRoutes(d_, req, caller)) return *r;
     if (auto r = HandleCostRoutes(d_, req, caller)) return *r;
     if (auto r = HandleMetricsRoutes(d_, req, caller)) return *r;
     if (auto r = HandleClusterRoutes(d_, req, caller)) return *r;

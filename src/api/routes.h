@@ -63,5 +63,13 @@ std::optional<http::Response> HandleCostRoutes(const ApiDeps& d, const http::Req
                                                const auth::Principal& caller);
 std::optional<http::Response> HandleAdminRoutes(const ApiDeps& d, const http::Request& req,
                                                 const auth::Principal& caller);
+// A job's telemetry per replica (telemetry_routes.cc).
+std::optional<http::Response> HandleTelemetryRoutes(const ApiDeps& d, const http::Request& req,
+                                                    const auth::Principal& caller);
+// A job's training metrics: hypertune reports and TensorBoard scalars
+// (training_metrics_routes.cc).
+std::optional<http::Response> HandleTrainingMetricsRoutes(const ApiDeps& d,
+                                                          const http::Request& req,
+                                                          const auth::Principal& caller);
 
 }  // namespace stoker::api

@@ -1,0 +1,11 @@
+// Routes being built for issue #15; answers no request yet.
+#include "api/routes.h"
+
+namespace stoker::api {
+
+std::optional<http::Response> HandleTelemetryRoutes(const ApiDeps&, const http::Request&,
+                                                    const auth::Principal&) {
+  return std::nullopt;
+}
+
+}  // namespace stoker::api
