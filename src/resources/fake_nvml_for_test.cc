@@ -71,3 +71,74 @@ int nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_st* d, unsigned long long* mj
   return 0;
 }
 }
+
+// Power and processes, for the per-replica telemetry test: the draw above,
+// and the processes listed in $FAKE_NVML_PROCESSES_FILE, one per line as
+// "GPU_INDEX PID MEMORY_BYTES SM_PERCENT" (read at each call, so a trainer
+// can list itself once it runs).
+#include <cstdio>
+extern "C" {
+struct nvmlProcessInfo_t {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId, computeInstanceId;
+};
+struct nvmlProcessUtilizationSample_t {
+  unsigned int pid;
+  unsigned long long timeStamp;
+  unsigned int smUtil, memUtil, encUtil, decUtil;
+};
+
+int nvmlDeviceGetPowerUsage(nvmlDevice_st* d, unsigned int* mw) {
+  *mw = static_cast<unsigned int>(d->watts * 1000);
+  return 0;
+}
+
+static int FakeProcesses(nvmlDevice_st* d, nvmlProcessInfo_t* out, unsigned int cap,
+                         unsigned int* sm) {
+  const char* path = std::getenv("FAKE_NVML_PROCESSES_FILE");
+  FILE* f = path ? std::fopen(path, "r") : nullptr;
+  if (!f) return 0;
+  unsigned int n = 0, index = 0, pid = 0, util = 0;
+  unsigned long long mem = 0;
+  while (std::fscanf(f, "%u %u %llu %u", &index, &pid, &mem, &util) == 4) {
+    if (&kDevices[index < 2 ? index : 0] != d || index >= 2) continue;
+    if (n < cap) {
+      out[n] = {pid, mem, 0, 0};
+      sm[n] = util;
+    }
+    ++n;
+  }
+  std::fclose(f);
+  return static_cast<int>(n);
+}
+
+int nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_st* d, unsigned int* count,
+                                            nvmlProcessInfo_t* infos) {
+  unsigned int sm[64];
+  nvmlProcessInfo_t tmp[64];
+  unsigned int n = static_cast<unsigned int>(FakeProcesses(d, tmp, 64, sm));
+  if (n > *count) {
+    *count = n;
+    return 7;  // insufficient size
+  }
+  for (unsigned int i = 0; i < n; ++i) infos[i] = tmp[i];
+  *count = n;
+  return 0;
+}
+
+int nvmlDeviceGetProcessUtilization(nvmlDevice_st* d, nvmlProcessUtilizationSample_t* samples,
+                                    unsigned int* count, unsigned long long /*since*/) {
+  unsigned int sm[64];
+  nvmlProcessInfo_t tmp[64];
+  unsigned int n = static_cast<unsigned int>(FakeProcesses(d, tmp, 64, sm));
+  if (n == 0) return 6;  // not found: no samples
+  if (samples == nullptr || *count < n) {
+    *count = n;
+    return 7;
+  }
+  for (unsigned int i = 0; i < n; ++i) samples[i] = {tmp[i].pid, 1, sm[i], 0, 0, 0};
+  *count = n;
+  return 0;
+}
+}

@@ -25,6 +25,23 @@ struct nvmlUtilization_t {
   unsigned int gpu;     // percent of time a kernel ran, last sample period
   unsigned int memory;  // percent of time memory was read or written
 };
+constexpr nvmlReturn_t kNvmlNotFound = 6;
+constexpr nvmlReturn_t kNvmlInsufficientSize = 7;
+// nvmlProcessInfo_t of nvmlDeviceGetComputeRunningProcesses_v2/_v3.
+struct nvmlProcessInfo_t {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;  // NVML_VALUE_NOT_AVAILABLE (all ones) when unknown
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
+struct nvmlProcessUtilizationSample_t {
+  unsigned int pid;
+  unsigned long long timeStamp;  // microseconds
+  unsigned int smUtil;
+  unsigned int memUtil;
+  unsigned int encUtil;
+  unsigned int decUtil;
+};
 constexpr unsigned kNameBuffer = 96;  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
 constexpr unsigned kUuidBuffer = 80;  // NVML_DEVICE_UUID_V2_BUFFER_SIZE
 
@@ -42,6 +59,11 @@ struct Nvml {
   const char* (*error_string)(nvmlReturn_t) = nullptr;  // optional
   // Optional (Volta and later): millijoules since the driver was loaded.
   nvmlReturn_t (*energy)(nvmlDevice_t, unsigned long long*) = nullptr;
+  // Optional: milliwatts; the processes on a GPU and their SM samples.
+  nvmlReturn_t (*power)(nvmlDevice_t, unsigned int*) = nullptr;
+  nvmlReturn_t (*processes)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_t*) = nullptr;
+  nvmlReturn_t (*process_util)(nvmlDevice_t, nvmlProcessUtilizationSample_t*, unsigned int*,
+                               unsigned long long) = nullptr;
 
   std::string Describe(nvmlReturn_t rc) const {
     std::string s = "NVML error " + std::to_string(rc);
@@ -86,6 +108,18 @@ const Nvml& Load(const std::string& library) {
       reinterpret_cast<const char* (*)(nvmlReturn_t)>(::dlsym(n.lib, "nvmlErrorString"));
   n.energy = reinterpret_cast<nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*)>(
       ::dlsym(n.lib, "nvmlDeviceGetTotalEnergyConsumption"));
+  n.power = reinterpret_cast<nvmlReturn_t (*)(nvmlDevice_t, unsigned int*)>(
+      ::dlsym(n.lib, "nvmlDeviceGetPowerUsage"));
+  using ProcessesFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_t*);
+  n.processes =
+      reinterpret_cast<ProcessesFn>(::dlsym(n.lib, "nvmlDeviceGetComputeRunningProcesses_v3"));
+  if (!n.processes) {
+    n.processes =
+        reinterpret_cast<ProcessesFn>(::dlsym(n.lib, "nvmlDeviceGetComputeRunningProcesses_v2"));
+  }
+  n.process_util = reinterpret_cast<nvmlReturn_t (*)(nvmlDevice_t, nvmlProcessUtilizationSample_t*,
+                                                     unsigned int*, unsigned long long)>(
+      ::dlsym(n.lib, "nvmlDeviceGetProcessUtilization"));
   if (!ok) {
     n.error += " (" + library + " is too old or not NVML); update the NVIDIA driver";
     ::dlclose(n.lib);
@@ -194,11 +228,57 @@ std::vector<Gpu> DiscoverGpusFrom(const std::string& library, std::string* why) 
   return gpus;
 }
 
-std::vector<GpuUsage> QueryGpuUsageFrom(const std::string& library) {
+namespace {
+
+// The processes on `dev` with their memory. NVML answers "insufficient size"
+// with the count when the buffer is short; a list that keeps growing between
+// the two calls is retried a few times.
+std::vector<nvmlProcessInfo_t> Processes(const Nvml& n, nvmlDevice_t dev) {
+  std::vector<nvmlProcessInfo_t> infos(16);
+  for (int tries = 0; n.processes && tries < 4; ++tries) {
+    unsigned int count = static_cast<unsigned int>(infos.size());
+    nvmlReturn_t rc = n.processes(dev, &count, infos.data());
+    if (rc == kNvmlSuccess) {
+      infos.resize(std::min<size_t>(count, infos.size()));
+      return infos;
+    }
+    if (rc != kNvmlInsufficientSize || count > 4096) break;
+    infos.resize(count + 8);
+  }
+  return {};
+}
+
+// SM samples of each process on `dev` newer than `since_us`, averaged per pid.
+std::map<unsigned int, double> ProcessSm(const Nvml& n, nvmlDevice_t dev, uint64_t since_us) {
+  std::map<unsigned int, double> mean;
+  if (!n.process_util) return mean;
+  unsigned int count = 0;
+  nvmlReturn_t rc = n.process_util(dev, nullptr, &count, since_us);
+  if (rc != kNvmlInsufficientSize && rc != kNvmlSuccess) return mean;  // incl. not found: none
+  if (count == 0 || count > 65536) return mean;
+  std::vector<nvmlProcessUtilizationSample_t> samples(count);
+  rc = n.process_util(dev, samples.data(), &count, since_us);
+  if (rc != kNvmlSuccess) return mean;
+  std::map<unsigned int, int> seen;
+  for (unsigned int i = 0; i < std::min<size_t>(count, samples.size()); ++i) {
+    mean[samples[i].pid] += std::min(samples[i].smUtil, 100u);
+    ++seen[samples[i].pid];
+  }
+  for (auto& [pid, sum] : mean) sum /= seen[pid];
+  return mean;
+}
+
+// The devices (with their processes when `with_processes`).
+GpuSnapshot Snapshot(const std::string& library, const std::vector<int>& indices, uint64_t since_us,
+                     bool with_processes) {
   const Nvml& n = Load(library);
-  std::vector<GpuUsage> usage;
+  GpuSnapshot snap;
   WithNvml(n, nullptr, [&](unsigned int count) {
     for (unsigned int i = 0; i < count; ++i) {
+      if (!indices.empty() &&
+          std::find(indices.begin(), indices.end(), static_cast<int>(i)) == indices.end()) {
+        continue;
+      }
       nvmlDevice_t dev = nullptr;
       nvmlMemory_t mem{};
       nvmlUtilization_t util{};
@@ -210,10 +290,35 @@ std::vector<GpuUsage> QueryGpuUsageFrom(const std::string& library) {
                  static_cast<uint64_t>(mem.used), static_cast<uint64_t>(mem.total)};
       unsigned long long mj = 0;
       if (n.energy && n.energy(dev, &mj) == kNvmlSuccess) u.energy_mj = mj;
-      usage.push_back(u);
+      unsigned int mw = 0;
+      if (n.power && n.power(dev, &mw) == kNvmlSuccess) u.power_watts = mw / 1000.0;
+      snap.devices.push_back(u);
+      if (!with_processes) continue;
+      std::map<unsigned int, double> sm = ProcessSm(n, dev, since_us);
+      for (const nvmlProcessInfo_t& p : Processes(n, dev)) {
+        GpuProcessUsage pu{static_cast<int>(i), p.pid,
+                           p.usedGpuMemory == ~0ull ? 0 : p.usedGpuMemory, std::nullopt};
+        if (auto it = sm.find(p.pid); it != sm.end()) pu.sm_percent = it->second;
+        snap.processes.push_back(pu);
+      }
     }
   });
-  return usage;
+  return snap;
+}
+
+}  // namespace
+
+std::vector<GpuUsage> QueryGpuUsageFrom(const std::string& library) {
+  return Snapshot(library, {}, 0, /*with_processes=*/false).devices;
+}
+
+GpuSnapshot QueryGpuSnapshotFrom(const std::string& library, const std::vector<int>& indices,
+                                 uint64_t since_us) {
+  return Snapshot(library, indices, since_us, /*with_processes=*/true);
+}
+
+GpuSnapshot QueryGpuSnapshot(const std::vector<int>& indices, uint64_t since_us) {
+  return QueryGpuSnapshotFrom(NvmlLibrary(), indices, since_us);
 }
 
 std::string NvmlLibrary() {

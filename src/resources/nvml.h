@@ -35,11 +35,38 @@ struct GpuUsage {
   // Energy used since the driver loaded (NVML total energy consumption);
   // nullopt on GPUs older than Volta or drivers without the counter.
   std::optional<uint64_t> energy_mj;
+  // The GPU's power draw; nullopt where NVML cannot read it.
+  std::optional<double> power_watts;
+};
+
+// One process's use of one GPU, from NVML's compute-process list and its
+// per-process utilisation samples: what tells apart replicas that share a
+// GPU (acceleratorCount below 1).
+struct GpuProcessUsage {
+  int index = 0;              // the GPU's NVML index
+  uint32_t pid = 0;           // as the host's /proc numbers it
+  uint64_t memory_bytes = 0;  // 0 where NVML cannot say (it then reports "not available")
+  // Mean SM use of the samples NVML took of this process since the caller's
+  // `since_us`; nullopt when it took none (an idle process gets none).
+  std::optional<double> sm_percent;
+};
+
+struct GpuSnapshot {
+  std::vector<GpuUsage> devices;
+  std::vector<GpuProcessUsage> processes;
 };
 
 // Current utilisation and memory of every GPU; empty when NVML is absent. A
 // GPU whose counters cannot be read is left out.
 std::vector<GpuUsage> QueryGpuUsage();
+
+// The GPUs with NVML index in `indices` (every GPU when empty) and the
+// processes on them, with utilisation samples newer than `since_us` (NVML's
+// clock: microseconds since the epoch). Empty when NVML is absent; the
+// per-process parts are left out on drivers without them.
+GpuSnapshot QueryGpuSnapshot(const std::vector<int>& indices, uint64_t since_us);
+GpuSnapshot QueryGpuSnapshotFrom(const std::string& library, const std::vector<int>& indices,
+                                 uint64_t since_us);
 
 // The NVML library DiscoverGpus and QueryGpuUsage open: $STOKER_NVML_LIBRARY
 // when set (a test or diagnostic override), else "libnvidia-ml.so.1".

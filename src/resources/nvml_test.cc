@@ -123,6 +123,39 @@ TEST(NvmlTest, ReadsTheEnergyCounterWhereTheLibraryHasIt) {
   EXPECT_LT(*after[0].energy_mj - *before[0].energy_mj, 15'000'000u);
 }
 
+TEST(NvmlTest, TellsProcessesSharingAGpuApartWithTheirMemoryAndSmUse) {
+  char path[] = "/tmp/fake-nvml-procs-XXXXXX";
+  int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  std::string lines = "0 101 1073741824 60\n0 202 536870912 15\n1 303 1000 99\n";
+  ASSERT_EQ(::write(fd, lines.data(), lines.size()), static_cast<ssize_t>(lines.size()));
+  ::close(fd);
+  ::setenv("FAKE_NVML_PROCESSES_FILE", path, 1);
+  GpuSnapshot only0 = QueryGpuSnapshotFrom(FAKE_NVML_PATH, {0}, 0);
+  GpuSnapshot all = QueryGpuSnapshotFrom(FAKE_NVML_PATH, {}, 0);
+  ::unsetenv("FAKE_NVML_PROCESSES_FILE");
+  ::unlink(path);
+  ASSERT_EQ(only0.devices.size(), 1u);
+  EXPECT_EQ(only0.devices[0].index, 0);
+  ASSERT_TRUE(only0.devices[0].power_watts);
+  EXPECT_DOUBLE_EQ(*only0.devices[0].power_watts, 300);
+  ASSERT_EQ(only0.processes.size(), 2u);
+  EXPECT_EQ(only0.processes[0].pid, 101u);
+  EXPECT_EQ(only0.processes[0].memory_bytes, kGiB);
+  EXPECT_DOUBLE_EQ(*only0.processes[0].sm_percent, 60);
+  EXPECT_EQ(only0.processes[1].pid, 202u);
+  EXPECT_DOUBLE_EQ(*only0.processes[1].sm_percent, 15);
+  ASSERT_EQ(all.processes.size(), 3u);
+  EXPECT_EQ(all.processes[2].index, 1);
+}
+
+TEST(NvmlTest, NoProcessesIsAnEmptyListNotAnError) {
+  GpuSnapshot snap = QueryGpuSnapshotFrom(FAKE_NVML_PATH, {}, 0);
+  EXPECT_EQ(snap.devices.size(), 2u);
+  EXPECT_TRUE(snap.processes.empty());
+  EXPECT_TRUE(QueryGpuSnapshotFrom("/nonexistent/libnvidia-ml.so.1", {}, 0).devices.empty());
+}
+
 TEST(NvmlTest, TheLibraryCanBeChosenByEnvironment) {
   ::setenv("STOKER_NVML_LIBRARY", FAKE_NVML_PATH, 1);
   std::string why;
