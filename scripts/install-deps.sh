@@ -10,9 +10,10 @@ packages=(
   python3 python3-torch python3-numpy procps
   dpkg-dev file
 )
-# --test: what only the tests need (promtool checks /metrics).
+# --test: what only the tests need (promtool checks /metrics; a headless
+# Chromium drives the web console in tests/e2e/test_console.py).
 if [ "${1:-}" = "--test" ]; then
-  packages+=(prometheus)
+  packages+=(prometheus chromium chromium-driver python3-selenium)
 fi
 missing=()
 for p in "${packages[@]}"; do
