@@ -30,6 +30,17 @@ class ControlPlane {
   virtual void StudySubmitted(int64_t study_id) = 0;
   // A tuning job's cancel request was stored.
   virtual void StudyCancelRequested(int64_t study_id) = 0;
+  // Something a route found about a job's files that the job's events
+  // should tell (a TensorBoard file skipped: training_metrics_routes.cc).
+  // Only the control loop writes events: it records `note` as an event of
+  // job `job_id` once; the same (job, note) asked again adds nothing, across
+  // restarts too. Notes beyond a bound while the loop is busy are dropped
+  // (the route asks again on its next read). Fakes that do not care need not
+  // override it.
+  virtual void NoteJobEvent(int64_t job_id, const std::string& note) {
+    (void)job_id;
+    (void)note;
+  }
 
   // One queued job as the policy sees it, for `stoker queue`.
   struct QueueEntry {

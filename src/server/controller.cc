@@ -230,6 +230,31 @@ void Controller::CancelRequested(int64_t job_id) {
   cv_.notify_all();
 }
 
+void Controller::NoteJobEvent(int64_t job_id, const std::string& note) {
+  // A route may ask on every read; the loop records each note once.
+  constexpr size_t kMaxQueuedNotes = 1000;
+  {
+    std::lock_guard lock(mu_);
+    if (inbox_notes_.size() >= kMaxQueuedNotes) return;
+    inbox_notes_.emplace_back(job_id, note);
+  }
+  cv_.notify_all();
+}
+
+void Controller::RecordNote(int64_t job_id, const std::string& note) {
+  constexpr size_t kMaxRememberedNotes = 10000;
+  auto key = std::make_pair(job_id, note);
+  if (noted_.count(key)) return;
+  if (noted_.size() >= kMaxRememberedNotes) noted_.clear();
+  noted_.insert(key);
+  auto events = store_.Events(job_id);
+  if (!events.ok()) return;  // the job is gone
+  for (const store::Event& e : *events) {
+    if (e.reason == note) return;
+  }
+  (void)store_.AddEvent(job_id, note);
+}
+
 void Controller::Loop() {
   std::unique_lock lock(mu_);
   while (!stop_) {
@@ -247,8 +272,10 @@ void Controller::Loop() {
 void Controller::RunOnce() {
   std::vector<store::JobRecord> submitted;
   std::set<int64_t> cancels, studies, study_cancels;
+  std::vector<std::pair<int64_t, std::string>> notes;
   {
     std::lock_guard lock(mu_);
+    notes.swap(inbox_notes_);
     submitted.swap(inbox_submitted_);
     cancels.swap(inbox_cancel_);
     studies.swap(inbox_studies_);
@@ -263,6 +290,7 @@ void Controller::RunOnce() {
     auto it = active_.find(id);
     if (it != active_.end()) it->second.rec.cancel_requested = true;
   }
+  for (const auto& [job_id, note] : notes) RecordNote(job_id, note);
   Tick();
 }
 

@@ -80,6 +80,7 @@ class Controller final : public api::ControlPlane, private TrialJobs {
   void CancelRequested(int64_t job_id) override;
   void StudySubmitted(int64_t study_id) override;
   void StudyCancelRequested(int64_t study_id) override;
+  void NoteJobEvent(int64_t job_id, const std::string& note) override;
   std::vector<QueueEntry> Queue() const override;
   nlohmann::json Nodes() const override;
 
@@ -170,6 +171,9 @@ class Controller final : public api::ControlPlane, private TrialJobs {
   void Finish(Active& a, spec::JobState to, const std::string& reason, int error_code,
               const std::string& error_message);
   std::string LogTail(const Active& a, const std::string& replica) const;
+  // Adds `note` as an event of job `job_id` unless the job already has an
+  // event with exactly that reason (NoteJobEvent's once).
+  void RecordNote(int64_t job_id, const std::string& note);
 
   const Config& config_;
   const resources::Node& node_;
@@ -186,6 +190,7 @@ class Controller final : public api::ControlPlane, private TrialJobs {
   std::set<int64_t> inbox_cancel_;
   std::set<int64_t> inbox_studies_;
   std::set<int64_t> inbox_study_cancel_;
+  std::vector<std::pair<int64_t, std::string>> inbox_notes_;  // NoteJobEvent, bounded
 
   // Loop-thread state.
   std::map<int64_t, Active> active_;
@@ -200,8 +205,11 @@ class Controller final : public api::ControlPlane, private TrialJobs {
   std::map<int, uint64_t> gpu_energy_mj_;  // each GPU's energy counter at it
   int64_t budget_check_us_ = 0;
   std::set<std::string> budget_warned_;  // "scope month" already warned about
-  int64_t usage_us_ = 0;                 // when usage_ was last brought up to date
-  bool schedule_dirty_ = true;           // something changed since the last decision
+  // (job, note) pairs of NoteJobEvent already recorded; a cache of the
+  // store's events, cleared when it grows past a bound.
+  std::set<std::pair<int64_t, std::string>> noted_;
+  int64_t usage_us_ = 0;        // when usage_ was last brought up to date
+  bool schedule_dirty_ = true;  // something changed since the last decision
   int64_t last_schedule_us_ = 0;
 
   // Views for the API, replaced after each decision.

@@ -257,6 +257,29 @@ TEST_F(ControllerTest, AReplicaWithoutProgressIsReportedHungOnceAndAgainWhenItRe
   EXPECT_EQ(Get(id).state, JobState::kRunning);  // a warning, not a verdict
 }
 
+TEST_F(ControllerTest, ANoteFromTheApiBecomesOneEventEvenWhenAskedAgainAfterARestart) {
+  int64_t id = Submit(Job({Pool("sleep 1000")}));
+  auto count = [&](const std::string& note) {
+    int n = 0;
+    std::vector<store::Event> events = store_->Events(id).value();
+    for (const store::Event& e : events) n += e.reason == note;
+    return n;
+  };
+  const std::string note = "training metrics: skipped logs/x: record 2: data CRC mismatch";
+  controller_->NoteJobEvent(id, note);
+  controller_->NoteJobEvent(id, note);
+  Turn(kSecond);
+  EXPECT_EQ(count(note), 1);
+  controller_->NoteJobEvent(id, note);
+  Turn(kSecond);
+  StartController();  // forgets what it noted; the store still knows
+  controller_->NoteJobEvent(id, note);
+  controller_->NoteJobEvent(id + 1000, note);  // no such job: nothing, no error
+  Turn(kSecond);
+  EXPECT_EQ(count(note), 1);
+  EXPECT_EQ(Get(id).state, JobState::kPending);  // a note changes no state
+}
+
 TEST_F(ControllerTest, AReplicaThatNeverStartsFailsTheJobAfterAMinute) {
   int64_t id = Submit(Job({Pool("true")}));
   Turn(30 * kSecond);
