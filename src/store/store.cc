@@ -270,6 +270,41 @@ CREATE TABLE IF NOT EXISTS budgets(
   update_time INTEGER NOT NULL,
   updated_by TEXT NOT NULL
 );
+-- Jobs and studies by state, kept by triggers in each writing transaction so
+-- that GET /metrics reads a few rows instead of counting every job ever
+-- (docs/decisions/0023). Stores made before it are counted once by Open.
+CREATE TABLE IF NOT EXISTS state_counts(
+  kind TEXT NOT NULL,
+  state INTEGER NOT NULL,
+  n INTEGER NOT NULL,
+  PRIMARY KEY(kind, state)
+);
+CREATE TRIGGER IF NOT EXISTS jobs_count_insert AFTER INSERT ON jobs BEGIN
+  INSERT INTO state_counts(kind, state, n) VALUES('jobs', NEW.state, 1)
+    ON CONFLICT(kind, state) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS jobs_count_update AFTER UPDATE OF state ON jobs
+  WHEN OLD.state != NEW.state BEGIN
+  UPDATE state_counts SET n = n - 1 WHERE kind = 'jobs' AND state = OLD.state;
+  INSERT INTO state_counts(kind, state, n) VALUES('jobs', NEW.state, 1)
+    ON CONFLICT(kind, state) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS jobs_count_delete AFTER DELETE ON jobs BEGIN
+  UPDATE state_counts SET n = n - 1 WHERE kind = 'jobs' AND state = OLD.state;
+END;
+CREATE TRIGGER IF NOT EXISTS studies_count_insert AFTER INSERT ON studies BEGIN
+  INSERT INTO state_counts(kind, state, n) VALUES('studies', NEW.state, 1)
+    ON CONFLICT(kind, state) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS studies_count_update AFTER UPDATE OF state ON studies
+  WHEN OLD.state != NEW.state BEGIN
+  UPDATE state_counts SET n = n - 1 WHERE kind = 'studies' AND state = OLD.state;
+  INSERT INTO state_counts(kind, state, n) VALUES('studies', NEW.state, 1)
+    ON CONFLICT(kind, state) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS studies_count_delete AFTER DELETE ON studies BEGIN
+  UPDATE state_counts SET n = n - 1 WHERE kind = 'studies' AND state = OLD.state;
+END;
 PRAGMA user_version = 2;
 )sql";
 
@@ -464,7 +499,18 @@ Result<std::unique_ptr<Store>> Store::Open(const std::filesystem::path& data_dir
     const Migration& m = kMigrations[v - 1];
     STOKER_RETURN_IF_ERROR(AddMissingColumns(db, m.columns, m.count));
   }
+  bool counted = false;  // state_counts exists: its triggers have kept it since
+  {
+    Stmt t(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'state_counts'");
+    counted = t.Step() == SQLITE_ROW;
+  }
   STOKER_RETURN_IF_ERROR(store->Exec(kSchema));
+  if (!counted) {
+    STOKER_RETURN_IF_ERROR(store->Exec(
+        "INSERT INTO state_counts(kind, state, n) SELECT 'jobs', state, COUNT(*) FROM jobs GROUP "
+        "BY state; INSERT INTO state_counts(kind, state, n) SELECT 'studies', state, COUNT(*) "
+        "FROM studies GROUP BY state"));
+  }
   STOKER_RETURN_IF_ERROR(txn.Commit());
   if (version >= 1 && version < kLatestVersion) {
     spdlog::info("migrated {} from schema version {} to {}", path.string(), version,
@@ -1177,6 +1223,35 @@ Result<std::vector<JobRecord>> Store::RunningJobs() {
           std::to_string(static_cast<int>(JobState::kRunning)) + ", " +
           std::to_string(static_cast<int>(JobState::kCancelling)) + ") ORDER BY id",
       [](Stmt&) {}, ReadJob, "read running jobs");
+}
+
+Result<StateCounts> Store::CountByState() {
+  std::lock_guard lock(reader_mu_);
+  // One read transaction: the counts and the oldest queued job are of one moment.
+  if (sqlite3_exec(reader_, "BEGIN", nullptr, nullptr, nullptr) != SQLITE_OK)
+    return SqliteError(reader_, "count jobs by state");
+  struct EndRead {
+    sqlite3* db;
+    ~EndRead() { sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr); }
+  } end_read{reader_};
+  StateCounts out;
+  Stmt counts(reader_, "SELECT kind, state, n FROM state_counts WHERE n != 0");
+  int rc;
+  while ((rc = counts.Step()) == SQLITE_ROW) {
+    auto& m = counts.Text(0) == "jobs" ? out.jobs : out.studies;
+    m[static_cast<JobState>(counts.Int(1))] = counts.Int(2);
+  }
+  if (rc != SQLITE_DONE) return SqliteError(reader_, "count jobs by state");
+  // Ids grow with create time, so the lowest queued id is the oldest (one index seek).
+  Stmt oldest(reader_, "SELECT create_time FROM jobs WHERE state = ? ORDER BY id LIMIT 1");
+  oldest.Bind(1, static_cast<int64_t>(JobState::kQueued));
+  rc = oldest.Step();
+  if (rc == SQLITE_ROW) {
+    out.oldest_queued_create_us = oldest.Int(0);
+  } else if (rc != SQLITE_DONE) {
+    return SqliteError(reader_, "find the oldest queued job");
+  }
+  return out;
 }
 
 Result<std::vector<Budget>> Store::Budgets() {

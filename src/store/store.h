@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -199,6 +200,14 @@ struct Budget {
   std::string updated_by;
 };
 
+// How many jobs and studies are in each state (states with none are absent),
+// and when the oldest job still QUEUED was submitted (0 = none queued).
+struct StateCounts {
+  std::map<spec::JobState, int64_t> jobs;
+  std::map<spec::JobState, int64_t> studies;
+  int64_t oldest_queued_create_us = 0;
+};
+
 struct ListOptions {
   std::optional<spec::JobState> state;
   int64_t after_id = 0;  // page token: list ids greater than this
@@ -298,6 +307,9 @@ class Store {
   // These four reads use a read-only connection of their own (a WAL
   // snapshot), so they never wait for, or hold up, the writes above.
   Result<std::vector<JobRecord>> RunningJobs();
+  // Counts by state, kept by triggers in the store (a few rows, not a scan
+  // of every job), and the oldest queued job; on the read-only connection.
+  Result<StateCounts> CountByState();
 
   Result<std::vector<Budget>> Budgets();
   // Creates or replaces the budget of `budget.scope`, stamping the update time.

@@ -352,3 +352,60 @@ TEST(GroupCommitTest, ConcurrentCreatesAllLandWithDistinctIds) {
 
 }  // namespace
 }  // namespace stoker::store
+
+namespace stoker::store {
+namespace {
+
+TEST(StateCountsTest, FollowCreatesTransitionsAndAStoreMadeBeforeThem) {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("stoker_counts_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  FakeClock clock(1'000'000);
+  {
+    auto store = std::move(Store::Open(dir, clock)).value();
+    EXPECT_TRUE(store->CountByState().value().jobs.empty());
+    EXPECT_EQ(store->CountByState().value().oldest_queued_create_us, 0);
+    std::vector<int64_t> ids;
+    for (int i = 0; i < 4; ++i) {
+      ids.push_back(store->CreateJob({"p", "l", "j", nlohmann::json::object(), {}}).value().id);
+      clock.Advance(1'000'000);
+    }
+    ASSERT_TRUE(store->Transition(ids[0], JobState::kQueued, JobState::kPending, "placed").ok());
+    ASSERT_TRUE(store->Transition(ids[0], JobState::kPending, JobState::kRunning, "ran").ok());
+    ASSERT_TRUE(store->Transition(ids[1], JobState::kQueued, JobState::kCancelled, "x").ok());
+    // A refused transition changes nothing.
+    EXPECT_FALSE(store->Transition(ids[1], JobState::kQueued, JobState::kRunning, "x").ok());
+    auto study = store->CreateStudy("p", "l", "s", nlohmann::json::object()).value();
+    ASSERT_TRUE(store->TransitionStudy(study.id, JobState::kQueued, JobState::kRunning).ok());
+
+    StateCounts c = store->CountByState().value();
+    EXPECT_EQ(c.jobs,
+              (std::map<JobState, int64_t>{
+                  {JobState::kQueued, 2}, {JobState::kRunning, 1}, {JobState::kCancelled, 1}}));
+    EXPECT_EQ(c.studies, (std::map<JobState, int64_t>{{JobState::kRunning, 1}}));
+    EXPECT_EQ(c.oldest_queued_create_us, 3'000'000);  // ids[2], submitted third
+  }
+  // A store written before the counts existed: Open counts it once.
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir / "stoker.db").c_str(), &db), SQLITE_OK);
+    for (const char* sql :
+         {"DROP TRIGGER jobs_count_insert", "DROP TRIGGER jobs_count_update",
+          "DROP TRIGGER jobs_count_delete", "DROP TRIGGER studies_count_insert",
+          "DROP TRIGGER studies_count_update", "DROP TRIGGER studies_count_delete",
+          "DROP TABLE state_counts", "UPDATE jobs SET state = 4 WHERE state = 3"}) {
+      ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
+    }
+    sqlite3_close(db);
+  }
+  auto store = std::move(Store::Open(dir, clock)).value();
+  StateCounts c = store->CountByState().value();
+  EXPECT_EQ(c.jobs,
+            (std::map<JobState, int64_t>{
+                {JobState::kQueued, 2}, {JobState::kSucceeded, 1}, {JobState::kCancelled, 1}}));
+  EXPECT_EQ(c.studies, (std::map<JobState, int64_t>{{JobState::kRunning, 1}}));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace stoker::store
