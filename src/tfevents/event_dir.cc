@@ -1,0 +1,209 @@
+#include "tfevents/event_dir.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace stoker::tfevents {
+namespace {
+
+constexpr size_t kMaxCachedFiles = 1024;
+
+// A regular file opened by the caller, read with pread up to the size it had
+// when opened (bytes appended later are read next time).
+class FdSource final : public ByteSource {
+ public:
+  FdSource(int fd, uint64_t size) : fd_(fd), size_(size) {}
+  uint64_t Size() const override { return size_; }
+  bool ReadAt(uint64_t offset, size_t n, std::string* out) const override {
+    if (offset > size_ || n > size_ - offset) return false;
+    out->resize(n);
+    size_t done = 0;
+    while (done < n) {
+      ssize_t r = ::pread(fd_, out->data() + done, n - done, static_cast<off_t>(offset + done));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return false;
+      done += static_cast<size_t>(r);
+    }
+    return true;
+  }
+
+ private:
+  int fd_;
+  uint64_t size_;
+};
+
+struct Walk {
+  const DirLimits& limits;
+  size_t entries = 0;
+  bool too_many_entries = false;
+  std::vector<std::string> files;  // relative paths of event files
+};
+
+// Adds the event files under the directory `fd` (owned: closed here) whose
+// path relative to the log directory starts with `prefix`.
+void WalkDir(int fd, const std::string& prefix, int depth, Walk& w) {
+  DIR* d = ::fdopendir(fd);
+  if (!d) {
+    ::close(fd);
+    return;
+  }
+  std::vector<std::string> subdirs;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    if (++w.entries > w.limits.max_entries) {
+      w.too_many_entries = true;
+      break;
+    }
+    unsigned char type = e->d_type;
+    if (type == DT_UNKNOWN) {
+      struct stat st {};
+      if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
+    }
+    if (type == DT_DIR && depth < w.limits.max_depth) {
+      subdirs.push_back(name);
+    } else if (type == DT_REG && name.find("tfevents") != std::string::npos) {
+      w.files.push_back(prefix + name);
+    }
+  }
+  for (const std::string& sub : subdirs) {
+    if (w.too_many_entries) break;
+    int sub_fd = ::openat(::dirfd(d), sub.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub_fd >= 0) WalkDir(sub_fd, prefix + sub + "/", depth + 1, w);
+  }
+  ::closedir(d);
+}
+
+uint64_t KeptPoints(const FileState& s) {
+  uint64_t n = 0;
+  for (const auto& [tag, series] : s.series) n += series.Points().size();
+  return n;
+}
+
+}  // namespace
+
+std::vector<Point> Downsample(const std::vector<Point>& points, size_t max) {
+  if (points.size() <= max) return points;
+  if (max == 0) return {};
+  if (max == 1) return {points.back()};
+  std::vector<Point> out;
+  out.reserve(max);
+  const size_t n = points.size();
+  for (size_t i = 0; i < max; ++i) out.push_back(points[i * (n - 1) / (max - 1)]);
+  return out;
+}
+
+EventDirReader::EventDirReader(Limits limits, DirLimits dir_limits)
+    : limits_(limits), dir_limits_(dir_limits) {}
+
+DirScalars EventDirReader::Read(const std::filesystem::path& dir) {
+  DirScalars out;
+  std::lock_guard lock(mu_);
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return out;  // nothing written yet
+    out.skipped.push_back(
+        {"", errno == ELOOP || errno == ENOTDIR
+                 ? std::string("the log directory is a link or not a directory; not followed")
+                 : std::string("cannot open the log directory: ") + std::strerror(errno)});
+    return out;
+  }
+  Walk walk{dir_limits_};
+  WalkDir(fd, "", 0, walk);
+  std::sort(walk.files.begin(), walk.files.end());
+  if (walk.too_many_entries) {
+    out.skipped.push_back({"", "more than " + std::to_string(dir_limits_.max_entries) +
+                                   " directory entries: the rest were not looked at"});
+  }
+  if (walk.files.size() > dir_limits_.max_files) {
+    out.skipped.push_back({"", "more than " + std::to_string(dir_limits_.max_files) +
+                                   " event files: only the first " +
+                                   std::to_string(dir_limits_.max_files) + " (by path) were read"});
+    walk.files.resize(dir_limits_.max_files);
+  }
+
+  uint64_t budget = dir_limits_.max_read_bytes;
+  std::map<std::string, std::vector<Point>> merged;
+  for (const std::string& rel : walk.files) {
+    const std::string path = (dir / rel).string();
+    int file = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (file < 0) {
+      if (errno != ENOENT)
+        out.skipped.push_back({rel, std::string("cannot open: ") + std::strerror(errno)});
+      continue;
+    }
+    struct stat st {};
+    if (::fstat(file, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(file);
+      continue;
+    }
+    Cached& c = cache_[path];
+    const auto size = static_cast<uint64_t>(st.st_size);
+    if (c.dev != st.st_dev || c.ino != st.st_ino || size < c.size) {
+      cached_points_ -= c.points;  // another file now, or rewritten: start over
+      c = Cached{};
+      c.dev = st.st_dev;
+      c.ino = st.st_ino;
+    }
+    c.size = size;
+    c.used = ++clock_;
+    Limits limits = limits_;
+    limits.max_read_bytes = std::min(limits_.max_read_bytes, budget);
+    const uint64_t before = c.state.offset;
+    ReadRecords(FdSource(file, size), limits, c.state);
+    ::close(file);
+    budget -= std::min(budget, c.state.offset - before);
+    if (!c.state.error.empty()) out.skipped.push_back({rel, c.state.error});
+    if (c.state.error.empty() && size - c.state.offset > limits_.max_record_bytes + 16) {
+      out.skipped.push_back({rel,
+                             "read up to byte " + std::to_string(c.state.offset) + " of " +
+                                 std::to_string(size) + " so far; later requests read on",
+                             /*transient=*/true});
+    }
+    for (const std::string& p : c.state.problems) out.skipped.push_back({rel, p});
+
+    std::string prefix = std::filesystem::path(rel).parent_path().string();
+    if (!prefix.empty()) prefix += "/";
+    for (const auto& [tag, series] : c.state.series) {
+      std::vector<Point>& m = merged[prefix + tag];
+      std::vector<Point> points = series.Points();
+      m.insert(m.end(), points.begin(), points.end());
+      if (m.size() > 4 * limits_.max_points) m = Downsample(m, 2 * limits_.max_points);
+    }
+
+    cached_points_ -= c.points;
+    c.points = KeptPoints(c.state);
+    cached_points_ += c.points;
+    while (!cache_.empty() &&
+           (cached_points_ > dir_limits_.max_cached_points || cache_.size() > kMaxCachedFiles)) {
+      auto oldest = std::min_element(
+          cache_.begin(), cache_.end(),
+          [](const auto& a, const auto& b) { return a.second.used < b.second.used; });
+      cached_points_ -= oldest->second.points;
+      cache_.erase(oldest);
+    }
+  }
+
+  if (merged.size() > dir_limits_.max_series) {
+    out.skipped.push_back(
+        {"", "more than " + std::to_string(dir_limits_.max_series) + " series: only the first " +
+                 std::to_string(dir_limits_.max_series) + " (by name) are shown"});
+  }
+  for (auto& [name, points] : merged) {
+    if (out.series.size() >= dir_limits_.max_series) break;
+    std::stable_sort(points.begin(), points.end(), [](const Point& a, const Point& b) {
+      return a.step != b.step ? a.step < b.step : a.wall_time < b.wall_time;
+    });
+    out.series.push_back({name, Downsample(points, limits_.max_points)});
+  }
+  return out;
+}
+
+}  // namespace stoker::tfevents
