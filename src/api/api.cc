@@ -645,8 +645,10 @@ int HttpStatusFor(Code code) {
 
 http::Handler MakeHandler(ApiDeps deps) {
   auto api = std::make_shared<Api>(deps);
-  return [api](const http::Request& req) {
+  DaemonMetrics* metrics = deps.daemon_metrics;
+  return [api, metrics](const http::Request& req) {
     http::Response r = api->Handle(req);
+    if (metrics) metrics->Responded(r.status);
     if (r.status >= 500) spdlog::error("{} {} -> {}: {}", req.method, req.path, r.status, r.body);
     return r;
   };

@@ -44,6 +44,7 @@
 
 #include "admission/admission.h"
 #include "api/control_plane.h"
+#include "api/daemon_metrics.h"
 #include "auth/auth_store.h"
 #include "cost/accounting.h"
 #include "exec/executor.h"
@@ -70,6 +71,9 @@ struct ApiDeps {
   // The usage ledger, prices and budgets (docs/cost.md): jobs and studies
   // show their usage and cost, submissions pass the budgets. Null = none.
   cost::Accountant* accountant = nullptr;
+  // The daemon's own measurements, for GET /metrics (daemon_metrics.h); the
+  // handler counts its responses into it. Null = none.
+  DaemonMetrics* daemon_metrics = nullptr;
 };
 
 // HTTP status of an error code (the one place this mapping lives).

@@ -1,7 +1,7 @@
 #include "api/metrics_text.h"
 
+#include <charconv>
 #include <cmath>
-#include <cstdio>
 
 namespace stoker::api {
 
@@ -37,8 +37,17 @@ void MetricsText::Family(const std::string& name, const std::string& type,
   text_ += "# HELP " + name + " " + escaped_help + "\n# TYPE " + name + " " + type + "\n";
 }
 
-void MetricsText::Sample(const Labels& labels, double value) {
+std::string FormatMetricValue(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+  return ec == std::errc() ? std::string(buf, end) : "NaN";
+}
+
+void MetricsText::Line(const char* suffix, const Labels& labels, double value) {
   text_ += family_;
+  text_ += suffix;
   if (!labels.empty()) {
     text_ += "{";
     for (size_t i = 0; i < labels.size(); ++i) {
@@ -46,15 +55,21 @@ void MetricsText::Sample(const Labels& labels, double value) {
     }
     text_ += "}";
   }
-  char buf[64];
-  if (std::isnan(value)) {
-    std::snprintf(buf, sizeof buf, "NaN");
-  } else if (std::isinf(value)) {
-    std::snprintf(buf, sizeof buf, value > 0 ? "+Inf" : "-Inf");
-  } else {
-    std::snprintf(buf, sizeof buf, "%.17g", value);
+  text_ += " " + FormatMetricValue(value) + "\n";
+}
+
+void MetricsText::Sample(const Labels& labels, double value) { Line("", labels, value); }
+
+void MetricsText::Histogram(const Labels& labels, const std::vector<double>& upper_bounds,
+                            const std::vector<uint64_t>& cumulative, double sum, uint64_t count) {
+  Labels with_le = labels;
+  with_le.emplace_back("le", "");
+  for (size_t i = 0; i < cumulative.size(); ++i) {
+    with_le.back().second = i < upper_bounds.size() ? FormatMetricValue(upper_bounds[i]) : "+Inf";
+    Line("_bucket", with_le, static_cast<double>(cumulative[i]));
   }
-  text_ += " " + std::string(buf) + "\n";
+  Line("_sum", labels, sum);
+  Line("_count", labels, static_cast<double>(count));
 }
 
 }  // namespace stoker::api

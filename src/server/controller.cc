@@ -145,6 +145,7 @@ Controller::Controller(ControllerDeps deps)
       clock_(*deps.clock),
       accountant_(deps.accountant),
       sample_gpus_(std::move(deps.sample_gpus)),
+      metrics_(deps.metrics),
       studies_({.store = deps.store,
                 .executor = deps.executor,
                 .admission = deps.admission,
@@ -292,6 +293,7 @@ void Controller::RunOnce() {
   }
   for (const auto& [job_id, note] : notes) RecordNote(job_id, note);
   Tick();
+  if (metrics_) metrics_->ControlLoopPassed();
 }
 
 void Controller::Adopt(store::JobRecord rec) {
@@ -363,6 +365,10 @@ bool Controller::Move(Active& a, JobState to, const std::string& reason,
     spdlog::error("job {}: cannot record {} -> {}: {}", a.rec.id, spec::JobStateName(a.rec.state),
                   spec::JobStateName(to), s.ToString());
     return false;
+  }
+  if (metrics_ && to == JobState::kRunning && a.rec.start_time_us == 0 && update.start_time_us) {
+    // Its first start (a retry keeps the first start time).
+    metrics_->JobStarted(std::max<int64_t>(0, *update.start_time_us - a.rec.create_time_us) / 1e6);
   }
   a.rec.state = to;
   if (update.start_time_us) a.rec.start_time_us = *update.start_time_us;
@@ -670,7 +676,9 @@ void Controller::SampleGpus() {
   const int64_t previous = gpu_sample_us_;
   gpu_sample_us_ = now;
   std::map<int, resources::GpuUsage> gpus;
-  for (resources::GpuUsage& g : sample_gpus_()) gpus[g.index] = g;
+  std::vector<resources::GpuUsage> sampled = sample_gpus_();
+  if (metrics_) metrics_->SetGpuSample(sampled);
+  for (resources::GpuUsage& g : sampled) gpus[g.index] = g;
   // Joules each GPU used since the last sample (absent: no counter, or no last sample).
   std::map<int, double> energy_j;
   for (const auto& [index, g] : gpus) {
@@ -848,6 +856,7 @@ void Controller::Schedule() {
   if (!schedule_dirty_ && now - last_schedule_us_ < kRefreshUs) return;
   schedule_dirty_ = false;
   last_schedule_us_ = now;
+  const auto pass_start = std::chrono::steady_clock::now();
   scheduler::Snapshot snap = TakeSnapshot(now);
   scheduler::Decision d = scheduler::Schedule(snap);
   for (const scheduler::RejectedJob& r : d.rejected) {
@@ -867,6 +876,10 @@ void Controller::Schedule() {
   }
   Status recorded = store_.RecordWaits(notes);
   PublishViews(snap, d);
+  if (metrics_) {
+    metrics_->SchedulingPassTook(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - pass_start).count());
+  }
   if (!recorded.ok()) {
     // None of them is stored: forget them, so the next decision writes them again.
     spdlog::warn("cannot record why {} job(s) wait: {}", notes.size(), recorded.ToString());

@@ -20,6 +20,7 @@
 
 #include "admission/admission.h"
 #include "api/control_plane.h"
+#include "api/daemon_metrics.h"
 #include "common/clock.h"
 #include "cost/accounting.h"
 #include "exec/environments.h"
@@ -52,6 +53,9 @@ struct ControllerDeps {
   // Reads the node's GPUs (resources::QueryGpuUsage) for the ledger's
   // telemetry; null = no telemetry (GPUs declared in the config, tests).
   std::function<std::vector<resources::GpuUsage>()> sample_gpus;
+  // Where the loop counts its passes, scheduling times, first starts and
+  // GPU samples for GET /metrics (docs/metrics.md); null = nowhere.
+  api::DaemonMetrics* metrics = nullptr;
 };
 
 class Controller final : public api::ControlPlane, private TrialJobs {
@@ -201,6 +205,8 @@ class Controller final : public api::ControlPlane, private TrialJobs {
   std::map<std::string, double> usage_;  // decayed GPU-seconds per user (fair share)
   cost::Accountant* accountant_;
   std::function<std::vector<resources::GpuUsage>()> sample_gpus_;
+  // GET /metrics' measurements (ControllerDeps::metrics); may be null.
+  api::DaemonMetrics* metrics_;
   int64_t gpu_sample_us_ = 0;              // the last sample
   std::map<int, uint64_t> gpu_energy_mj_;  // each GPU's energy counter at it
   int64_t budget_check_us_ = 0;

@@ -324,6 +324,8 @@ int main(int argc, char** argv) {
   for (const resources::Gpu& gpu : node.gpus) shape.gpu_types.push_back(gpu.type);
   cost::Accountant accountant(*store->get(), config->catalog, shape, SystemClock());
   accountant.StartRefresher();  // budget states off the submit path and the control loop
+  // GET /metrics: what the control loop and the HTTP handler count.
+  api::DaemonMetrics daemon_metrics;
   server::Controller controller(
       {.config = &*config,
        .node = &node,
@@ -337,11 +339,13 @@ int main(int argc, char** argv) {
        // declared ones are not the physical GPUs of that index.
        .sample_gpus = config->inventory_declares_gpus
                           ? std::function<std::vector<resources::GpuUsage>()>()
-                          : [] { return resources::QueryGpuUsage(); }});
+                          : [] { return resources::QueryGpuUsage(); },
+       .metrics = &daemon_metrics});
 
   server::WebhookSender webhooks(*store->get(), config->webhooks, SystemClock());
   api::ApiDeps deps{store->get(), &buckets,     &admission,          executor.get(),
                     &controller,  users->get(), config->push_secret, &accountant};
+  deps.daemon_metrics = &daemon_metrics;
   http::Server http_server(api::MakeHandler(deps), http::ServerOptions{});
   std::string host = config->listen.substr(0, config->listen.rfind(':'));
   int port = std::atoi(config->listen.substr(config->listen.rfind(':') + 1).c_str());

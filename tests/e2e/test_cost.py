@@ -281,9 +281,9 @@ workerPoolSpecs:
         self.assertLessEqual(scraped, after)
         self.assertEqual(samples['stoker_budget_limit{scope="user:%s",unit="usd"}' % me], 100)
         self.assertEqual(samples['stoker_budget_exceeded{scope="user:%s"}' % me], 0)
-        self.assertGreater(samples['stoker_running_job_cost_usd{job="%s",user="%s",price="vertex"}'
-                                   % (running, me)], 0)
-        self.assertNotIn('job="%s"' % done, text)  # nothing per finished job
+        self.assertGreater(samples['stoker_running_job_cost_usd{job_id="%s",user="%s",'
+                                   'price="vertex"}' % (running, me)], 0)
+        self.assertNotIn('job_id="%s"' % done, text)  # nothing per finished job
         self.assertGreater(samples['stoker_usage_month_gpu_seconds{user="%s",gpu_type='
                                    '"NVIDIA_TESLA_T4"}' % me], 0)
         # A user (not a viewer or admin) may not scrape everyone's usage.
