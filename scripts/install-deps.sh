@@ -10,7 +10,8 @@ packages=(
   python3 python3-torch python3-numpy procps
   dpkg-dev file
 )
-# --test: what only the tests need (promtool checks /metrics; a headless
+# --test: what only the tests need (prometheus: promtool checks /metrics and
+# tests/e2e/test_prometheus.py runs the server scraping stokerd; a headless
 # Chromium drives the web console in tests/e2e/test_console.py).
 if [ "${1:-}" = "--test" ]; then
   packages+=(prometheus chromium chromium-driver python3-selenium)
