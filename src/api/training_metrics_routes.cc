@@ -1,11 +1,244 @@
-// Routes being built for issue #15; answers no request yet.
+// GET .../customJobs/{id}/trainingMetrics (and AI Platform's
+// /v1/projects/{p}/jobs/{jobId}/trainingMetrics): a job's training metrics
+// as time series, read when asked from the files the trainer wrote
+// (docs/training-metrics.md, docs/decisions/0024):
+//   - the chief's hypertune reports of the latest attempt (its
+//     CLOUD_ML_HP_METRIC_FILE and the pushed measurements), source "hypertune";
+//   - the scalars of every TensorBoard event file under the job's
+//     AIP_TENSORBOARD_LOG_DIR (<baseOutputDirectory>/logs/), source "tensorboard".
+// Files or values that cannot be read are listed in "skipped" and become a
+// job event each (once), through the control loop (ControlPlane::NoteJobEvent).
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <regex>
+#include <set>
+
 #include "api/routes.h"
+#include "tfevents/event_dir.h"
 
 namespace stoker::api {
+namespace {
 
-std::optional<http::Response> HandleTrainingMetricsRoutes(const ApiDeps&, const http::Request&,
-                                                    const auth::Principal&) {
-  return std::nullopt;
+using nlohmann::json;
+
+constexpr size_t kMaxHypertuneBytes = 1 << 20;  // per source (the file, the pushed ones)
+constexpr size_t kMaxPoints = 1000;             // per series
+constexpr size_t kMaxHypertuneSeries = 256;
+constexpr size_t kMaxTagBytes = 256;
+constexpr size_t kMaxNotesPerRead = 16;
+
+// One reader for the daemon: its cache makes a repeated read of a growing
+// file cost only the new records.
+tfevents::EventDirReader& Reader() {
+  static tfevents::EventDirReader* reader = new tfevents::EventDirReader(
+      tfevents::Limits{.max_tag_bytes = kMaxTagBytes, .max_points = kMaxPoints});
+  return *reader;
+}
+
+json PointJson(const tfevents::Point& p) {
+  return {{"step", p.step}, {"t", p.wall_time}, {"value", p.value}};
+}
+
+// The local directory of a job's AIP_TENSORBOARD_LOG_DIR: the controller
+// gives replicas <baseOutputDirectory>/logs, where a job without one has
+// gs://stoker-outputs/<id>/ (server/controller.cc, OutputUri).
+std::optional<std::filesystem::path> TensorboardDir(const ApiDeps& d, const store::JobRecord& r) {
+  std::string base = std::string("gs://") + storage::kOutputsBucket + "/" + std::to_string(r.id);
+  const json* prefix = nullptr;
+  if (auto js = r.spec.find("jobSpec"); js != r.spec.end() && js->is_object()) {
+    if (auto b = js->find("baseOutputDirectory"); b != js->end() && b->is_object()) {
+      if (auto p = b->find("outputUriPrefix"); p != b->end() && p->is_string()) prefix = &*p;
+    }
+  }
+  if (prefix && !prefix->get<std::string>().empty()) base = prefix->get<std::string>();
+  if (base.back() != '/') base += '/';
+  auto dir = d.buckets->Resolve(base + "logs", "jobSpec.baseOutputDirectory");
+  if (!dir.ok()) return std::nullopt;  // its bucket is gone: nothing to read
+  return *dir;
+}
+
+struct Skip {
+  std::string file;
+  std::string reason;
+  bool note = true;  // worth a job event
+};
+
+// Hypertune lines ({"timestamp": t, "global_step": "n", "<tag>": "<value>",
+// "trial": .., "checkpoint_path": ..}) as series by tag, in report order.
+void AddHypertune(const std::string& text, std::map<std::string, std::vector<tfevents::Point>>& out,
+                  std::vector<Skip>& skipped) {
+  const std::string file = "CLOUD_ML_HP_METRIC_FILE";
+  std::set<std::string> reported;
+  auto problem = [&](const std::string& kind, const std::string& reason) {
+    if (reported.insert(kind).second) skipped.push_back({file, reason});
+  };
+  size_t start = 0;
+  int64_t ordinal = 0;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    if (nl == std::string::npos) nl = text.size();
+    std::string_view line(text.data() + start, nl - start);
+    start = nl + 1;
+    if (line.empty()) continue;
+    // A report is one flat object: anything nested deeper is not one (and
+    // is not handed to a recursive parser).
+    if (std::count(line.begin(), line.end(), '{') + std::count(line.begin(), line.end(), '[') > 8) {
+      problem("nested", "lines that are not flat JSON objects were left out");
+      continue;
+    }
+    json j = json::parse(line, nullptr, false);
+    if (!j.is_object()) continue;  // a torn write; the writer replaces the file whole
+    ++ordinal;
+    tfevents::Point p;
+    p.step = ordinal;
+    if (auto t = j.find("timestamp"); t != j.end() && t->is_number())
+      p.wall_time = t->get<double>();
+    if (!std::isfinite(p.wall_time)) p.wall_time = 0;
+    if (auto s = j.find("global_step"); s != j.end()) {
+      std::string v = s->is_string() ? s->get<std::string>() : s->dump();
+      char* end = nullptr;
+      long long step = std::strtoll(v.c_str(), &end, 10);
+      if (end != v.c_str()) p.step = step;
+    }
+    for (const auto& [key, value] : j.items()) {
+      if (key == "timestamp" || key == "global_step" || key == "trial" ||
+          key == "checkpoint_path") {
+        continue;
+      }
+      double v = NAN;
+      if (value.is_number()) v = value.get<double>();
+      if (value.is_string()) {
+        const std::string& s = value.get_ref<const std::string&>();
+        char* end = nullptr;
+        v = std::strtod(s.c_str(), &end);
+        if (end == s.c_str()) continue;  // not a number: not a metric
+      }
+      if (!value.is_number() && !value.is_string()) continue;
+      if (key.size() > kMaxTagBytes) {
+        problem("long", "metrics with names longer than " + std::to_string(kMaxTagBytes) +
+                            " bytes were left out");
+        continue;
+      }
+      std::string name = tfevents::SanitizeTag(key);
+      if (name.empty()) {
+        problem("empty", "metrics with an empty or unprintable name were left out");
+        continue;
+      }
+      if (!std::isfinite(v)) {
+        problem("nonfinite " + name, "metric '" + name.substr(0, 64) +
+                                         "': non-finite values (NaN or infinity) were left "
+                                         "out, the first at step " +
+                                         std::to_string(p.step));
+        continue;
+      }
+      if (!out.count(name) && out.size() >= kMaxHypertuneSeries) {
+        problem("many", "more than " + std::to_string(kMaxHypertuneSeries) +
+                            " metrics: later new names were left out");
+        continue;
+      }
+      std::vector<tfevents::Point>& series = out[name];
+      p.value = v;
+      series.push_back(p);
+      if (series.size() > 4 * kMaxPoints) series = tfevents::Downsample(series, 2 * kMaxPoints);
+    }
+  }
+}
+
+http::Response TrainingMetrics(const ApiDeps& d, const store::JobRecord& r, size_t max_points) {
+  json series = json::array();
+  std::vector<Skip> skipped;
+
+  // The chief of the latest attempt (a job that never ran reads as nothing).
+  exec::TrialMetrics reports =
+      d.executor->ReadTrialMetrics(r.id, r.attempt, "workerpool0-0", kMaxHypertuneBytes);
+  for (const std::string& source : reports.too_large) {
+    skipped.push_back(
+        {source, "larger than " + std::to_string(kMaxHypertuneBytes) + " bytes: not read"});
+  }
+  std::map<std::string, std::vector<tfevents::Point>> hypertune;
+  AddHypertune(reports.text, hypertune, skipped);
+  for (const auto& [name, points] : hypertune) {
+    json p = json::array();
+    for (const tfevents::Point& x : tfevents::Downsample(points, max_points)) {
+      p.push_back(PointJson(x));
+    }
+    series.push_back({{"name", name}, {"source", "hypertune"}, {"points", std::move(p)}});
+  }
+
+  if (std::optional<std::filesystem::path> dir = TensorboardDir(d, r)) {
+    tfevents::DirScalars tb = Reader().Read(*dir);
+    for (const tfevents::NamedSeries& s : tb.series) {
+      json p = json::array();
+      for (const tfevents::Point& x : tfevents::Downsample(s.points, max_points)) {
+        p.push_back(PointJson(x));
+      }
+      series.push_back({{"name", s.name}, {"source", "tensorboard"}, {"points", std::move(p)}});
+    }
+    for (const tfevents::Skipped& s : tb.skipped) {
+      skipped.push_back({"logs/" + s.file, s.reason, !s.transient});
+    }
+  }
+
+  json out = {{"series", std::move(series)}, {"skipped", json::array()}};
+  size_t notes = 0;
+  for (const Skip& s : skipped) {
+    out["skipped"].push_back({{"file", s.file}, {"reason", s.reason}});
+    if (s.note && notes++ < kMaxNotesPerRead) {
+      d.control_plane->NoteJobEvent(r.id, "training metrics: skipped " + s.file + ": " + s.reason);
+    }
+  }
+  return Json(out);
+}
+
+}  // namespace
+
+std::optional<http::Response> HandleTrainingMetricsRoutes(const ApiDeps& d,
+                                                          const http::Request& req,
+                                                          const auth::Principal& caller) {
+  static const std::regex kCustom(
+      R"(^/v1/projects/([^/]+)/locations/([^/]+)/customJobs/([^/:]+)/trainingMetrics$)");
+  static const std::regex kLegacy(R"(^/v1/projects/([^/]+)/jobs/([^/:]+)/trainingMetrics$)");
+  std::smatch m;
+  std::string project, id;
+  if (std::regex_match(req.path, m, kCustom)) {
+    project = m[1];
+    id = m[3];
+  } else if (std::regex_match(req.path, m, kLegacy)) {
+    project = m[1];
+    id = m[2];
+  } else {
+    return std::nullopt;
+  }
+  if (req.method != "GET") {
+    return Error(InvalidArgument("method " + req.method + " is not supported on " + req.path));
+  }
+  size_t max_points = kMaxPoints;
+  if (auto it = req.query.find("maxPoints"); it != req.query.end()) {
+    char* end = nullptr;
+    long long v = std::strtoll(it->second.c_str(), &end, 10);
+    if (it->second.empty() || *end != '\0' || v < 2 || v > static_cast<long long>(kMaxPoints)) {
+      return Error(InvalidArgument("maxPoints: must be a whole number from 2 to " +
+                                   std::to_string(kMaxPoints) + ", got '" + it->second + "'"));
+    }
+    max_points = static_cast<size_t>(v);
+  }
+  // A custom job by its number; a job submitted through AI Platform also by its jobId.
+  Result<store::JobRecord> rec = NotFound("");
+  char* end = nullptr;
+  long long number = std::strtoll(id.c_str(), &end, 10);
+  if (!id.empty() && *end == '\0' && number > 0) {
+    rec = d.store->GetJob(number);
+  } else {
+    rec = d.store->GetJobByLegacyId(project, id);
+  }
+  if (!rec.ok() || !auth::CanSee(caller, rec->user)) {
+    if (rec.ok() || rec.status().code() == Code::kNotFound) {
+      return Error(NotVisible("custom job '" + id + "'"));
+    }
+    return Error(rec.status());
+  }
+  return TrainingMetrics(d, *rec, max_points);
 }
 
 }  // namespace stoker::api
