@@ -14,7 +14,7 @@ SECONDS_PER_TARGET=${1:-30}
 shift || true
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz_custom_job fuzz_study fuzz_gcloud_flags fuzz_archive fuzz_http_target
-  fuzz_legacy_job fuzz_list_filter)
+  fuzz_legacy_job fuzz_list_filter fuzz_tfevents)
 BUILD=${STOKER_FUZZ_BUILD:-build-fuzz}
 JOBS=${STOKER_FUZZ_JOBS:-2}
 
