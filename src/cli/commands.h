@@ -194,6 +194,15 @@ int AdminBackup(const Globals& g, const std::string& file);
 int Queue(const Globals& g);
 int Nodes(const Globals& g);
 
+// ---- telemetry (telemetry_commands.cc; docs/telemetry.md) ----
+// The "Resources" table of `jobs describe`: per replica CPU, memory, GPU and
+// GPU memory utilisation, a reported throughput, and the waste flags.
+// Prints nothing when the job has no samples.
+void PrintResourceSummary(Connection& conn, const Globals& g, const std::string& id);
+// `stoker jobs top`: the running jobs' latest samples, redrawn in place every
+// `interval_seconds` on a terminal; printed once when piped or with `once`.
+int Top(const Globals& g, double interval_seconds, bool once);
+
 // ---- usage, cost and budgets (cost_commands.cc; docs/cost.md) ----
 // The "usage:" and "cost:" lines of a job's or study's stoker.usage.
 void PrintUsage(const nlohmann::json& usage, const std::string& indent);

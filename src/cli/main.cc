@@ -187,6 +187,15 @@ int main(int argc, char** argv) {
   cancel->add_option("ID", id)->required();
   cancel->callback([&] { rc = Cancel(g, id); });
 
+  double top_interval = 2;
+  bool top_once = false;
+  auto* top = jobs->add_subcommand(
+      "top", "The running jobs' CPU, memory and GPU use per replica, refreshed in place");
+  top->add_option("--interval,-n", top_interval, "Seconds between refreshes (default 2)")
+      ->check(CLI::Range(0.2, 3600.0));
+  top->add_flag("--once", top_once, "Print once and exit (also when stdout is not a terminal)");
+  top->callback([&] { rc = Top(g, top_interval, top_once); });
+
   auto* hp = app.add_subcommand("hptuning", "Hyperparameter tuning jobs");
   hp->require_subcommand(1);
   HptuningFlags hf;

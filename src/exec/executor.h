@@ -65,6 +65,9 @@ struct ReplicaLaunch {
   double cpus = 0;
   uint64_t memory_bytes = 0;
   int gpus = 0;
+  // stoker-run samples the replica's resource use this often into its
+  // telemetry.jsonl (src/telemetry); 0 = not at all.
+  double telemetry_seconds = 0;
 };
 
 struct JobLaunch {
@@ -178,6 +181,12 @@ class Executor {
   // from any thread, concurrent appends stay whole lines.
   virtual Status AppendPushedMetrics(int64_t job_id, int attempt, const std::string& replica,
                                      const std::string& line) const = 0;
+
+  // The replica's resource samples: its telemetry.jsonl (src/telemetry),
+  // written by its supervisor; "" when there is none (yet) or it is over
+  // `max_bytes` (the sampler keeps it far below).
+  virtual std::string ReadTelemetry(int64_t job_id, int attempt, const std::string& replica,
+                                    size_t max_bytes) const = 0;
 
   // The path the trainer is given as CLOUD_ML_HP_METRIC_FILE (where its
   // machine writes metric reports). Pure.

@@ -80,6 +80,8 @@ class FakeExecutor : public Executor {
                                 size_t max_bytes, int64_t unchanged_stamp = -1) const override;
   Status AppendPushedMetrics(int64_t job_id, int attempt, const std::string& replica,
                              const std::string& line) const override;
+  // Fake replicas are not sampled: always "".
+  std::string ReadTelemetry(int64_t, int, const std::string&, size_t) const override { return ""; }
   std::filesystem::path MetricFilePath(int64_t job_id, int attempt,
                                        const std::string& replica) const override;
   std::filesystem::path SupervisorLog(int64_t job_id, int attempt,

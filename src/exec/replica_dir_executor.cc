@@ -8,6 +8,7 @@
 #include "exec/replica_files.h"
 #include "runner/log_rotation.h"
 #include "runner/replica_contract.h"
+#include "telemetry/telemetry.h"
 
 namespace stoker::exec {
 namespace {
@@ -70,6 +71,13 @@ TrialMetrics ReplicaDirExecutor::ReadTrialMetrics(int64_t job_id, int attempt,
     }
   }
   return out;
+}
+
+std::string ReplicaDirExecutor::ReadTelemetry(int64_t job_id, int attempt,
+                                              const std::string& replica, size_t max_bytes) const {
+  auto text =
+      ReadFileNoFollow(ReplicaDir(job_id, attempt, replica), telemetry::kTelemetryFile, max_bytes);
+  return text.ok() ? *text : "";
 }
 
 Status ReplicaDirExecutor::AppendPushedMetrics(int64_t job_id, int attempt,

@@ -30,6 +30,9 @@ class ReplicaDirExecutor : public Executor {
   // modification times (ns) and sizes.
   TrialMetrics ReadTrialMetrics(int64_t job_id, int attempt, const std::string& replica,
                                 size_t max_bytes, int64_t unchanged_stamp = -1) const override;
+  // <replica dir>/telemetry.jsonl, never through a link.
+  std::string ReadTelemetry(int64_t job_id, int attempt, const std::string& replica,
+                            size_t max_bytes) const override;
   // pushed.metrics, through AppendLineNoFollow (O_APPEND: whole lines).
   Status AppendPushedMetrics(int64_t job_id, int attempt, const std::string& replica,
                              const std::string& line) const override;

@@ -68,6 +68,7 @@ replica::LaunchSpec LaunchSpecOf(const ReplicaLaunch& r) {
   spec.log_limits = {r.log_max_bytes, r.log_max_files};
   spec.run_as = r.run_as;
   spec.isolation = r.isolation;
+  spec.telemetry = {r.telemetry_seconds, r.cpus, r.memory_bytes};
   return spec;
 }
 

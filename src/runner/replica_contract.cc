@@ -228,6 +228,19 @@ Result<LaunchSpec> ParseLaunchSpec(std::string_view text) {
   if (auto it = doc.find("isolation"); it != doc.end()) {
     STOKER_ASSIGN_OR_RETURN(spec.isolation, ParseIsolationSpec(*it));
   }
+  if (auto it = doc.find("telemetry"); it != doc.end() && !it->is_null()) {
+    if (!it->is_object()) {
+      return InvalidArgument(
+          "launch.json: telemetry: must be {\"interval_seconds\": N, \"cpus\": N, "
+          "\"memory_bytes\": N}");
+    }
+    STOKER_ASSIGN_OR_RETURN(spec.telemetry.interval_seconds,
+                            ParseSeconds(*it, "interval_seconds", 0));
+    STOKER_ASSIGN_OR_RETURN(spec.telemetry.cpus, ParseSeconds(*it, "cpus", 0));
+    if (auto m = it->find("memory_bytes"); m != it->end() && m->is_number_unsigned()) {
+      spec.telemetry.memory_bytes = m->get<uint64_t>();
+    }
+  }
   return spec;
 }
 
@@ -253,6 +266,11 @@ std::string FormatLaunchSpec(const LaunchSpec& s) {
                         {"hide", PathStrings(s.isolation.hide)},
                         {"keep", PathStrings(s.isolation.keep)},
                         {"keep_read_only", PathStrings(s.isolation.keep_read_only)}};
+  }
+  if (s.telemetry.interval_seconds > 0) {
+    doc["telemetry"] = {{"interval_seconds", s.telemetry.interval_seconds},
+                        {"cpus", s.telemetry.cpus},
+                        {"memory_bytes", s.telemetry.memory_bytes}};
   }
   return doc.dump(2);
 }

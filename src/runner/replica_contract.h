@@ -86,6 +86,15 @@ struct LogLimits {
 };
 
 // The whole of launch.json.
+// The replica's resource sampler (runner/telemetry_sampler.h,
+// docs/telemetry.md): off when interval_seconds is 0. `cpus` and
+// `memory_bytes` are what the replica booked, for utilisation as a share.
+struct TelemetrySpec {
+  double interval_seconds = 0;
+  double cpus = 0;
+  uint64_t memory_bytes = 0;
+};
+
 struct LaunchSpec {
   std::vector<std::string> argv;                // non-empty; argv[0] looked up in env's PATH
   std::map<std::string, std::string> env;       // the complete trainer environment
@@ -97,6 +106,7 @@ struct LaunchSpec {
   // trainer runs as the supervisor does.
   std::optional<RunAs> run_as;
   IsolationSpec isolation;  // written only when the mode is not off
+  TelemetrySpec telemetry;  // written only when on
 };
 
 // InvalidArgument naming the offending field ("launch.json: argv[0]: ...").

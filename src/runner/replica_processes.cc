@@ -133,8 +133,23 @@ std::optional<ProcStat> ReadProcStat(pid_t pid) {
   if (close_paren == nullptr) return std::nullopt;
   ProcStat st;
   long ppid = 0;
-  if (std::sscanf(close_paren + 1, " %c %ld", &st.state, &ppid) != 2) return std::nullopt;
+  // Fields 3.. of proc(5): state ppid pgrp session tty_nr tpgid flags minflt
+  // cminflt majflt cmajflt utime stime cutime cstime priority nice
+  // num_threads itrealvalue starttime vsize rss.
+  unsigned long long utime = 0, stime = 0, rss = 0;
+  long long cutime = 0, cstime = 0;
+  int fields =
+      std::sscanf(close_paren + 1,
+                  " %c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld %*d %*d "
+                  "%*d %*d %*u %*u %llu",
+                  &st.state, &ppid, &utime, &stime, &cutime, &cstime, &rss);
+  if (fields < 2) return std::nullopt;
   st.ppid = static_cast<pid_t>(ppid);
+  if (fields == 7) {
+    st.cpu_ticks = utime + stime + static_cast<uint64_t>(std::max(0LL, cutime)) +
+                   static_cast<uint64_t>(std::max(0LL, cstime));
+    st.rss_pages = rss;
+  }
   return st;
 }
 

@@ -36,6 +36,10 @@ Result<std::vector<pid_t>> ListPids();
 struct ProcStat {
   char state = 0;  // R, S, D, Z (zombie), X (dead), ...
   pid_t ppid = 0;
+  // CPU time in clock ticks (sysconf(_SC_CLK_TCK)): its own (utime + stime)
+  // plus that of its children it reaped (cutime + cstime).
+  uint64_t cpu_ticks = 0;
+  uint64_t rss_pages = 0;  // resident set, in pages
 };
 // nullopt when the process is gone (or its stat cannot be read).
 std::optional<ProcStat> ReadProcStat(pid_t pid);

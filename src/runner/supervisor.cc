@@ -24,10 +24,12 @@
 
 #include "common/files.h"
 #include "common/time.h"
+#include "resources/nvml.h"
 #include "runner/isolation.h"
 #include "runner/launch.h"
 #include "runner/log_rotation.h"
 #include "runner/replica_processes.h"
+#include "runner/telemetry_sampler.h"
 
 #if STOKER_RUNNER_HAVE_STORAGE
 #include "storage/archive.h"
@@ -116,6 +118,8 @@ class Supervisor {
   bool DrainSignals();
   void StartTrainer(const LaunchSpec& spec, const std::vector<fs::path>& python_path);
   void Supervise();
+  // Starts the resource sampler when launch.json asks for one.
+  void StartSampler(const LaunchSpec& spec);
   // True when runner.lock (and so, in practice, the replica directory) was
   // deleted while the supervisor holds it.
   bool LockFileRemoved() const;
@@ -129,9 +133,10 @@ class Supervisor {
   SupervisorHooks hooks_;  // each may be empty
   int sfd_ = -1;
   int lock_fd_ = -1;
-  int claim_fd_ = -1;                 // from Claim until SyncClaim
-  std::unique_ptr<RotatingLog> log_;  // DIR/output.log
-  std::unique_ptr<LogPump> pump_;     // trainer output pipe -> log_, while it runs
+  int claim_fd_ = -1;                          // from Claim until SyncClaim
+  std::unique_ptr<RotatingLog> log_;           // DIR/output.log
+  std::unique_ptr<LogPump> pump_;              // trainer output pipe -> log_, while it runs
+  std::unique_ptr<TelemetrySampler> sampler_;  // while the trainer runs, when asked for
   int null_fd_ = -1;
   int64_t supervisor_start_us_ = 0;
 
@@ -518,6 +523,19 @@ void Supervisor::Supervise() {
   }
 }
 
+void Supervisor::StartSampler(const LaunchSpec& spec) {
+  if (spec.telemetry.interval_seconds <= 0) return;
+  std::string visible;
+  if (auto it = spec.env.find("CUDA_VISIBLE_DEVICES"); it != spec.env.end()) visible = it->second;
+  std::vector<std::string> uuids;
+  if (visible.find("GPU-") != std::string::npos) {
+    for (const resources::Gpu& g : resources::DiscoverGpus(nullptr)) uuids.push_back(g.uuid);
+  }
+  sampler_ = std::make_unique<TelemetrySampler>(dir_ / telemetry::kTelemetryFile, spec.telemetry,
+                                                VisibleGpuIndices(visible, uuids), ::getpid());
+  sampler_->Start();
+}
+
 void Supervisor::KillEverythingLeft() {
   const int64_t give_up = MonotonicMs() + kCleanupLimitMs;
   // Processes that left our tree (re-parented to another subreaper, say)
@@ -642,7 +660,9 @@ int Supervisor::Run() {
   StartTrainer(*spec, *python_path);
   SyncClaim();
   if (trainer_ < 0) return Finish();  // launch_failed, message set
+  StartSampler(*spec);
   Supervise();
+  if (sampler_) sampler_->Stop();
   KillEverythingLeft();
 
   int st = *trainer_status_;

@@ -202,7 +202,8 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
         } else if (key == "quotas") {
           STOKER_RETURN_IF_ERROR(ParseQuotas(value, where, c.quotas));
         } else if (key == "fair_share_half_life_hours" || key == "aging_hours" ||
-                   key == "hang_timeout_seconds" || key == "gpu_telemetry_seconds") {
+                   key == "hang_timeout_seconds" || key == "gpu_telemetry_seconds" ||
+                   key == "telemetry_seconds") {
           if (!value.is_number() || value.get<double>() < 0) {
             return InvalidArgument(where + key + ": must be a number of at least 0, got " +
                                    value.dump());
@@ -215,6 +216,8 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
             c.aging_hours = v;
           } else if (key == "gpu_telemetry_seconds") {
             c.gpu_telemetry_seconds = v;
+          } else if (key == "telemetry_seconds") {
+            c.telemetry_seconds = v;
           } else {
             c.hang_timeout_seconds = v;
           }
@@ -307,7 +310,7 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
                                  "tls_cert_file, tls_key_file, allow_insecure_http, "
                                  "default_unix_user, allow_root_trainers, bucket_group, "
                                  "job_isolation, executor, "
-                                 "slurm, cost, gpu_telemetry_seconds, webhooks)");
+                                 "slurm, cost, gpu_telemetry_seconds, telemetry_seconds, webhooks)");
         }
       }
     } catch (const nlohmann::json::exception& e) {

@@ -1090,7 +1090,7 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
   in.job = &a.job;
   in.requests = &a.requests;
   in.settings = {config_.cancel_grace_seconds, config_.log_max_bytes, config_.log_max_files,
-                 config_.api_url, config_.push_secret};
+                 config_.api_url, config_.push_secret, config_.telemetry_seconds};
   in.rewrite_uris = [this](const std::string& s) { return storage::RewriteGsUris(s, buckets_); };
 
   std::string output_uri = OutputUri(a.job, a.rec.id);

@@ -90,6 +90,7 @@ Result<exec::JobLaunch> BuildJobLaunch(const LaunchInputs& in) {
     }
     rl.log_max_bytes = in.settings.log_max_bytes;
     rl.log_max_files = in.settings.log_max_files;
+    rl.telemetry_seconds = in.settings.telemetry_seconds;
     launch.replicas.push_back(std::move(rl));
   }
   return launch;

@@ -30,6 +30,7 @@ struct LaunchSettings {
   // trial push keys: a trial's replicas get STOKER_METRICS_URL.
   std::string api_url;
   std::string push_secret;
+  double telemetry_seconds = 5;  // the replica's resource sampler (0 = off)
 };
 
 struct LaunchInputs {

@@ -1,0 +1,94 @@
+// The supervisor's resource sampler: what the trainer's processes use.
+//
+// A thread of stoker-run that, every `interval` (the first time after one
+// second, so that short runs get a point too), reads the CPU time and
+// resident memory of every process below the supervisor (the trainer and
+// whatever it started) from /proc, the machine's CPU and memory, and, for
+// the GPUs in the trainer's CUDA_VISIBLE_DEVICES, NVML's device figures and
+// the per-process memory and SM use of the trainer's own processes; and
+// appends one telemetry::Point to DIR/telemetry.jsonl. Past
+// telemetry::kMaxPoints it rewrites the file compacted (atomically), so
+// the file stays bounded however long the run. Each point carries the
+// sampler's own CPU time so far: its overhead is on record.
+//
+// The file is the supervisor's (the daemon's account), in the replica
+// directory the trainer cannot write: what stokerd reads is what was
+// measured. A sample that cannot be taken (a process gone mid-read, NVML
+// failing) is taken without that part, never retried in a loop.
+#pragma once
+
+#include <sys/types.h>
+
+#include <condition_variable>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runner/replica_contract.h"
+#include "runner/replica_processes.h"
+#include "telemetry/telemetry.h"
+
+namespace stoker::runner {
+
+// The NVML indices in a CUDA_VISIBLE_DEVICES value: numbers as they are,
+// "GPU-..." UUIDs looked up in `uuids` (index -> uuid, NVML order); entries
+// that match nothing are skipped. Pure.
+std::vector<int> VisibleGpuIndices(const std::string& cuda_visible_devices,
+                                   const std::vector<std::string>& uuids);
+
+// The processes below a root, found without reading every process's stat
+// file at every sample: the table remembers each process's parent, so a
+// sample lists /proc and reads the stat files of new processes and of the
+// root's own tree only (a node running a thousand replicas runs a thousand
+// samplers). Not thread-safe.
+class ProcessTable {
+ public:
+  // Every live process below `root`, with its stat line.
+  std::vector<std::pair<pid_t, ProcStat>> Below(pid_t root);
+
+ private:
+  std::map<pid_t, pid_t> ppid_;  // pid -> parent, as of the last listing
+};
+
+class TelemetrySampler {
+ public:
+  // Samples the processes below `root` (the supervisor) into `file`.
+  TelemetrySampler(std::filesystem::path file, replica::TelemetrySpec spec,
+                   std::vector<int> gpu_indices, pid_t root);
+  ~TelemetrySampler();  // Stop()
+  TelemetrySampler(const TelemetrySampler&) = delete;
+  TelemetrySampler& operator=(const TelemetrySampler&) = delete;
+
+  void Start();
+  // Stops and joins the thread; idempotent. No sample is taken after it returns.
+  void Stop();
+
+ private:
+  void Loop();
+  telemetry::Point Sample();
+  void Write(const telemetry::Point& p);
+
+  const std::filesystem::path file_;
+  const replica::TelemetrySpec spec_;
+  const std::vector<int> gpu_indices_;
+  const pid_t root_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+
+  // Owned by the sampling thread.
+  ProcessTable table_;
+  std::vector<telemetry::Point> points_;
+  double last_time_ = 0;  // unix seconds of the previous sample
+  uint64_t last_tree_ticks_ = 0;
+  bool have_tree_ticks_ = false;
+  uint64_t last_machine_busy_ = 0, last_machine_total_ = 0;
+  std::vector<std::pair<int, uint64_t>> first_energy_mj_;  // per GPU index
+};
+
+}  // namespace stoker::runner
