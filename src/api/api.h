@@ -10,6 +10,8 @@
 //   POST   /v1/projects/{p}/locations/{l}/customJobs/{id}:cancel
 //   GET    /v1/projects/{p}/locations/{l}/customJobs/{id}/events  (Stoker) events, wait reason
 //   GET    /v1/projects/{p}/locations/{l}/customJobs/{id}/logs    (Stoker) ?replica=&offset=
+//   GET    /v1/projects/{p}/locations/{l}/customJobs/{id}/trainingMetrics  (Stoker) hypertune
+//          and TensorBoard scalars as series; also /v1/projects/{p}/jobs/{jobId}/trainingMetrics
 //   POST   /v1/projects/{p}/locations/{l}/hyperparameterTuningJobs  body: HyperparameterTuningJob
 //   GET    /v1/projects/{p}/locations/{l}/hyperparameterTuningJobs[/{id}]
 //   POST   /v1/projects/{p}/locations/{l}/hyperparameterTuningJobs/{id}:cancel
