@@ -87,6 +87,10 @@ int List(const Globals& g, const std::string& filter, int limit = 0, int page_si
 int Describe(const Globals& g, const std::string& id);
 int Cancel(const Globals& g, const std::string& id);
 int Logs(const Globals& g, const std::string& id, const std::string& replica, bool follow);
+// `jobs metrics`: one line per training-metrics series (name, source, points,
+// last step and value, min, max), then what was skipped and why
+// (training_metrics_commands.cc; docs/training-metrics.md).
+int JobMetrics(const Globals& g, const std::string& id);
 
 struct HptuningFlags {
   std::string config;

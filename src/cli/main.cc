@@ -187,6 +187,11 @@ int main(int argc, char** argv) {
   cancel->add_option("ID", id)->required();
   cancel->callback([&] { rc = Cancel(g, id); });
 
+  auto* metrics = jobs->add_subcommand(
+      "metrics", "A job's training metrics: hypertune reports and TensorBoard scalars");
+  metrics->add_option("ID", id)->required();
+  metrics->callback([&] { rc = JobMetrics(g, id); });
+
   double top_interval = 2;
   bool top_once = false;
   auto* top = jobs->add_subcommand(

@@ -1,0 +1,76 @@
+// `stoker jobs metrics JOB`: a job's training metrics (hypertune reports and
+// TensorBoard scalars; docs/training-metrics.md) as one line per series.
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "http/http.h"
+
+namespace stoker::cli {
+
+using nlohmann::json;
+
+namespace {
+
+// A value for a table cell: up to 6 significant digits.
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+// Names and reasons come from a trainer's files: no terminal control
+// characters reach the screen (the daemon strips them too).
+std::string Printable(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) out += (c < 0x20 || c == 0x7f) ? '?' : static_cast<char>(c);
+  return out;
+}
+
+}  // namespace
+
+int JobMetrics(const Globals& g, const std::string& id) {
+  auto conn = Connect(g);
+  if (!conn.ok()) return Report(conn.status());
+  auto m = (*conn)->Call("GET", JobsPath(g) + "/" + http::UrlEncode(id) + "/trainingMetrics");
+  if (!m.ok()) return Report(m.status());
+  if (g.format == "json") {
+    std::cout << m->dump(2) << "\n";
+    return 0;
+  }
+  const json& series = (*m)["series"];
+  if (series.empty()) {
+    std::cout << "Job " << id
+              << " has no training metrics yet (hypertune reports or TensorBoard scalars under "
+                 "$AIP_TENSORBOARD_LOG_DIR)\n";
+  } else {
+    size_t width = 4;
+    for (const json& s : series) width = std::max(width, s.value("name", "").size());
+    width = std::min<size_t>(width, 60);
+    std::printf("%-*s %-11s %6s %10s %12s %12s %12s\n", static_cast<int>(width), "NAME", "SOURCE",
+                "POINTS", "LAST_STEP", "LAST", "MIN", "MAX");
+    for (const json& s : series) {
+      const json& points = s["points"];
+      if (points.empty()) continue;
+      double lo = points[0].value("value", 0.0), hi = lo;
+      for (const json& p : points) {
+        lo = std::min(lo, p.value("value", 0.0));
+        hi = std::max(hi, p.value("value", 0.0));
+      }
+      const json& last = points.back();
+      std::printf("%-*s %-11s %6zu %10lld %12s %12s %12s\n", static_cast<int>(width),
+                  Printable(s.value("name", "")).c_str(), s.value("source", "").c_str(),
+                  points.size(), static_cast<long long>(last.value("step", int64_t{0})),
+                  Num(last.value("value", 0.0)).c_str(), Num(lo).c_str(), Num(hi).c_str());
+    }
+  }
+  for (const json& k : (*m)["skipped"]) {
+    std::cout << "skipped " << Printable(k.value("file", "")) << ": "
+              << Printable(k.value("reason", "")) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace stoker::cli
