@@ -6,7 +6,9 @@
 // nodes view and the daemon's own measurements, never every job ever.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <map>
+#include <set>
 
 #include "api/metrics_text.h"
 #include "api/routes.h"
@@ -213,9 +215,31 @@ Status AddCostMetrics(const ApiDeps& d, const std::vector<store::JobRecord>& act
                       MetricsText& m) {
   if (d.accountant == nullptr) return OkStatus();
   cost::Accountant& acct = *d.accountant;
-  const cost::Month month = cost::MonthOf(NowMicros());
-  STOKER_ASSIGN_OR_RETURN(std::vector<store::UsageRecord> rows,
-                          acct.RowsBetween(month.start_us, month.end_us));
+  const int64_t now = NowMicros();
+  const cost::Month month = cost::MonthOf(now);
+  // One ledger read and one pass over the running attempts serve both the
+  // month's totals and each running job's cost (Accountant::RowsBetween and
+  // JobRows would read the running jobs again and the ledger once per job):
+  // every attempt of a running job overlaps [its submission, now), so the
+  // ledger from the oldest running job's submission holds all of them.
+  int64_t from = month.start_us;
+  for (const store::JobRecord& j : active) from = std::min(from, j.create_time_us);
+  const int64_t to = std::max(month.end_us, now + 1);
+  STOKER_ASSIGN_OR_RETURN(std::vector<store::UsageRecord> all, d.store->UsageBetween(from, to));
+  std::set<std::pair<int64_t, int>> recorded;  // attempts the ledger already holds
+  for (const store::UsageRecord& u : all) recorded.insert({u.job_id, u.attempt});
+  for (const store::JobRecord& j : active) {  // RUNNING or CANCELLING
+    if (recorded.count({j.id, j.attempt})) continue;
+    for (store::UsageRecord& u : cost::AttemptUsage(j, {}, "running", now))
+      all.push_back(std::move(u));
+  }
+  std::map<int64_t, std::vector<store::UsageRecord>> by_running_job;
+  for (const store::JobRecord& j : active) by_running_job[j.id];
+  for (const store::UsageRecord& u : all) {
+    auto it = by_running_job.find(u.job_id);
+    if (it != by_running_job.end()) it->second.push_back(u);
+  }
+  std::vector<store::UsageRecord> rows = cost::Clip(std::move(all), month.start_us, month.end_us);
   std::map<std::string, std::vector<store::UsageRecord>> by_user;
   for (const store::UsageRecord& u : rows) by_user[u.user].push_back(u);
   std::map<std::string, cost::Totals> totals;
@@ -266,8 +290,7 @@ Status AddCostMetrics(const ApiDeps& d, const std::vector<store::JobRecord>& act
            "Cost so far of each running job (all its attempts), by price.");
   for (const store::JobRecord& j : active) {
     if (j.state != spec::JobState::kRunning) continue;
-    STOKER_ASSIGN_OR_RETURN(std::vector<store::UsageRecord> job_rows, acct.JobRows(j));
-    cost::Totals t = acct.Price(job_rows);
+    cost::Totals t = acct.Price(by_running_job[j.id]);
     for (const auto& [kind, usd] : t.usd) {
       if (!usd) continue;
       m.Sample({{"job_id", std::to_string(j.id)},
