@@ -537,24 +537,27 @@ void ReadRecords(const ByteSource& source, const Limits& limits, FileState& stat
   std::string header, body;
   while (state.error.empty()) {
     const uint64_t size = source.Size();
-    const std::string at = "record " + std::to_string(state.records + 1) + " (byte " +
-                           std::to_string(state.offset) + ")";
+    // Where a problem is, built only when there is one.
+    auto at = [&state] {
+      return "record " + std::to_string(state.records + 1) + " (byte " +
+             std::to_string(state.offset) + ")";
+    };
     if (size < state.offset) {
-      state.error = at + ": the file shrank below what was already read";
+      state.error = at() + ": the file shrank below what was already read";
       return;
     }
     if (size - state.offset < 12) return;  // the next header is not written yet
     if (!source.ReadAt(state.offset, 12, &header)) {
-      state.error = at + ": cannot read the record header";
+      state.error = at() + ": cannot read the record header";
       return;
     }
     if (MaskCrc(Crc32c(std::string_view(header).substr(0, 8))) != Le32(header.data() + 8)) {
-      state.error = at + ": length CRC mismatch";
+      state.error = at() + ": length CRC mismatch";
       return;
     }
     const uint64_t length = Le64(header.data());
     if (length > kMaxSkippableRecord) {
-      state.error = at + ": length " + std::to_string(length) + " is over the " +
+      state.error = at() + ": length " + std::to_string(length) + " is over the " +
                     std::to_string(kMaxSkippableRecord) + "-byte bound";
       return;
     }
@@ -572,20 +575,20 @@ void ReadRecords(const ByteSource& source, const Limits& limits, FileState& stat
     if (total > budget) return;  // the next call goes on from here
     budget -= total;
     if (!source.ReadAt(state.offset + 12, length + 4, &body)) {
-      state.error = at + ": cannot read the record";
+      state.error = at() + ": cannot read the record";
       return;
     }
     std::string_view data = std::string_view(body).substr(0, length);
     if (MaskCrc(Crc32c(data)) != Le32(body.data() + length)) {
-      state.error = at + ": data CRC mismatch";
+      state.error = at() + ": data CRC mismatch";
       return;
     }
     std::string why;
     std::optional<Event> e = DecodeEvent(data, limits, &why);
     if (!e) {
       AddProblem(state, "garbage",
-                 "records that are not TensorBoard events were left out (the first: " + at + ": " +
-                     why + ")");
+                 "records that are not TensorBoard events were left out (the first: " + at() +
+                     ": " + why + ")");
     } else {
       TakeScalars(*e, limits, state);
     }
