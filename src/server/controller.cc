@@ -150,7 +150,8 @@ Controller::Controller(ControllerDeps deps)
                 .executor = deps.executor,
                 .admission = deps.admission,
                 .clock = deps.clock,
-                .jobs = this}) {}
+                .jobs = this,
+                .webhooks = &deps.config->webhooks}) {}
 
 void Controller::TrialJobCancelRequested(int64_t job_id) {
   auto it = active_.find(job_id);
@@ -334,17 +335,25 @@ void Controller::Adopt(store::JobRecord rec) {
   }
 }
 
+namespace {
+
+// A job as webhook bodies name it.
+json WebhookJob(const store::JobRecord& r, int attempt) {
+  return {{"id", std::to_string(r.id)},
+          {"name", "projects/" + r.project + "/locations/" + r.location + "/customJobs/" +
+                       std::to_string(r.id)},
+          {"displayName", r.display_name},
+          {"user", r.user},
+          {"attempt", attempt}};
+}
+
+}  // namespace
+
 bool Controller::Move(Active& a, JobState to, const std::string& reason,
                       store::TransitionUpdate update) {
   if (!config_.webhooks.empty()) {
     // Webhook deliveries are written with the transition: one commit, never lost.
-    json body = {{"job",
-                  {{"id", std::to_string(a.rec.id)},
-                   {"name", "projects/" + a.rec.project + "/locations/" + a.rec.location +
-                                "/customJobs/" + std::to_string(a.rec.id)},
-                   {"displayName", a.rec.display_name},
-                   {"user", a.rec.user},
-                   {"attempt", update.attempt.value_or(a.rec.attempt)}}},
+    json body = {{"job", WebhookJob(a.rec, update.attempt.value_or(a.rec.attempt))},
                  {"from", spec::JobStateName(a.rec.state)},
                  {"to", spec::JobStateName(to)},
                  {"reason", reason}};
@@ -698,6 +707,7 @@ void Controller::SampleGpus() {
     // The attempt ran for only part of the period when it started within it.
     const double dt = (now - std::max(previous, a.rec.start_time_us)) / 1e6;
     if (dt <= 0) continue;
+    double job_busy = 0, job_fraction = 0;  // the job's GPUs' use, weighted by its shares
     for (size_t i = 0; i < a.placed.size() && i < a.replicas.size(); ++i) {
       if (a.placed[i].gpus.empty()) continue;
       Active::Telemetry& t = a.telemetry[a.replicas[i]];
@@ -706,6 +716,8 @@ void Controller::SampleGpus() {
         auto g = gpus.find(share.gpu);
         if (g == gpus.end()) continue;
         seen = true;
+        job_busy += share.fraction * g->second.utilization_percent;
+        job_fraction += share.fraction;
         t.busy_gpu_s += share.fraction * g->second.utilization_percent / 100 * dt;
         auto e = energy_j.find(share.gpu);
         if (e != energy_j.end()) {
@@ -716,7 +728,42 @@ void Controller::SampleGpus() {
       }
       if (seen) t.sampled_s += dt;
     }
+    if (job_fraction > 0) {
+      CheckGpuIdle(a, job_busy / job_fraction, std::max(previous, a.rec.start_time_us), now);
+    }
   }
+}
+
+void Controller::CheckGpuIdle(Active& a, double busy_percent, int64_t since_us, int64_t now_us) {
+  constexpr double kIdlePercent = 15;  // as telemetry's waste flag (src/telemetry)
+  if (busy_percent >= kIdlePercent) {
+    a.gpu_idle_since_us = 0;
+    a.gpu_idle_told.clear();
+    return;
+  }
+  if (a.gpu_idle_since_us == 0) a.gpu_idle_since_us = since_us;
+  const double idle_minutes = (now_us - a.gpu_idle_since_us) / 60e6;
+  std::vector<Webhook> due;
+  for (size_t h = 0; h < config_.webhooks.size(); ++h) {
+    const Webhook& hook = config_.webhooks[h];
+    if (!hook.events.count("job.gpu_idle") || a.gpu_idle_told.count(h) ||
+        idle_minutes < hook.gpu_idle_minutes) {
+      continue;
+    }
+    a.gpu_idle_told.insert(h);
+    due.push_back(hook);
+  }
+  if (due.empty()) return;
+  char busy[32];
+  std::snprintf(busy, sizeof busy, "%.1f", busy_percent);
+  (void)store_.AddEvent(a.rec.id, "warning: the job's GPUs have been under 15% busy for " +
+                                      FormatDuration(idle_minutes * 60) + " (now " + busy + "%)");
+  json body = {{"job", WebhookJob(a.rec, a.rec.attempt)},
+               {"idleSeconds", idle_minutes * 60},
+               {"gpuBusyPercent", busy_percent}};
+  Status s = store_.Enqueue(WebhookMessages(due, "job.gpu_idle", body, now_us));
+  if (!s.ok())
+    spdlog::warn("job {}: cannot enqueue the job.gpu_idle webhook: {}", a.rec.id, s.ToString());
 }
 
 void Controller::CheckHung(Active& a, const std::vector<exec::ReplicaStatus>& st) {
@@ -1089,8 +1136,9 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
   in.rec = &a.rec;
   in.job = &a.job;
   in.requests = &a.requests;
-  in.settings = {config_.cancel_grace_seconds, config_.log_max_bytes, config_.log_max_files,
-                 config_.api_url, config_.push_secret, config_.telemetry_seconds};
+  in.settings = {config_.cancel_grace_seconds, config_.log_max_bytes,
+                 config_.log_max_files,        config_.api_url,
+                 config_.push_secret,          config_.telemetry_seconds};
   in.rewrite_uris = [this](const std::string& s) { return storage::RewriteGsUris(s, buckets_); };
 
   std::string output_uri = OutputUri(a.job, a.rec.id);

@@ -110,6 +110,10 @@ class Controller final : public api::ControlPlane, private TrialJobs {
       bool energy_known = true;
     };
     std::map<std::string, Telemetry> telemetry;
+    // Since when every GPU of the job has been under 15% busy (0: not
+    // idle), and the job.gpu_idle hooks (by index) told of this stretch.
+    int64_t gpu_idle_since_us = 0;
+    std::set<size_t> gpu_idle_told;
   };
   struct Draining {  // ended attempts whose replicas are still being stopped
     std::vector<std::string> replicas;
@@ -157,6 +161,9 @@ class Controller final : public api::ControlPlane, private TrialJobs {
   // budget past its threshold (once a month), and a cancel of the jobs (and
   // their studies) of a budget whose hard limit is reached with stopRunning.
   void EnforceBudgets();
+  // job.gpu_idle: tells each hook that asked once the job's GPUs have been
+  // under 15% busy for its gpu_idle_minutes (again after a busy spell).
+  void CheckGpuIdle(Active& a, double busy_percent, int64_t since_us, int64_t now_us);
   // Every gpu_telemetry_seconds: reads the GPUs' utilisation and energy and
   // adds each running replica's share (its booked fractions) to its telemetry.
   void SampleGpus();

@@ -61,7 +61,8 @@ StudyDriver::StudyDriver(StudyDriverDeps deps)
       executor_(*deps.executor),
       admission_(*deps.admission),
       clock_(*deps.clock),
-      jobs_(*deps.jobs) {}
+      jobs_(*deps.jobs),
+      webhooks_(deps.webhooks) {}
 
 Status StudyDriver::Recover() {
   STOKER_ASSIGN_OR_RETURN(std::vector<store::StudyRecord> studies, store_.ActiveStudies());
@@ -222,10 +223,46 @@ void StudyDriver::UpdateTrial(Study& s, store::TrialRecord& t) {
     }
     t.end_time_us = job->end_time_us ? job->end_time_us : clock_.NowMicros();
     dirty = true;
+    // Enqueued before the trial is stored: a crash in between tells again
+    // after the restart (at least once), never not at all.
+    if (t.state == TrialState::kSucceeded) TellIfBest(s, t);
   }
   if (dirty) {
     Status st = store_.UpdateTrial(t);
     if (!st.ok()) spdlog::error("study {} trial {}: {}", s.rec.id, t.trial_id, st.ToString());
+  }
+}
+
+void StudyDriver::TellIfBest(const Study& s, const store::TrialRecord& t) {
+  if (webhooks_ == nullptr || webhooks_->empty()) return;
+  const spec::MetricSpec& metric = s.job.study_spec.metrics.front();
+  const bool maximize = metric.goal == spec::Goal::kMaximize;
+  std::optional<double> value = MetricValue(t.final_measurement, metric.metric_id);
+  if (!value) return;
+  for (const store::TrialRecord& o : s.trials) {
+    if (o.trial_id == t.trial_id || o.state != TrialState::kSucceeded) continue;
+    std::optional<double> v = MetricValue(o.final_measurement, metric.metric_id);
+    if (v && (maximize ? *v >= *value : *v <= *value)) return;  // not better than this one
+  }
+  json body = {{"study",
+                {{"id", std::to_string(s.rec.id)},
+                 {"name", "projects/" + s.rec.project + "/locations/" + s.rec.location +
+                              "/hyperparameterTuningJobs/" + std::to_string(s.rec.id)},
+                 {"displayName", s.rec.display_name},
+                 {"user", s.rec.user}}},
+               {"trial",
+                {{"id", std::to_string(t.trial_id)},
+                 {"parameters", t.parameters},
+                 {"finalMeasurement", t.final_measurement}}},
+               {"metric",
+                {{"metricId", metric.metric_id},
+                 {"goal", maximize ? "MAXIMIZE" : "MINIMIZE"},
+                 {"value", *value}}}};
+  Status st =
+      store_.Enqueue(WebhookMessages(*webhooks_, "study.best_trial", body, clock_.NowMicros()));
+  if (!st.ok()) {
+    spdlog::warn("study {}: cannot enqueue the study.best_trial webhook: {}", s.rec.id,
+                 st.ToString());
   }
 }
 

@@ -23,6 +23,7 @@
 #include "admission/admission.h"
 #include "common/clock.h"
 #include "exec/executor.h"
+#include "server/webhooks.h"
 #include "spec/study.h"
 #include "store/store.h"
 #include "tune/sampler.h"
@@ -48,6 +49,8 @@ struct StudyDriverDeps {
   const admission::Admission* admission = nullptr;
   const Clock* clock = &SystemClock();
   TrialJobs* jobs = nullptr;
+  // study.best_trial goes to the hooks that asked for it; null = none.
+  const std::vector<Webhook>* webhooks = nullptr;
 };
 
 class StudyDriver {
@@ -78,6 +81,8 @@ class StudyDriver {
   void AdoptStudy(store::StudyRecord rec);
   void TickStudy(Study& s);
   void UpdateTrial(Study& s, store::TrialRecord& t);
+  // study.best_trial when `t` (just succeeded) beats every other succeeded trial.
+  void TellIfBest(const Study& s, const store::TrialRecord& t);
   void SuggestTrials(Study& s);
   void StopTrialJob(int64_t job_id, const std::string& reason);
   bool MoveStudy(Study& s, spec::JobState to, store::TransitionUpdate update = {});
@@ -88,6 +93,7 @@ class StudyDriver {
   const admission::Admission& admission_;
   const Clock& clock_;
   TrialJobs& jobs_;
+  const std::vector<Webhook>* webhooks_;
   std::map<int64_t, Study> studies_;
 };
 

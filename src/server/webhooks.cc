@@ -77,9 +77,15 @@ Result<std::vector<Webhook>> ParseWebhooks(const json& value) {
           }
           w.events.insert(e.get<std::string>());
         }
+      } else if (key == "gpu_idle_minutes") {
+        if (!v.is_number() || v.get<double>() <= 0) {
+          return InvalidArgument(
+              at + ".gpu_idle_minutes: must be a number of minutes above 0, got " + v.dump());
+        }
+        w.gpu_idle_minutes = v.get<double>();
       } else {
         return InvalidArgument(at + ": unknown key '" + key +
-                               "' (known: url, secret, secret_file, events)");
+                               "' (known: url, secret, secret_file, events, gpu_idle_minutes)");
       }
     }
     if (w.url.empty()) return InvalidArgument(at + ".url: required" + example);

@@ -6,7 +6,9 @@
 //   webhooks:
 //     - url: https://hooks.example.com/stoker
 //       secret_file: /etc/stoker/webhook.secret   # or secret: "..."
-//       events: [job.state, job.failed, budget.warning, budget.exceeded]
+//       events: [job.state, job.failed, job.gpu_idle, study.best_trial,
+//                budget.warning, budget.exceeded]
+//       gpu_idle_minutes: 30    # job.gpu_idle: GPUs under 15% busy this long
 #pragma once
 
 #include <atomic>
@@ -27,8 +29,9 @@ namespace stoker::server {
 
 // The events a hook may ask for.
 inline const std::set<std::string>& WebhookEvents() {
-  static const std::set<std::string> kEvents = {"job.state", "job.failed", "budget.warning",
-                                                "budget.exceeded"};
+  static const std::set<std::string> kEvents = {"job.state",      "job.failed",
+                                                "job.gpu_idle",   "study.best_trial",
+                                                "budget.warning", "budget.exceeded"};
   return kEvents;
 }
 
@@ -36,6 +39,8 @@ struct Webhook {
   std::string url;  // http:// or https://
   std::string secret;
   std::set<std::string> events;
+  // job.gpu_idle: the job's GPUs under 15% busy for this long without a break.
+  double gpu_idle_minutes = 30;
 };
 
 // Parses the config's `webhooks:` list (JSON as read from YAML); reads

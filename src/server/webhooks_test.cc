@@ -22,6 +22,11 @@ TEST(ParseWebhooksTest, NamesTheKeyOfEveryMistake) {
       parse(R"([{"url": "https://h.example/x?y=1", "secret": "s", "events": ["job.failed"]}])");
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_EQ(ok->at(0).events.count("job.failed"), 1u);
+  EXPECT_EQ(ok->at(0).gpu_idle_minutes, 30);
+  auto idle = parse(R"([{"url": "http://h/x", "secret": "s", "events": ["job.gpu_idle",
+                         "study.best_trial"], "gpu_idle_minutes": 2.5}])");
+  ASSERT_TRUE(idle.ok()) << idle.status().ToString();
+  EXPECT_EQ(idle->at(0).gpu_idle_minutes, 2.5);
   struct Case {
     const char* text;
     const char* names;
@@ -35,6 +40,9 @@ TEST(ParseWebhooksTest, NamesTheKeyOfEveryMistake) {
            {R"([{"url": "http://h/x", "secret": "s", "events": []}])", "webhooks[0].events"},
            {R"([{"url": "http://h/x", "secret": "s", "events": ["job.state"], "retry": 3}])",
             "unknown key 'retry'"},
+           {R"([{"url": "http://h/x", "secret": "s", "events": ["job.gpu_idle"],
+                "gpu_idle_minutes": 0}])",
+            "webhooks[0].gpu_idle_minutes: must be a number of minutes above 0"},
            {R"([{"url": "http://h/x", "secret_file": "/nonexistent/s", "events": ["job.state"]}])",
             "webhooks[0].secret_file: cannot read /nonexistent/s"},
        }) {

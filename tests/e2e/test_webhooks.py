@@ -4,11 +4,15 @@ import hashlib
 import hmac
 import http.server
 import json
+import os
 import signal
 import threading
 import time
 
-from harness import Daemon, StokerTestCase, container_job, wait_for
+from harness import IMAGE, Daemon, StokerTestCase, container_job, wait_for
+
+FAKE_NVML = os.path.join(os.path.dirname(os.path.abspath(__import__("harness").STOKER)), "..",
+                         "src", "resources", "libfake_nvml_for_test.so")
 
 SECRET = "s3cret-for-tests"
 
@@ -120,6 +124,87 @@ webhooks:
         self.daemon = Daemon(self.data, self.config).start()
         wait_for(lambda: len(self.transitions(job_id)) == 3, 60, "every delivery after the restart")
         self.assertEqual(self.transitions(job_id)[-1], ("JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED"))
+
+
+class GpuIdleAndBestTrialHookTest(StokerTestCase):
+    """job.gpu_idle (the fake NVML's T4 is idle, its H100 37% busy) and
+    study.best_trial."""
+
+    def setUp(self):
+        if not os.path.exists(FAKE_NVML):
+            self.fail("the fake NVML library is not built: " + FAKE_NVML)
+        self.receiver = Receiver()
+        self.config = StokerTestCase.config + """
+inventory: {cpus: 32, memory_gb: 256}
+gpu_telemetry_seconds: 0.5
+webhooks:
+  - url: %s
+    secret: %s
+    events: [job.gpu_idle, study.best_trial]
+    gpu_idle_minutes: 0.04
+""" % (self.receiver.url, SECRET)
+        os.environ["STOKER_NVML_LIBRARY"] = os.path.abspath(FAKE_NVML)
+        try:
+            super().setUp()
+        finally:
+            del os.environ["STOKER_NVML_LIBRARY"]
+
+    def tearDown(self):
+        super().tearDown()
+        self.receiver.close()
+
+    def test_an_idle_gpu_is_reported_once_and_a_busy_one_never(self):
+        idle = self.submit(container_job("idle", "sleep 6", machine="n1-standard-4",
+                                         accelerator=("NVIDIA_TESLA_T4", 1)))
+        busy = self.submit(container_job("busy", "sleep 6", machine="a3-highgpu-1g",
+                                         accelerator=("NVIDIA_H100_80GB", 1)))
+        self.assertEqual(self.wait_state(idle)["state"], "JOB_STATE_SUCCEEDED")
+        self.assertEqual(self.wait_state(busy)["state"], "JOB_STATE_SUCCEEDED")
+        told = wait_for(lambda: self.receiver.events("job.gpu_idle"), 30, "the job.gpu_idle delivery")
+        self.assertEqual([b["job"]["id"] for b in told], [idle])  # once, and not the busy one
+        self.assertGreaterEqual(told[0]["idleSeconds"], 0.04 * 60)
+        self.assertEqual(told[0]["gpuBusyPercent"], 0)
+        events = self.api("GET", self.project_path + "/" + idle + "/events")[1]["events"]
+        self.assertTrue(any("GPUs have been under 15% busy" in e["reason"] for e in events), events)
+
+    def test_each_new_best_trial_is_reported(self):
+        trainer = ("import argparse, hypertune\n"
+                   "p = argparse.ArgumentParser(); p.add_argument('--x', type=float)\n"
+                   "hypertune.HyperTune().report_hyperparameter_tuning_metric("
+                   "'score', p.parse_args().x, global_step=1)\n")
+        body = {
+            "displayName": "best", "maxTrialCount": 4, "parallelTrialCount": 1,
+            "studySpec": {
+                "metrics": [{"metricId": "score", "goal": "MAXIMIZE"}],
+                "parameters": [{"parameterId": "x",
+                                "discreteValueSpec": {"values": [1, 2, 3, 4]}}],
+                "algorithm": "RANDOM_SEARCH"},
+            "trialJobSpec": {"workerPoolSpecs": [{
+                "machineSpec": {"machineType": "e2-standard-2"}, "replicaCount": 1,
+                "containerSpec": {"imageUri": IMAGE, "command": ["python3", "-c", trainer]}}]},
+        }
+        studies = "/v1/projects/p/locations/l/hyperparameterTuningJobs"
+        status, reply = self.api("POST", studies, body)
+        self.assertEqual(status, 200, reply)
+        sid = reply["name"].rsplit("/", 1)[1]
+        study = wait_for(lambda: (lambda s: s if s["state"] == "JOB_STATE_SUCCEEDED" else None)(
+            self.api("GET", studies + "/" + sid)[1]), 120, "the study")
+        # The running maxima in the order the trials ended.
+        trials = sorted(study["trials"], key=lambda t: t["endTime"])
+        expected, best = [], None
+        for t in trials:
+            v = t["finalMeasurement"]["metrics"][0]["value"]
+            if best is None or v > best:
+                best = v
+                expected.append((t["id"], v))
+        wait_for(lambda: len(self.receiver.events("study.best_trial")) >= len(expected), 30,
+                 "the study.best_trial deliveries")
+        got = [(b["trial"]["id"], b["metric"]["value"]) for b in self.receiver.events("study.best_trial")]
+        self.assertEqual(got, expected)
+        b = self.receiver.events("study.best_trial")[-1]
+        self.assertEqual(b["study"]["id"], sid)
+        self.assertEqual(b["metric"], {"metricId": "score", "goal": "MAXIMIZE", "value": best})
+        self.assertEqual(self.receiver.bad_signatures, [])
 
 
 class WebhookConfigTest(StokerTestCase):
