@@ -11,6 +11,7 @@
 #include <optional>
 #include <regex>
 
+#include "api/console_session.h"
 #include "api/list_filter.h"
 #include "api/routes.h"
 #include "common/time.h"
@@ -126,6 +127,17 @@ Result<store::ListOptions> ParseListOptionsImpl(const http::Request& req, bool s
   }
   if (auto it = req.query.find("pageToken"); it != req.query.end() && !it->second.empty()) {
     STOKER_ASSIGN_OR_RETURN(opts.after_id, QueryCount("pageToken", it->second));
+  }
+  // AIP-132 orderBy: creation order (ids grow with it), oldest first by default.
+  if (auto it = req.query.find("orderBy"); it != req.query.end() && !it->second.empty()) {
+    static const std::regex kOrder(R"re(^\s*(create_time|createTime)(\s+(asc|desc))?\s*$)re");
+    std::smatch m;
+    if (!std::regex_match(it->second, m, kOrder)) {
+      return InvalidArgument(
+          "orderBy: only 'create_time' and 'create_time desc' are supported, got '" + it->second +
+          "'");
+    }
+    opts.newest_first = m[3] == "desc";
   }
   if (auto it = req.query.find("filter");
       state_filter && it != req.query.end() && !it->second.empty()) {
@@ -259,10 +271,25 @@ class Api {
   // Authentication and the role check, then the routes.
   http::Response Handle(const http::Request& req) {
     if (req.path == "/healthz") return Json({{"status", "ok"}});
+    // The console's files and sign-in: no token (console_routes.cc).
+    if (auto r = HandleConsoleRoutes(d_, req)) return *r;
     static const std::regex kMeasure(
         R"(^/v1/projects/[^/]+/locations/[^/]+/studies/(\d{1,19})/trials/(\d{1,19}):addTrialMeasurement$)");
     auto header = req.headers.find("authorization");
+    std::optional<std::string> token;
     if (header == req.headers.end()) {
+      // The console's session cookie carries a token too; with its
+      // cross-site checks (console_session.h) it is then a bearer token.
+      auto cookie = req.headers.find("cookie");
+      std::optional<console::Session> session;
+      if (cookie != req.headers.end()) session = console::SessionFromCookieHeader(cookie->second);
+      if (session) {
+        Status s = console::CheckCookieRequest(req, console::CsrfValue(d_.push_secret, *session));
+        if (!s.ok()) return Error(s);
+        token = session->token;
+      }
+    }
+    if (header == req.headers.end() && !token) {
       // A trainer pushes its trial's measurements with the trial's key (the
       // ?key= of $STOKER_METRICS_URL) instead of a token: no daemon secret
       // reaches a trainer, and the key opens this one trial only.
@@ -282,7 +309,7 @@ class Api {
       }
       return Unauthenticated("this request has no bearer token");
     }
-    std::optional<std::string> token = auth::BearerToken(header->second);
+    if (!token) token = auth::BearerToken(header->second);
     if (!token) return Unauthenticated("the Authorization header is not 'Bearer <token>'");
     auto caller = d_.auth->Authenticate(*token);
     if (!caller.ok()) {
@@ -491,6 +518,7 @@ class Api {
   static FilterSubject Subject(const store::JobRecord& r) {
     FilterSubject s;
     s.display_name = r.display_name;
+    s.user = r.user;
     s.state = std::string(spec::JobStateName(r.state));
     s.create_time_us = r.create_time_us;
     if (auto l = r.spec.find("labels"); l != r.spec.end() && l->is_object()) {

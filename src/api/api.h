@@ -5,7 +5,7 @@
 // Routes ({p} project, {l} location; "(Stoker)" marks extensions):
 //   GET    /healthz                                     no token needed
 //   POST   /v1/projects/{p}/locations/{l}/customJobs    body: CustomJob
-//   GET    /v1/projects/{p}/locations/{l}/customJobs    ?filter=&pageSize=&pageToken=
+//   GET    /v1/projects/{p}/locations/{l}/customJobs    ?filter=&pageSize=&pageToken=&orderBy=
 //   GET    /v1/projects/{p}/locations/{l}/customJobs/{id}
 //   POST   /v1/projects/{p}/locations/{l}/customJobs/{id}:cancel
 //   GET    /v1/projects/{p}/locations/{l}/customJobs/{id}/events  (Stoker) events, wait reason
@@ -35,8 +35,10 @@
 //   POST   /v1/cost:estimate                            (Stoker) a job's price before it runs
 //   GET    /v1/budgets, PUT|DELETE /v1/budgets/{scope}  (Stoker) monthly budgets (admins change)
 //   GET    /metrics                                     Prometheus text format (viewers, admins)
+//   GET    /, /console/...; POST /console/session       (Stoker) the web console (docs/console.md)
 // Errors: {"error": {"code": <http>, "message": "...", "status": "INVALID_ARGUMENT"}}.
-// Auth: "Authorization: Bearer stk_..." on every route but /healthz; 401
+// Auth: "Authorization: Bearer stk_..." on every route but /healthz and the
+// console's files, or the console's session cookie (console_session.h); 401
 // (UNAUTHENTICATED) without a valid token, 403 when the role may not act.
 // Users see only their own jobs and studies (404 for others'), viewers see
 // all and change nothing, admins do everything (docs/security.md).
@@ -76,6 +78,8 @@ struct ApiDeps {
   // The daemon's own measurements, for GET /metrics (daemon_metrics.h); the
   // handler counts its responses into it. Null = none.
   DaemonMetrics* daemon_metrics = nullptr;
+  // The server speaks HTTPS: the web console's cookie is Secure.
+  bool tls = false;
 };
 
 // HTTP status of an error code (the one place this mapping lives).

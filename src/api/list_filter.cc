@@ -9,7 +9,7 @@
 
 namespace stoker::api {
 
-enum class Field { kDisplayName, kState, kCreateTime, kLabel, kHasLabel };
+enum class Field { kUser, kDisplayName, kState, kCreateTime, kLabel, kHasLabel };
 enum class Op { kEq, kNe, kLt, kLe, kGt, kGe, kHas };
 
 struct FilterNode {
@@ -81,6 +81,9 @@ bool Eval(const FilterNode& n, const FilterSubject& s) {
       break;
   }
   switch (n.field) {
+    case Field::kUser:
+      if (n.op == Op::kHas) return GlobMatch(n.value, s.user);
+      return (s.user == n.value) == (n.op == Op::kEq);
     case Field::kDisplayName:
       if (n.op == Op::kHas) return GlobMatch(n.value, s.display_name);
       return (s.display_name == n.value) == (n.op == Op::kEq);
@@ -281,12 +284,14 @@ class Parser {
     while (pos_ < s_.size() && IsFieldChar(s_[pos_])) ++pos_;
     std::string field = s_.substr(field_at, pos_ - field_at);
     if (field.empty()) {
-      return Fail("expected a field (display_name, state, create_time or labels.KEY), got '" +
+      return Fail("expected a field (display_name, user, state, create_time or labels.KEY), got '" +
                   Peek() + "'");
     }
     auto n = std::make_shared<FilterNode>();
     if (field == "display_name" || field == "displayName") {
       n->field = Field::kDisplayName;
+    } else if (field == "user") {
+      n->field = Field::kUser;
     } else if (field == "state") {
       n->field = Field::kState;
     } else if (field == "create_time" || field == "createTime") {
@@ -297,8 +302,9 @@ class Parser {
       n->field = Field::kLabel;
       n->key = field.substr(7);
     } else {
-      return FailAt(field_at, "unknown field '" + field +
-                                  "'; expected display_name, state, create_time or labels.KEY");
+      return FailAt(field_at,
+                    "unknown field '" + field +
+                        "'; expected display_name, user, state, create_time or labels.KEY");
     }
     SkipSpace();
     size_t op_at = pos_;
@@ -310,6 +316,7 @@ class Parser {
       return FailAt(op_at, field + " supports " + allowed + ", not '" + op + "'");
     };
     switch (n->field) {
+      case Field::kUser:
       case Field::kDisplayName:
         if (n->op != Op::kEq && n->op != Op::kNe && n->op != Op::kHas) return refuse("=, != and :");
         break;

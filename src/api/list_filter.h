@@ -1,6 +1,7 @@
 // The AIP-160 filter subset that ListCustomJobs accepts (vertex.md §1.1):
 //
 //   display_name  =  !=  :   (":" matches a pattern where '*' is any text)
+//   user          =  !=  :   (Stoker: the submitting user)
 //   state         =  !=      (a JobState name, e.g. JOB_STATE_SUCCEEDED)
 //   create_time   =  !=  <  <=  >  >=   (an RFC 3339 timestamp)
 //   labels.KEY    =  !=  :   (labels.KEY:* is "has the label")
@@ -36,6 +37,7 @@ struct FilterSubject {
   std::string state;  // e.g. "JOB_STATE_RUNNING"
   int64_t create_time_us = 0;
   std::map<std::string, std::string> labels;
+  std::string user;  // who submitted it
 };
 
 struct FilterNode;
@@ -57,6 +59,5 @@ class Filter {
 // everything. InvalidArgument "filter: at N: ..." (N counts characters from
 // 1) naming what was expected there.
 Result<Filter> ParseFilter(const std::string& text);
-
 
 }  // namespace stoker::api

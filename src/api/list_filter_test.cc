@@ -59,6 +59,17 @@ TEST(ListFilter, DisplayNameWildcard) {
   EXPECT_FALSE(M("display_name:oth", kB));
 }
 
+TEST(ListFilter, User) {
+  FilterSubject ada = kA;
+  ada.user = "ada";
+  EXPECT_TRUE(M("user=ada", ada));
+  EXPECT_FALSE(M("user=bob", ada));
+  EXPECT_TRUE(M("user!=bob", ada));
+  EXPECT_TRUE(M("user:a*", ada));
+  EXPECT_FALSE(M("user=ada", kB));
+  EXPECT_THAT(Err("user<ada"), HasSubstr("user supports =, != and :"));
+}
+
 TEST(ListFilter, State) {
   EXPECT_TRUE(M("state=\"JOB_STATE_SUCCEEDED\"", kA));
   EXPECT_TRUE(M("state=JOB_STATE_SUCCEEDED", kA));

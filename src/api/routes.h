@@ -72,4 +72,8 @@ std::optional<http::Response> HandleTrainingMetricsRoutes(const ApiDeps& d,
                                                           const http::Request& req,
                                                           const auth::Principal& caller);
 
+// The web console's files and sign-in (console_routes.cc); called before
+// authentication, answers "/", "/index.html" and "/console/..." only.
+std::optional<http::Response> HandleConsoleRoutes(const ApiDeps& d, const http::Request& req);
+
 }  // namespace stoker::api

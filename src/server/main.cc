@@ -346,6 +346,7 @@ int main(int argc, char** argv) {
   api::ApiDeps deps{store->get(), &buckets,     &admission,          executor.get(),
                     &controller,  users->get(), config->push_secret, &accountant};
   deps.daemon_metrics = &daemon_metrics;
+  deps.tls = !config->tls_cert_file.empty();
   http::Server http_server(api::MakeHandler(deps), http::ServerOptions{});
   std::string host = config->listen.substr(0, config->listen.rfind(':'));
   int port = std::atoi(config->listen.substr(config->listen.rfind(':') + 1).c_str());

@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "common/files.h"
 #include "common/time.h"
@@ -132,14 +133,17 @@ auto SelectRows(sqlite3* db, const std::string& sql, Bind bind, Read read, const
 template <typename Read>
 auto ListPage(sqlite3* db, const char* columns, const char* table, const ListOptions& options,
               Read read, const char* what) {
-  std::string sql = std::string("SELECT ") + columns + " FROM " + table + " WHERE id > ?";
+  const bool desc = options.newest_first;
+  std::string sql = std::string("SELECT ") + columns + " FROM " + table +
+                    (desc ? " WHERE id < ?" : " WHERE id > ?");
   if (options.state) sql += " AND state = ?";
-  sql += " ORDER BY id LIMIT ?";
+  sql += desc ? " ORDER BY id DESC LIMIT ?" : " ORDER BY id LIMIT ?";
   return SelectRows(
       db, sql,
       [&](Stmt& s) {
         int i = 1;
-        s.Bind(i++, options.after_id);
+        s.Bind(i++, desc && options.after_id == 0 ? std::numeric_limits<int64_t>::max()
+                                                  : options.after_id);
         if (options.state) s.Bind(i++, static_cast<int64_t>(*options.state));
         s.Bind(i++, static_cast<int64_t>(options.limit));
       },

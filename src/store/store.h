@@ -210,8 +210,9 @@ struct StateCounts {
 
 struct ListOptions {
   std::optional<spec::JobState> state;
-  int64_t after_id = 0;  // page token: list ids greater than this
+  int64_t after_id = 0;  // page token: list ids greater (newest_first: smaller) than this
   int limit = 100;
+  bool newest_first = false;  // descending ids (creation order) instead of ascending
 };
 
 class Store {
