@@ -5,8 +5,10 @@
 
 namespace stoker::api {
 
-std::string EscapeLabelValue(const std::string& value) {
-  std::string out;
+namespace {
+
+// `value` with backslash, double quote and newline escaped, appended to `out`.
+void AppendEscaped(const std::string& value, std::string& out) {
   for (char c : value) {
     if (c == '\\') {
       out += "\\\\";
@@ -18,6 +20,13 @@ std::string EscapeLabelValue(const std::string& value) {
       out += c;
     }
   }
+}
+
+}  // namespace
+
+std::string EscapeLabelValue(const std::string& value) {
+  std::string out;
+  AppendEscaped(value, out);
   return out;
 }
 
@@ -46,16 +55,23 @@ std::string FormatMetricValue(double value) {
 }
 
 void MetricsText::Line(const char* suffix, const Labels& labels, double value) {
+  // Appends in place: a scrape writes thousands of lines.
   text_ += family_;
   text_ += suffix;
   if (!labels.empty()) {
-    text_ += "{";
+    text_ += '{';
     for (size_t i = 0; i < labels.size(); ++i) {
-      text_ += (i ? "," : "") + labels[i].first + "=\"" + EscapeLabelValue(labels[i].second) + "\"";
+      if (i) text_ += ',';
+      text_ += labels[i].first;
+      text_ += "=\"";
+      AppendEscaped(labels[i].second, text_);
+      text_ += '"';
     }
-    text_ += "}";
+    text_ += '}';
   }
-  text_ += " " + FormatMetricValue(value) + "\n";
+  text_ += ' ';
+  text_ += FormatMetricValue(value);
+  text_ += '\n';
 }
 
 void MetricsText::Sample(const Labels& labels, double value) { Line("", labels, value); }
