@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 
 #include "api/control_plane.h"
+#include "tfevents/crc32c.h"
 
 namespace stoker::api {
 namespace {
@@ -27,7 +29,11 @@ class FakeControlPlane final : public ControlPlane {
   void StudyCancelRequested(int64_t study_id) override { studies_cancelled.push_back(study_id); }
   std::vector<QueueEntry> Queue() const override { return queue; }
   json Nodes() const override { return {{"nodes", json::array()}}; }
+  void NoteJobEvent(int64_t job_id, const std::string& note) override {
+    notes.push_back(std::to_string(job_id) + " " + note);
+  }
 
+  std::vector<std::string> notes;
   std::vector<int64_t> submitted, cancelled, studies, studies_cancelled;
   std::vector<QueueEntry> queue;
 };
@@ -91,6 +97,44 @@ class ApiTest : public ::testing::Test {
   http::Handler handler_;
   std::string ada_, val_;
 };
+
+TEST_F(ApiTest, TrainingMetricsAreTheOwnersAndABrokenFileIsNotedForTheControlLoop) {
+  http::Response r = Call("POST", kJobs, ContainerJob("true"), ada_);
+  ASSERT_EQ(r.status, 200) << r.body;
+  std::string name = Body(r)["name"];
+  std::string id = name.substr(name.rfind('/') + 1);
+  // The job has no baseOutputDirectory: its TensorBoard dir is gs://stoker-outputs/<id>/logs.
+  fs::path logs = dir_ / "buckets" / "stoker-outputs" / id / "logs";
+  fs::create_directories(logs);
+  // One record: length 3 with its masked CRC-32C, then bytes whose data CRC is wrong.
+  std::string length("\x03\0\0\0\0\0\0\0", 8);
+  auto le32 = [](uint32_t v) { return std::string(reinterpret_cast<const char*>(&v), 4); };
+  uint32_t crc = tfevents::Crc32c(length);
+  std::ofstream(logs / "events.out.tfevents.bad")
+      << length << le32(tfevents::MaskCrc(crc)) << "abc" << le32(0);
+  const std::string path = std::string(kJobs) + "/" + id + "/trainingMetrics";
+
+  http::Response got = Call("GET", path, nullptr, ada_);
+  ASSERT_EQ(got.status, 200) << got.body;
+  EXPECT_EQ(Body(got)["series"], json::array());
+  EXPECT_EQ(Body(got)["skipped"], json::parse(R"([{"file": "logs/events.out.tfevents.bad",
+                             "reason": "record 1 (byte 0): data CRC mismatch"}])"));
+  ASSERT_EQ(control_.notes.size(), 1u);
+  EXPECT_EQ(control_.notes[0], id + " training metrics: skipped logs/events.out.tfevents.bad: "
+                                    "record 1 (byte 0): data CRC mismatch");
+
+  EXPECT_EQ(Call("GET", path, nullptr, val_).status, 200);  // viewers read everything
+  ASSERT_TRUE(auth_->AddUser({"bob", auth::Role::kUser, "", 0}).ok());
+  http::Response other = Call("GET", path, nullptr, auth_->IssueToken("bob")->token);
+  EXPECT_EQ(other.status, 404) << other.body;  // as for a job that does not exist
+  http::Request bad_points;
+  bad_points.method = "GET";
+  bad_points.path = path;
+  bad_points.query["maxPoints"] = "1";
+  bad_points.headers["authorization"] = "Bearer " + ada_;
+  EXPECT_EQ(handler_(bad_points).status, 400);
+  EXPECT_EQ(Call("POST", path, json::object(), ada_).status, 400);
+}
 
 TEST_F(ApiTest, ASubmittedJobIsStoredQueuedAndAnnounced) {
   http::Response r = Call("POST", kJobs, ContainerJob("ls gs://data"), ada_);

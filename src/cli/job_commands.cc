@@ -338,6 +338,7 @@ int Describe(const Globals& g, const std::string& id) {
     std::cout << "  error:    " << j["error"]["message"].get<std::string>() << "\n";
   }
   if (j.contains("stoker")) PrintUsage(j["stoker"].value("usage", json()), "  ");
+  PrintTrainingMetricsSummary(**conn, g, id);
   PrintResourceSummary(**conn, g, id);
   if (events.ok()) {
     std::cout << "Events:\n";

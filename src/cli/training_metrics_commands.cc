@@ -73,4 +73,26 @@ int JobMetrics(const Globals& g, const std::string& id) {
   return 0;
 }
 
+void PrintTrainingMetricsSummary(Connection& conn, const Globals& g, const std::string& id) {
+  constexpr size_t kMaxShown = 8;
+  auto m =
+      conn.Call("GET", JobsPath(g) + "/" + http::UrlEncode(id) + "/trainingMetrics?maxPoints=2");
+  if (!m.ok() || !(*m)["series"].is_array() || (*m)["series"].empty()) return;
+  std::string line;
+  size_t shown = 0;
+  for (const json& s : (*m)["series"]) {
+    if (s["points"].empty()) continue;
+    if (shown++ == kMaxShown) {
+      line += ", ...";
+      break;
+    }
+    const json& last = s["points"].back();
+    line += (line.empty() ? "" : ", ") + Printable(s.value("name", "")) + " " +
+            Num(last.value("value", 0.0)) + " (step " +
+            std::to_string(last.value("step", int64_t{0})) + ")";
+  }
+  if (!line.empty())
+    std::cout << "  metrics:  " << line << "  (stoker jobs metrics " << id << ")\n";
+}
+
 }  // namespace stoker::cli

@@ -141,6 +141,8 @@ class TrainingMetricsTest(StokerTestCase):
         self.assertRegex(text, r"(?m)^loss\s+tensorboard\s+3\s+3\s+0\.125\s+0\.125\s+0\.5\s*$")
         self.assertRegex(text, r"(?m)^accuracy\s+hypertune\s+2\s+2\s+0\.8\s+0\.6\s+0\.8\s*$")
         self.assertNotIn("\x1b", text)
+        described = self.stoker("jobs", "describe", job_id).stdout
+        self.assertRegex(described, r"(?m)^  metrics:  accuracy 0\.8 \(step 2\), .*loss 0\.125 \(step 3\)")
         as_json = json.loads(self.stoker("--format", "json", "jobs", "metrics", job_id).stdout)
         self.assertEqual(as_json["series"], m["series"])
 
