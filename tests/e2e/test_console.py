@@ -177,23 +177,15 @@ class ConsoleTest(harness.StokerTestCase):
                    "line %d to arrive after line %d" % (seen + 3, seen))
 
         # Training metrics: the trainer's hypertune reports as chart points.
-        metrics_status, _ = self.api("GET", self.job_path(job_id) + "/trainingMetrics")
-        if metrics_status == 404:
-            # The trainingMetrics route is not in this build yet: the page
-            # must say so instead of breaking.
-            self.until(d, lambda d: "no data" in self.text(d, "#metrics"), "'no data' for metrics")
-        else:
-            self.until(d, lambda d: int(d.find_element(
-                By.CSS_SELECTOR, "#metrics svg.chart[data-points]").get_attribute("data-points")) >= 2,
-                "training-metric chart points")
-            self.assertGreater(len(d.find_elements(By.CSS_SELECTOR, "#metrics svg.chart circle.pt")), 1)
-        telemetry_status, _ = self.api("GET", self.job_path(job_id) + "/telemetry")
-        if telemetry_status == 404:
-            self.until(d, lambda d: "no data" in self.text(d, "#telemetry"), "'no data' for telemetry")
-        else:
-            self.until(d, lambda d: int(d.find_element(
-                By.CSS_SELECTOR, "#telemetry svg.chart[data-points]").get_attribute("data-points")) >= 1,
-                "telemetry chart points", timeout=WAIT * 2)
+        self.until(d, lambda d: int(d.find_element(
+            By.CSS_SELECTOR, "#metrics svg.chart[data-points]").get_attribute("data-points")) >= 2,
+            "training-metric chart points")
+        self.assertGreater(len(d.find_elements(By.CSS_SELECTOR, "#metrics svg.chart circle.pt")), 1)
+        self.assertIn("loss", self.text(d, "#metrics"))
+        # Telemetry: the replica's CPU samples.
+        self.until(d, lambda d: int(d.find_element(
+            By.CSS_SELECTOR, "#telemetry svg.chart[data-points]").get_attribute("data-points")) >= 1,
+            "telemetry chart points", timeout=WAIT * 2)
         self.shot(d, "job-running")
 
         # From the page itself, a cookie POST without the CSRF header is refused.
@@ -214,8 +206,7 @@ class ConsoleTest(harness.StokerTestCase):
             self.until(d, lambda d: d.find_element(By.ID, "job-head").get_attribute("data-state")
                        == "JOB_STATE_CANCELLED", "the page to show CANCELLED")
         except AssertionError:
-            print("DEBUG", d.find_element(By.ID, "job-head").text, d.get_log("browser"))
-            self.shot(d, "debug")
+            self.shot(d, "failed-job-cancelled")
             raise
         self.shot(d, "job-cancelled")
 
