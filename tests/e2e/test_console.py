@@ -251,6 +251,56 @@ class ConsoleTest(harness.StokerTestCase):
         self.assertEqual(status, 200, body)
         self.wait_state(job_id, ("JOB_STATE_CANCELLED",), timeout=WAIT)
 
+    def test_a_study_page_ranks_trials(self):
+        trainer = ("import sys, hypertune\n"
+                   "a = dict(x.lstrip('-').split('=', 1) for x in sys.argv[1:])\n"
+                   "v = float(a['x']) * int(a['n'])\n"
+                   "hypertune.HyperTune().report_hyperparameter_tuning_metric("
+                   "hyperparameter_metric_tag='score', metric_value=v, global_step=1)\n")
+        self.api("POST", "/storage/v1/b", {"name": "hpt"})
+        body = {
+            "displayName": "console-study", "maxTrialCount": 3, "parallelTrialCount": 3,
+            "studySpec": {
+                "metrics": [{"metricId": "score", "goal": "MAXIMIZE"}],
+                "parameters": [
+                    {"parameterId": "x", "doubleValueSpec": {"minValue": 0.0, "maxValue": 1.0}},
+                    {"parameterId": "n", "integerValueSpec": {"minValue": 1, "maxValue": 5}}],
+                "algorithm": "RANDOM_SEARCH"},
+            "trialJobSpec": {"workerPoolSpecs": [{
+                "machineSpec": {"machineType": "e2-standard-2"}, "replicaCount": 1,
+                "containerSpec": {"imageUri": harness.IMAGE,
+                                  "command": ["python3", "-c", trainer]}}],
+                "baseOutputDirectory": {"outputUriPrefix": "gs://hpt/out/"}},
+        }
+        status, reply = self.api("POST", "/v1/projects/p/locations/l/hyperparameterTuningJobs", body)
+        self.assertEqual(status, 200, reply)
+        sid = reply["name"].rsplit("/", 1)[1]
+        study = harness.wait_for(lambda: (lambda s: s if s["state"] == "JOB_STATE_SUCCEEDED" else None)(
+            self.api("GET", "/v1/projects/p/locations/l/hyperparameterTuningJobs/" + sid)[1]),
+            WAIT * 2, "the study to succeed")
+        scores = {t["id"]: t["finalMeasurement"]["metrics"][0]["value"] for t in study["trials"]}
+        best = max(scores, key=scores.get)
+        d = self.browser()
+        self.sign_in(d, self.daemon.token)
+        self.until(d, lambda d: "admin" in self.text(d, "#who"), "the admin signed in")
+        d.get(self.daemon.url + "/#/studies")
+        self.until(d, lambda d: d.find_element(By.CSS_SELECTOR, "#studies a[href='#/studies/%s']" % sid),
+                   "the study in the list").click()
+        rows = self.until(d, lambda d: (lambda r: r if len(r) == 3 else None)(
+            d.find_elements(By.CSS_SELECTOR, "#trials tbody tr")), "3 trials")
+        # Ranked by the metric, best first (MAXIMIZE), and highlighted.
+        self.assertEqual(rows[0].get_attribute("data-trial"), best)
+        self.assertIn("best-row", rows[0].get_attribute("class"))
+        self.assertIn("trial " + best, self.text(d, "#best"))
+        d.find_element(By.CSS_SELECTOR, "#trials th[data-key='metric']").click()
+        self.until(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#trials tbody tr")[-1]
+                   .get_attribute("data-trial") == best, "the ascending sort")
+        charts = d.find_elements(By.CSS_SELECTOR, "#study-charts svg.chart")
+        self.assertEqual(len(charts), 3)  # the metric by trial, then x and n against it
+        for c in charts:
+            self.assertGreaterEqual(int(c.get_attribute("data-points")), 3)
+        self.shot(d, "study")
+
     def test_pages_without_data(self):
         # The page needs no token and carries its security headers.
         req = urllib.request.Request(self.daemon.url + "/")
