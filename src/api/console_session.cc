@@ -1,8 +1,4 @@
 #include "api/console_session.h"
-
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
 #include <cctype>
 #include <cstdlib>
 
@@ -60,22 +56,8 @@ std::optional<Session> SessionFromCookieHeader(std::string_view header) {
 }
 
 std::string CsrfValue(std::string_view secret, const Session& session) {
-  std::string message = "stoker-console-csrf\n" + session.nonce + "\n" + session.token;
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  // HMAC over in-memory input cannot fail short of allocation failure.
-  if (HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-           reinterpret_cast<const unsigned char*>(message.data()), message.size(), digest,
-           &len) == nullptr) {
-    std::abort();
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out.push_back(kHex[digest[i] >> 4]);
-    out.push_back(kHex[digest[i] & 0xF]);
-  }
-  return out;
+  return auth::HmacSha256Hex(secret,
+                             "stoker-console-csrf\n" + session.nonce + "\n" + session.token);
 }
 
 std::string SetCookieValue(const Session& session, bool secure) {

@@ -108,9 +108,7 @@ std::string Sha256Hex(std::string_view data) {
   return Hex(digest, len);
 }
 
-std::string TrialPushKey(std::string_view secret, std::string_view study_id,
-                         std::string_view trial_id) {
-  std::string message = std::string(study_id) + "/" + std::string(trial_id);
+std::string HmacSha256Hex(std::string_view secret, std::string_view message) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   // HMAC over in-memory input cannot fail short of allocation failure.
@@ -120,6 +118,11 @@ std::string TrialPushKey(std::string_view secret, std::string_view study_id,
     std::abort();
   }
   return Hex(digest, len);
+}
+
+std::string TrialPushKey(std::string_view secret, std::string_view study_id,
+                         std::string_view trial_id) {
+  return HmacSha256Hex(secret, std::string(study_id) + "/" + std::string(trial_id));
 }
 
 std::string TokenId(std::string_view token) { return Sha256Hex(token).substr(0, kTokenIdLength); }

@@ -78,6 +78,10 @@ std::optional<std::string> BearerToken(std::string_view authorization);
 
 // ---- measurement pushes ----
 
+// Lower-case hex HMAC-SHA256 of `message` under `secret` (push keys, the
+// console's CSRF values, webhook signatures).
+std::string HmacSha256Hex(std::string_view secret, std::string_view message);
+
 // The key that lets a tuning trial's trainers push measurements for that
 // trial, and only that one, without a token: lower-case hex
 // HMAC-SHA256(secret, "<study>/<trial>"). stokerd appends it to the trial's

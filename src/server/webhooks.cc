@@ -1,11 +1,11 @@
 #include "server/webhooks.h"
 
-#include <openssl/hmac.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdio>
 
+#include "auth/auth.h"
 #include "common/files.h"
 #include "common/time.h"
 #include "http/http.h"
@@ -119,18 +119,8 @@ std::vector<store::OutboxMessage> WebhookMessages(const std::vector<Webhook>& ho
 
 std::string WebhookSignature(const std::string& secret, int64_t unix_seconds,
                              const std::string& body) {
-  std::string signed_text = std::to_string(unix_seconds) + "." + body;
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-       reinterpret_cast<const unsigned char*>(signed_text.data()), signed_text.size(), mac, &len);
-  std::string hex;
-  char buf[3];
-  for (unsigned int i = 0; i < len; ++i) {
-    std::snprintf(buf, sizeof buf, "%02x", mac[i]);
-    hex += buf;
-  }
-  return "t=" + std::to_string(unix_seconds) + ",v1=" + hex;
+  return "t=" + std::to_string(unix_seconds) +
+         ",v1=" + auth::HmacSha256Hex(secret, std::to_string(unix_seconds) + "." + body);
 }
 
 WebhookSender::WebhookSender(store::Store& store, std::vector<Webhook> hooks, const Clock& clock)
