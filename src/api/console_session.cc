@@ -1,4 +1,5 @@
 #include "api/console_session.h"
+
 #include <cctype>
 #include <cstdlib>
 
