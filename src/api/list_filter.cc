@@ -360,6 +360,7 @@ class Parser {
       case Field::kLabel:
         if (n->op == Op::kHas && n->value == "*") n->field = Field::kHasLabel;
         break;
+      case Field::kUser:
       case Field::kDisplayName:
         break;
     }

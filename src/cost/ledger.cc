@@ -294,7 +294,7 @@ Month MonthOf(int64_t time_us) {
     next.tm_mon = 0;
     next.tm_year += 1;
   }
-  char name[16];
+  char name[32];  // room for any int year the compiler can imagine
   std::snprintf(name, sizeof name, "%04d-%02d", tm.tm_year + 1900, tm.tm_mon + 1);
   return {static_cast<int64_t>(timegm(&start)) * 1'000'000,
           static_cast<int64_t>(timegm(&next)) * 1'000'000, name};
