@@ -43,6 +43,12 @@ void AddConsumedMlUnits(const ApiDeps& d, const store::JobRecord& r, nlohmann::j
 Status CheckBudgets(const ApiDeps& d, const std::string& user, const std::string& project,
                     const nlohmann::json& labels, std::vector<std::string>* warnings);
 
+// The custom job `ref` names in `project` (its number, or an AI Platform
+// jobId) when `caller` may see it; NotVisible when it does not exist or is
+// someone else's (telemetry_routes.cc).
+Result<store::JobRecord> VisibleJob(const ApiDeps& d, const std::string& project,
+                                    const std::string& ref, const auth::Principal& caller);
+
 // The answer for a job or study that `caller` may not see (the same as for
 // one that does not exist, so that ids of others' jobs leak nothing).
 Status NotVisible(const std::string& what);

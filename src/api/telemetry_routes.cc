@@ -4,6 +4,7 @@
 // Samples are read from each replica's telemetry.jsonl (written by its
 // supervisor, bounded by it) at request time: nothing is copied into the
 // store, and retention removes them with the job's files.
+#include <cstdlib>
 #include <regex>
 
 #include "api/routes.h"
@@ -46,26 +47,11 @@ json ReplicaTelemetry(const ApiDeps& d, const store::JobRecord& r, int attempt,
   return out;
 }
 
-Result<int64_t> JobIdOf(const ApiDeps& d, const std::string& project, const std::string& ref) {
-  int64_t id = 0;
-  if (!ref.empty() && ref.size() <= 18 &&
-      std::all_of(ref.begin(), ref.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    id = std::stoll(ref);
-    return id;
-  }
-  // An AI Platform job's jobId.
-  STOKER_ASSIGN_OR_RETURN(store::JobRecord legacy, d.store->GetJobByLegacyId(project, ref));
-  return legacy.id;
-}
-
 http::Response JobTelemetry(const ApiDeps& d, const http::Request& req,
                             const auth::Principal& caller, const std::string& project,
                             const std::string& ref) {
-  Result<int64_t> id = JobIdOf(d, project, ref);
-  if (!id.ok()) return Error(id.status());
-  Result<store::JobRecord> rec = d.store->GetJob(*id);
+  Result<store::JobRecord> rec = VisibleJob(d, project, ref, caller);
   if (!rec.ok()) return Error(rec.status());
-  if (!auth::CanSee(caller, rec->user)) return Error(NotVisible("custom job '" + ref + "'"));
   // Attempts are numbered from 1 here, as people count them (the store's
   // first attempt is 0).
   int attempt = rec->attempt;
@@ -110,6 +96,23 @@ http::Response Top(const ApiDeps& d, const auth::Principal& caller) {
 }
 
 }  // namespace
+
+Result<store::JobRecord> VisibleJob(const ApiDeps& d, const std::string& project,
+                                    const std::string& ref, const auth::Principal& caller) {
+  Result<store::JobRecord> rec = NotFound("");
+  char* end = nullptr;
+  long long number = std::strtoll(ref.c_str(), &end, 10);
+  if (!ref.empty() && *end == '\0' && number > 0) {
+    rec = d.store->GetJob(number);
+  } else {
+    rec = d.store->GetJobByLegacyId(project, ref);  // an AI Platform job's jobId
+  }
+  if (rec.ok() && auth::CanSee(caller, rec->user)) return rec;
+  if (rec.ok() || rec.status().code() == Code::kNotFound) {
+    return NotVisible("custom job '" + ref + "'");
+  }
+  return rec.status();
+}
 
 std::optional<http::Response> HandleTelemetryRoutes(const ApiDeps& d, const http::Request& req,
                                                     const auth::Principal& caller) {

@@ -225,21 +225,8 @@ std::optional<http::Response> HandleTrainingMetricsRoutes(const ApiDeps& d,
     }
     max_points = static_cast<size_t>(v);
   }
-  // A custom job by its number; a job submitted through AI Platform also by its jobId.
-  Result<store::JobRecord> rec = NotFound("");
-  char* end = nullptr;
-  long long number = std::strtoll(id.c_str(), &end, 10);
-  if (!id.empty() && *end == '\0' && number > 0) {
-    rec = d.store->GetJob(number);
-  } else {
-    rec = d.store->GetJobByLegacyId(project, id);
-  }
-  if (!rec.ok() || !auth::CanSee(caller, rec->user)) {
-    if (rec.ok() || rec.status().code() == Code::kNotFound) {
-      return Error(NotVisible("custom job '" + id + "'"));
-    }
-    return Error(rec.status());
-  }
+  Result<store::JobRecord> rec = VisibleJob(d, project, id, caller);
+  if (!rec.ok()) return Error(rec.status());
   return TrainingMetrics(d, *rec, max_points);
 }
 
