@@ -97,6 +97,14 @@ struct ReplicaStatus {
   std::string message;
   int64_t start_us = 0;  // trainer start; 0 if not started
   int64_t end_us = 0;
+  // How the supervisor started the trainer, once it knows ("warm start: ...",
+  // "cold start: <why>"); the controller records it once as a job event.
+  // Empty: nothing to say.
+  std::string start_note;
+  // The executor's own scheduler stopped the replica to make room for another
+  // job (Slurm's PREEMPTED state). The controller requeues the job as its next
+  // attempt; a preemption never counts as a failure or against maxRetries.
+  bool preempted = false;
 
   bool Succeeded() const {
     return phase == ReplicaPhase::kEnded && end_state == EndState::kExited && exit_code == 0;

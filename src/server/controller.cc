@@ -506,6 +506,11 @@ void Controller::PollJob(Active& a) {
     return;
   }
   const std::vector<exec::ReplicaStatus>& st = *polled;
+  for (const exec::ReplicaStatus& r : st) {
+    if (r.start_note.empty()) continue;
+    RecordNote(a.rec.id,
+               r.name + ", attempt " + std::to_string(a.rec.attempt + 1) + ": " + r.start_note);
+  }
   int64_t first_start = 0;
   bool all_ended = true;
   for (const exec::ReplicaStatus& r : st) {
