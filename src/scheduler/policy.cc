@@ -16,6 +16,7 @@
 #include "scheduler/policy_hash.h"
 #include "scheduler/policy_order.h"
 #include "scheduler/policy_place.h"
+#include "scheduler/policy_preempt.h"
 #include "scheduler/policy_reasons.h"
 #include "scheduler/policy_shape.h"
 
@@ -165,10 +166,12 @@ class Call {
     const double needs = j.memo.shape.total_gpus;
     if (q->max_running_jobs && jobs >= *q->max_running_jobs) {
       AddWait(j.queued.id, QuotaJobsReason(j.queued.user, jobs, *q->max_running_jobs), 0);
+      d_.wait.back().quota_hold = true;
       return true;
     }
     if (q->max_gpus && gpus + needs > *q->max_gpus + kEps) {
       AddWait(j.queued.id, QuotaGpusReason(j.queued.user, gpus, *q->max_gpus, needs), 0);
+      d_.wait.back().quota_hold = true;
       return true;
     }
     return false;
@@ -402,7 +405,9 @@ Decision Schedule(const Snapshot& snap) {
       call.Backfill(job);  // rule 7
     }
   }
-  return call.TakeDecision();
+  Decision d = call.TakeDecision();
+  d.preempt = internal::ChoosePreemptions(snap, d);  // rule 9
+  return d;
 }
 
 Status ValidateJob(const QueuedJob& job, const std::vector<resources::Node>& nodes,

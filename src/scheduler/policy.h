@@ -50,6 +50,22 @@
 //     A detailed reason costs a string per job and, after every start, a
 //     cluster scan per shape, so a 10,000-job queue would otherwise spend
 //     much of a call on reasons nobody reads. Estimates are unaffected.
+//  9. Preemption (off unless options.preemption.enabled). After rules 1-8,
+//     the waiting jobs are taken again in queue order (quota holds and jobs
+//     past the first preemption.max_jobs_considered skipped). A job that
+//     fits once the stopping jobs (RunningJob::stopping: already being
+//     preempted or stopped) have let go claims those resources and waits
+//     for them. Otherwise it may preempt running jobs that are preemptible,
+//     not stopping, have run at least min_run_us in their current attempt,
+//     and whose priority is at least priority_margin below its own (base
+//     priorities, without aging): whole jobs only, the ones with the least
+//     unsaved work first (GPU-seconds since RunningJob::progress_us, then
+//     CPU-seconds), adding victims until its gang fits, then dropping every
+//     victim it fits without (the costliest first). If even all of them do
+//     not make room, nothing is preempted for it. A job preempted for one
+//     waiting job is not counted twice; what it frees is claimed for that
+//     job. Because a victim's priority is lower by the margin, it can never
+//     preempt back: no loops. Decision::preempt lists the victims.
 //
 // Thread safety: Schedule and the other functions are pure and reentrant.
 #pragma once
@@ -89,6 +105,13 @@ struct RunningJob {
   std::vector<PlacedReplica> replicas;  // only node, cpus, memory, gpus are read
   int64_t start_us = 0;                 // microseconds since the epoch
   int64_t runtime_bound_s = 0;          // scheduling.timeout; 0 = unbounded
+  // Rule 9: whether it may be preempted (Vertex scheduling.strategy SPOT,
+  // or Stoker's label), whether it is already being stopped (its resources
+  // are about to be free; never a victim), and since when its work is
+  // unsaved (its last checkpoint, or start_us; 0 = start_us).
+  bool preemptible = false;
+  bool stopping = false;
+  int64_t progress_us = 0;
 };
 
 // What one replica of a queued job asks for.
@@ -115,6 +138,14 @@ struct Quota {
   std::optional<int> max_running_jobs;
 };
 
+// Rule 9's settings (config `preemption:`, docs/preemption.md).
+struct PreemptionOptions {
+  bool enabled = false;
+  int priority_margin = 100;  // a job preempts only jobs this much lower (>= 1)
+  int64_t min_run_us = 0;     // never preempt an attempt younger than this
+  int max_jobs_considered = 16;  // waiting jobs examined per call, in queue order
+};
+
 struct PolicyOptions {
   double cpu_oversubscription = 1.0;  // also applies to memory
   bool accelerator_substitution = true;
@@ -127,6 +158,7 @@ struct PolicyOptions {
   // counting quota holds) get a detailed reason (rule 8); the rest get
   // "N jobs ahead in the queue". Negative: every waiting job.
   int detailed_reasons = 200;
+  PreemptionOptions preemption;
 };
 
 struct Snapshot {
@@ -157,6 +189,7 @@ struct WaitingJob {
   // holds do not count; the reservation holder does).
   int jobs_ahead = 0;
   int64_t estimated_start_us = 0;  // not before; 0 = unknown
+  bool quota_hold = false;         // waits for its user's quota (rule 6), not for resources
 
   // The reason to show: `detail`, or "N jobs ahead in the queue" ("1 job"
   // for one) when it is empty.
@@ -192,11 +225,19 @@ struct Reservation {
   std::vector<std::string> after_jobs;  // running jobs whose end it waits for
 };
 
+// Rule 9: a running job to stop and requeue so that a waiting job can start.
+struct Preemption {
+  std::string job_id;            // the victim
+  std::string for_job_id;        // the waiting job it makes room for
+  double lost_gpu_seconds = 0;   // its GPUs x the time since its progress_us
+};
+
 struct Decision {
   std::vector<StartJob> start;   // in the order they were placed
   std::vector<WaitingJob> wait;  // in queue order
   std::vector<RejectedJob> rejected;
   std::optional<Reservation> reservation;
+  std::vector<Preemption> preempt;  // rule 9, in the order chosen
 };
 
 // The decision for this snapshot. Never fails: bad jobs go to `rejected`.

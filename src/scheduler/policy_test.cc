@@ -1009,3 +1009,148 @@ TEST(PolicyTest, WritesAWaitEventWhenTheKindChangesAndRepeatsOnlyDetailedOnes) {
 
 }  // namespace
 }  // namespace stoker::scheduler
+
+// Rule 9: preemption.
+namespace stoker::scheduler {
+namespace {
+
+RunningJob Spot(const std::string& id, int node, std::vector<int> gpus, int priority,
+                int64_t ran_s, int64_t unsaved_s = -1) {
+  RunningJob r = Running(id, node, std::move(gpus), 0);
+  r.priority = priority;
+  r.preemptible = true;
+  r.start_us = kNow - ran_s * kS;
+  r.progress_us = unsaved_s < 0 ? 0 : kNow - unsaved_s * kS;
+  return r;
+}
+
+Snapshot PreemptSnap(int gpus) {
+  Snapshot s = Snap({GpuNode("n0", gpus)});
+  s.options.preemption.enabled = true;
+  s.options.preemption.priority_margin = 10;
+  return s;
+}
+
+std::vector<std::string> Victims(const Decision& d) {
+  std::vector<std::string> v;
+  for (const Preemption& p : d.preempt) v.push_back(p.job_id);
+  return v;
+}
+
+TEST(PolicyPreemptionTest, OffByDefault) {
+  Snapshot s = PreemptSnap(2);
+  s.options.preemption = {};
+  s.running = {Spot("low", 0, {0, 1}, 0, 100)};
+  s.queued = {Job("high", {Ask(2)}, 50)};
+  Decision d = Schedule(s);
+  EXPECT_TRUE(d.preempt.empty());
+  ASSERT_NE(Waiting(d, "high"), nullptr);
+}
+
+TEST(PolicyPreemptionTest, HigherPriorityByTheMarginPreemptsTheWholeGang) {
+  Snapshot s = PreemptSnap(2);
+  s.running = {Spot("low", 0, {0, 1}, 0, 100)};
+  s.queued = {Job("high", {Ask(2)}, 10)};
+  Decision d = Schedule(s);
+  ASSERT_EQ(Victims(d), std::vector<std::string>{"low"});
+  EXPECT_EQ(d.preempt[0].for_job_id, "high");
+  EXPECT_NEAR(d.preempt[0].lost_gpu_seconds, 200, 1e-6);  // 2 GPUs x 100 s since start
+  EXPECT_EQ(Started(d, "high"), nullptr);  // it starts once the victim is gone
+}
+
+TEST(PolicyPreemptionTest, NeverBelowTheMarginNorNonPreemptibleNorTooYoung) {
+  Snapshot s = PreemptSnap(3);
+  s.options.preemption.min_run_us = 60 * kS;
+  RunningJob close = Spot("close", 0, {0}, 5, 100);  // 10 - 5 < margin
+  RunningJob pinned = Spot("pinned", 0, {1}, 0, 100);
+  pinned.preemptible = false;
+  RunningJob young = Spot("young", 0, {2}, 0, 30);  // ran 30 s < 60 s
+  s.running = {close, pinned, young};
+  s.queued = {Job("high", {Ask(1)}, 10)};
+  EXPECT_TRUE(Schedule(s).preempt.empty());
+  s.options.preemption.min_run_us = 0;
+  EXPECT_EQ(Victims(Schedule(s)), std::vector<std::string>{"young"});
+}
+
+TEST(PolicyPreemptionTest, FewestGpuSecondsLostAndOnlyWhatIsNeeded) {
+  Snapshot s = PreemptSnap(4);
+  // Two GPUs needed: the cheapest set is b (1 GPU x 20 s unsaved) + c (1 x 50 s),
+  // not a (2 GPUs x 400 s), and never d (saved a checkpoint 5 s ago but
+  // not needed once b and c are gone).
+  s.running = {Spot("a", 0, {0, 1}, 0, 400), Spot("b", 0, {2}, 0, 1000, 20),
+               Spot("c", 0, {3}, 0, 50)};
+  s.queued = {Job("high", {Ask(2)}, 100)};
+  Decision d = Schedule(s);
+  std::vector<std::string> v = Victims(d);
+  std::sort(v.begin(), v.end());
+  EXPECT_EQ(v, (std::vector<std::string>{"b", "c"}));
+}
+
+TEST(PolicyPreemptionTest, DropsVictimsTheGangFitsWithout) {
+  Snapshot s = PreemptSnap(3);
+  // The cheapest first is "tiny" (0.5 GPU, 10 s), then "big" (2 GPUs):
+  // with big gone the job fits on big's GPUs alone, so tiny is spared.
+  s.running = {Spot("tiny", 0, {0}, 0, 10), Spot("big", 0, {1, 2}, 0, 20)};
+  s.running[0].replicas[0].gpus[0].fraction = 0.5;
+  s.queued = {Job("high", {Ask(2)}, 100)};
+  EXPECT_EQ(Victims(Schedule(s)), std::vector<std::string>{"big"});
+}
+
+TEST(PolicyPreemptionTest, NothingWhenEvenAllVictimsDoNotMakeRoom) {
+  Snapshot s = PreemptSnap(2);
+  RunningJob pinned = Running("pinned", 0, {0}, 0);
+  s.running = {pinned, Spot("low", 0, {1}, 0, 100)};
+  s.queued = {Job("high", {Ask(2)}, 100)};
+  EXPECT_TRUE(Schedule(s).preempt.empty());
+}
+
+TEST(PolicyPreemptionTest, WaitsForStoppingJobsInsteadOfPreemptingMore) {
+  Snapshot s = PreemptSnap(2);
+  RunningJob stopping = Spot("stopping", 0, {0, 1}, 0, 100);
+  stopping.stopping = true;
+  s.running = {stopping, Spot("other", 0, {}, 0, 100)};
+  s.queued = {Job("high", {Ask(2)}, 100)};
+  Decision d = Schedule(s);
+  EXPECT_TRUE(d.preempt.empty());
+  ASSERT_NE(Waiting(d, "high"), nullptr);
+}
+
+TEST(PolicyPreemptionTest, EachVictimServesOneWaitingJobAndLaterJobsGetTheRest) {
+  Snapshot s = PreemptSnap(2);
+  s.running = {Spot("v1", 0, {0}, 0, 100), Spot("v2", 0, {1}, 0, 200)};
+  s.queued = {Job("first", {Ask(1)}, 100, 3600, "alice", kNow - 5 * kS),
+              Job("second", {Ask(1)}, 100, 3600, "bob", kNow)};
+  Decision d = Schedule(s);
+  ASSERT_EQ(d.preempt.size(), 2u);
+  EXPECT_EQ(d.preempt[0].job_id, "v1");
+  EXPECT_EQ(d.preempt[0].for_job_id, "first");
+  EXPECT_EQ(d.preempt[1].job_id, "v2");
+  EXPECT_EQ(d.preempt[1].for_job_id, "second");
+}
+
+TEST(PolicyPreemptionTest, QuotaHoldsNeverPreempt) {
+  Snapshot s = PreemptSnap(1);
+  s.running = {Spot("low", 0, {0}, 0, 100)};
+  s.quotas["alice"] = {0.0, std::nullopt};
+  s.queued = {Job("high", {Ask(1)}, 100)};
+  Decision d = Schedule(s);
+  EXPECT_TRUE(d.preempt.empty());
+  ASSERT_NE(Waiting(d, "high"), nullptr);
+  EXPECT_TRUE(Waiting(d, "high")->quota_hold);
+}
+
+TEST(PolicyPreemptionTest, AVictimCannotPreemptBack) {
+  // After the swap: the preempted job waits with the lower priority and the
+  // preemptor runs without being preemptible: nothing more happens.
+  Snapshot s = PreemptSnap(1);
+  RunningJob high = Running("high", 0, {0}, 0);
+  high.priority = 100;
+  s.running = {high};
+  s.queued = {Job("low", {Ask(1)}, 0)};
+  EXPECT_TRUE(Schedule(s).preempt.empty());
+  s.running[0].preemptible = true;  // even a preemptible one: priority 0 is below it
+  EXPECT_TRUE(Schedule(s).preempt.empty());
+}
+
+}  // namespace
+}  // namespace stoker::scheduler

@@ -88,7 +88,7 @@ Status SqliteError(sqlite3* db, const std::string& what) {
 constexpr char kJobColumns[] =
     "id, project, location, display_name, state, spec, create_time, start_time, end_time, "
     "update_time, error_code, error_message, attempt, allocation, cancel_requested, wait_reason, "
-    "study_id, trial_id, legacy_job_id, legacy_input, user";
+    "study_id, trial_id, legacy_job_id, legacy_input, user, preemptions, restart_reason";
 
 JobRecord ReadJob(Stmt& s) {
   JobRecord r;
@@ -113,6 +113,8 @@ JobRecord ReadJob(Stmt& s) {
   r.legacy_job_id = s.Text(18);
   if (!s.IsNull(19)) r.legacy_input = nlohmann::json::parse(s.Text(19), nullptr, false);
   r.user = s.Text(20);
+  r.preemptions = static_cast<int>(s.Int(21));
+  r.restart_reason = s.Text(22);
   return r;
 }
 
@@ -182,7 +184,9 @@ CREATE TABLE IF NOT EXISTS jobs(
   trial_id TEXT NOT NULL DEFAULT '',
   legacy_job_id TEXT NOT NULL DEFAULT '',
   legacy_input TEXT,
-  user TEXT NOT NULL DEFAULT ''
+  user TEXT NOT NULL DEFAULT '',
+  preemptions INTEGER NOT NULL DEFAULT 0,
+  restart_reason TEXT NOT NULL DEFAULT ''
 );
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_by_legacy_id ON jobs(project, legacy_job_id)
   WHERE legacy_job_id != '';
@@ -309,7 +313,7 @@ END;
 CREATE TRIGGER IF NOT EXISTS studies_count_delete AFTER DELETE ON studies BEGIN
   UPDATE state_counts SET n = n - 1 WHERE kind = 'studies' AND state = OLD.state;
 END;
-PRAGMA user_version = 2;
+PRAGMA user_version = 3;
 )sql";
 
 // A column that a schema change added to an existing table.
@@ -340,12 +344,19 @@ constexpr AddedColumn kMigration1To2[] = {
     {"jobs", "user", "TEXT NOT NULL DEFAULT ''"},
     {"studies", "user", "TEXT NOT NULL DEFAULT ''"},
 };
+constexpr AddedColumn kMigration2To3[] = {
+    // How many attempts ended in a preemption (they do not count against
+    // maxRetries), and why the current attempt restarted ("" = the first).
+    {"jobs", "preemptions", "INTEGER NOT NULL DEFAULT 0"},
+    {"jobs", "restart_reason", "TEXT NOT NULL DEFAULT ''"},
+};
 struct Migration {
   const AddedColumn* columns;
   size_t count;
 };
 constexpr Migration kMigrations[] = {
     {kMigration1To2, std::size(kMigration1To2)},
+    {kMigration2To3, std::size(kMigration2To3)},
 };
 constexpr int64_t kLatestVersion = std::size(kMigrations) + 1;
 
@@ -735,6 +746,8 @@ Status Store::Transition(int64_t id, JobState from, JobState to, const std::stri
   if (update.error_message) sql += ", error_message = ?";
   if (update.allocation) sql += ", allocation = ?";
   if (update.attempt) sql += ", attempt = ?";
+  if (update.preemptions) sql += ", preemptions = ?";
+  if (update.restart_reason) sql += ", restart_reason = ?";
   sql += " WHERE id = ? AND state = ?";
   Stmt s(db_, sql.c_str());
   int i = 1;
@@ -752,6 +765,8 @@ Status Store::Transition(int64_t id, JobState from, JobState to, const std::stri
     }
   }
   if (update.attempt) s.Bind(i++, static_cast<int64_t>(*update.attempt));
+  if (update.preemptions) s.Bind(i++, static_cast<int64_t>(*update.preemptions));
+  if (update.restart_reason) s.Bind(i++, *update.restart_reason);
   s.Bind(i++, id);
   s.Bind(i++, static_cast<int64_t>(from));
   if (s.Step() != SQLITE_DONE) return SqliteError(db_, "transition");

@@ -56,6 +56,13 @@ struct JobRecord {
   // Who submitted it (the authenticated principal; "" = the local user of a
   // store made before users existed). Quotas, fair share and ownership key on it.
   std::string user;
+  // Attempts that ended in a preemption (docs/preemption.md): they never
+  // count against scheduling.maxRetries.
+  int preemptions = 0;
+  // Why the current attempt is a restart: "" for the first attempt, else
+  // "preemption", "node_failure", "worker_restart" or "retry" (the trainer's
+  // STOKER_RESTART_REASON).
+  std::string restart_reason;
 };
 
 struct Event {
@@ -145,6 +152,8 @@ struct TransitionUpdate {
   std::optional<std::string> error_message;
   std::optional<nlohmann::json> allocation;  // null json clears it
   std::optional<int> attempt;                // a retry starts the next attempt
+  std::optional<int> preemptions;            // a preemption counts one more
+  std::optional<std::string> restart_reason;  // JobRecord::restart_reason of that attempt
   std::vector<OutboxMessage> outbox;         // webhook deliveries reporting this change
 };
 

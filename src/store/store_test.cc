@@ -66,6 +66,25 @@ TEST_F(StoreTest, TransitionRequiresTheExpectedFromState) {
   EXPECT_EQ(store->Events(job.id)->size(), 2u);
 }
 
+TEST_F(StoreTest, APreemptionIsCountedAndTheRestartReasonKeptAcrossReopen) {
+  int64_t id = 0;
+  {
+    auto store = std::move(Store::Open(dir_)).value();
+    id = store->CreateJob(Job("a")).value().id;
+    ASSERT_TRUE(store->Transition(id, JobState::kQueued, JobState::kRunning, "started").ok());
+    ASSERT_TRUE(store
+                    ->Transition(id, JobState::kRunning, JobState::kQueued, "PREEMPTED by job 9",
+                                 {.attempt = 1, .preemptions = 1, .restart_reason = "preemption"})
+                    .ok());
+  }
+  auto store = std::move(Store::Open(dir_)).value();
+  auto got = store->GetJob(id).value();
+  EXPECT_EQ(got.attempt, 1);
+  EXPECT_EQ(got.preemptions, 1);
+  EXPECT_EQ(got.restart_reason, "preemption");
+  EXPECT_EQ(store->Events(id)->back().reason, "PREEMPTED by job 9");
+}
+
 TEST_F(StoreTest, RecordsWaitReasonsAndEventsOfADecisionTogether) {
   auto store = std::move(Store::Open(dir_)).value();
   auto a = store->CreateJob(Job("a")).value();
