@@ -57,6 +57,48 @@ Status ParseSlurmConfig(const nlohmann::json& value, const std::string& where, S
   return OkStatus();
 }
 
+// preemption: {enabled, priority_margin, grace_seconds, min_run_seconds,
+// preemptible_below}.
+Status ParsePreemption(const nlohmann::json& value, const std::string& where,
+                       PreemptionConfig& out) {
+  const std::string at = where + "preemption";
+  if (!value.is_object()) {
+    return InvalidArgument(at + ": must be a mapping, e.g. {enabled: true, priority_margin: 100}");
+  }
+  for (auto& [k, v] : value.items()) {
+    const std::string field = at + "." + k;
+    if (k == "enabled") {
+      if (!v.is_boolean()) return InvalidArgument(field + ": must be true or false");
+      out.enabled = v.get<bool>();
+    } else if (k == "priority_margin" || k == "preemptible_below") {
+      if (!v.is_number_integer() || v.get<int64_t>() < -2000 || v.get<int64_t>() > 2000) {
+        return InvalidArgument(field + ": must be a whole number (priorities run -1000..1000), got " +
+                               v.dump());
+      }
+      if (k == "priority_margin") {
+        if (v.get<int>() < 1) {
+          return InvalidArgument(field +
+                                 ": must be at least 1, so that a preempted job can never "
+                                 "preempt back");
+        }
+        out.priority_margin = v.get<int>();
+      } else {
+        out.preemptible_below = v.get<int>();
+      }
+    } else if (k == "grace_seconds" || k == "min_run_seconds") {
+      if (!v.is_number() || v.get<double>() < 0) {
+        return InvalidArgument(field + ": must be a number of seconds, 0 or more, got " + v.dump());
+      }
+      (k == "grace_seconds" ? out.grace_seconds : out.min_run_seconds) = v.get<double>();
+    } else {
+      return InvalidArgument(field +
+                             ": unknown key (known: enabled, priority_margin, grace_seconds, "
+                             "min_run_seconds, preemptible_below)");
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 namespace {
@@ -291,6 +333,8 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
           }
         } else if (key == "slurm") {
           STOKER_RETURN_IF_ERROR(ParseSlurmConfig(value, where, c.slurm));
+        } else if (key == "preemption") {
+          STOKER_RETURN_IF_ERROR(ParsePreemption(value, where, c.preemption));
         } else if (key == "webhooks") {
           auto hooks = ParseWebhooks(value);
           if (!hooks.ok()) return InvalidArgument(where + hooks.status().message());
@@ -309,7 +353,7 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
                                  "log_max_bytes, log_max_files, retention, "
                                  "tls_cert_file, tls_key_file, allow_insecure_http, "
                                  "default_unix_user, allow_root_trainers, bucket_group, "
-                                 "job_isolation, executor, "
+                                 "job_isolation, preemption, executor, "
                                  "slurm, cost, gpu_telemetry_seconds, telemetry_seconds, webhooks)");
         }
       }

@@ -42,6 +42,13 @@
 //     replica_dirs_days: 7              # removed this long after the job ended (0 = at once)
 //     max_finished_replica_dirs: 10000  # at most this many kept, oldest removed first
 //     scan_interval_seconds: 60         # how often to look; a negative value turns a rule off
+//   preemption:                 # off by default (docs/preemption.md)
+//     enabled: true
+//     priority_margin: 100      # a waiting job preempts only jobs this much lower in priority
+//     grace_seconds: 30         # SIGTERM, this long, then SIGKILL
+//     min_run_seconds: 300      # an attempt younger than this is never preempted
+//     preemptible_below: 0      # jobs with a priority below this are preemptible (a band);
+//                               # besides SPOT jobs and label stoker-preemptible: "true"
 //   executor: local             # local | slurm (docs/slurm.md)
 //   slurm:                      # only with executor: slurm
 //     partition: gpu            # default --partition (label slurm-partition overrides)
@@ -87,6 +94,15 @@ struct SlurmConfig {
   double grace_seconds = 30;
 };
 
+// The `preemption:` section (docs/preemption.md).
+struct PreemptionConfig {
+  bool enabled = false;
+  int priority_margin = 100;
+  double grace_seconds = 30;
+  double min_run_seconds = 300;
+  std::optional<int> preemptible_below;  // a band of preemptible priorities
+};
+
 struct Config {
   std::filesystem::path data_dir;
   std::filesystem::path config_file;  // "" when none was read
@@ -118,6 +134,7 @@ struct Config {
   uint64_t log_max_bytes = 64ull << 20;  // per replica log file; 0 = no rotation
   int log_max_files = 3;                 // rotated files kept, 1..1000
   RetentionPolicy retention;
+  PreemptionConfig preemption;
   std::string executor = "local";  // local | slurm
   SlurmConfig slurm;
   cost::Catalog catalog = cost::Catalog::BuiltIn();  // with the `cost:` section applied

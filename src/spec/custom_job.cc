@@ -836,7 +836,9 @@ std::vector<std::string> UnhonouredFields(const CustomJob& job) {
       if (pool.extra.is_object() && pool.extra.contains(f)) out.push_back(path + "." + f);
     }
   }
-  if (spec.scheduling.strategy == "SPOT" || spec.scheduling.strategy == "FLEX_START") {
+  // SPOT makes a job preemptible (docs/preemption.md); FLEX_START's
+  // delayed, capacity-bound start has no counterpart here.
+  if (spec.scheduling.strategy == "FLEX_START") {
     out.push_back("jobSpec.scheduling.strategy");
   }
   return out;

@@ -431,7 +431,11 @@ void CheckLabels(const std::map<std::string, std::string>& labels, Problems& p) 
       p.AddUnlessCovered(path, "the key is " + std::to_string(Utf8Length(key)) +
                                    " characters long; at most 64 are allowed");
     }
-    if (!std::all_of(value.begin(), value.end(), [](char c) { return IsLabelChar(c); })) {
+    // Stoker's own switches (docs/preemption.md, docs/warm-starts.md).
+    if ((key == "stoker-preemptible" || key == "stoker-warm-start") && value != "true" &&
+        value != "false") {
+      p.AddUnlessCovered(path, "must be \"true\" or \"false\", got '" + value + "'");
+    } else if (!std::all_of(value.begin(), value.end(), [](char c) { return IsLabelChar(c); })) {
       p.AddUnlessCovered(
           path, "value '" + value + "' may use only lowercase letters, digits, '_' and '-'");
     } else if (Utf8Length(value) > kMaxLabelLength) {

@@ -562,8 +562,12 @@ TEST(CustomJobTest, ChecksLabels) {
                  {"env", "Prod"},
                  {"ok_key-1", "ok_value-1"},
                  {"long", std::string(65, 'a')},
-                 {"count", 3}};
+                 {"count", 3},
+                 {"stoker-preemptible", "yes"},
+                 {"stoker-warm-start", "false"}};
   std::string e = ErrorOf(j);
+  EXPECT_THAT(e, HasSubstr("labels.stoker-preemptible: must be \"true\" or \"false\", got 'yes'"));
+  EXPECT_THAT(e, Not(HasSubstr("labels.stoker-warm-start")));
   EXPECT_THAT(e, HasSubstr("labels.Team: label keys must start with a lowercase letter"));
   EXPECT_THAT(e, HasSubstr("labels.env: value 'Prod' may use only lowercase letters"));
   EXPECT_THAT(e, HasSubstr("labels.long: the value is 65 characters long; at most 64"));
@@ -642,7 +646,7 @@ TEST(CustomJobTest, ListsUnhonouredFields) {
   spec["network"] = "projects/1/global/networks/n";
   spec["enableWebAccess"] = true;
   spec["enableDashboardAccess"] = false;
-  spec["scheduling"] = {{"strategy", "SPOT"}};
+  spec["scheduling"] = {{"strategy", "FLEX_START"}};
   spec["workerPoolSpecs"][0]["machineSpec"]["tpuTopology"] = "2x2x1";
   spec["workerPoolSpecs"][0]["machineSpec"]["reservationAffinity"] = {
       {"reservationAffinityType", "ANY_RESERVATION"}};
