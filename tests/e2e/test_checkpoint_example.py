@@ -9,9 +9,9 @@ STOKER_RESTART_REASON); no daemon is needed. The kill points are random
 but seeded (the seed is in every failure message).
 
 Run: cd tests/e2e && /usr/bin/python3 -m unittest -v test_checkpoint_example
-(about 60 s on 2 cores). Needs a Python with torch and numpy (Debian's
-python3-torch); without one the trainer tests skip, or fail under
-STOKER_TEST_FAIL_ON_SKIP=1 or STOKER_TEST_REQUIRE_ALL=1.
+(about 60 s on 2 cores, each test under 20 s). Needs a Python with torch and
+numpy (Debian's python3-torch); without one the trainer tests skip, or fail
+under STOKER_TEST_FAIL_ON_SKIP=1 or STOKER_TEST_REQUIRE_ALL=1.
 """
 import os
 import random
@@ -79,9 +79,9 @@ class Attempt:
     as they come by a reader thread."""
 
     def __init__(self, ckpt_dir, model_dir, attempt, reason=None, steps=STEPS, sleep=SLEEP,
-                 extra=()):
+                 every=EVERY, extra=()):
         argv = [PYTHON or sys.executable, "-m", "trainer.task", "--steps=%d" % steps,
-                "--checkpoint-every=%d" % EVERY, "--sleep-per-step=%g" % sleep] + list(extra)
+                "--checkpoint-every=%d" % every, "--sleep-per-step=%g" % sleep] + list(extra)
         self.proc = subprocess.Popen(argv, cwd=EXAMPLE, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True,
                                      env=trainer_env(ckpt_dir, model_dir, attempt, reason))
@@ -218,30 +218,36 @@ class CheckpointStoreTest(unittest.TestCase):
             checkpoint.check_writable(os.path.join(blocker, "sub"))
 
 
+def uninterrupted(extra=()):
+    """(losses [(step, loss text)], digest) of a run of STEPS steps in a
+    fresh directory that nothing interrupts."""
+    tmp = tempfile.mkdtemp(prefix="ckpt-ref-")
+    try:
+        a = Attempt(os.path.join(tmp, "ckpt"), os.path.join(tmp, "model"), 1, sleep=0,
+                    extra=extra)
+        rc = a.finish()
+        if rc != 0:
+            raise AssertionError("the uninterrupted run failed (%d):\n%s" % (rc, a.output()))
+        _, losses, digest = parse(a.lines)
+        with open(os.path.join(tmp, "model", "weights_sha256.txt")) as f:
+            written = f.read().strip()
+        if digest is None or written != digest or [s for s, _ in losses] != list(
+                range(1, STEPS + 1)):
+            raise AssertionError("unexpected uninterrupted run:\n" + a.output())
+        return losses, digest
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 class CheckpointExampleTest(unittest.TestCase):
     """The trainer run as Stoker would run its attempts."""
 
-    reference = None  # (losses [(step, loss text)], digest) of an uninterrupted run
+    reference = None  # uninterrupted() with the default flags
 
     @classmethod
     def setUpClass(cls):
-        if PYTHON is None:
-            return
-        tmp = tempfile.mkdtemp(prefix="ckpt-ref-")
-        try:
-            a = Attempt(os.path.join(tmp, "ckpt"), os.path.join(tmp, "model"), 1, sleep=0)
-            rc = a.finish()
-            if rc != 0:
-                raise AssertionError("the uninterrupted run failed (%d):\n%s" % (rc, a.output()))
-            _, losses, digest = parse(a.lines)
-            with open(os.path.join(tmp, "model", "weights_sha256.txt")) as f:
-                written = f.read().strip()
-            if digest is None or written != digest or [s for s, _ in losses] != list(
-                    range(1, STEPS + 1)):
-                raise AssertionError("unexpected uninterrupted run:\n" + a.output())
-            cls.reference = (losses, digest)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        if PYTHON is not None:
+            cls.reference = uninterrupted()
 
     def setUp(self):
         require_torch(self)
@@ -260,23 +266,23 @@ class CheckpointExampleTest(unittest.TestCase):
         self.attempts.append(a)
         return a
 
-    def assert_same_losses(self, losses, context):
+    def assert_same_losses(self, losses, context, reference=None):
         """Every step line, redone ones included, prints exactly the loss of
         the uninterrupted run at that step: the resumed runs are bit-for-bit
         the same computation, not just close."""
-        expected = dict(self.reference[0])
+        expected = dict((reference or self.reference)[0])
         for step, loss in losses:
             self.assertEqual(loss, expected[step], "step %d differs; %s" % (step, context))
 
-    def assert_final(self, last, context):
+    def assert_final(self, last, context, reference=None, every=EVERY):
         _, _, digest = parse(last.lines)
-        self.assertEqual(digest, self.reference[1], context)
+        self.assertEqual(digest, (reference or self.reference)[1], context)
         with open(os.path.join(self.model, "weights_sha256.txt")) as f:
             self.assertEqual(f.read().strip(), digest)
         self.assertTrue(os.path.getsize(os.path.join(self.model, "model.pt")) > 0)
         # Bounded: the newest two checkpoints, no temp files.
         self.assertEqual(sorted(os.listdir(self.ckpt)),
-                         ["ckpt-%08d.ckpt" % (STEPS - EVERY), "ckpt-%08d.ckpt" % STEPS], context)
+                         ["ckpt-%08d.ckpt" % (STEPS - every), "ckpt-%08d.ckpt" % STEPS], context)
 
     def interrupted_run(self, sig, reason, seed):
         """Runs the trainer, sending `sig` at KILLS random points (each
@@ -347,6 +353,38 @@ class CheckpointExampleTest(unittest.TestCase):
                                  context)
         self.assertEqual(executed, STEPS, "seed %d: a SIGTERM must cost no step" % seed)
         self.assert_final(attempts[-1], "seed %d" % seed)
+
+    def test_sigkills_that_land_in_checkpoint_writes_never_leave_a_torn_checkpoint(self):
+        # A checkpoint after every step, made big (a 64k-row data order): most
+        # of the run is spent writing checkpoints, so most kills land in one.
+        # The atomic write means a resumed attempt never meets a torn file and
+        # loses at most the step it was in.
+        extra = ["--train-size=65536"]
+        reference = uninterrupted(extra)
+        seed = random.randrange(1 << 30)
+        rng = random.Random(seed)
+        previous = None
+        for n in range(1, 6):
+            a = self.start(n, "retry" if n > 1 else None, sleep=0, every=1, extra=extra)
+            start = None
+            if n < 5:
+                a.wait_step(1 if previous is None else previous + 1)
+                time.sleep(rng.uniform(0, 0.3))  # picks the instant, not a synchronisation
+                a.proc.send_signal(signal.SIGKILL)
+            rc = a.finish()
+            context = "seed %d, attempt %d:\n%s" % (seed, n, a.output()[-3000:])
+            self.assertIn(rc, (0, -signal.SIGKILL), context)
+            self.assertNotIn("ignoring checkpoint", a.output(), context)
+            start, losses, _ = parse(a.lines)
+            self.assert_same_losses(losses, context, reference)
+            if previous is not None:
+                # Killed after printing step S: its checkpoint was written, or
+                # the kill came during that write and S-1's is the newest.
+                self.assertIn(start[1], (previous - 1, previous), context)
+            if rc == 0:
+                break
+            previous = losses[-1][0] if losses else start[1]
+        self.assert_final(a, "seed %d" % seed, reference, every=1)
 
     def test_a_torn_checkpoint_and_a_partial_write_are_skipped(self):
         # A first attempt that ends at step 30 leaves checkpoints 20 and 30.
