@@ -78,6 +78,11 @@ struct JobLaunch {
   // jobSpec.scheduling.priority (-1000..1000, higher first), for executors
   // whose own scheduler orders the jobs (Slurm: --nice).
   int priority = 0;
+  // The job may be preempted (docs/preemption.md: scheduling.strategy SPOT,
+  // label stoker-preemptible, or a priority in the configured band), for
+  // executors whose own scheduler preempts (Slurm: slurm.preemptible_partition
+  // and slurm.preemptible_qos).
+  bool preemptible = false;
 };
 
 enum class ReplicaPhase {
