@@ -68,6 +68,9 @@ struct ReplicaLaunch {
   // stoker-run samples the replica's resource use this often into its
   // telemetry.jsonl (src/telemetry); 0 = not at all.
   double telemetry_seconds = 0;
+  // Start the trainer from a warm interpreter (docs/warm-starts.md);
+  // requested = false: a cold start, and nothing said about it.
+  replica::WarmSpec warm;
 };
 
 struct JobLaunch {

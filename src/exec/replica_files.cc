@@ -69,6 +69,7 @@ replica::LaunchSpec LaunchSpecOf(const ReplicaLaunch& r) {
   spec.run_as = r.run_as;
   spec.isolation = r.isolation;
   spec.telemetry = {r.telemetry_seconds, r.cpus, r.memory_bytes};
+  spec.warm = r.warm;
   return spec;
 }
 
@@ -96,7 +97,11 @@ ReplicaStatus ReadReplicaStatus(const fs::path& dir, const std::string& name,
                                 const ReadStatusOptions& options) {
   ReplicaStatus st;
   st.name = name;
-  if (ReadFinalStatus(dir, st)) return st;
+  if (ReadFinalStatus(dir, st)) {
+    // How it started, also for a replica that ended between two polls.
+    if (auto t = ReadTrainerInfo(dir)) st.start_note = t->start_note;
+    return st;
+  }
   std::error_code ec;
   if (!Claimed(dir)) {
     if (!fs::exists(dir, ec)) {
@@ -105,7 +110,10 @@ ReplicaStatus ReadReplicaStatus(const fs::path& dir, const std::string& name,
     }
     return st;  // kStarting
   }
-  if (auto t = ReadTrainerInfo(dir)) st.start_us = t->start_time_us;
+  if (auto t = ReadTrainerInfo(dir)) {
+    st.start_us = t->start_time_us;
+    st.start_note = t->start_note;
+  }
   if (SupervisorAlive(dir)) {
     st.phase = st.start_us ? ReplicaPhase::kRunning : ReplicaPhase::kStarting;
     return st;

@@ -172,6 +172,8 @@ int RunSlurmTask(const std::string& job_dir) {
     return runner::SlurmTaskEnv(env, replicas, placed);
   };
   hooks.before_fork = [held] { held->reset(); };
+  hooks.no_warm_reason =
+      "the Slurm executor starts trainers cold (Slurm kills processes outside its job step)";
   return runner::RunSupervisor(std::filesystem::path(job_dir) / *replica, std::move(hooks));
 }
 

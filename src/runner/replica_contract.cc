@@ -241,6 +241,35 @@ Result<LaunchSpec> ParseLaunchSpec(std::string_view text) {
       spec.telemetry.memory_bytes = m->get<uint64_t>();
     }
   }
+  if (auto it = doc.find("warm"); it != doc.end() && !it->is_null()) {
+    const char* shape =
+        "launch.json: warm: must be {\"preload\": [MODULE...], \"dir\": ABS_PATH, "
+        "\"zygote\": ABS_PATH, \"python\": ABS_PATH, \"idle_seconds\": N} or "
+        "{\"cold_reason\": TEXT}";
+    if (!it->is_object()) return InvalidArgument(shape);
+    WarmSpec& w = spec.warm;
+    w.requested = true;
+    auto str = [&](const char* key) -> std::optional<std::string> {
+      auto f = it->find(key);
+      if (f == it->end() || !f->is_string() || HasNul(f->get<std::string>())) return std::nullopt;
+      return f->get<std::string>();
+    };
+    if (auto r = str("cold_reason")) w.cold_reason = *r;
+    if (auto p = it->find("preload"); p != it->end() && p->is_array()) {
+      for (const json& m : *p) {
+        if (!m.is_string() || HasNul(m.get<std::string>())) return InvalidArgument(shape);
+        w.preload.push_back(m.get<std::string>());
+      }
+    }
+    if (auto d = str("dir")) w.dir = *d;
+    if (auto z = str("zygote")) w.zygote = *z;
+    if (auto py = str("python")) w.python = *py;
+    STOKER_ASSIGN_OR_RETURN(w.idle_seconds, ParseSeconds(*it, "idle_seconds", 600));
+    if (w.cold_reason.empty() && (!w.dir.is_absolute() || !w.zygote.is_absolute() ||
+                                  w.python.empty() || w.python[0] != '/')) {
+      return InvalidArgument(shape);
+    }
+  }
   return spec;
 }
 
@@ -271,6 +300,17 @@ std::string FormatLaunchSpec(const LaunchSpec& s) {
     doc["telemetry"] = {{"interval_seconds", s.telemetry.interval_seconds},
                         {"cpus", s.telemetry.cpus},
                         {"memory_bytes", s.telemetry.memory_bytes}};
+  }
+  if (s.warm.requested) {
+    if (!s.warm.cold_reason.empty()) {
+      doc["warm"] = {{"cold_reason", s.warm.cold_reason}};
+    } else {
+      doc["warm"] = {{"preload", s.warm.preload},
+                     {"dir", s.warm.dir.string()},
+                     {"zygote", s.warm.zygote.string()},
+                     {"python", s.warm.python},
+                     {"idle_seconds", s.warm.idle_seconds}};
+    }
   }
   return doc.dump(2);
 }
@@ -333,12 +373,15 @@ Result<FinalStatus> ParseStatus(std::string_view text) {
 
 std::string FormatTrainerInfo(const TrainerInfo& info) {
   json doc = {{"pid", info.pid}, {"pgid", info.pgid}, {"start_time_us", info.start_time_us}};
+  if (!info.start_note.empty()) doc["start_note"] = info.start_note;
   return doc.dump() + "\n";
 }
 
 Result<TrainerInfo> ParseTrainerInfo(std::string_view text) {
   STOKER_ASSIGN_OR_RETURN(json doc, ParseObject(text, kTrainerFile));
-  return TrainerInfo{IntField(doc, "pid"), IntField(doc, "pgid"), IntField(doc, "start_time_us")};
+  TrainerInfo info{IntField(doc, "pid"), IntField(doc, "pgid"), IntField(doc, "start_time_us"), ""};
+  if (auto n = doc.find("start_note"); n != doc.end() && n->is_string()) info.start_note = *n;
+  return info;
 }
 
 std::string FormatRunnerInfo(const RunnerInfo& info) {

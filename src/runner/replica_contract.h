@@ -95,6 +95,20 @@ struct TelemetrySpec {
   uint64_t memory_bytes = 0;
 };
 
+// "warm": start the trainer from a warm interpreter (docs/warm-starts.md,
+// runner/warm_start.h). Absent: a cold start, and nothing said about it.
+// Present with a `cold_reason`: the daemon wanted a warm start but cannot
+// have one; the supervisor starts cold and says why in its start note.
+struct WarmSpec {
+  bool requested = false;            // "warm" present in launch.json
+  std::string cold_reason;           // "" = try warm
+  std::vector<std::string> preload;  // modules the warm interpreter imports ("torch", "numpy")
+  std::filesystem::path dir;     // where zygote sockets live: the daemon's, hidden from trainers
+  std::filesystem::path zygote;  // the zygote program (stoker_zygote.py)
+  std::string python;            // the environment's interpreter (absolute)
+  double idle_seconds = 600;     // a zygote with nothing to do exits after this long
+};
+
 struct LaunchSpec {
   std::vector<std::string> argv;                // non-empty; argv[0] looked up in env's PATH
   std::map<std::string, std::string> env;       // the complete trainer environment
@@ -107,6 +121,7 @@ struct LaunchSpec {
   std::optional<RunAs> run_as;
   IsolationSpec isolation;  // written only when the mode is not off
   TelemetrySpec telemetry;  // written only when on
+  WarmSpec warm;            // written only when requested
 };
 
 // InvalidArgument naming the offending field ("launch.json: argv[0]: ...").
@@ -150,6 +165,9 @@ struct TrainerInfo {
   int64_t pid = 0;
   int64_t pgid = 0;  // the trainer's own process group
   int64_t start_time_us = 0;
+  // How the trainer was started, for the job's events ("warm start: ...",
+  // "cold start: <why>"); "" = nothing to say (launch.json asked no warm start).
+  std::string start_note;
 };
 std::string FormatTrainerInfo(const TrainerInfo& info);
 // Fields that are missing or not integers read as 0; InvalidArgument when

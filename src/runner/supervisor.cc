@@ -7,6 +7,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,6 +31,7 @@
 #include "runner/log_rotation.h"
 #include "runner/replica_processes.h"
 #include "runner/telemetry_sampler.h"
+#include "runner/warm_start.h"
 
 #if STOKER_RUNNER_HAVE_STORAGE
 #include "storage/archive.h"
@@ -94,7 +96,7 @@ class Supervisor {
       : dir_(std::move(dir)), cookie_(ReplicaCookie(dir_)), hooks_(std::move(hooks)) {}
   ~Supervisor() {
     pump_.reset();  // before the log it writes to
-    for (int fd : {sfd_, lock_fd_, claim_fd_, null_fd_}) {
+    for (int fd : {sfd_, lock_fd_, claim_fd_, null_fd_, warm_.conn, warm_.pidfd, warm_.go}) {
       if (fd >= 0) ::close(fd);
     }
   }
@@ -117,6 +119,15 @@ class Supervisor {
   // Reaps on SIGCHLD; true when a cancel (SIGTERM, SIGINT, SIGHUP) came.
   bool DrainSignals();
   void StartTrainer(const LaunchSpec& spec, const std::vector<fs::path>& python_path);
+  // Starts the trainer from a warm interpreter (warm_start.h): true once it
+  // runs (trainer_ and warm_ set); false with *cold_reason when it must
+  // start cold instead (nothing of it ran).
+  bool StartWarm(const LaunchSpec& spec, const std::vector<std::string>& env,
+                 const std::vector<std::string>& candidates, const std::vector<gid_t>& groups,
+                 int umask, int out_fd, Isolation& isolation, std::string* cold_reason);
+  // For a warm trainer: reads the zygote's connection; sets trainer_status_
+  // once it ended (or once the zygote died, taking it along).
+  void ReadWarm();
   void Supervise();
   // Starts the resource sampler when launch.json asks for one.
   void StartSampler(const LaunchSpec& spec);
@@ -149,7 +160,117 @@ class Supervisor {
   int64_t stop_at_ms_ = 0;  // when the SIGTERM went out
 
   Outcome outcome_;
+  std::string start_note_;  // for trainer.json: how the trainer was started
+  WarmChild warm_;          // a warm trainer: the zygote's child (pid -1: cold)
+  std::string warm_buffer_;
+  std::string late_log_line_;  // written to output.log after the trainer's last byte
 };
+
+// For a warm start: the isolated view the trainer must join, made by the
+// same Isolation::Enter a cold trainer runs, in a helper process forked
+// here; its user and mount namespaces are returned as fds (-1, -1 when
+// Enter left the view as it is: mode off, or auto where it is impossible).
+// Error: Enter refused (the cold start then reports it exactly).
+Result<std::pair<int, int>> PrepareIsolatedView(Isolation& isolation) {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) return Internal(Errno("pipe"));
+  const pid_t supervisor = ::getpid();
+  pid_t h = ::fork();
+  if (h == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != supervisor) ::_exit(1);
+    const char* error = isolation.Enter(STDERR_FILENO);
+    std::string msg = error ? std::string("-") + error : "+";
+    ssize_t n = ::write(p[1], msg.data(), msg.size());
+    (void)n;
+    ::close(p[1]);
+    while (true) ::pause();  // holds the namespaces until the supervisor took them
+  }
+  ::close(p[1]);
+  if (h < 0) {
+    ::close(p[0]);
+    return Internal(Errno("cannot fork the isolation helper"));
+  }
+  char buf[1200];
+  ssize_t n;
+  do {
+    n = ::read(p[0], buf, sizeof buf);
+  } while (n < 0 && errno == EINTR);
+  ::close(p[0]);
+  Result<std::pair<int, int>> out = std::pair<int, int>{-1, -1};
+  if (n <= 0) {
+    out = Internal("the isolation helper died");
+  } else if (buf[0] == '-') {
+    out = FailedPrecondition("isolation: " + std::string(buf + 1, static_cast<size_t>(n - 1)));
+  } else {
+    int fds[2] = {-1, -1};
+    const char* names[2] = {"user", "mnt"};
+    for (int i = 0; i < 2; ++i) {
+      std::string theirs = "/proc/" + std::to_string(h) + "/ns/" + names[i];
+      std::string ours = std::string("/proc/self/ns/") + names[i];
+      struct stat a = {}, b = {};
+      if (::stat(theirs.c_str(), &a) != 0 || ::stat(ours.c_str(), &b) != 0) {
+        out = Internal(Errno("cannot read " + theirs));
+        break;
+      }
+      if (a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
+        fds[i] = ::open(theirs.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fds[i] < 0) {
+          out = Internal(Errno("cannot open " + theirs));
+          break;
+        }
+      }
+    }
+    if (out.ok()) {
+      out = std::pair<int, int>{fds[0], fds[1]};
+    } else {
+      for (int fd : fds) {
+        if (fd >= 0) ::close(fd);
+      }
+    }
+  }
+  ::kill(h, SIGKILL);
+  ::waitpid(h, nullptr, 0);
+  return out;
+}
+
+// The interpreter a cold exec would run (the first candidate that can be
+// executed), when stoker-run may trust it for a zygote: the file and the
+// directories it lies in (where Python looks for pyvenv.cfg) writable by
+// no account but root and stoker-run's. "" with *why otherwise.
+std::string TrustedInterpreter(const std::vector<std::string>& candidates,
+                               const std::string& environment_python, std::string* why) {
+  std::string found;
+  for (const std::string& c : candidates) {
+    if (::access(c.c_str(), X_OK) == 0) {
+      found = c;
+      break;
+    }
+  }
+  if (found.empty()) {
+    *why = "the interpreter was not found";
+    return "";
+  }
+  std::error_code ec1, ec2;
+  fs::path real = fs::canonical(found, ec1);
+  fs::path env_real = fs::canonical(environment_python, ec2);
+  if (ec1 || ec2 || real != env_real) {
+    *why =
+        "the command runs " + found + ", not the environment's interpreter " + environment_python;
+    return "";
+  }
+  fs::path p = fs::absolute(found);
+  for (int level = 0; level < 3 && !p.empty(); ++level, p = p.parent_path()) {
+    struct stat st = {};
+    if (::lstat(p.c_str(), &st) != 0 || (st.st_uid != 0 && st.st_uid != ::geteuid()) ||
+        (!S_ISLNK(st.st_mode) && (st.st_mode & 022) != 0)) {
+      *why = p.string() + " may be changed by another account";
+      return "";
+    }
+    if (p == p.root_path()) break;
+  }
+  return found;
+}
 
 bool Supervisor::Claim(int* exit_code) {
   fs::path lock = dir_ / "runner.lock";
@@ -364,7 +485,15 @@ void Supervisor::StartTrainer(const LaunchSpec& spec, const std::vector<fs::path
 
   if (hooks_.before_fork) hooks_.before_fork();
   outcome_.start_time_us = NowMicros();
-  pid_t pid = ::fork();
+  bool warm = false;
+  if (spec.warm.requested) {
+    std::string reason =
+        !hooks_.no_warm_reason.empty() ? hooks_.no_warm_reason : spec.warm.cold_reason;
+    warm = reason.empty() && StartWarm(spec, env, candidates, groups, shares_buckets ? 002 : 022,
+                                       pipe_fds[1], isolation, &reason);
+    if (!warm) start_note_ = "cold start: " + reason;
+  }
+  pid_t pid = warm ? warm_.pid : ::fork();
   if (pid == 0) {
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -441,14 +570,99 @@ void Supervisor::StartTrainer(const LaunchSpec& spec, const std::vector<fs::path
   RotatingLog* log = log_.get();
   pump_ = std::make_unique<LogPump>(pipe_fds[0],
                                     [log](std::string_view data) { return log->Write(data); });
-  ::setpgid(pid, pid);  // also here, so that kill(-pid) works from now on
+  // Also here, so that kill(-pid) works from now on (a warm trainer made
+  // its own session before it started).
+  if (!warm) ::setpgid(pid, pid);
 
-  Status s = WriteFileAtomic(dir_ / replica::kTrainerFile,
-                             replica::FormatTrainerInfo({pid, pid, outcome_.start_time_us}));
+  Status s =
+      WriteFileAtomic(dir_ / replica::kTrainerFile,
+                      replica::FormatTrainerInfo({pid, pid, outcome_.start_time_us, start_note_}));
   if (!s.ok()) Log(s.ToString());
   s = WriteFileAtomic(dir_ / replica::kRunnerFile,
                       replica::FormatRunnerInfo({supervisor, supervisor_start_us_}));
   if (!s.ok()) Log(s.ToString());
+}
+
+bool Supervisor::StartWarm(const LaunchSpec& spec, const std::vector<std::string>& env,
+                           const std::vector<std::string>& candidates,
+                           const std::vector<gid_t>& groups, int umask, int out_fd,
+                           Isolation& isolation, std::string* cold_reason) {
+  Result<WarmInvocation> inv = ParseWarmInvocation(spec.argv);
+  if (!inv.ok()) {
+    *cold_reason = inv.status().message();
+    return false;
+  }
+  WarmRequest req;
+  req.invocation = *inv;
+  for (const std::string& kv : env) {
+    size_t eq = kv.find('=');
+    req.env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  if (std::string problem = WarmEnvProblem(req.env); !problem.empty()) {
+    *cold_reason = problem;
+    return false;
+  }
+  req.python_path = TrustedInterpreter(candidates, spec.warm.python, cold_reason);
+  if (req.python_path.empty()) return false;
+  req.cwd = (dir_ / "work").string();
+  req.stdin_fd = null_fd_;
+  req.out_fd = out_fd;
+  uint32_t uid = ::geteuid(), gid = ::getegid();
+  if (spec.run_as) {
+    req.switch_account = true;
+    uid = req.uid = spec.run_as->uid;
+    gid = req.gid = spec.run_as->gid;
+    req.groups.assign(groups.begin(), groups.end());
+    req.umask = umask;
+  }
+  if (spec.isolation.mode != IsolationMode::kOff) {
+    Result<std::pair<int, int>> view = PrepareIsolatedView(isolation);
+    if (!view.ok()) {
+      *cold_reason = view.status().message();
+      return false;
+    }
+    req.userns_fd = view->first;
+    req.mntns_fd = view->second;
+  }
+  const std::string key = ZygoteKey(req.python_path, spec.warm.preload, uid, gid, req.env);
+  Result<WarmChild> child = ForkWarm(spec.warm, key, req);
+  for (int fd : {req.userns_fd, req.mntns_fd}) {
+    if (fd >= 0) ::close(fd);
+  }
+  if (!child.ok()) {
+    *cold_reason = child.status().message();
+    return false;
+  }
+  warm_ = *child;
+  if (Status go = StartWarmChild(&warm_); !go.ok()) {
+    // The child never got its go byte: it exits without running anything.
+    ::close(warm_.conn);
+    ::close(warm_.pidfd);
+    warm_ = WarmChild{};
+    *cold_reason = go.message();
+    return false;
+  }
+  start_note_ = WarmStartNote(warm_.preloaded, warm_.fork_ms);
+  return true;
+}
+
+void Supervisor::ReadWarm() {
+  if (warm_.conn < 0 || trainer_status_) return;
+  bool closed = false;
+  if (std::optional<int> st = ReadWarmStatus(warm_.conn, &warm_buffer_, &closed)) {
+    trainer_status_ = *st;
+    return;
+  }
+  if (!closed) return;
+  // The zygote died without a word: its child's parent-death signal
+  // (SIGKILL) took the trainer along. Make sure, and wait for its end.
+  ::syscall(SYS_pidfd_send_signal, warm_.pidfd, SIGKILL, nullptr, 0);
+  ::kill(-trainer_, SIGKILL);
+  pollfd pfd = {warm_.pidfd, POLLIN, 0};
+  ::poll(&pfd, 1, 10000);
+  trainer_status_ = SIGKILL;  // as a wait status: killed by signal 9
+  late_log_line_ = "stoker-run: the warm interpreter (pid " + std::to_string(warm_.zygote_pid) +
+                   ") died; the trainer was killed with it\n";
 }
 
 void Supervisor::BeginStop(EndState reason) {
@@ -464,7 +678,8 @@ void Supervisor::BeginStop(EndState reason) {
 }
 
 void Supervisor::ReapChildren() {
-  if (trainer_ > 0 && !trainer_status_) {
+  // A warm trainer is the zygote's child: its status comes from ReadWarm.
+  if (trainer_ > 0 && !trainer_status_ && warm_.pid < 0) {
     // Kill the rest of the group while the trainer's zombie still pins the
     // group id, so that the id cannot have been reused.
     siginfo_t info = {};
@@ -506,8 +721,8 @@ void Supervisor::Supervise() {
     // Wake at least every kOrphanCheckMs to notice a deleted replica directory.
     int wait_ms = static_cast<int>(
         std::clamp<int64_t>(next < 0 ? kOrphanCheckMs : next - now, 0, kOrphanCheckMs));
-    pollfd pfd = {sfd_, POLLIN, 0};
-    int n = ::poll(&pfd, 1, wait_ms);
+    pollfd pfds[2] = {{sfd_, POLLIN, 0}, {warm_.conn, POLLIN, 0}};
+    int n = ::poll(pfds, warm_.conn >= 0 ? 2 : 1, wait_ms);
     if (!stop_reason_ && LockFileRemoved()) {
       // Someone deleted the replica directory: no daemon can see, cancel or
       // collect this replica any more, so it must not run on unobserved.
@@ -520,6 +735,7 @@ void Supervisor::Supervise() {
     }
     if (DrainSignals()) BeginStop(EndState::kCancelled);
     ReapChildren();
+    ReadWarm();
   }
 }
 
@@ -532,7 +748,9 @@ void Supervisor::StartSampler(const LaunchSpec& spec) {
     for (const resources::Gpu& g : resources::DiscoverGpus(nullptr)) uuids.push_back(g.uuid);
   }
   sampler_ = std::make_unique<TelemetrySampler>(dir_ / telemetry::kTelemetryFile, spec.telemetry,
-                                                VisibleGpuIndices(visible, uuids), ::getpid());
+                                                VisibleGpuIndices(visible, uuids),
+                                                warm_.pid > 0 ? warm_.pid : ::getpid(),
+                                                /*include_root=*/warm_.pid > 0);
   sampler_->Start();
 }
 
@@ -575,6 +793,10 @@ int Supervisor::Finish() {
   // it ended, so whoever reads the log's tail on that signal sees the end.
   if (pump_) pump_->Finish(kLogDrainMs);
   outcome_.end_time_us = NowMicros();
+  if (!late_log_line_.empty() && log_) {
+    Status w = log_->Write(late_log_line_);
+    if (!w.ok()) Log(w.ToString());
+  }
   if (outcome_.state == EndState::kLaunchFailed && log_) {
     Status w = log_->Write("stoker-run: " + outcome_.message + "\n");
     if (!w.ok()) Log(w.ToString());

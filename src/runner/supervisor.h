@@ -54,6 +54,10 @@ struct SupervisorHooks {
   // port the rewrite reserved) is free for the shortest possible time before
   // the trainer takes it. Not called when no trainer is forked.
   std::function<void()> before_fork;
+  // Non-empty: launch.json's "warm" is not honoured and the trainer starts
+  // cold, with this as the start note's reason (the Slurm executor: Slurm
+  // kills whatever runs outside its step).
+  std::string no_warm_reason;
 };
 int RunSupervisor(const std::filesystem::path& dir, SupervisorHooks hooks = {});
 

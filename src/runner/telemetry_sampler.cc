@@ -120,8 +120,20 @@ std::vector<int> VisibleGpuIndices(const std::string& cuda_visible_devices,
 }
 
 TelemetrySampler::TelemetrySampler(fs::path file, replica::TelemetrySpec spec,
-                                   std::vector<int> gpu_indices, pid_t root)
-    : file_(std::move(file)), spec_(spec), gpu_indices_(std::move(gpu_indices)), root_(root) {}
+                                   std::vector<int> gpu_indices, pid_t root, bool include_root)
+    : file_(std::move(file)),
+      spec_(spec),
+      gpu_indices_(std::move(gpu_indices)),
+      root_(root),
+      include_root_(include_root) {}
+
+std::vector<std::pair<pid_t, ProcStat>> TelemetrySampler::Tree() {
+  std::vector<std::pair<pid_t, ProcStat>> out = table_.Below(root_);
+  if (include_root_) {
+    if (std::optional<ProcStat> st = ReadProcStat(root_)) out.emplace_back(root_, *st);
+  }
+  return out;
+}
 
 TelemetrySampler::~TelemetrySampler() { Stop(); }
 
@@ -143,7 +155,7 @@ void TelemetrySampler::Stop() {
 
 void TelemetrySampler::Loop() {
   // The CPU counters need a first reading to take differences from.
-  for (const auto& [pid, st] : table_.Below(root_)) last_tree_ticks_ += st.cpu_ticks;
+  for (const auto& [pid, st] : Tree()) last_tree_ticks_ += st.cpu_ticks;
   have_tree_ticks_ = true;
   double wait = std::min(1.0, spec_.interval_seconds);
   std::unique_lock<std::mutex> lock(mu_);
@@ -169,7 +181,7 @@ telemetry::Point TelemetrySampler::Sample() {
   static const long kPage = ::sysconf(_SC_PAGESIZE);
   std::set<uint32_t> pids;
   uint64_t ticks = 0, rss_pages = 0;
-  for (const auto& [pid, st] : table_.Below(root_)) {
+  for (const auto& [pid, st] : Tree()) {
     if (st.state == 'Z' || st.state == 'X') continue;
     pids.insert(static_cast<uint32_t>(pid));
     ticks += st.cpu_ticks;

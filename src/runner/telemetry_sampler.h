@@ -55,9 +55,11 @@ class ProcessTable {
 
 class TelemetrySampler {
  public:
-  // Samples the processes below `root` (the supervisor) into `file`.
+  // Samples the processes below `root` (the supervisor) into `file`; with
+  // `include_root`, `root` itself too (a warm trainer, which is not the
+  // supervisor's child: runner/warm_start.h).
   TelemetrySampler(std::filesystem::path file, replica::TelemetrySpec spec,
-                   std::vector<int> gpu_indices, pid_t root);
+                   std::vector<int> gpu_indices, pid_t root, bool include_root = false);
   ~TelemetrySampler();  // Stop()
   TelemetrySampler(const TelemetrySampler&) = delete;
   TelemetrySampler& operator=(const TelemetrySampler&) = delete;
@@ -70,11 +72,14 @@ class TelemetrySampler {
   void Loop();
   telemetry::Point Sample();
   void Write(const telemetry::Point& p);
+  // The sampled processes: below root_, and root_ with include_root_.
+  std::vector<std::pair<pid_t, ProcStat>> Tree();
 
   const std::filesystem::path file_;
   const replica::TelemetrySpec spec_;
   const std::vector<int> gpu_indices_;
   const pid_t root_;
+  const bool include_root_;
 
   std::mutex mu_;
   std::condition_variable cv_;

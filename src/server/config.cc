@@ -1,5 +1,7 @@
 #include "server/config.h"
 
+#include <cctype>
+
 #include "common/files.h"
 #include "common/json_yaml.h"
 
@@ -325,6 +327,32 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
             return InvalidArgument(where + "job_isolation: must be auto, required or off, got " +
                                    value.dump());
           }
+        } else if (key == "warm_starts") {
+          c.warm_starts.enabled = value.get<bool>();
+        } else if (key == "warm_start_preload") {
+          if (!value.is_array()) {
+            return InvalidArgument(where +
+                                   "warm_start_preload: must be a list of module names, e.g. "
+                                   "[torch, numpy]");
+          }
+          c.warm_starts.preload.clear();
+          for (const auto& m : value) {
+            std::string name = m.is_string() ? m.get<std::string>() : m.dump();
+            bool ok = !name.empty() && name.front() != '.' && name.back() != '.';
+            for (char ch : name) {
+              ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.');
+            }
+            if (!ok) {
+              return InvalidArgument(where + "warm_start_preload: '" + name +
+                                     "' is not a module name (letters, digits, _ and .)");
+            }
+            c.warm_starts.preload.push_back(name);
+          }
+        } else if (key == "warm_start_idle_seconds") {
+          c.warm_starts.idle_seconds = value.get<double>();
+          if (!(c.warm_starts.idle_seconds >= 1)) {
+            return InvalidArgument(where + "warm_start_idle_seconds: must be at least 1");
+          }
         } else if (key == "executor") {
           c.executor = value.get<std::string>();
           if (c.executor != "local" && c.executor != "slurm") {
@@ -353,7 +381,8 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
                                  "log_max_bytes, log_max_files, retention, "
                                  "tls_cert_file, tls_key_file, allow_insecure_http, "
                                  "default_unix_user, allow_root_trainers, bucket_group, "
-                                 "job_isolation, preemption, executor, "
+                                 "job_isolation, warm_starts, warm_start_preload, "
+                                 "warm_start_idle_seconds, preemption, executor, "
                                  "slurm, cost, gpu_telemetry_seconds, telemetry_seconds, webhooks)");
         }
       }

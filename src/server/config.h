@@ -103,6 +103,15 @@ struct PreemptionConfig {
   std::optional<int> preemptible_below;  // a band of preemptible priorities
 };
 
+// Warm starts (docs/warm-starts.md): study trials (and jobs labelled
+// stoker-warm-start: "true") start from a warm interpreter that has already
+// imported `preload`.
+struct WarmStartConfig {
+  bool enabled = true;                                    // warm_starts
+  std::vector<std::string> preload = {"torch", "numpy"};  // warm_start_preload
+  double idle_seconds = 600;                              // warm_start_idle_seconds
+};
+
 struct Config {
   std::filesystem::path data_dir;
   std::filesystem::path config_file;  // "" when none was read
@@ -131,6 +140,7 @@ struct Config {
   bool allow_root_trainers = false;
   std::string bucket_group = "stoker";   // root daemon: the group that may write buckets
   std::string job_isolation = "auto";    // auto | required | off
+  WarmStartConfig warm_starts;
   uint64_t log_max_bytes = 64ull << 20;  // per replica log file; 0 = no rotation
   int log_max_files = 3;                 // rotated files kept, 1..1000
   RetentionPolicy retention;

@@ -1144,6 +1144,9 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
   in.settings = {config_.cancel_grace_seconds, config_.log_max_bytes,
                  config_.log_max_files,        config_.api_url,
                  config_.push_secret,          config_.telemetry_seconds};
+  in.settings.warm = {config_.warm_starts.enabled, config_.warm_starts.preload,
+                      config_.warm_starts.idle_seconds, (config_.data_dir / "warm").string(),
+                      (config_.python_helpers / "stoker_zygote.py").string()};
   in.rewrite_uris = [this](const std::string& s) { return storage::RewriteGsUris(s, buckets_); };
 
   std::string output_uri = OutputUri(a.job, a.rec.id);

@@ -91,6 +91,20 @@ Result<exec::JobLaunch> BuildJobLaunch(const LaunchInputs& in) {
     rl.log_max_bytes = in.settings.log_max_bytes;
     rl.log_max_files = in.settings.log_max_files;
     rl.telemetry_seconds = in.settings.telemetry_seconds;
+    if (in.settings.warm.enabled && !env.python.empty()) {
+      auto label = in.job->labels.find(kWarmStartLabel);
+      std::string opt = label == in.job->labels.end() ? "" : label->second;
+      if (opt == "true" || (rec.study_id != 0 && opt != "false")) {
+        // Whether the command can run warm is stoker-run's to judge (it
+        // says why not in its start note).
+        rl.warm.requested = true;
+        rl.warm.preload = in.settings.warm.preload;
+        rl.warm.idle_seconds = in.settings.warm.idle_seconds;
+        rl.warm.dir = in.settings.warm.dir;
+        rl.warm.zygote = in.settings.warm.zygote;
+        rl.warm.python = env.python;
+      }
+    }
     launch.replicas.push_back(std::move(rl));
   }
   return launch;

@@ -31,7 +31,18 @@ struct LaunchSettings {
   std::string api_url;
   std::string push_secret;
   double telemetry_seconds = 5;  // the replica's resource sampler (0 = off)
+  // Warm starts (docs/warm-starts.md): off unless `enabled`.
+  struct Warm {
+    bool enabled = false;
+    std::vector<std::string> preload;
+    double idle_seconds = 600;
+    std::string dir;     // zygote sockets: under the data dir, hidden from trainers
+    std::string zygote;  // stoker_zygote.py among the Python helpers
+  } warm;
 };
+
+// The label by which a job opts in ("true") or a trial out ("false").
+inline constexpr char kWarmStartLabel[] = "stoker-warm-start";
 
 struct LaunchInputs {
   const store::JobRecord* rec = nullptr;  // id, attempt, project, location, trial, allocation
@@ -52,7 +63,9 @@ struct LaunchInputs {
 // addresses from the allocation's ports, a fractional GPU's share and memory
 // limit as STOKER_GPU_FRACTION / STOKER_GPU_MEMORY_LIMIT_BYTES /
 // XLA_PYTHON_CLIENT_MEM_FRACTION, STOKER_METRICS_URL for trials, packages,
-// timeout, grace, log limits and the replica's resource ask.
+// timeout, grace, log limits, the replica's resource ask, and "warm" for
+// study trials and jobs labelled stoker-warm-start: "true" (not for a trial
+// labelled "false") when settings.warm is enabled.
 // InvalidArgument from BuildReplicaCommand (an expansion over its bounds).
 Result<exec::JobLaunch> BuildJobLaunch(const LaunchInputs& in);
 

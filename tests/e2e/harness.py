@@ -195,7 +195,9 @@ class StokerTestCase(unittest.TestCase):
         self.daemon.kill(signal.SIGTERM)
         # No replica of any test may outlive it: cancel supervisors still running
         # (SIGTERM stops their whole process tree), then make sure.
-        pattern = "stoker-run.*" + self.data
+        # Warm interpreters (stoker_zygote.py, docs/warm-starts.md) leave on
+        # their own once their socket is gone; the pattern takes them too.
+        pattern = "(stoker-run|stoker_zygote).*" + self.data
         subprocess.run(["pkill", "-TERM", "-f", pattern], check=False)
         try:
             wait_for(lambda: subprocess.run(["pgrep", "-f", pattern], capture_output=True).returncode != 0,

@@ -1,0 +1,526 @@
+# Stoker's warm interpreter (a "zygote"): docs/warm-starts.md,
+# docs/decisions/0026-warm-starts.md.
+#
+# stoker-run starts one per (interpreter, trainer account, preload list,
+# start-up variables) and leaves it running for later trials:
+#
+#   python3 stoker_zygote.py --socket PATH --preload torch,numpy --idle SECONDS --ready-fd N
+#
+# It imports the preload modules first (before anything of its own, so that
+# what it imports for itself can be told apart and dropped in the children),
+# then listens on the Unix socket PATH (bound under a temporary name and
+# renamed into place, so that a connect succeeds only once it is ready),
+# writes one JSON line to the ready fd and closes it.
+#
+# Protocol, one connection per trainer (stoker-run is the only client; the
+# peer must have this process's uid, SO_PEERCRED):
+#   client -> zygote  a 4-byte big-endian length and that many bytes of JSON
+#                     {"mode": "module"|"script", "target", "args", "env",
+#                      "cwd", "unbuffered", "run_as": {"uid", "gid",
+#                      "groups", "umask"}|null, "fds": [NAME...]}, with the
+#                     fds named in "fds" (stdin, out, go, and userns/mntns
+#                     when the trainer is isolated) passed by SCM_RIGHTS.
+#   zygote -> client  one line: {"pid": N, "preloaded": [...], "skipped":
+#                     {...}} once the child is forked, or {"error": TEXT} when
+#                     none was (the client may then start the trainer cold).
+#   client -> child   one byte "g" on the go pipe: only then does the child
+#                     run anything of the trainer's. EOF instead: it exits
+#                     without running anything (so a trainer never starts
+#                     twice: the client falls back to a cold start only when
+#                     it never wrote "g").
+#   zygote -> client  one line {"status": WAIT_STATUS} when the child ended.
+#                     If the client's connection closes first, the child's
+#                     process group is killed (like a trainer whose
+#                     supervisor died).
+#
+# The child becomes exactly what a cold `python3 -m mod args` (or
+# `python3 script.py args`) would have been: own session and process group,
+# the parent-death signal, the account, the isolated view (by joining the
+# namespaces stoker-run prepared: one implementation of isolation, in C++),
+# umask, cwd, argv, environment, fds 0-2, fresh sys.stdout/stderr, default
+# signal handlers, sys.path as a fresh run computes it, and sys.modules of a
+# fresh interpreter plus the preloaded modules (everything this file imported
+# for itself is dropped). CUDA is never initialised here: a request finding
+# torch.cuda initialised is refused.
+import sys
+
+_FRESH_MODULES = set(sys.modules)
+_BASE_PATH = list(sys.path[1:])  # without path0 (this file's directory)
+
+
+def _arg(name, default=None):
+    argv = sys.argv
+    for i, a in enumerate(argv):
+        if a == name and i + 1 < len(argv):
+            return argv[i + 1]
+    return default
+
+
+_PRELOADED = []
+_SKIPPED = {}
+for _name in [m for m in (_arg("--preload", "") or "").split(",") if m]:
+    try:
+        __import__(_name)
+        _PRELOADED.append(_name)
+    except BaseException as _e:  # noqa: BLE001 - any failure means "not preloaded"
+        _SKIPPED[_name] = "%s: %s" % (type(_e).__name__, _e)
+_PRELOAD_MODULES = set(sys.modules) - _FRESH_MODULES
+
+# Our own imports, after the preload: dropped from the children's sys.modules
+# unless the preload imported them too.
+import ctypes  # noqa: E402
+import io  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import selectors  # noqa: E402
+import signal  # noqa: E402
+import socket  # noqa: E402
+import struct  # noqa: E402
+import time  # noqa: E402
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
+_PR_SET_MM = 35
+_PR_SET_MM_MAP = 14
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWUSER = 0x10000000
+_KEEP_ALIVE = []  # buffers /proc/self/cmdline and environ point into
+
+
+def _log(msg):
+    try:
+        os.write(2, ("stoker-zygote[%d]: %s\n" % (os.getpid(), msg)).encode())
+    except OSError:
+        pass
+
+
+def _cuda_initialised():
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    try:
+        return bool(torch.cuda.is_initialized())
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _prctl(option, arg2, arg3=0):
+    return _libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg2), ctypes.c_ulong(arg3),
+                       ctypes.c_ulong(0), ctypes.c_ulong(0))
+
+
+def _prctl4(option, arg2, arg3, arg4):
+    return _libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg2), ctypes.c_ulong(arg3),
+                       ctypes.c_ulong(arg4), ctypes.c_ulong(0))
+
+
+def _show_as(argv, env):
+    """Points /proc/self/cmdline and /proc/self/environ at the trainer's argv
+    and environment (what a cold exec would show), so that `ps`, the
+    telemetry sampler and the STOKER_REPLICA clean-up see the trainer as it
+    is. PR_SET_MM_MAP (the one-shot form, which needs no capability): every
+    other field of the map as it is now. Best effort: False when refused."""
+    bufs = []
+    for items in ([a.encode("utf-8", "surrogateescape") for a in argv],
+                  [("%s=%s" % kv).encode("utf-8", "surrogateescape")
+                   for kv in sorted(env.items())]):
+        data = b"".join(i + b"\0" for i in items)
+        buf = ctypes.create_string_buffer(data, len(data) + 1)
+        bufs.append((ctypes.addressof(buf), ctypes.addressof(buf) + len(data)))
+        _KEEP_ALIVE.append(buf)
+    try:
+        with open("/proc/self/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        field = lambda n: int(fields[n - 3])  # noqa: E731 - /proc/PID/stat field numbers
+        _libc.sbrk.restype = ctypes.c_void_p
+        mm = struct.pack("=11QQII", field(26), field(27), field(45), field(46), field(47),
+                         _libc.sbrk(0) or field(47), field(28), bufs[0][0], bufs[0][1],
+                         bufs[1][0], bufs[1][1], 0, 0, 0xFFFFFFFF)
+    except (OSError, ValueError, IndexError):
+        return False
+    mm_buf = ctypes.create_string_buffer(mm, len(mm))
+    return _prctl4(_PR_SET_MM, _PR_SET_MM_MAP, ctypes.addressof(mm_buf), len(mm)) == 0
+
+
+def _drop_capabilities():
+    """What exec would do for a trainer whose uid is not 0: no capability
+    left, also none in the user namespace it joined (so it cannot undo the
+    isolated view's mounts)."""
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
+
+    _prctl4(47, 4, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
+    header = Header(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (Data * 2)()
+    if _libc.capset(ctypes.byref(header), data) != 0:
+        os._exit(127)
+
+
+def _fail(out_fd, text):
+    try:
+        os.write(out_fd, ("stoker-run: %s\n" % text).encode())
+    finally:
+        os._exit(127)
+
+
+def _new_stdio(fd, like, unbuffered, write):
+    raw = io.FileIO(fd, "w" if write else "r", closefd=False)
+    if not write:
+        return io.TextIOWrapper(io.BufferedReader(raw), encoding=like.encoding, errors=like.errors)
+    buf = raw if unbuffered else io.BufferedWriter(raw)
+    return io.TextIOWrapper(buf, encoding=like.encoding, errors=like.errors,
+                            line_buffering=like.line_buffering,
+                            write_through=unbuffered or like.write_through)
+
+
+def _strip_own_frames(tb):
+    me = __file__
+    while tb is not None and tb.tb_frame.f_code.co_filename == me:
+        tb = tb.tb_next
+    return tb
+
+
+def _child(req, fds, zygote_pid, close_fds):
+    """In the forked child. Never returns: ends in os._exit or by raising
+    SystemExit to the top of this file, so that the interpreter's own exit
+    (threads joined, atexit, stdio flushed) runs as in a cold run."""
+    os.setsid()
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != zygote_pid:
+        os._exit(1)  # the zygote died before prctl
+    for fd in close_fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    signal.set_wakeup_fd(-1)
+    for sig in range(1, signal.NSIG):
+        try:
+            signal.signal(sig, signal.SIG_DFL)
+        except (OSError, ValueError, RuntimeError):
+            pass
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    out_fd = fds["out"]
+
+    # Nothing of the trainer's runs before the go byte.
+    try:
+        go = os.read(fds["go"], 1)
+    except OSError:
+        go = b""
+    if go != b"g":
+        os._exit(0)
+    os.close(fds["go"])
+
+    env = req["env"]
+    argv = [req["python"]] + (["-u"] if req.get("flag_u") else []) + (
+        ["-m", req["target"]] if req["mode"] == "module" else [req["target"]]) + req["args"]
+    _show_as(argv, env)
+
+    for name, nstype in (("userns", _CLONE_NEWUSER), ("mntns", _CLONE_NEWNS)):
+        if name in fds:
+            if _libc.setns(fds[name], nstype) != 0:
+                _fail(out_fd, "cannot enter the trainer's isolated view (setns %s): %s" %
+                      (name, os.strerror(ctypes.get_errno())))
+            os.close(fds[name])
+    run_as = req.get("run_as")
+    if run_as:
+        step = None
+        try:
+            step = "setgroups"
+            os.setgroups(run_as["groups"])
+            step = "setgid"
+            os.setgid(run_as["gid"])
+            step = "setuid"
+            os.setuid(run_as["uid"])
+            step = "checking the ids after setuid"
+            if os.getresuid() != (run_as["uid"],) * 3 or os.getresgid() != (run_as["gid"],) * 3:
+                raise OSError(0, "ids differ")
+            if run_as["uid"] != 0:
+                step = "checking that root cannot be regained"
+                try:
+                    os.setuid(0)
+                except OSError:
+                    pass
+                else:
+                    raise OSError(0, "root regained")
+        except OSError as e:
+            _fail(out_fd, "cannot run the trainer as uid %d gid %d: %s: %s" %
+                  (run_as["uid"], run_as["gid"], step, e.strerror))
+        os.umask(run_as.get("umask", 0o22))
+        # A change of credentials clears the parent-death signal, and makes
+        # the process undumpable (an exec would make it dumpable again; the
+        # trainer's memory holds nothing of root's: the zygote runs with a
+        # minimal environment and no secrets).
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        _prctl(_PR_SET_DUMPABLE, 1)
+        if os.getppid() != zygote_pid:
+            os._exit(127)
+    if os.geteuid() != 0:
+        _drop_capabilities()
+    try:
+        os.chdir(req["cwd"])
+    except OSError as e:
+        _fail(out_fd, "cannot enter %s: %s" % (req["cwd"], e.strerror))
+    os.dup2(fds["stdin"], 0)
+    os.dup2(out_fd, 1)
+    os.dup2(out_fd, 2)
+    for fd in {fds["stdin"], out_fd} - {0, 1, 2}:
+        os.close(fd)
+
+    # The interpreter state of a fresh run.
+    os.environ.clear()
+    os.environ.update(env)
+    for name in list(sys.modules):
+        if name not in _FRESH_MODULES and name not in _PRELOAD_MODULES:
+            del sys.modules[name]
+    import types
+    main = types.ModuleType("__main__")
+    main.__dict__["__builtins__"] = sys.modules["builtins"]
+    sys.modules["__main__"] = main
+    if "__mp_main__" in sys.modules:  # multiprocessing's alias of __main__, set at its import
+        sys.modules["__mp_main__"] = main
+    if "types" not in _FRESH_MODULES and "types" not in _PRELOAD_MODULES:
+        del sys.modules["types"]
+    target = req["target"]
+    pythonpath = env.get("PYTHONPATH", "")
+    path0 = os.getcwd() if req["mode"] == "module" else os.path.dirname(os.path.realpath(target))
+    sys.path[:] = [path0] + ([os.path.abspath(p) for p in pythonpath.split(":")]
+                             if pythonpath else []) + _BASE_PATH
+    sys.path_importer_cache.clear()
+    if env.get("PYTHONDONTWRITEBYTECODE"):
+        sys.dont_write_bytecode = True
+    unbuffered = bool(req.get("flag_u") or env.get("PYTHONUNBUFFERED"))
+    sys.stdin = sys.__stdin__ = _new_stdio(0, sys.__stdin__, False, False)
+    sys.stdout = sys.__stdout__ = _new_stdio(1, sys.__stdout__, unbuffered, True)
+    sys.stderr = sys.__stderr__ = _new_stdio(2, sys.__stderr__, unbuffered, True)
+    nprandom = sys.modules.get("numpy.random")
+    if nprandom is not None:
+        nprandom.seed()  # numpy seeds its global state from the OS at import: so does a fresh run
+    import importlib
+    importlib.invalidate_caches()
+
+    try:
+        if req["mode"] == "module":
+            import runpy
+            sys.argv = ["-m"] + req["args"]
+            runpy._run_module_as_main(target, alter_argv=True)
+        else:
+            sys.argv = [target] + req["args"]
+            with open(target, "rb") as f:
+                source = f.read()
+            main.__dict__.update(__file__=target, __cached__=None)
+            code = compile(source, target, "exec", dont_inherit=True)
+            del source
+            exec(code, main.__dict__)
+    except SystemExit:
+        raise
+    except BaseException as e:  # noqa: BLE001 - as the interpreter's top level
+        tb = _strip_own_frames(e.__traceback__)
+        sys.excepthook(type(e), e.with_traceback(tb), tb)
+        if isinstance(e, KeyboardInterrupt):
+            sys.stdout.flush()
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
+        raise SystemExit(1) from None
+    raise SystemExit(0)
+
+
+def _read_request(conn):
+    conn.settimeout(10)
+    data, fds, _, _ = socket.recv_fds(conn, 1 << 16, 8)
+    if len(data) < 4:
+        raise ValueError("short request")
+    (n,) = struct.unpack(">I", data[:4])
+    if n > (64 << 20):
+        raise ValueError("request too large")
+    body = bytearray(data[4:])
+    while len(body) < n:
+        more = conn.recv(min(1 << 20, n - len(body)))
+        if not more:
+            raise ValueError("request cut short")
+        body += more
+    req = json.loads(bytes(body))
+    names = req.get("fds", [])
+    if len(names) != len(fds):
+        for fd in fds:
+            os.close(fd)
+        raise ValueError("%d fds for %d names" % (len(fds), len(names)))
+    return req, dict(zip(names, fds))
+
+
+def _send(conn, obj):
+    try:
+        conn.sendall((json.dumps(obj) + "\n").encode())
+        return True
+    except OSError:
+        return False
+
+
+def main():
+    sock_path = _arg("--socket")
+    idle = float(_arg("--idle", "600"))
+    ready_fd = int(_arg("--ready-fd", "-1"))
+    zygote_pid = os.getpid()
+    tmp = "%s.%d.tmp" % (sock_path, zygote_pid)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    old_umask = os.umask(0o077)
+    listener.bind(tmp)
+    os.umask(old_umask)
+    listener.listen(64)
+    os.rename(tmp, sock_path)
+    my_ino = os.stat(sock_path).st_ino
+    listener.setblocking(False)
+    _log("ready: preloaded %s%s" % (", ".join(_PRELOADED) or "nothing",
+                                    "".join("; %s not: %s" % kv for kv in _SKIPPED.items())))
+    if ready_fd >= 0:
+        try:
+            os.write(ready_fd, (json.dumps({"ready": True, "preloaded": _PRELOADED,
+                                            "skipped": _SKIPPED}) + "\n").encode())
+        except OSError:
+            pass
+        os.close(ready_fd)
+
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    sel = selectors.DefaultSelector()
+    sel.register(listener, selectors.EVENT_READ, "accept")
+    sel.register(wake_r, selectors.EVENT_READ, "wake")
+    children = {}  # pid -> conn
+    conns = {}  # conn fd -> pid
+    last_busy = time.monotonic()
+
+    def end_child(pid, status):
+        conn = children.pop(pid, None)
+        if conn is None:
+            return
+        conns.pop(conn.fileno(), None)
+        sel.unregister(conn)
+        _send(conn, {"status": status})
+        conn.close()
+
+    while True:
+        try:
+            replaced = os.stat(sock_path).st_ino != my_ino
+        except OSError:
+            replaced = True  # removed, with its directory (a daemon's data dir deleted)
+        if children:
+            last_busy = time.monotonic()
+        elif replaced or time.monotonic() - last_busy >= idle:
+            if not replaced:
+                os.unlink(sock_path)
+            _log("%s: exiting" % ("no longer at " + sock_path if replaced else
+                                  "idle for %.0fs" % idle))
+            return
+        for key, _ in sel.select(timeout=max(0.5, min(idle, 2.0))):
+            what = key.data
+            if what == "wake":
+                try:
+                    while os.read(wake_r, 512):
+                        pass
+                except BlockingIOError:
+                    pass
+                for pid in list(children):
+                    try:
+                        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+                    except ChildProcessError:
+                        info = None
+                    if info is None:
+                        continue
+                    try:  # the rest of its group, while its zombie pins the group id
+                        os.killpg(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+                    _, status = os.waitpid(pid, 0)
+                    end_child(pid, status)
+                while True:  # anything else (none expected)
+                    try:
+                        pid, status = os.waitpid(-1, os.WNOHANG)
+                    except ChildProcessError:
+                        break
+                    if pid == 0:
+                        break
+                    end_child(pid, status)
+            elif what == "accept":
+                try:
+                    conn, _ = listener.accept()
+                except (BlockingIOError, InterruptedError):
+                    continue
+                last_busy = time.monotonic()
+                _serve(conn, zygote_pid, listener, wake_r, wake_w, conns, children, sel)
+            else:  # a client's connection: EOF means its supervisor is gone
+                conn = key.fileobj
+                try:
+                    data = conn.recv(64)
+                except OSError:
+                    data = b""
+                if not data:
+                    pid = conns.get(conn.fileno())
+                    if pid is not None:
+                        _log("stoker-run of child %d went away: killing its process group" % pid)
+                        for target in (lambda: os.killpg(pid, signal.SIGKILL),
+                                       lambda: os.kill(pid, signal.SIGKILL)):
+                            try:
+                                target()
+                            except OSError:
+                                pass
+                    sel.unregister(conn)
+                    conns.pop(conn.fileno(), None)
+
+
+def _serve(conn, zygote_pid, listener, wake_r, wake_w, conns, children, sel):
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _, peer_uid, _ = struct.unpack("3i", creds)
+    if peer_uid != os.geteuid():
+        _log("refused a connection from uid %d" % peer_uid)
+        conn.close()
+        return
+    try:
+        req, fds = _read_request(conn)
+    except (OSError, ValueError) as e:
+        _send(conn, {"error": "bad request: %s" % e})
+        conn.close()
+        return
+    missing = [n for n in ("stdin", "out", "go") if n not in fds]
+    if missing or req.get("mode") not in ("module", "script"):
+        err = "bad request: missing %s" % (missing or "mode")
+    elif _cuda_initialised():
+        err = "CUDA was initialised in the warm interpreter by its preload"
+    else:
+        err = None
+    if err:
+        _send(conn, {"error": err})
+        for fd in fds.values():
+            os.close(fd)
+        conn.close()
+        return
+    conn.setblocking(True)
+    close_in_child = [listener.fileno(), wake_r, wake_w, conn.fileno()] + list(conns)
+    pid = os.fork()
+    if pid == 0:
+        _child(req, fds, zygote_pid, close_in_child)
+        os._exit(127)  # not reached
+    for fd in fds.values():
+        os.close(fd)
+    if not _send(conn, {"pid": pid, "preloaded": _PRELOADED, "skipped": _SKIPPED}):
+        # The client is gone before it could say go: the child exits on EOF.
+        conn.close()
+        children[pid] = None
+        return
+    conn.setblocking(False)
+    children[pid] = conn
+    conns[conn.fileno()] = pid
+    sel.register(conn, selectors.EVENT_READ, "conn")
+
+
+if __name__ == "__main__":
+    main()
