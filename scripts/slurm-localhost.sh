@@ -2,8 +2,13 @@
 # A one-node Slurm cluster on this host, for CI (the executor contract suite)
 # and bench/: munged, slurmctld and slurmd as root daemons, no cgroup
 # confinement (proctrack/linuxproc, task/none), no accounting, Slurm's
-# default scheduler settings. Two partitions on the node: `debug` (default)
-# and `second` (for tests that choose a partition with a job label).
+# default scheduler settings. Four partitions on the node: `debug` (default)
+# and `second` (for tests that choose a partition with a job label), and for
+# preemption (PreemptType=preempt/partition_prio) `low` (PriorityTier=1,
+# PreemptMode=CANCEL, GraceTime=30: its jobs get SIGTERM, then SIGKILL 30 s
+# later, when a job of a higher tier needs their resources) and `high`
+# (PriorityTier=2). Jobs in debug, second and high are never preempted
+# (PreemptMode=OFF), so only what runs in `low` can be.
 #
 #   scripts/slurm-localhost.sh [--cpus N] [--memory-mb M] [--force]   start (or restart afresh)
 #   scripts/slurm-localhost.sh --stop [--force] [--purge-packages]    stop what a start started
@@ -164,10 +169,14 @@ SlurmdPidFile=/run/slurmd.pid
 SlurmctldLogFile=/var/log/slurm/slurmctld.log
 SlurmdLogFile=/var/log/slurm/slurmd.log
 MaxJobCount=100000
+PreemptType=preempt/partition_prio
+PreemptMode=CANCEL
 $overrides
 $node_line NodeAddr=127.0.0.1 State=UNKNOWN
-PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
-PartitionName=second Nodes=$host Default=NO MaxTime=INFINITE State=UP
+PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=OFF
+PartitionName=second Nodes=$host Default=NO MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=OFF
+PartitionName=low Nodes=$host Default=NO MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=CANCEL GraceTime=30
+PartitionName=high Nodes=$host Default=NO MaxTime=INFINITE State=UP PriorityTier=2 PreemptMode=OFF
 CONF
 
 # cgroup.conf: with proctrack/linuxproc and task/none no job is confined, but

@@ -35,7 +35,8 @@ struct ExecutorConfig {
   // executor needs (Slurm: its shared dir is hidden too).
   IsolationPlan isolation;
   // For "slurm": the `slurm` config section (partition, account, qos,
-  // shared_dir (empty: data_dir), sbatch_extra_args, grace_seconds). Its
+  // preemptible_partition, preemptible_qos, shared_dir (empty: data_dir),
+  // sbatch_extra_args, grace_seconds). Its
   // data_dir, runner, trainer_accounts and isolation are taken from above;
   // an empty instance is loaded or made in <data_dir>/slurm-instance.
   SlurmOptions slurm;

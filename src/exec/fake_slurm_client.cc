@@ -24,6 +24,7 @@ Result<SbatchResult> FakeSlurmClient::Submit(const std::filesystem::path& script
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("#SBATCH --job-name=", 0) == 0) job.name = line.substr(19);
     if (line.rfind("#SBATCH --comment=", 0) == 0) job.comment = line.substr(18);
+    if (line.rfind("#SBATCH --partition=", 0) == 0) job.info.partition = line.substr(20);
   }
   int64_t id = next_id_++;
   jobs_[id] = std::move(job);
@@ -50,7 +51,7 @@ Result<std::vector<int64_t>> FakeSlurmClient::FindJobs(const std::string& name,
 Status FakeSlurmClient::Cancel(int64_t id, bool graceful) {
   cancels_.push_back({id, graceful});
   auto it = jobs_.find(id);
-  if (it != jobs_.end() && !graceful) it->second.info = {"CANCELLED", "None", ""};
+  if (it != jobs_.end() && !graceful) it->second.info.state = "CANCELLED";
   return OkStatus();
 }
 
@@ -62,7 +63,10 @@ int64_t FakeSlurmClient::AddJob(const std::string& name, const std::string& comm
 
 void FakeSlurmClient::SetState(int64_t id, const std::string& state, const std::string& reason,
                                const std::string& nodes) {
-  jobs_[id].info = {state, reason, nodes};
+  SlurmJobInfo& info = jobs_[id].info;  // the partition and PreemptTime stay
+  info.state = state;
+  info.reason = reason;
+  info.nodes = nodes;
 }
 
 void FakeSlurmClient::Forget(int64_t id) { jobs_.erase(id); }

@@ -14,7 +14,7 @@ namespace stoker::exec {
 class FakeSlurmClient : public SlurmClient {
  public:
   struct Job {
-    std::string name, comment;  // from the script's #SBATCH lines
+    std::string name, comment;  // from the script's #SBATCH lines (--partition: info)
     std::filesystem::path script;
     SlurmJobInfo info{"PENDING", "Priority", ""};
   };
@@ -36,6 +36,9 @@ class FakeSlurmClient : public SlurmClient {
   int64_t AddJob(const std::string& name, const std::string& comment);
   void SetState(int64_t id, const std::string& state, const std::string& reason = "None",
                 const std::string& nodes = "");
+  // Slurm began to preempt the job at `when` (squeue's PreemptTime); its
+  // state stays what it was until SetState.
+  void SetPreemptTime(int64_t id, const std::string& when) { jobs_[id].info.preempt_time = when; }
   void Forget(int64_t id);  // Slurm no longer lists it (past MinJobAge)
   // The next Submit returns `status` (e.g. a refusal: SbatchResult{0, "..."}
   // is returned by RefuseNextSubmit instead).

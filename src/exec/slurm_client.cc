@@ -56,7 +56,7 @@ Result<std::map<int64_t, SlurmJobInfo>> CommandSlurmClient::Queue() {
   // are listed too, with their final state and reason.
   STOKER_ASSIGN_OR_RETURN(CommandResult r,
                           RunSlurm({"squeue", "--noheader", "--states=all", "--user", CurrentUser(),
-                                    "--format=%i|%T|%r|%N"},
+                                    std::string("--Format=") + kSqueueFormat},
                                    30));
   if (r.exit_code != 0) return Unavailable("squeue failed: " + Brief(r));
   return ParseSqueue(r.out);
@@ -95,6 +95,9 @@ Status CommandSlurmClient::Cancel(int64_t id, bool graceful) {
   return OkStatus();
 }
 
+// "type:0|": the field whole (no padding, no truncation), then the bar.
+const char kSqueueFormat[] = "JobID:0|,State:0|,Reason:0|,NodeList:0|,PreemptTime:0|,Partition:0";
+
 std::map<int64_t, SlurmJobInfo> ParseSqueue(const std::string& text) {
   std::map<int64_t, SlurmJobInfo> jobs;
   std::istringstream in(text);
@@ -108,9 +111,19 @@ std::map<int64_t, SlurmJobInfo> ParseSqueue(const std::string& text) {
     if (f.size() < 3) continue;
     std::string id = Trim(f[0]);
     if (id.empty() || !std::all_of(id.begin(), id.end(), ::isdigit)) continue;
-    jobs[std::stoll(id)] = {Trim(f[1]), Trim(f[2]), f.size() > 3 ? Trim(f[3]) : ""};
+    auto field = [&](size_t i) { return i < f.size() ? Trim(f[i]) : std::string(); };
+    SlurmJobInfo info{field(1), field(2), field(3), field(4), field(5)};
+    if (info.preempt_time == "N/A" || info.preempt_time == "None" ||
+        info.preempt_time == "Unknown") {
+      info.preempt_time.clear();
+    }
+    jobs[std::stoll(id)] = std::move(info);
   }
   return jobs;
+}
+
+bool SlurmPreempted(const SlurmJobInfo& info) {
+  return info.state.rfind("PREEMPTED", 0) == 0 || !info.preempt_time.empty();
 }
 
 bool SlurmStateIsFinal(const std::string& state) {

@@ -25,6 +25,11 @@ struct SlurmJobInfo {
   std::string state;   // PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT, ...
   std::string reason;  // Priority, Resources, NonZeroExitCode, None, ...
   std::string nodes;
+  // When Slurm began to preempt the job (squeue's PreemptTime, e.g.
+  // "2026-11-26T10:14:45"); "" when it never did. Set before Slurm signals
+  // the job, and kept after it ended.
+  std::string preempt_time;
+  std::string partition;
 };
 
 // What sbatch answered: the new job's id, or why it refused the script.
@@ -62,11 +67,23 @@ class CommandSlurmClient : public SlurmClient {
   Status Cancel(int64_t id, bool graceful) override;
 };
 
-// Parses `squeue --noheader --format=%i|%T|%r|%N` output; lines that do not
-// parse are skipped (array and het job ids like 12_3 included).
+// The squeue --Format that Queue asks for: id|state|reason|nodes|preempt
+// time|partition, each field whole (size 0).
+extern const char kSqueueFormat[];
+
+// Parses squeue output in kSqueueFormat (the first four fields are enough:
+// `--format=%i|%T|%r|%N` parses too); lines that do not parse are skipped
+// (array and het job ids like 12_3 included). A PreemptTime of N/A, None or
+// Unknown reads as "".
 std::map<int64_t, SlurmJobInfo> ParseSqueue(const std::string& text);
 
 // True for job states after which nothing of the job runs any more.
 bool SlurmStateIsFinal(const std::string& state);
+
+// True when Slurm preempted the job (or is preempting it, within the
+// partition's or QOS's GraceTime): its state is PREEMPTED, or it has a
+// PreemptTime. Slurm before 23.02 ends a job whose steps exit within the
+// GraceTime COMPLETED or FAILED, so the state alone does not tell.
+bool SlurmPreempted(const SlurmJobInfo& info);
 
 }  // namespace stoker::exec

@@ -53,6 +53,14 @@ Status CheckSlurmName(const std::string& value, const std::string& field) {
   return OkStatus();
 }
 
+// What a replica of a job Slurm preempted says (ReplicaStatus::message).
+std::string PreemptedMessage(int64_t slurm_id, const SlurmJobInfo& info) {
+  std::string where = info.partition.empty() ? "" : " in partition " + info.partition;
+  std::string when = info.preempt_time.empty() ? "" : " at " + info.preempt_time;
+  std::string state = info.state.empty() ? "" : ", now " + info.state;
+  return "preempted by Slurm (job " + std::to_string(slurm_id) + where + when + state + ")";
+}
+
 }  // namespace
 
 int DefaultSlurmNiceBase() { return ::geteuid() == 0 ? 0 : 1000; }
@@ -80,16 +88,38 @@ Result<std::string> SlurmBatchScript(const JobLaunch& launch, const SlurmOptions
     timeout = std::max(timeout, r.timeout_seconds);
     grace = std::max(grace, r.grace_seconds);
   }
-  auto pick = [&](const std::string& label, const std::string& fallback) -> Result<std::string> {
-    auto it = launch.labels.find(label);
-    std::string value = it != launch.labels.end() ? it->second : fallback;
-    STOKER_RETURN_IF_ERROR(CheckSlurmName(
-        value, it != launch.labels.end() ? "labels." + label : "slurm." + label.substr(6)));
-    return value;
+  // The label, else the first non-empty config value; errors name where
+  // the value came from.
+  using Source = std::pair<std::string, std::string>;  // config key, value
+  auto pick = [&](const std::string& label, std::vector<Source> config) -> Result<std::string> {
+    Source from{"labels." + label, ""};
+    if (auto it = launch.labels.find(label); it != launch.labels.end()) {
+      from.second = it->second;
+    } else {
+      from = {"slurm." + label.substr(6), ""};
+      for (const Source& c : config) {
+        if (!c.second.empty()) {
+          from = c;
+          break;
+        }
+      }
+    }
+    STOKER_RETURN_IF_ERROR(CheckSlurmName(from.second, from.first));
+    return from.second;
   };
-  STOKER_ASSIGN_OR_RETURN(std::string partition, pick("slurm-partition", options.partition));
-  STOKER_ASSIGN_OR_RETURN(std::string account, pick("slurm-account", options.account));
-  STOKER_ASSIGN_OR_RETURN(std::string qos, pick("slurm-qos", options.qos));
+  auto if_preemptible = [&](const std::string& key, const std::string& value) {
+    return launch.preemptible ? Source{key, value} : Source{key, ""};
+  };
+  STOKER_ASSIGN_OR_RETURN(std::string partition,
+                          pick("slurm-partition", {if_preemptible("slurm.preemptible_partition",
+                                                                  options.preemptible_partition),
+                                                   {"slurm.partition", options.partition}}));
+  STOKER_ASSIGN_OR_RETURN(std::string account,
+                          pick("slurm-account", {{"slurm.account", options.account}}));
+  STOKER_ASSIGN_OR_RETURN(
+      std::string qos,
+      pick("slurm-qos", {if_preemptible("slurm.preemptible_qos", options.preemptible_qos),
+                         {"slurm.qos", options.qos}}));
 
   int tasks = static_cast<int>(launch.replicas.size());
   int cpus_per_task = std::max(1, static_cast<int>(std::ceil(cpus - 1e-9)));
@@ -279,6 +309,36 @@ Result<std::vector<ReplicaStatus>> SlurmExecutor::Poll(int64_t job_id, int attem
     (void)client_->Cancel((*found)->slurm_id, /*graceful=*/false);
     (*found)->killed = true;
   }
+  if (found) {
+    Attempt& a = **found;
+    // A replica that ended as a stop from outside would (SIGTERM to its
+    // supervisor, a non-zero exit, a signal) or whose supervisor died, while
+    // this daemon had not cancelled the attempt: Slurm may have preempted
+    // the job or lost its node. Once judged preempted, every end of the
+    // attempt is a preemption, also after the controller cancels the rest.
+    auto unexpected = [](const ReplicaStatus& r) {
+      return r.phase == ReplicaPhase::kLost ||
+             (r.phase == ReplicaPhase::kEnded && !r.Succeeded() &&
+              r.end_state != EndState::kTimeout && r.end_state != EndState::kLaunchFailed);
+    };
+    bool ask = !a.judged && a.term_sent_us == 0 && !a.killed;
+    if (ask && std::any_of(out.begin(), out.end(), unexpected)) {
+      STOKER_RETURN_IF_ERROR(JudgeUnexpectedEnd(a));
+    }
+    for (ReplicaStatus& r : out) {
+      if (!unexpected(r) || !(a.preempted || a.node_failed)) continue;
+      if (a.preempted) {
+        r.preempted = true;
+        r.message = a.slurm_says;
+      } else {
+        r.phase = ReplicaPhase::kLost;
+        r.end_state.reset();
+        r.exit_code.reset();
+        r.signal.reset();
+        r.message = a.slurm_says + (r.message.empty() ? "" : " (" + r.message + ")");
+      }
+    }
+  }
   if (unclaimed.empty()) return out;
   if (!found) {
     for (size_t i : unclaimed) out[i].message = "waiting to be submitted to Slurm";
@@ -297,6 +357,10 @@ Result<std::vector<ReplicaStatus>> SlurmExecutor::Poll(int64_t job_id, int attem
         (it->second.reason.empty() || it->second.reason == "None" ? ""
                                                                   : " (" + it->second.reason + ")");
   }
+  if (!ended.empty() && it != queue->end() && SlurmPreempted(it->second)) {
+    a.judged = a.preempted = true;
+    a.slurm_says = PreemptedMessage(a.slurm_id, it->second);
+  }
   for (size_t i : unclaimed) {
     if (ended.empty()) {
       const SlurmJobInfo& info = it->second;
@@ -311,11 +375,36 @@ Result<std::vector<ReplicaStatus>> SlurmExecutor::Poll(int64_t job_id, int attem
     out[i] = ReadReplicaStatus(dir, out[i].name, no_kill);
     if (out[i].phase != ReplicaPhase::kStarting || Claimed(dir)) continue;
     out[i].phase = ReplicaPhase::kLost;
+    out[i].preempted = a.preempted;
     out[i].message =
-        ended + " before stoker-run started " + out[i].name + "; see " +
-        (JobDir(job_id, attempt) / ("slurm-" + std::to_string(a.slurm_id) + ".out")).string();
+        a.preempted
+            ? a.slurm_says + " before stoker-run started " + out[i].name
+            : ended + " before stoker-run started " + out[i].name + "; see " +
+                  (JobDir(job_id, attempt) / ("slurm-" + std::to_string(a.slurm_id) + ".out"))
+                      .string();
   }
   return out;
+}
+
+Status SlurmExecutor::JudgeUnexpectedEnd(Attempt& a) {
+  // Slurm sets PreemptTime before it signals the job, so a squeue taken
+  // after the end was seen tells a preemption for sure.
+  int64_t seen_us = mono_us_();
+  STOKER_ASSIGN_OR_RETURN(auto queue, Queue(std::max(a.known_since_us, seen_us + 1)));
+  a.judged = true;
+  auto it = queue->find(a.slurm_id);
+  if (it == queue->end()) return OkStatus();  // past MinJobAge: Slurm cannot tell any more
+  const SlurmJobInfo& info = it->second;
+  if (SlurmPreempted(info)) {
+    a.preempted = true;
+    a.slurm_says = PreemptedMessage(a.slurm_id, info);
+  } else if (info.state.rfind("NODE_FAIL", 0) == 0 || info.state.rfind("BOOT_FAIL", 0) == 0) {
+    a.node_failed = true;
+    a.slurm_says = "Slurm job " + std::to_string(a.slurm_id) + " ended " + info.state +
+                   (info.nodes.empty() ? "" : " on " + info.nodes) +
+                   (info.reason.empty() || info.reason == "None" ? "" : " (" + info.reason + ")");
+  }
+  return OkStatus();
 }
 
 Status SlurmExecutor::Cancel(int64_t job_id, int attempt,

@@ -19,6 +19,13 @@
 // Poll reads the replica files (never blocking on trainers) and, for
 // replicas no supervisor has claimed yet, Slurm's view of the job from one
 // `squeue` for all of this user's jobs, cached for `queue_refresh_seconds`.
+// A replica that ended other than by success or its own timeout, or was
+// lost, while this daemon had not cancelled the attempt, is checked against
+// a squeue taken after Poll first saw that end: if Slurm preempted the job
+// (SlurmPreempted), the replica is reported with `preempted` set (and any
+// replica of that attempt after it, even once Stoker cancels it); if the
+// Slurm job ended NODE_FAIL or BOOT_FAIL, the replica is reported lost
+// (infrastructure) with Slurm's words.
 // Slurm itself is asked only through a SlurmClient (slurm_client.h).
 // Not thread-safe: called from the control loop only (ReplicaDir excepted).
 #pragma once
@@ -52,6 +59,11 @@ struct SlurmOptions {
   std::string partition;
   std::string account;
   std::string qos;
+  // For preemptible jobs (JobLaunch::preemptible) instead of partition/qos:
+  // where Slurm may preempt them (docs/slurm.md, "Preemption"). The labels
+  // still override them; "" = the defaults above.
+  std::string preemptible_partition;
+  std::string preemptible_qos;
   std::vector<std::string> sbatch_extra_args;  // passed to sbatch as given
   // Cancel sends SIGTERM to the job's steps (the supervisors stop their
   // trainers with SIGTERM, grace, SIGKILL); if the Slurm job is still there
@@ -93,14 +105,20 @@ std::string SlurmComment(const std::string& instance, int64_t job_id, int attemp
 
 // The batch script for `launch` (pure). InvalidArgument naming the label
 // when a slurm-* label holds characters Slurm option values cannot have.
+// --partition and --qos: the job's slurm-partition/slurm-qos label, else
+// for a preemptible job options.preemptible_partition/preemptible_qos, else
+// options.partition/qos.
 // Shape: the largest cpus/memory/gpus of any replica, for every task;
 // without GPUs `--ntasks=R` (Slurm may pack tasks on a node), with GPUs one
 // task per node (`--nodes=R --ntasks-per-node=1 --gres=gpu:N`). `--time` is
 // the timeout plus the grace plus 2 minutes, in whole minutes: stoker-run
 // enforces the exact timeout, Slurm's limit is the backstop. Always
 // `--no-requeue`: a Stoker attempt runs at most once; retries are new
-// attempts that Stoker decides on. `--nice` from the job's priority
-// (SlurmNice), left out when 0.
+// attempts that Stoker decides on. That holds for preemption too: under
+// PreemptMode=REQUEUE Slurm cannot requeue such a job and kills it instead,
+// which Poll reports as preempted; Stoker submits the next attempt
+// (docs/decisions/0027). `--nice` from the job's priority (SlurmNice),
+// left out when 0.
 Result<std::string> SlurmBatchScript(const JobLaunch& launch, const SlurmOptions& options,
                                      const std::filesystem::path& job_dir);
 
@@ -131,6 +149,13 @@ class SlurmExecutor : public ReplicaDirExecutor {
     int64_t known_since_us = 0;  // when this daemon learned the id (monotonic)
     int64_t term_sent_us = 0;    // first graceful scancel (monotonic), 0 = none
     bool killed = false;         // the plain scancel was sent
+    // Slurm's word on why a replica ended unexpectedly (see Poll), asked
+    // once: empty until asked; then `preempted` or `node_failed` with the
+    // message, or neither.
+    bool judged = false;
+    bool preempted = false;
+    bool node_failed = false;
+    std::string slurm_says;
   };
 
   std::filesystem::path JobDir(int64_t job_id, int attempt) const;
@@ -140,6 +165,9 @@ class SlurmExecutor : public ReplicaDirExecutor {
   // Slurm's view of every job of this user, at most queue_refresh_seconds
   // old and never older than `not_before_us`.
   Result<const std::map<int64_t, SlurmJobInfo>*> Queue(int64_t not_before_us);
+  // Asks Slurm (once per attempt) why the attempt's replicas ended without
+  // this daemon's cancel; fills a.judged and what follows it.
+  Status JudgeUnexpectedEnd(Attempt& a);
 
   SlurmOptions options_;
   std::unique_ptr<SlurmClient> client_;

@@ -93,6 +93,46 @@ TEST(SlurmBatchScriptTest, SlurmNeverRequeuesAnAttempt) {
   EXPECT_EQ(s->find("--requeue\n"), std::string::npos);
 }
 
+TEST(SlurmBatchScriptTest, PreemptibleJobsGoToThePreemptiblePartitionAndQosAndNeverRequeue) {
+  SlurmOptions o = Options();
+  o.qos = "normal";
+  o.preemptible_partition = "low";
+  o.preemptible_qos = "scavenger";
+  JobLaunch l = TwoReplicas();
+  auto plain = SlurmBatchScript(l, o, "/j");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_NE(plain->find("#SBATCH --partition=batch\n"), std::string::npos) << *plain;
+  EXPECT_NE(plain->find("#SBATCH --qos=normal\n"), std::string::npos) << *plain;
+
+  l.preemptible = true;
+  auto s = SlurmBatchScript(l, o, "/j");
+  ASSERT_TRUE(s.ok());
+  EXPECT_NE(s->find("#SBATCH --partition=low\n"), std::string::npos) << *s;
+  EXPECT_NE(s->find("#SBATCH --qos=scavenger\n"), std::string::npos) << *s;
+  // Slurm kills a preempted job rather than requeue it (even under
+  // PreemptMode=REQUEUE); Stoker submits the next attempt itself.
+  EXPECT_NE(s->find("#SBATCH --no-requeue\n"), std::string::npos) << *s;
+  EXPECT_EQ(s->find("--requeue\n"), std::string::npos) << *s;
+
+  // A label still says where; unset preemptible keys fall back to the defaults.
+  l.labels = {{"slurm-partition", "gpu"}};
+  o.preemptible_qos = "";
+  s = SlurmBatchScript(l, o, "/j");
+  ASSERT_TRUE(s.ok());
+  EXPECT_NE(s->find("#SBATCH --partition=gpu\n"), std::string::npos) << *s;
+  EXPECT_NE(s->find("#SBATCH --qos=normal\n"), std::string::npos) << *s;
+
+  // A bad configured name is named by its key.
+  l.labels.clear();
+  o.preemptible_partition = "low;rm";
+  auto bad = SlurmBatchScript(l, o, "/j");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("slurm.preemptible_partition"), std::string::npos)
+      << bad.status().message();
+  l.preemptible = false;  // not used for jobs that are not preemptible
+  EXPECT_TRUE(SlurmBatchScript(l, o, "/j").ok());
+}
+
 TEST(SlurmBatchScriptTest, PriorityBecomesNiceBelowTheBase) {
   JobLaunch l = TwoReplicas();
   SlurmOptions o = Options();
@@ -137,6 +177,28 @@ TEST(ParseSqueueTest, ReadsStatesReasonsAndNodesAndSkipsOddLines) {
   EXPECT_TRUE(SlurmStateIsFinal(jobs[20].state));
   EXPECT_FALSE(SlurmStateIsFinal(jobs[18].state));
   EXPECT_TRUE(SlurmStateIsFinal("CANCELLED+"));
+  EXPECT_FALSE(SlurmPreempted(jobs[20]));
+}
+
+TEST(ParseSqueueTest, ReadsPreemptTimeAndPartitionAndTellsPreemptedJobs) {
+  // kSqueueFormat: id|state|reason|nodes|preempt time|partition. Slurm 22.05
+  // ends a job whose steps exit within the GraceTime COMPLETED, with a
+  // PreemptTime; one killed at the end of the GraceTime PREEMPTED.
+  auto jobs = ParseSqueue(
+      "30|RUNNING|None|vm|N/A|debug\n31|COMPLETED|None|vm|2026-11-26T10:14:45|low\n"
+      "32|PREEMPTED|None|vm|2026-11-26T10:17:06|low\n33|RUNNING|None|vm|2026-11-26T10:20:00|low\n"
+      "34|PENDING|Priority||None|low\n");
+  ASSERT_EQ(jobs.size(), 5u);
+  EXPECT_EQ(jobs[30].preempt_time, "");
+  EXPECT_EQ(jobs[30].partition, "debug");
+  EXPECT_FALSE(SlurmPreempted(jobs[30]));
+  EXPECT_EQ(jobs[31].preempt_time, "2026-11-26T10:14:45");
+  EXPECT_TRUE(SlurmPreempted(jobs[31]));
+  EXPECT_TRUE(SlurmPreempted(jobs[32]));
+  EXPECT_TRUE(SlurmPreempted(jobs[33]));  // within its GraceTime
+  EXPECT_FALSE(SlurmPreempted(jobs[34]));
+  EXPECT_TRUE(SlurmPreempted({"PREEMPTED", "None", "vm", "", ""}));
+  EXPECT_STREQ(kSqueueFormat, "JobID:0|,State:0|,Reason:0|,NodeList:0|,PreemptTime:0|,Partition:0");
 }
 
 TEST(SlurmExecutorTest, ReplicaDirsLiveUnderTheSharedDirLikeLocalOnes) {

@@ -26,12 +26,15 @@ Status ParseSlurmConfig(const nlohmann::json& value, const std::string& where, S
   if (!value.is_object()) return InvalidArgument(where + "slurm: must be a mapping");
   for (auto& [key, v] : value.items()) {
     std::string field = where + "slurm." + key;
-    if (key == "partition" || key == "account" || key == "qos" || key == "shared_dir") {
+    if (key == "partition" || key == "account" || key == "qos" || key == "shared_dir" ||
+        key == "preemptible_partition" || key == "preemptible_qos") {
       if (!v.is_string()) return InvalidArgument(field + ": must be a string");
       std::string s = v.get<std::string>();
       if (key == "partition") out.partition = s;
       if (key == "account") out.account = s;
       if (key == "qos") out.qos = s;
+      if (key == "preemptible_partition") out.preemptible_partition = s;
+      if (key == "preemptible_qos") out.preemptible_qos = s;
       if (key == "shared_dir") {
         if (!s.empty() && s[0] != '/') {
           return InvalidArgument(field + ": '" + s +
@@ -52,7 +55,8 @@ Status ParseSlurmConfig(const nlohmann::json& value, const std::string& where, S
       out.grace_seconds = v.get<double>();
     } else {
       return InvalidArgument(field +
-                             ": unknown key (known: partition, account, qos, shared_dir, "
+                             ": unknown key (known: partition, account, qos, "
+                             "preemptible_partition, preemptible_qos, shared_dir, "
                              "sbatch_extra_args, grace_seconds)");
     }
   }

@@ -54,6 +54,8 @@
 //     partition: gpu            # default --partition (label slurm-partition overrides)
 //     account: ml               # default --account (label slurm-account overrides)
 //     qos: normal               # default --qos (label slurm-qos overrides)
+//     preemptible_partition: low  # --partition of preemptible jobs, where Slurm may preempt them
+//     preemptible_qos: scavenger  # --qos of preemptible jobs (labels still override both)
 //     shared_dir: /shared/stoker  # holds jobs/; same path on every node (default: data dir)
 //     sbatch_extra_args: ["--exclusive"]
 //     grace_seconds: 30         # after the graceful scancel, a plain one
@@ -89,6 +91,9 @@ struct SlurmConfig {
   std::string partition;
   std::string account;
   std::string qos;
+  // For preemptible jobs (docs/slurm.md, "Preemption"); "" = partition/qos.
+  std::string preemptible_partition;
+  std::string preemptible_qos;
   std::filesystem::path shared_dir;  // "" = the data dir
   std::vector<std::string> sbatch_extra_args;
   double grace_seconds = 30;

@@ -308,6 +308,8 @@ int main(int argc, char** argv) {
   executor_config.slurm.partition = config->slurm.partition;
   executor_config.slurm.account = config->slurm.account;
   executor_config.slurm.qos = config->slurm.qos;
+  executor_config.slurm.preemptible_partition = config->slurm.preemptible_partition;
+  executor_config.slurm.preemptible_qos = config->slurm.preemptible_qos;
   executor_config.slurm.sbatch_extra_args = config->slurm.sbatch_extra_args;
   executor_config.slurm.grace_seconds = config->slurm.grace_seconds;
   auto made = exec::ExecutorRegistry::WithBuiltins().Create(executor_config);
