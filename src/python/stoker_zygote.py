@@ -330,6 +330,16 @@ def _child(req, fds, zygote_pid, close_fds):
     raise SystemExit(0)
 
 
+def _user_site(env):
+    """The user site-packages directory a fresh run would add, if any."""
+    home = env.get("HOME")
+    if not home or env.get("PYTHONNOUSERSITE"):
+        return None
+    path = os.path.join(home, ".local", "lib", "python%d.%d" % sys.version_info[:2],
+                        "site-packages")
+    return path if os.path.isdir(path) else None
+
+
 def _read_request(conn):
     conn.settimeout(10)
     data, fds, _, _ = socket.recv_fds(conn, 1 << 16, 8)
@@ -493,6 +503,9 @@ def _serve(conn, zygote_pid, listener, wake_r, wake_w, conns, children, sel):
     missing = [n for n in ("stdin", "out", "go") if n not in fds]
     if missing or req.get("mode") not in ("module", "script"):
         err = "bad request: missing %s" % (missing or "mode")
+    elif _user_site(req.get("env", {})):
+        err = ("the trainer's account has a user site-packages directory %s, which a fresh run "
+               "puts on sys.path" % _user_site(req.get("env", {})))
     elif _cuda_initialised():
         err = "CUDA was initialised in the warm interpreter by its preload"
     else:
