@@ -84,6 +84,8 @@ json RenderJob(const store::JobRecord& r) {
   // Stoker's output-only block: who submitted it, which attempt runs, why it waits.
   json stoker = {{"user", r.user}, {"attempt", r.attempt}};
   if (!r.wait_reason.empty()) stoker["waitReason"] = r.wait_reason;
+  if (r.preemptions) stoker["preemptions"] = r.preemptions;
+  if (!r.restart_reason.empty()) stoker["restartReason"] = r.restart_reason;
   j["stoker"] = stoker;
   return j;
 }

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -301,6 +302,24 @@ int Describe(const Globals& g, const std::string& id) {
   std::cout << "  state:    " << j["state"].get<std::string>() << "\n";
   if (events.ok() && !(*events)["waitReason"].get<std::string>().empty()) {
     std::cout << "  waiting:  " << (*events)["waitReason"].get<std::string>() << "\n";
+  }
+  if (j.contains("stoker")) {
+    // Attempts past the first: how many, and why this one restarted.
+    const json& st = j["stoker"];
+    int attempt = st.value("attempt", 0) + 1;
+    if (attempt > 1) {
+      const std::map<std::string, std::string> why = {{"preemption", "a preemption"},
+                                                      {"node_failure", "a node failure"},
+                                                      {"worker_restart", "a worker restart"},
+                                                      {"retry", "a retry"}};
+      auto reason = why.find(st.value("restartReason", std::string("retry")));
+      std::cout << "  attempt:  " << attempt << " (restarted after "
+                << (reason == why.end() ? st.value("restartReason", "") : reason->second) << ")";
+      if (int n = st.value("preemptions", 0)) {
+        std::cout << "; preempted " << n << (n == 1 ? " time" : " times");
+      }
+      std::cout << "\n";
+    }
   }
   std::cout << "  created:  " << j["createTime"].get<std::string>() << "\n";
   if (j.contains("startTime"))

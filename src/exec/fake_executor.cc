@@ -210,6 +210,12 @@ void FakeExecutor::EndCancelled(const Key& key, int64_t end_us) {
   End(key, EndState::kCancelled, std::nullopt, SIGTERM, "cancelled; stopped with SIGTERM", end_us);
 }
 
+void FakeExecutor::EndPreempted(const Key& key, const std::string& message, int64_t end_us) {
+  End(key, EndState::kCancelled, std::nullopt, SIGTERM, message, end_us);
+  std::lock_guard lock(mu_);
+  At(key).status.preempted = true;
+}
+
 void FakeExecutor::Lose(const Key& key, const std::string& message) {
   std::lock_guard lock(mu_);
   Replica& r = At(key);

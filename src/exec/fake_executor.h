@@ -113,6 +113,9 @@ class FakeExecutor : public Executor {
   void FailLaunch(const Key& key, const std::string& message, int64_t end_us);
   // kEnded: cancelled (what Cancel does at once).
   void EndCancelled(const Key& key, int64_t end_us);
+  // kEnded: cancelled by the executor's own scheduler to make room
+  // (ReplicaStatus::preempted, as Slurm's PREEMPTED state).
+  void EndPreempted(const Key& key, const std::string& message, int64_t end_us);
   // kLost with `message` (the supervisor died without a status).
   void Lose(const Key& key, const std::string& message);
   // The replica's last progress (LastActivityUs), e.g. long ago to make it hang.

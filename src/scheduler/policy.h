@@ -141,8 +141,8 @@ struct Quota {
 // Rule 9's settings (config `preemption:`, docs/preemption.md).
 struct PreemptionOptions {
   bool enabled = false;
-  int priority_margin = 100;  // a job preempts only jobs this much lower (>= 1)
-  int64_t min_run_us = 0;     // never preempt an attempt younger than this
+  int priority_margin = 100;     // a job preempts only jobs this much lower (>= 1)
+  int64_t min_run_us = 0;        // never preempt an attempt younger than this
   int max_jobs_considered = 16;  // waiting jobs examined per call, in queue order
 };
 
@@ -227,9 +227,9 @@ struct Reservation {
 
 // Rule 9: a running job to stop and requeue so that a waiting job can start.
 struct Preemption {
-  std::string job_id;            // the victim
-  std::string for_job_id;        // the waiting job it makes room for
-  double lost_gpu_seconds = 0;   // its GPUs x the time since its progress_us
+  std::string job_id;           // the victim
+  std::string for_job_id;       // the waiting job it makes room for
+  double lost_gpu_seconds = 0;  // its GPUs x the time since its progress_us
 };
 
 struct Decision {

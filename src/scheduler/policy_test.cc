@@ -939,7 +939,6 @@ TEST(PolicyTest, KeepsQuotaReasonsInFullPastTheDetailLimit) {
   EXPECT_EQ(Waiting(d, "b")->Reason(), "quota: user bob already runs 0 of 0 allowed jobs");
 }
 
-
 // Node sets are bitsets of 64-node words: a cluster past 64 nodes whose only
 // room is on a node of the second or third word must still be found, for
 // every kind of request, and counted in the reasons.
@@ -967,9 +966,9 @@ TEST(PolicyTest, FindsTheOnlyRoomOnANodePastTheFirst64) {
       ReplicaAsk ask;
       std::string target_type;
     };
-    for (const Case& c : {Case{"whole", Ask(1), kH100}, Case{"two", Ask(2), kH100},
-                          Case{"share", Ask(0.25), kH100}, Case{"cpu-only", Ask(0), kH100},
-                          Case{"substituted", Ask(2, kT4), kL4}}) {
+    for (const Case& c :
+         {Case{"whole", Ask(1), kH100}, Case{"two", Ask(2), kH100}, Case{"share", Ask(0.25), kH100},
+          Case{"cpu-only", Ask(0), kH100}, Case{"substituted", Ask(2, kT4), kL4}}) {
       SCOPED_TRACE(c.name);
       Snapshot s = FullClusterButOne(130, target, c.target_type);
       s.queued.push_back(Job(c.name, {c.ask}));
@@ -1014,8 +1013,8 @@ TEST(PolicyTest, WritesAWaitEventWhenTheKindChangesAndRepeatsOnlyDetailedOnes) {
 namespace stoker::scheduler {
 namespace {
 
-RunningJob Spot(const std::string& id, int node, std::vector<int> gpus, int priority,
-                int64_t ran_s, int64_t unsaved_s = -1) {
+RunningJob Spot(const std::string& id, int node, std::vector<int> gpus, int priority, int64_t ran_s,
+                int64_t unsaved_s = -1) {
   RunningJob r = Running(id, node, std::move(gpus), 0);
   r.priority = priority;
   r.preemptible = true;
@@ -1055,7 +1054,7 @@ TEST(PolicyPreemptionTest, HigherPriorityByTheMarginPreemptsTheWholeGang) {
   ASSERT_EQ(Victims(d), std::vector<std::string>{"low"});
   EXPECT_EQ(d.preempt[0].for_job_id, "high");
   EXPECT_NEAR(d.preempt[0].lost_gpu_seconds, 200, 1e-6);  // 2 GPUs x 100 s since start
-  EXPECT_EQ(Started(d, "high"), nullptr);  // it starts once the victim is gone
+  EXPECT_EQ(Started(d, "high"), nullptr);                 // it starts once the victim is gone
 }
 
 TEST(PolicyPreemptionTest, NeverBelowTheMarginNorNonPreemptibleNorTooYoung) {

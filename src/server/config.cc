@@ -78,8 +78,8 @@ Status ParsePreemption(const nlohmann::json& value, const std::string& where,
       out.enabled = v.get<bool>();
     } else if (k == "priority_margin" || k == "preemptible_below") {
       if (!v.is_number_integer() || v.get<int64_t>() < -2000 || v.get<int64_t>() > 2000) {
-        return InvalidArgument(field + ": must be a whole number (priorities run -1000..1000), got " +
-                               v.dump());
+        return InvalidArgument(
+            field + ": must be a whole number (priorities run -1000..1000), got " + v.dump());
       }
       if (k == "priority_margin") {
         if (v.get<int>() < 1) {
@@ -376,18 +376,19 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
           Status applied = c.catalog.Apply(YAML::Load(value.dump()));
           if (!applied.ok()) return InvalidArgument(where + applied.message());
         } else {
-          return InvalidArgument(where + "unknown key '" + key +
-                                 "' (known: listen, images, buckets, inventory, "
-                                 "cpu_oversubscription, machine_types, accelerator_substitution, "
-                                 "cancel_grace_seconds, poll_interval_ms, quotas, "
-                                 "fair_share_half_life_hours, aging_hours, backfill, "
-                                 "hang_timeout_seconds, nfs_mount_root, "
-                                 "log_max_bytes, log_max_files, retention, "
-                                 "tls_cert_file, tls_key_file, allow_insecure_http, "
-                                 "default_unix_user, allow_root_trainers, bucket_group, "
-                                 "job_isolation, warm_starts, warm_start_preload, "
-                                 "warm_start_idle_seconds, preemption, executor, "
-                                 "slurm, cost, gpu_telemetry_seconds, telemetry_seconds, webhooks)");
+          return InvalidArgument(
+              where + "unknown key '" + key +
+              "' (known: listen, images, buckets, inventory, "
+              "cpu_oversubscription, machine_types, accelerator_substitution, "
+              "cancel_grace_seconds, poll_interval_ms, quotas, "
+              "fair_share_half_life_hours, aging_hours, backfill, "
+              "hang_timeout_seconds, nfs_mount_root, "
+              "log_max_bytes, log_max_files, retention, "
+              "tls_cert_file, tls_key_file, allow_insecure_http, "
+              "default_unix_user, allow_root_trainers, bucket_group, "
+              "job_isolation, warm_starts, warm_start_preload, "
+              "warm_start_idle_seconds, preemption, executor, "
+              "slurm, cost, gpu_telemetry_seconds, telemetry_seconds, webhooks)");
         }
       }
     } catch (const nlohmann::json::exception& e) {

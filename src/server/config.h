@@ -136,15 +136,15 @@ struct Config {
   bool backfill = true;
   double hang_timeout_seconds = 0;
   double gpu_telemetry_seconds = 5;  // NVML GPUs sampled this often for the ledger; 0 = never
-  double telemetry_seconds = 5;  // stoker-run samples its replica this often; 0 = never
+  double telemetry_seconds = 5;      // stoker-run samples its replica this often; 0 = never
   std::string nfs_mount_root = "/mnt/nfs";  // where nfsMounts appear, as on Vertex
   std::string tls_cert_file;                // "" = plain HTTP
   std::string tls_key_file;
   bool allow_insecure_http = false;  // plain HTTP on a non-loopback address
   std::string default_unix_user = "nobody";
   bool allow_root_trainers = false;
-  std::string bucket_group = "stoker";   // root daemon: the group that may write buckets
-  std::string job_isolation = "auto";    // auto | required | off
+  std::string bucket_group = "stoker";  // root daemon: the group that may write buckets
+  std::string job_isolation = "auto";   // auto | required | off
   WarmStartConfig warm_starts;
   uint64_t log_max_bytes = 64ull << 20;  // per replica log file; 0 = no rotation
   int log_max_files = 3;                 // rotated files kept, 1..1000

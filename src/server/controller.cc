@@ -20,6 +20,7 @@
 #include "server/attempt_verdict.h"
 #include "server/fair_share.h"
 #include "server/launch_builder.h"
+#include "server/preemption.h"
 
 namespace stoker::server {
 namespace {
@@ -540,6 +541,12 @@ void Controller::PollJob(Active& a) {
     return;
   }
   if (a.rec.state == JobState::kRunning) CheckHung(a, st);
+  for (const exec::ReplicaStatus& r : st) {
+    if (!r.preempted) continue;
+    Preempt(a, "by the executor's scheduler (" + r.name + ": " +
+                   (r.message.empty() ? std::string("preempted") : r.message) + ")");
+    return;
+  }
   Verdict v = JudgeAttempt(st, {.timeout_seconds = a.job.job_spec.scheduling.timeout_seconds,
                                 .placed_us = a.placed_us,
                                 .now_us = clock_.NowMicros(),
@@ -600,7 +607,8 @@ int Controller::RetryLimit(const Active& a, bool infrastructure, bool worker) co
 }
 
 bool Controller::CanRetry(const Active& a, bool infrastructure, bool worker) const {
-  return a.rec.attempt < RetryLimit(a, infrastructure, worker);
+  // Attempts that ended in a preemption are not failures.
+  return a.rec.attempt - a.rec.preemptions < RetryLimit(a, infrastructure, worker);
 }
 
 void Controller::RecordUsage(const Active& a, const std::vector<exec::ReplicaStatus>& st,
@@ -624,25 +632,61 @@ void Controller::RecordUsage(const Active& a, const std::vector<exec::ReplicaSta
 
 bool Controller::Retry(Active& a, const std::string& what, bool infrastructure, bool worker) {
   if (!CanRetry(a, infrastructure, worker)) return false;
-  int limit = RetryLimit(a, infrastructure, worker);
-  int next = a.rec.attempt + 1;
-  Drain(a);
+  const int limit = RetryLimit(a, infrastructure, worker);
+  const int next = a.rec.attempt + 1;
+  std::string why = infrastructure ? "node_failure"
+                    : worker && a.job.job_spec.scheduling.restart_job_on_worker_restart
+                        ? "worker_restart"
+                        : "retry";
+  // Preempted attempts do not count: they add to the attempts allowed.
   std::string reason = what + " Restarting all replicas as attempt " + std::to_string(next + 1) +
-                       " of " + std::to_string(limit + 1) + ".";
-  store::TransitionUpdate u;
+                       " of " + std::to_string(limit + 1 + a.rec.preemptions) +
+                       (a.rec.preemptions ? " (its preemptions do not count)." : ".");
+  return Requeue(a, reason, {.attempt = next, .restart_reason = why});
+}
+
+bool Controller::Requeue(Active& a, const std::string& reason, store::TransitionUpdate u) {
+  Drain(a);
   u.allocation = json();  // null: the next attempt is placed afresh
-  u.attempt = next;
   if (!Move(a, JobState::kQueued, reason, u)) return false;
   spdlog::info("job {}: {}", a.rec.id, reason);
-  a.rec.attempt = next;
+  a.rec.attempt = *u.attempt;
+  if (u.preemptions) a.rec.preemptions = *u.preemptions;
+  if (u.restart_reason) a.rec.restart_reason = *u.restart_reason;
   a.rec.allocation = json();
   a.replicas.clear();
   a.placed.clear();
   a.placed_us = 0;
   a.hung_since_us.clear();
   a.telemetry.clear();
+  a.gpu_idle_since_us = 0;
+  a.gpu_idle_told.clear();
   schedule_dirty_ = true;
   return true;
+}
+
+void Controller::Preempt(Active& a, const std::string& by) {
+  auto st = executor_.Poll(a.rec.id, a.rec.attempt, a.replicas);
+  if (st.ok()) RecordUsage(a, *st, "preempted");
+  const int next = a.rec.attempt + 1;
+  const int count = a.rec.preemptions + 1;
+  const double grace = config_.preemption.grace_seconds;
+  std::string reason = "PREEMPTED " + by + "; its replicas get SIGTERM and " + Num(grace) +
+                       "s to save a checkpoint, then SIGKILL. Requeued as attempt " +
+                       std::to_string(next + 1) + " with the same AIP_CHECKPOINT_DIR (preemption " +
+                       std::to_string(count) + "; preemptions never count against maxRetries).";
+  Requeue(a, reason, {.attempt = next, .preemptions = count, .restart_reason = "preemption"});
+}
+
+int64_t Controller::LastCheckpointUs(Active& a, int64_t now_us) {
+  constexpr int64_t kLookEveryUs = 10'000'000;
+  if (now_us - a.checkpoint_looked_us >= kLookEveryUs) {
+    a.checkpoint_looked_us = now_us;
+    auto dir = buckets_.Resolve(OutputUri(a.job, a.rec.id) + "checkpoints", "AIP_CHECKPOINT_DIR");
+    if (dir.ok()) a.checkpoint_us = NewestChangeUs(*dir);
+  }
+  // A checkpoint from an earlier attempt saves nothing of this one's work.
+  return std::max(a.checkpoint_us, a.placed_us);
 }
 
 void Controller::EnforceBudgets() {
@@ -841,30 +885,39 @@ scheduler::Snapshot Controller::TakeSnapshot(int64_t now_us) {
   snap.options.accelerator_substitution = config_.accelerator_substitution;
   snap.options.backfill = config_.backfill;
   snap.options.aging_threshold_us = static_cast<int64_t>(config_.aging_hours * 3600e6);
+  const PreemptionConfig& pc = config_.preemption;
+  snap.options.preemption.enabled = pc.enabled;
+  snap.options.preemption.priority_margin = pc.priority_margin;
+  snap.options.preemption.min_run_us = static_cast<int64_t>(pc.min_run_seconds * 1e6);
 
   auto add_running = [&](const std::string& id, const std::string& user, int priority,
                          const std::vector<scheduler::PlacedReplica>& placed, int64_t start_us,
-                         double timeout_s) {
-    scheduler::RunningJob r;
+                         double timeout_s) -> scheduler::RunningJob& {
+    scheduler::RunningJob& r = snap.running.emplace_back();
     r.id = id;
     r.user = user;
     r.priority = priority;
     r.replicas = placed;
     r.start_us = start_us;
     r.runtime_bound_s = static_cast<int64_t>(std::ceil(timeout_s));
-    snap.running.push_back(std::move(r));
+    return r;
   };
   for (const auto& [key, d] : draining_) {
     // Stopping: bound by the grace period from now.
     add_running(std::to_string(key.first) + "/" + std::to_string(key.second), d.user, d.priority,
-                d.placed, now_us, config_.cancel_grace_seconds + 5);
+                d.placed, now_us, std::max(config_.cancel_grace_seconds, pc.grace_seconds) + 5)
+        .stopping = true;
   }
-  for (const auto& [id, a] : active_) {
+  for (auto& [id, a] : active_) {
     if (spec::IsTerminal(a.rec.state)) continue;
     if (a.rec.state != JobState::kQueued) {
       if (!a.placed.empty()) {
-        add_running(std::to_string(id), a.rec.user, a.job.job_spec.scheduling.priority, a.placed,
-                    a.placed_us ? a.placed_us : now_us, a.job.job_spec.scheduling.timeout_seconds);
+        scheduler::RunningJob& r = add_running(
+            std::to_string(id), a.rec.user, a.job.job_spec.scheduling.priority, a.placed,
+            a.placed_us ? a.placed_us : now_us, a.job.job_spec.scheduling.timeout_seconds);
+        r.stopping = a.rec.state == JobState::kCancelling || a.rec.cancel_requested;
+        r.preemptible = pc.enabled && IsPreemptible(a.job, pc);
+        if (r.preemptible) r.progress_us = LastCheckpointUs(a, now_us);
       }
       continue;
     }
@@ -927,6 +980,21 @@ void Controller::Schedule() {
     if (it != active_.end()) RecordWait(it->second, w, now, notes);
   }
   Status recorded = store_.RecordWaits(notes);
+  for (const scheduler::Preemption& p : d.preempt) {
+    auto victim = active_.find(std::stoll(p.job_id));
+    auto for_job = active_.find(std::stoll(p.for_job_id));
+    if (victim == active_.end() || for_job == active_.end()) continue;
+    const Active& f = for_job->second;
+    const Active& v = victim->second;
+    RecordNote(f.rec.id, "preempting job " + p.job_id + " (user " + v.rec.user + ", priority " +
+                             std::to_string(v.job.job_spec.scheduling.priority) +
+                             ") to make room; starts once its replicas are gone");
+    Preempt(victim->second, "by job " + p.for_job_id + " (user " + f.rec.user + ", priority " +
+                                std::to_string(f.job.job_spec.scheduling.priority) +
+                                "), which needs its resources; about " +
+                                Num(std::round(p.lost_gpu_seconds)) +
+                                " GPU-seconds of work since its last checkpoint may be redone");
+  }
   PublishViews(snap, d);
   if (metrics_) {
     metrics_->SchedulingPassTook(
@@ -1147,6 +1215,11 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
   in.settings.warm = {config_.warm_starts.enabled, config_.warm_starts.preload,
                       config_.warm_starts.idle_seconds, (config_.data_dir / "warm").string(),
                       (config_.python_helpers / "stoker_zygote.py").string()};
+  // A preemptible job's SIGTERM -> SIGKILL grace is the preemption grace
+  // (for a user's cancel too): the time it has to save a checkpoint.
+  if (config_.preemption.enabled && IsPreemptible(a.job, config_.preemption)) {
+    in.settings.grace_seconds = config_.preemption.grace_seconds;
+  }
   in.rewrite_uris = [this](const std::string& s) { return storage::RewriteGsUris(s, buckets_); };
 
   std::string output_uri = OutputUri(a.job, a.rec.id);
@@ -1159,6 +1232,17 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
       std::filesystem::path output_dir,
       buckets_.MakeDir(output_uri, "jobSpec.baseOutputDirectory.outputUriPrefix"));
   in.output_dir = output_dir.string();
+  // AIP_CHECKPOINT_DIR: made now, the same for every attempt, so that a
+  // trainer resuming after a preemption or a retry finds it; one that cannot
+  // be made fails the launch with its path.
+  auto checkpoints = buckets_.MakeDir(output_uri + "checkpoints",
+                                      "AIP_CHECKPOINT_DIR (jobSpec.baseOutputDirectory)");
+  if (!checkpoints.ok()) {
+    return FailedPrecondition(
+        "AIP_CHECKPOINT_DIR " + (output_dir / "checkpoints").string() +
+        " cannot be made: " + checkpoints.status().message() +
+        "; remove what is in the way or set jobSpec.baseOutputDirectory to a writable place");
+  }
 
   // nfsMounts: Vertex mounts each share at /mnt/nfs/<mountPoint>. Here the
   // share is honoured when its path exists on this machine (already mounted

@@ -114,6 +114,9 @@ class Controller final : public api::ControlPlane, private TrialJobs {
     // idle), and the job.gpu_idle hooks (by index) told of this stretch.
     int64_t gpu_idle_since_us = 0;
     std::set<size_t> gpu_idle_told;
+    // LastCheckpointUs's cache: the newest checkpoint's time, and when looked.
+    int64_t checkpoint_us = 0;
+    int64_t checkpoint_looked_us = 0;
   };
   struct Draining {  // ended attempts whose replicas are still being stopped
     std::vector<std::string> replicas;
@@ -151,6 +154,17 @@ class Controller final : public api::ControlPlane, private TrialJobs {
   // Restarts the whole gang as the next attempt when the job's retry rules
   // allow it after `what` (a replica failure); false when the job must fail.
   bool Retry(Active& a, const std::string& what, bool infrastructure, bool worker);
+  // Stops the current attempt (Drain) and queues the job again as attempt
+  // *u.attempt with `reason` as the event; false if the store refused.
+  bool Requeue(Active& a, const std::string& reason, store::TransitionUpdate u);
+  // Preemption (scheduler rule 9, or the executor's own): records the
+  // attempt's usage, stops it with the preemption grace and requeues the
+  // job with the same checkpoint directory; `by` names who preempted it.
+  // Never counts against maxRetries.
+  void Preempt(Active& a, const std::string& by);
+  // When the job's unsaved work began, for rule 9: the newest file in its
+  // AIP_CHECKPOINT_DIR (looked at most every 10 s), or its attempt's start.
+  int64_t LastCheckpointUs(Active& a, int64_t now_us);
   // How many retries the job's rules allow after such a failure, and whether one is left.
   int RetryLimit(const Active& a, bool infrastructure, bool worker) const;
   bool CanRetry(const Active& a, bool infrastructure, bool worker) const;

@@ -400,3 +400,119 @@ TEST_F(ControllerTest, GpuTelemetryCountsEachReplicasShareOfBusyTimeAndEnergy) {
 
 }  // namespace
 }  // namespace stoker::server
+
+// Preemption (docs/preemption.md): rule 9 of the scheduler, acted on.
+namespace stoker::server {
+namespace {
+
+json GpuPool(int gpus) {
+  return {{"machineSpec",
+           {{"machineType", "n1-standard-4"},
+            {"acceleratorType", "NVIDIA_TESLA_T4"},
+            {"acceleratorCount", gpus}}},
+          {"replicaCount", "1"},
+          {"containerSpec", {{"imageUri", "local/sh"}, {"command", {"/bin/sh", "-c", "train"}}}}};
+}
+
+class PreemptionTest : public ControllerTest {
+ protected:
+  void SetUp() override {
+    config_.preemption.enabled = true;
+    config_.preemption.priority_margin = 10;
+    config_.preemption.min_run_seconds = 0;
+    config_.preemption.grace_seconds = 45;
+    ControllerTest::SetUp();
+  }
+};
+
+TEST_F(PreemptionTest, AHigherJobPreemptsASpotJobWhichResumesAsTheSameJobWithoutUsingARetry) {
+  int64_t low = Submit(Job({GpuPool(2)}, {{"strategy", "SPOT"}, {"maxRetries", 1}}));
+  Key low0{low, 0, "workerpool0-0"};
+  EXPECT_EQ(executor_.launches()[0].replicas[0].grace_seconds, 45);  // the preemption grace
+  EXPECT_EQ(executor_.launches()[0].replicas[0].env.at("STOKER_ATTEMPT"), "1");
+  executor_.SetRunning(low0, kT0);
+  executor_.SetCancelEndsAtOnce(false);  // the trainer uses its grace to save a checkpoint
+  Turn(60 * kSecond);
+
+  int64_t high = Submit(Job({GpuPool(2)}, {{"priority", 50}}));
+  store::JobRecord v = Get(low);
+  EXPECT_EQ(v.state, JobState::kQueued);
+  EXPECT_EQ(v.attempt, 1);
+  EXPECT_EQ(v.preemptions, 1);
+  EXPECT_EQ(v.restart_reason, "preemption");
+  EXPECT_TRUE(executor_.cancel_requested(low0));
+  EXPECT_TRUE(
+      HasEvent(low, "PREEMPTED by job " + std::to_string(high) + " (user ada, priority 50)"));
+  EXPECT_TRUE(HasEvent(high, "preempting job " + std::to_string(low)));
+  // Its GPUs are held until its replicas are gone: the high job waits, and
+  // nothing else is preempted meanwhile.
+  Turn(kSecond);
+  EXPECT_EQ(Get(high).state, JobState::kQueued);
+  EXPECT_EQ(executor_.launches().size(), 1u);
+
+  executor_.Kill(low0, SIGTERM, clock_.NowMicros());  // it saved and exited within the grace
+  Turn(kSecond);
+  ASSERT_EQ(executor_.launches().size(), 2u);
+  EXPECT_EQ(executor_.launches()[1].job_id, high);
+  EXPECT_EQ(Get(low).state, JobState::kQueued);  // lower priority: waits for the high job
+
+  executor_.Exit({high, 0, "workerpool0-0"}, 0, clock_.NowMicros());
+  Turn(kSecond);
+  ASSERT_EQ(executor_.launches().size(), 3u);
+  const exec::JobLaunch again = executor_.launches()[2];  // a copy: launches() returns one
+  EXPECT_EQ(again.job_id, low);
+  EXPECT_EQ(again.attempt, 1);
+  EXPECT_EQ(again.replicas[0].env.at("STOKER_ATTEMPT"), "2");
+  EXPECT_EQ(again.replicas[0].env.at("STOKER_RESTART_REASON"), "preemption");
+  EXPECT_EQ(again.replicas[0].env.at("AIP_CHECKPOINT_DIR"),
+            executor_.launches()[0].replicas[0].env.at("AIP_CHECKPOINT_DIR"));
+
+  // maxRetries 1 is still whole: a failure now is retried once.
+  executor_.Exit({low, 1, "workerpool0-0"}, 1, clock_.NowMicros());
+  Turn(kSecond);
+  EXPECT_EQ(Get(low).state, JobState::kPending);
+  EXPECT_TRUE(HasEvent(low, "Restarting all replicas as attempt 3 of 3"));
+  EXPECT_EQ(Get(low).restart_reason, "retry");
+}
+
+TEST_F(PreemptionTest, OnlyPreemptibleJobsLowerByTheMarginAndOldEnoughArePreempted) {
+  node_.gpus.push_back({2, "NVIDIA_TESLA_T4", 16ull << 30, ""});
+  json pinned_job = Job({GpuPool(1)}, {{"strategy", "SPOT"}});
+  pinned_job["labels"] = {{"stoker-preemptible", "false"}};  // the label overrides SPOT
+  int64_t pinned = Submit(pinned_job);
+  int64_t near = Submit(Job({GpuPool(1)}, {{"strategy", "SPOT"}, {"priority", 45}}));
+  int64_t old = Submit(Job({GpuPool(1)}, {{"strategy", "SPOT"}}));
+  for (int64_t id : {pinned, near, old}) executor_.SetRunning({id, 0, "workerpool0-0"}, kT0);
+  config_.preemption.min_run_seconds = 3600;
+  Turn(60 * kSecond);
+  int64_t high = Submit(Job({GpuPool(1)}, {{"priority", 50}}));
+  Turn(kSecond);
+  // Nobody yet: `old` ran a minute of the 3600 s min_run_seconds.
+  for (int64_t id : {pinned, near, old}) EXPECT_EQ(Get(id).preemptions, 0) << id;
+  EXPECT_EQ(Get(high).state, JobState::kQueued);
+  config_.preemption.min_run_seconds = 60;
+  Turn(6 * kSecond);  // the next periodic decision
+  // `near` is only 5 below (margin 10); `pinned` opted out.
+  EXPECT_EQ(Get(pinned).preemptions, 0);
+  EXPECT_EQ(Get(near).preemptions, 0);
+  EXPECT_EQ(Get(old).preemptions, 1);
+}
+
+TEST_F(PreemptionTest, TheExecutorsOwnPreemptionRequeuesTooAndNeverFails) {
+  int64_t id = Submit(Job({Pool("sleep 100")}));
+  executor_.SetRunning({id, 0, "workerpool0-0"}, kT0);
+  executor_.EndPreempted({id, 0, "workerpool0-0"}, "preempted by Slurm (partition low)",
+                         kT0 + kSecond);
+  Turn(kSecond);
+  store::JobRecord r = Get(id);
+  EXPECT_EQ(r.preemptions, 1);
+  EXPECT_EQ(r.restart_reason, "preemption");
+  ASSERT_EQ(executor_.launches().size(), 2u);
+  EXPECT_EQ(executor_.launches()[1].replicas[0].env.at("STOKER_RESTART_REASON"), "preemption");
+  EXPECT_TRUE(HasEvent(id,
+                       "PREEMPTED by the executor's scheduler (workerpool0-0: preempted by "
+                       "Slurm (partition low))"));
+}
+
+}  // namespace
+}  // namespace stoker::server

@@ -58,6 +58,10 @@ Result<exec::JobLaunch> BuildJobLaunch(const LaunchInputs& in) {
     STOKER_ASSIGN_OR_RETURN(exec::ReplicaCommand cmd, exec::BuildReplicaCommand(e));
     rl.argv = std::move(cmd.argv);
     rl.env = std::move(cmd.env);
+    // Which attempt this is (1-based) and why it restarted, so that a
+    // trainer knows to resume from AIP_CHECKPOINT_DIR (docs/preemption.md).
+    rl.env["STOKER_ATTEMPT"] = std::to_string(rec.attempt + 1);
+    if (!rec.restart_reason.empty()) rl.env["STOKER_RESTART_REASON"] = rec.restart_reason;
     // A share of one GPU: the trainer is told its share and memory limit.
     // Nothing below CUDA enforces it: PyTorch trainers apply it with
     // torch.cuda.set_per_process_memory_fraction(float(STOKER_GPU_FRACTION));

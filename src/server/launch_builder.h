@@ -62,10 +62,11 @@ struct LaunchInputs {
 // command and environment (exec::BuildReplicaCommand), CLUSTER_SPEC
 // addresses from the allocation's ports, a fractional GPU's share and memory
 // limit as STOKER_GPU_FRACTION / STOKER_GPU_MEMORY_LIMIT_BYTES /
-// XLA_PYTHON_CLIENT_MEM_FRACTION, STOKER_METRICS_URL for trials, packages,
-// timeout, grace, log limits, the replica's resource ask, and "warm" for
-// study trials and jobs labelled stoker-warm-start: "true" (not for a trial
-// labelled "false") when settings.warm is enabled.
+// XLA_PYTHON_CLIENT_MEM_FRACTION, STOKER_ATTEMPT (rec->attempt + 1) and, on
+// a restart, STOKER_RESTART_REASON (rec->restart_reason), STOKER_METRICS_URL
+// for trials, packages, timeout, grace, log limits, the replica's resource
+// ask, and "warm" for study trials and jobs labelled stoker-warm-start:
+// "true" (not for a trial labelled "false") when settings.warm is enabled.
 // InvalidArgument from BuildReplicaCommand (an expansion over its bounds).
 Result<exec::JobLaunch> BuildJobLaunch(const LaunchInputs& in);
 

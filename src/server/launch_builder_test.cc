@@ -137,6 +137,23 @@ TEST_F(LaunchBuilderTest, OnlyATrialsReplicasGetTheMeasurementPushUrlWithTheTria
                 auth::TrialPushKey("s3cret", "4", "2"));
 }
 
+TEST_F(LaunchBuilderTest, EveryReplicaIsToldItsAttemptAndWhyItRestarted) {
+  exec::JobLaunch launch = BuildJobLaunch(in_).value();  // attempt index 1, no reason stored
+  for (const exec::ReplicaLaunch& r : launch.replicas) {
+    EXPECT_EQ(r.env.at("STOKER_ATTEMPT"), "2");
+    EXPECT_FALSE(r.env.count("STOKER_RESTART_REASON"));
+  }
+  rec_.attempt = 3;
+  rec_.restart_reason = "preemption";
+  launch = BuildJobLaunch(in_).value();
+  for (const exec::ReplicaLaunch& r : launch.replicas) {
+    EXPECT_EQ(r.env.at("STOKER_ATTEMPT"), "4");
+    EXPECT_EQ(r.env.at("STOKER_RESTART_REASON"), "preemption");
+    // The same checkpoint directory on every attempt.
+    EXPECT_EQ(r.env.at("AIP_CHECKPOINT_DIR"), "/data/buckets/b/out/checkpoints/");
+  }
+}
+
 TEST_F(LaunchBuilderTest, AnExpansionOverItsBoundIsRefusedNamingTheField) {
   std::string big(100'000, 'x');
   job_.job_spec.worker_pool_specs[1].container_spec->env = {{"A", big}, {"B", "$(A)$(A)"}};
@@ -145,6 +162,34 @@ TEST_F(LaunchBuilderTest, AnExpansionOverItsBoundIsRefusedNamingTheField) {
   EXPECT_EQ(launch.status().code(), Code::kInvalidArgument);
   EXPECT_NE(launch.status().message().find("workerPoolSpecs[1]"), std::string::npos)
       << launch.status().message();
+}
+
+TEST_F(LaunchBuilderTest, WarmStartsGoToTrialsAndOptedInJobsOnlyWhenEnabled) {
+  auto warm_of = [this]() {
+    auto launch = BuildJobLaunch(in_);
+    EXPECT_TRUE(launch.ok()) << launch.status().ToString();
+    return launch->replicas.at(0).warm;
+  };
+  in_.settings.warm = {true, {"torch", "numpy"}, 120, "/data/warm", "/share/stoker_zygote.py"};
+  EXPECT_FALSE(warm_of().requested);  // neither a trial nor labelled
+  job_.labels[kWarmStartLabel] = "true";
+  replica::WarmSpec w = warm_of();
+  EXPECT_TRUE(w.requested);
+  EXPECT_EQ(w.cold_reason, "");
+  EXPECT_EQ(w.preload, (std::vector<std::string>{"torch", "numpy"}));
+  EXPECT_EQ(w.dir, "/data/warm");
+  EXPECT_EQ(w.zygote, "/share/stoker_zygote.py");
+  EXPECT_EQ(w.python, "/usr/bin/python3");
+  EXPECT_EQ(w.idle_seconds, 120);
+  job_.labels.erase(kWarmStartLabel);
+  rec_.study_id = 3;
+  rec_.trial_id = "2";
+  EXPECT_TRUE(warm_of().requested);  // a trial
+  job_.labels[kWarmStartLabel] = "false";
+  EXPECT_FALSE(warm_of().requested);  // a trial that opted out
+  job_.labels[kWarmStartLabel] = "true";
+  in_.settings.warm.enabled = false;
+  EXPECT_FALSE(warm_of().requested);  // warm_starts: false
 }
 
 }  // namespace

@@ -716,7 +716,8 @@ TEST(CustomJobTest, AcceptsAShareOfOneGpuAndRoundTripsIt) {
   // Whole counts stay integers in the output, also when written as 2.0.
   j["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorCount"] = 2.0;
   out = ToJson(*ParseCustomJob(j));
-  EXPECT_TRUE(out["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorCount"].is_number_integer());
+  EXPECT_TRUE(
+      out["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorCount"].is_number_integer());
   j["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorCount"] = 1.5;
   EXPECT_THAT(ErrorOf(j), HasSubstr("jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount: must "
                                     "be a whole number of GPUs, or a share of one GPU"));

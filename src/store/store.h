@@ -150,11 +150,11 @@ struct TransitionUpdate {
   std::optional<int64_t> end_time_us;
   std::optional<int> error_code;
   std::optional<std::string> error_message;
-  std::optional<nlohmann::json> allocation;  // null json clears it
-  std::optional<int> attempt;                // a retry starts the next attempt
-  std::optional<int> preemptions;            // a preemption counts one more
+  std::optional<nlohmann::json> allocation;   // null json clears it
+  std::optional<int> attempt;                 // a retry starts the next attempt
+  std::optional<int> preemptions;             // a preemption counts one more
   std::optional<std::string> restart_reason;  // JobRecord::restart_reason of that attempt
-  std::vector<OutboxMessage> outbox;         // webhook deliveries reporting this change
+  std::vector<OutboxMessage> outbox;          // webhook deliveries reporting this change
 };
 
 // One replica's part of one attempt in the usage ledger (docs/cost.md): what
