@@ -92,5 +92,39 @@ TEST(ReplicaContractTest, TrainerAndRunnerFilesReadBack) {
   EXPECT_EQ(ParseTrainerInfo(R"({"pid": "x"})")->pid, 0);
 }
 
+TEST(ReplicaContractTest, AWarmRequestAndAStartNoteReadBack) {
+  LaunchSpec spec;
+  spec.argv = {"python3", "-m", "trainer"};
+  spec.warm.requested = true;
+  spec.warm.preload = {"torch", "numpy"};
+  spec.warm.dir = "/data/warm";
+  spec.warm.zygote = "/usr/share/stoker/python/stoker_zygote.py";
+  spec.warm.python = "/usr/bin/python3";
+  spec.warm.idle_seconds = 30;
+  auto back = ParseLaunchSpec(FormatLaunchSpec(spec));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(back->warm.requested);
+  EXPECT_EQ(back->warm.preload, spec.warm.preload);
+  EXPECT_EQ(back->warm.dir, spec.warm.dir);
+  EXPECT_EQ(back->warm.zygote, spec.warm.zygote);
+  EXPECT_EQ(back->warm.python, spec.warm.python);
+  EXPECT_EQ(back->warm.idle_seconds, 30);
+
+  spec.warm = WarmSpec{};
+  EXPECT_FALSE(ParseLaunchSpec(FormatLaunchSpec(spec))->warm.requested);
+  spec.warm.requested = true;
+  spec.warm.cold_reason = "no";
+  EXPECT_EQ(ParseLaunchSpec(FormatLaunchSpec(spec))->warm.cold_reason, "no");
+
+  auto relative = ParseLaunchSpec(
+      R"({"argv": ["python3"], "warm": {"dir": "warm", "zygote": "/z.py", "python": "/p"}})");
+  ASSERT_FALSE(relative.ok());
+  EXPECT_NE(relative.status().message().find("launch.json: warm"), std::string::npos);
+
+  TrainerInfo info{7, 7, 5, "warm start: forked"};
+  EXPECT_EQ(ParseTrainerInfo(FormatTrainerInfo(info))->start_note, "warm start: forked");
+  EXPECT_EQ(ParseTrainerInfo(R"({"pid": 1})")->start_note, "");
+}
+
 }  // namespace
 }  // namespace stoker::replica
