@@ -3,13 +3,18 @@ interrupted and restarted ends with bit-for-bit the model of an
 uninterrupted run, redoing at most --checkpoint-every steps per SIGKILL and
 none after a SIGTERM.
 
-These tests run the trainer process directly, setting what Stoker sets for
-each attempt (AIP_CHECKPOINT_DIR, AIP_MODEL_DIR, STOKER_ATTEMPT,
-STOKER_RESTART_REASON); no daemon is needed. The kill points are random
-but seeded (the seed is in every failure message).
+CheckpointStoreTest and CheckpointExampleTest run the trainer process
+directly, setting what Stoker sets for each attempt (AIP_CHECKPOINT_DIR,
+AIP_MODEL_DIR, STOKER_ATTEMPT, STOKER_RESTART_REASON); no daemon is needed.
+The kill points are random but seeded (the seed is in every failure
+message). CheckpointJobTest submits the example's job.yaml to a real stokerd
+(STOKER_BIN_DIR) and SIGKILLs its trainer, so that scheduling.maxRetries
+runs it again as attempt 2 with STOKER_RESTART_REASON=retry.
+test_preemption.py imports STEPS, EVERY, PYTHON, require_torch,
+uninterrupted and parse from here.
 
 Run: cd tests/e2e && /usr/bin/python3 -m unittest -v test_checkpoint_example
-(about 60 s on 2 cores, each test under 20 s). Needs a Python with torch and
+(about 75 s on 2 cores, each test under 20 s). Needs a Python with torch and
 numpy (Debian's python3-torch); without one the trainer tests skip, or fail
 under STOKER_TEST_FAIL_ON_SKIP=1 or STOKER_TEST_REQUIRE_ALL=1.
 """
@@ -25,7 +30,7 @@ import threading
 import time
 import unittest
 
-from harness import SOURCE, skip_or_fail
+from harness import SOURCE, StokerTestCase, read_text, skip_or_fail, wait_for
 
 EXAMPLE = os.path.join(SOURCE, "examples", "checkpointing")
 sys.path.insert(0, EXAMPLE)
@@ -103,13 +108,17 @@ class Attempt:
     def steps(self):
         return [int(m.group(1)) for m in map(STEP_LINE.match, self.lines) if m]
 
-    def wait_step(self, step, timeout=TIMEOUT):
-        """Waits until the trainer printed step `step`; fails if it ended first."""
+    def wait_step(self, step, timeout=TIMEOUT, may_end=False):
+        """Waits until the trainer printed step `step` and returns True; fails
+        if it ended first, or returns False when `may_end`."""
         with self.cond:
             self.cond.wait_for(lambda: self.eof or any(s >= step for s in self.steps()), timeout)
-            if not any(s >= step for s in self.steps()):
-                raise AssertionError("the trainer did not reach step %d; its output:\n%s" %
-                                     (step, "\n".join(self.lines[-30:])))
+            if any(s >= step for s in self.steps()):
+                return True
+            if may_end and self.eof:
+                return False
+            raise AssertionError("the trainer did not reach step %d; its output:\n%s" %
+                                 (step, "\n".join(self.lines[-30:])))
 
     def finish(self, timeout=TIMEOUT):
         """Waits for the process and its output; returns its return code."""
@@ -366,9 +375,9 @@ class CheckpointExampleTest(unittest.TestCase):
         previous = None
         for n in range(1, 6):
             a = self.start(n, "retry" if n > 1 else None, sleep=0, every=1, extra=extra)
-            start = None
-            if n < 5:
-                a.wait_step(1 if previous is None else previous + 1)
+            # A kill after the last step's checkpoint leaves this attempt
+            # only the model to write: then it may end before any step.
+            if n < 5 and a.wait_step(1 if previous is None else previous + 1, may_end=True):
                 time.sleep(rng.uniform(0, 0.3))  # picks the instant, not a synchronisation
                 a.proc.send_signal(signal.SIGKILL)
             rc = a.finish()
@@ -450,6 +459,90 @@ class CheckpointExampleTest(unittest.TestCase):
         self.assertIn("is a part of it a regular file", out)
         self.assertNotIn("step 1 ", out)
         self.assertFalse(os.path.exists(self.model))
+
+
+def trainer_pids(job_id, data_dir):
+    """Pids of the `python -m trainer.task` processes of job `job_id` of the
+    daemon on `data_dir` (their environment names both)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as f:
+                argv = f.read().split(b"\0")
+            with open("/proc/%s/environ" % entry, "rb") as f:
+                environ = f.read().split(b"\0")
+        except OSError:
+            continue
+        if (b"-m" in argv and b"trainer.task" in argv and
+                ("CLOUD_ML_JOB_ID=%s" % job_id).encode() in environ and
+                any(e.startswith(b"AIP_CHECKPOINT_DIR=" + data_dir.encode()) for e in environ)):
+            pids.append(int(entry))
+    return pids
+
+
+class CheckpointJobTest(StokerTestCase):
+    """The example's job.yaml through a real stokerd: a job whose trainer is
+    SIGKILLed is retried (scheduling.maxRetries), and its second attempt
+    resumes from the checkpoint with STOKER_RESTART_REASON=retry and ends
+    with the model of a job that ran through."""
+
+    ARGS = "--args=--steps=%d,--checkpoint-every=%d,--sleep-per-step=%g" % (STEPS, EVERY, SLEEP)
+
+    def setUp(self):
+        require_torch(self)
+        super().setUp()
+        self.stoker("storage", "mb", "gs://ckpt")
+
+    def submit_example(self, output):
+        """Submits examples/checkpointing/job.yaml with its outputs under
+        gs://ckpt/<output>/; returns the job id."""
+        example = os.path.join(SOURCE, "examples", "checkpointing")
+        config = self.write(output + ".yaml", read_text(os.path.join(example, "job.yaml")).replace(
+            "gs://ckpt/output/", "gs://ckpt/%s/" % output))
+        r = self.stoker("jobs", "submit", "--config", config, "--package-path",
+                        os.path.join(example, "trainer"), "--module-name", "trainer.task",
+                        self.ARGS)
+        return re.search(r"Submitted job (\d+)", r.stdout).group(1)
+
+    def output(self, output, *parts):
+        return os.path.join(self.data, "buckets", "ckpt", output, *parts)
+
+    def test_a_killed_trainer_is_retried_and_resumes_to_the_same_model(self):
+        plain = self.submit_example("plain")
+        final = self.wait_state(plain, timeout=180)
+        self.assertEqual(final["state"], "JOB_STATE_SUCCEEDED", final)
+        first_attempt = final["stoker"]["attempt"]  # the API counts from 0
+        log = self.stoker("jobs", "logs", plain).stdout
+        self.assertEqual(parse(log.splitlines())[0], ("1", 0, STEPS), log)
+        expected = read_text(self.output("plain", "model", "weights_sha256.txt")).strip()
+
+        job_id = self.submit_example("killed")
+        # Once the trainer has written its checkpoint of step 2K, SIGKILL it:
+        # a failure of the user's code as far as Stoker can tell.
+        second = self.output("killed", "checkpoints", "ckpt-%08d.ckpt" % (2 * EVERY))
+        wait_for(lambda: os.path.exists(second), 120, "the checkpoint of step %d" % (2 * EVERY))
+        pids = trainer_pids(job_id, self.data)
+        self.assertEqual(len(pids), 1, "the trainer of job %s: %s" % (job_id, pids))
+        os.kill(pids[0], signal.SIGKILL)
+
+        final = self.wait_state(job_id, timeout=180)
+        self.assertEqual(final["state"], "JOB_STATE_SUCCEEDED", final)
+        self.assertEqual(final["stoker"]["attempt"], first_attempt + 1, final)
+        self.assertEqual(final["stoker"].get("restartReason"), "retry", final)
+        log = self.stoker("jobs", "logs", job_id).stdout  # the last attempt's
+        start, losses, digest = parse(log.splitlines())
+        self.assertIsNotNone(start, log)
+        self.assertEqual(start[0], "2 (restart reason: retry)", log)
+        # From the checkpoint seen before the kill, or one written after it.
+        self.assertGreaterEqual(start[1], 2 * EVERY, log)
+        self.assertEqual(start[1] % EVERY, 0, log)
+        self.assertEqual(losses[0][0], start[1] + 1, log)
+        self.assertEqual(len(losses), STEPS - start[1], log)
+        self.assertEqual(digest, expected, log)
+        self.assertEqual(read_text(self.output("killed", "model", "weights_sha256.txt")).strip(),
+                         expected)
 
 
 if __name__ == "__main__":
