@@ -488,29 +488,28 @@ class CheckpointJobTest(StokerTestCase):
     resumes from the checkpoint with STOKER_RESTART_REASON=retry and ends
     with the model of a job that ran through."""
 
-    ARGS = "--args=--steps=%d,--checkpoint-every=%d,--sleep-per-step=%g" % (STEPS, EVERY, SLEEP)
-
     def setUp(self):
         require_torch(self)
         super().setUp()
         self.stoker("storage", "mb", "gs://ckpt")
 
-    def submit_example(self, output):
+    def submit_example(self, output, sleep):
         """Submits examples/checkpointing/job.yaml with its outputs under
-        gs://ckpt/<output>/; returns the job id."""
+        gs://ckpt/<output>/ for STEPS steps of `sleep` s; returns the job id."""
         example = os.path.join(SOURCE, "examples", "checkpointing")
         config = self.write(output + ".yaml", read_text(os.path.join(example, "job.yaml")).replace(
             "gs://ckpt/output/", "gs://ckpt/%s/" % output))
         r = self.stoker("jobs", "submit", "--config", config, "--package-path",
                         os.path.join(example, "trainer"), "--module-name", "trainer.task",
-                        self.ARGS)
+                        "--args=--steps=%d,--checkpoint-every=%d,--sleep-per-step=%g" %
+                        (STEPS, EVERY, sleep))
         return re.search(r"Submitted job (\d+)", r.stdout).group(1)
 
     def output(self, output, *parts):
         return os.path.join(self.data, "buckets", "ckpt", output, *parts)
 
     def test_a_killed_trainer_is_retried_and_resumes_to_the_same_model(self):
-        plain = self.submit_example("plain")
+        plain = self.submit_example("plain", 0)
         final = self.wait_state(plain, timeout=180)
         self.assertEqual(final["state"], "JOB_STATE_SUCCEEDED", final)
         first_attempt = final["stoker"]["attempt"]  # the API counts from 0
@@ -518,7 +517,9 @@ class CheckpointJobTest(StokerTestCase):
         self.assertEqual(parse(log.splitlines())[0], ("1", 0, STEPS), log)
         expected = read_text(self.output("plain", "model", "weights_sha256.txt")).strip()
 
-        job_id = self.submit_example("killed")
+        # 0.1 s a step: the test has 6 s to find and kill the trainer after
+        # step 2K (the digest does not depend on the sleep).
+        job_id = self.submit_example("killed", 2 * SLEEP)
         # Once the trainer has written its checkpoint of step 2K, SIGKILL it:
         # a failure of the user's code as far as Stoker can tell.
         second = self.output("killed", "checkpoints", "ckpt-%08d.ckpt" % (2 * EVERY))
