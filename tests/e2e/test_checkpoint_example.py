@@ -442,13 +442,23 @@ class CheckpointExampleTest(unittest.TestCase):
         self.assertIn("give this run a checkpoint directory of its own", a.output())
         self.assertNotIn("step 11", a.output())
 
+
+class CheckpointDirErrorTest(unittest.TestCase):
+    """The trainer refuses a checkpoint directory it cannot write before it
+    imports torch (so this runs without torch too)."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="ckpt-dir-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.model = os.path.join(self.tmp, "model")
+
     def test_an_unwritable_checkpoint_dir_is_a_clear_error(self):
         # A path under a regular file: unwritable even for root, which
         # permission bits would not stop.
         blocker = os.path.join(self.tmp, "a-file")
         write_bytes(blocker, b"")
         self.ckpt = os.path.join(blocker, "checkpoints")
-        a = self.start(1)
+        a = Attempt(self.ckpt, self.model, 1)
         rc = a.finish()
         out = a.output()
         self.assertEqual(rc, 2, out)
