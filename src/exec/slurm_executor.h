@@ -106,8 +106,8 @@ std::string SlurmComment(const std::string& instance, int64_t job_id, int attemp
 // The batch script for `launch` (pure). InvalidArgument naming the label
 // when a slurm-* label holds characters Slurm option values cannot have.
 // --partition and --qos: the job's slurm-partition/slurm-qos label, else
-// for a preemptible job options.preemptible_partition/preemptible_qos, else
-// options.partition/qos.
+// for a preemptible job (launch.preemptible)
+// options.preemptible_partition/preemptible_qos, else options.partition/qos.
 // Shape: the largest cpus/memory/gpus of any replica, for every task;
 // without GPUs `--ntasks=R` (Slurm may pack tasks on a node), with GPUs one
 // task per node (`--nodes=R --ntasks-per-node=1 --gres=gpu:N`). `--time` is

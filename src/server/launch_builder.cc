@@ -27,6 +27,7 @@ Result<exec::JobLaunch> BuildJobLaunch(const LaunchInputs& in) {
   launch.attempt = rec.attempt;
   launch.labels = in.job->labels;
   launch.priority = spec.scheduling.priority;
+  launch.preemptible = IsPreemptible(*in.job, in.settings.preemption);
   std::map<std::string, const scheduler::ReplicaRequest*> requests;
   for (const scheduler::ReplicaRequest& q : *in.requests) requests[q.name] = &q;
 

@@ -16,6 +16,7 @@
 #include "exec/environments.h"
 #include "exec/executor.h"
 #include "scheduler/placement.h"
+#include "server/preemption.h"
 #include "spec/custom_job.h"
 #include "store/store.h"
 
@@ -39,6 +40,11 @@ struct LaunchSettings {
     std::string dir;     // zygote sockets: under the data dir, hidden from trainers
     std::string zygote;  // stoker_zygote.py among the Python helpers
   } warm;
+  // The `preemption:` section, for IsPreemptible: JobLaunch::preemptible
+  // tells executors whose own scheduler preempts (Slurm) where to put the
+  // job. Left default, the label and SPOT still count; the
+  // preemptible_below band does not.
+  PreemptionConfig preemption;
 };
 
 // The label by which a job opts in ("true") or a trial out ("false").
@@ -66,7 +72,9 @@ struct LaunchInputs {
 // a restart, STOKER_RESTART_REASON (rec->restart_reason), STOKER_METRICS_URL
 // for trials, packages, timeout, grace, log limits, the replica's resource
 // ask, and "warm" for study trials and jobs labelled stoker-warm-start:
-// "true" (not for a trial labelled "false") when settings.warm is enabled.
+// "true" (not for a trial labelled "false") when settings.warm is enabled;
+// the job's labels and priority, and whether it is preemptible
+// (IsPreemptible under settings.preemption, enabled or not).
 // InvalidArgument from BuildReplicaCommand (an expansion over its bounds).
 Result<exec::JobLaunch> BuildJobLaunch(const LaunchInputs& in);
 

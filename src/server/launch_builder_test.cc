@@ -154,6 +154,21 @@ TEST_F(LaunchBuilderTest, EveryReplicaIsToldItsAttemptAndWhyItRestarted) {
   }
 }
 
+TEST_F(LaunchBuilderTest, ThePreemptibleJobsAreMarkedForExecutorsThatPreempt) {
+  auto preemptible = [this]() { return BuildJobLaunch(in_).value().preemptible; };
+  EXPECT_FALSE(preemptible());
+  job_.job_spec.scheduling.strategy = "SPOT";
+  EXPECT_TRUE(preemptible());
+  job_.labels["stoker-preemptible"] = "false";  // the label decides
+  EXPECT_FALSE(preemptible());
+  job_.labels["stoker-preemptible"] = "true";
+  job_.job_spec.scheduling.strategy = "";
+  EXPECT_TRUE(preemptible());
+  job_.labels.erase("stoker-preemptible");
+  in_.settings.preemption.preemptible_below = 10;  // priority 7 is in the band
+  EXPECT_TRUE(preemptible());
+}
+
 TEST_F(LaunchBuilderTest, AnExpansionOverItsBoundIsRefusedNamingTheField) {
   std::string big(100'000, 'x');
   job_.job_spec.worker_pool_specs[1].container_spec->env = {{"A", big}, {"B", "$(A)$(A)"}};
