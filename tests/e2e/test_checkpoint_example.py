@@ -3,9 +3,10 @@ interrupted and restarted ends with bit-for-bit the model of an
 uninterrupted run, redoing at most --checkpoint-every steps per SIGKILL and
 none after a SIGTERM.
 
-CheckpointStoreTest and CheckpointExampleTest run the trainer process
-directly, setting what Stoker sets for each attempt (AIP_CHECKPOINT_DIR,
-AIP_MODEL_DIR, STOKER_ATTEMPT, STOKER_RESTART_REASON); no daemon is needed.
+CheckpointStoreTest tests trainer/checkpoint.py alone; CheckpointExampleTest
+and CheckpointDirErrorTest run the trainer process directly, setting what
+Stoker sets for each attempt (AIP_CHECKPOINT_DIR, AIP_MODEL_DIR,
+STOKER_ATTEMPT, STOKER_RESTART_REASON); no daemon is needed.
 The kill points are random but seeded (the seed is in every failure
 message). CheckpointJobTest submits the example's job.yaml to a real stokerd
 (STOKER_BIN_DIR) and SIGKILLs its trainer, so that scheduling.maxRetries
@@ -63,6 +64,9 @@ NO_TORCH = ("no Python with torch and numpy (tried %s and /usr/bin/python3; on D
 
 
 def require_torch(case):
+    """Skips `case` without a Python that has torch, or fails it where
+    skipping is forbidden (STOKER_TEST_FAIL_ON_SKIP=1, or harness's
+    STOKER_TEST_REQUIRE_ALL=1, which CI sets)."""
     if PYTHON is not None:
         return
     if os.environ.get("STOKER_TEST_FAIL_ON_SKIP") == "1":
