@@ -207,33 +207,5 @@ TEST_F(LaunchBuilderTest, WarmStartsGoToTrialsAndOptedInJobsOnlyWhenEnabled) {
   EXPECT_FALSE(warm_of().requested);  // warm_starts: false
 }
 
-TEST_F(LaunchBuilderTest, WarmStartsGoToTrialsAndOptedInJobsOnlyWhenEnabled) {
-  auto warm_of = [this]() {
-    auto launch = BuildJobLaunch(in_);
-    EXPECT_TRUE(launch.ok()) << launch.status().ToString();
-    return launch->replicas.at(0).warm;
-  };
-  in_.settings.warm = {true, {"torch", "numpy"}, 120, "/data/warm", "/share/stoker_zygote.py"};
-  EXPECT_FALSE(warm_of().requested);  // neither a trial nor labelled
-  job_.labels[kWarmStartLabel] = "true";
-  replica::WarmSpec w = warm_of();
-  EXPECT_TRUE(w.requested);
-  EXPECT_EQ(w.cold_reason, "");
-  EXPECT_EQ(w.preload, (std::vector<std::string>{"torch", "numpy"}));
-  EXPECT_EQ(w.dir, "/data/warm");
-  EXPECT_EQ(w.zygote, "/share/stoker_zygote.py");
-  EXPECT_EQ(w.python, "/usr/bin/python3");
-  EXPECT_EQ(w.idle_seconds, 120);
-  job_.labels.erase(kWarmStartLabel);
-  rec_.study_id = 3;
-  rec_.trial_id = "2";
-  EXPECT_TRUE(warm_of().requested);  // a trial
-  job_.labels[kWarmStartLabel] = "false";
-  EXPECT_FALSE(warm_of().requested);  // a trial that opted out
-  job_.labels[kWarmStartLabel] = "true";
-  in_.settings.warm.enabled = false;
-  EXPECT_FALSE(warm_of().requested);  // warm_starts: false
-}
-
 }  // namespace
 }  // namespace stoker::server
