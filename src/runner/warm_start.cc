@@ -303,7 +303,7 @@ Result<WarmChild> TryFork(const replica::WarmSpec& spec, const std::string& key,
     return fail(FailedPrecondition(e->get<std::string>()));
   }
   WarmChild child;
-  child.pid = reply.value("pid", -1);
+  if (auto p = reply.find("pid"); p != reply.end() && p->is_number_integer()) child.pid = *p;
   child.zygote_pid = peer.pid;
   child.fork_ms = MonotonicMs() - start_ms;
   if (auto p = reply.find("preloaded"); p != reply.end() && p->is_array()) {

@@ -186,6 +186,13 @@ class WarmTrainerTest(WarmStartCase):
         started = wait_for(lambda: (lambda f: f if len(f) == 2 else None)(
             [f for f in os.listdir(self.trace) if f.startswith("started-")]), 120, "both trainers")
         pids = [int(f.split("-")[1]) for f in started]
+        # The sampler follows the warm trainer (the zygote's child, not the
+        # supervisor's): its process and memory are in the telemetry.
+        telemetry = os.path.join(self.replica_dir(cancelled), "telemetry.jsonl")
+        point = wait_for(lambda: next((p for p in (json.loads(l) for l in (
+            read_text(telemetry).splitlines() if os.path.exists(telemetry) else []))
+            if p.get("processes", 0) >= 1), None), 30, "a telemetry point of the warm trainer")
+        self.assertGreater(point["rssBytes"], 50 << 20, point)  # torch is in its memory
         self.stoker("jobs", "cancel", cancelled)
         self.assertEqual(self.wait_state(cancelled)["state"], "JOB_STATE_CANCELLED")
         final = self.wait_state(timed, timeout=60)
