@@ -45,6 +45,17 @@ if mode == "raise":
     raise ValueError("boom from the trainer")
 if mode == "exit3":
     sys.exit(3)
+if mode == "escape":  # a descendant that leaves the group and never execs
+    if os.fork() == 0:
+        os.setsid()
+        with open(os.path.join(os.environ["TRACE_DIR"], "escaped-%d" % os.getpid()), "w") as f:
+            f.write("x")
+        import time
+        time.sleep(300)
+        os._exit(0)
+    import time
+    while not [f for f in os.listdir(os.environ["TRACE_DIR"]) if f.startswith("escaped-")]:
+        time.sleep(0.01)
 if mode == "sleep":
     import time
     with open(os.path.join(os.environ["TRACE_DIR"], "started-%d" % os.getpid()), "w") as f:
@@ -202,6 +213,31 @@ class WarmTrainerTest(WarmStartCase):
             wait_for(lambda: not pid_alive(pid), 10, "trainer %d to be gone" % pid)
         for job in (cancelled, timed):
             self.assertIn("warm start:", self.wait_note(job)[0])
+
+    def test_a_descendant_that_escaped_the_group_dies_with_the_replica(self):
+        job = self.submit(self.python_job([self.probe, "escape"]))
+        self.assertEqual(self.wait_state(job, timeout=120)["state"], "JOB_STATE_SUCCEEDED",
+                         self.log(job))
+        self.assertIn("warm start:", self.wait_note(job)[0])
+        escaped = [f for f in os.listdir(self.trace) if f.startswith("escaped-")]
+        self.assertEqual(len(escaped), 1)
+        pid = int(escaped[0].split("-")[1])
+        # Found by the STOKER_REPLICA cookie it inherited (the warm trainer
+        # shows its own environment in /proc), as for a cold trainer's.
+        self.assertFalse(pid_alive(pid), "the escaped process %d outlived its replica" % pid)
+
+    def test_a_killed_supervisor_takes_its_warm_trainer_along(self):
+        job = self.submit(self.python_job([self.probe, "sleep", "300"]))
+        started = wait_for(lambda: [f for f in os.listdir(self.trace) if f.startswith("started-")],
+                           120, "the trainer")
+        trainer = int(started[0].split("-")[1])
+        supervisor = json.loads(read_text(os.path.join(self.replica_dir(job), "runner.json")))["pid"]
+        os.kill(supervisor, signal.SIGKILL)
+        wait_for(lambda: not pid_alive(trainer), 10, "the trainer to die with its supervisor")
+        wait_for(lambda: "died without reporting" in json.dumps(self.events(job)), 30,
+                 "the replica to be found lost")
+        self.stoker("jobs", "cancel", job)
+        self.wait_state(job, timeout=30)
 
     def test_what_cannot_run_warm_starts_cold_and_says_why(self):
         flags = self.submit(self.python_job(["-X", "importtime", self.probe]))
