@@ -642,7 +642,7 @@ bool Supervisor::StartWarm(const LaunchSpec& spec, const std::vector<std::string
     *cold_reason = go.message();
     return false;
   }
-  start_note_ = WarmStartNote(warm_.preloaded, warm_.fork_ms);
+  start_note_ = WarmStartNote(warm_.preloaded, warm_.skipped, warm_.fork_ms);
   return true;
 }
 

@@ -311,6 +311,11 @@ Result<WarmChild> TryFork(const replica::WarmSpec& spec, const std::string& key,
       if (m.is_string()) child.preloaded.push_back(m);
     }
   }
+  if (auto p = reply.find("skipped"); p != reply.end() && p->is_object()) {
+    for (const auto& [name, why] : p->items()) {
+      child.skipped.push_back(name + ": " + (why.is_string() ? why.get<std::string>() : ""));
+    }
+  }
   if (child.pid <= 0) return fail(Internal("the warm interpreter answered: " + *line));
   child.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, child.pid, 0));
   std::optional<ProcStat> st = ReadProcStat(child.pid);
@@ -416,11 +421,14 @@ std::vector<std::string> ZygoteEnv(const std::map<std::string, std::string>& env
   return out;
 }
 
-std::string WarmStartNote(const std::vector<std::string>& preloaded, int64_t fork_ms) {
+std::string WarmStartNote(const std::vector<std::string>& preloaded,
+                          const std::vector<std::string>& skipped, int64_t fork_ms) {
   std::string list;
   for (const std::string& m : preloaded) list += (list.empty() ? "" : ", ") + m;
-  return "warm start: forked from the warm interpreter (" + (list.empty() ? "nothing" : list) +
-         " preloaded) in " + std::to_string(fork_ms) + " ms";
+  std::string note = "warm start: forked from the warm interpreter (" +
+                     (list.empty() ? "nothing" : list) + " preloaded";
+  for (const std::string& s : skipped) note += "; not " + s.substr(0, 200);
+  return note + ") in " + std::to_string(fork_ms) + " ms";
 }
 
 Result<WarmChild> ForkWarm(const replica::WarmSpec& spec, const std::string& key,

@@ -62,8 +62,10 @@ std::string ZygoteKey(const std::string& python_path, const std::vector<std::str
 std::vector<std::string> ZygoteEnv(const std::map<std::string, std::string>& env,
                                    const std::string& home);
 
-// The start note for the job's events.
-std::string WarmStartNote(const std::vector<std::string>& preloaded, int64_t fork_ms);
+// The start note for the job's events: what the zygote preloaded and, from
+// `skipped` ("module: why"), what it could not.
+std::string WarmStartNote(const std::vector<std::string>& preloaded,
+                          const std::vector<std::string>& skipped, int64_t fork_ms);
 
 // What the child gets, beyond the invocation.
 struct WarmRequest {
@@ -87,7 +89,8 @@ struct WarmChild {
   int go = -1;     // write "g" to start the child; closing it ends the child unstarted
   int pidfd = -1;  // the child's pidfd (polls readable once it exits)
   std::vector<std::string> preloaded;
-  int64_t fork_ms = 0;  // from the request to the child's pid
+  std::vector<std::string> skipped;  // "module: why it could not be imported"
+  int64_t fork_ms = 0;               // from the request to the child's pid
 };
 
 // Finds the zygote for `key` in `spec.dir` (starting one when none answers,

@@ -67,8 +67,11 @@ TEST(WarmStartTest, ZygoteEnvHoldsOnlyTheKeyVariables) {
 }
 
 TEST(WarmStartTest, NoteNamesThePreloadAndTime) {
-  EXPECT_EQ(WarmStartNote({"torch", "numpy"}, 12),
+  EXPECT_EQ(WarmStartNote({"torch", "numpy"}, {}, 12),
             "warm start: forked from the warm interpreter (torch, numpy preloaded) in 12 ms");
+  EXPECT_EQ(WarmStartNote({"numpy"}, {"jax: ModuleNotFoundError: No module named 'jax'"}, 3),
+            "warm start: forked from the warm interpreter (numpy preloaded; not jax: "
+            "ModuleNotFoundError: No module named 'jax') in 3 ms");
 }
 
 }  // namespace

@@ -294,6 +294,19 @@ class WarmTrainerTest(WarmStartCase):
         self.assertEqual(len([f for f in os.listdir(self.trace) if f.startswith("started-")]), 3)
 
 
+class WarmPreloadTest(WarmStartCase):
+    config = WARM_CONFIG + "warm_start_preload: [numpy, no_such_module_here]\n"
+
+    def test_a_preload_that_cannot_be_imported_is_left_out_and_said(self):
+        job = self.submit(self.python_job([self.probe]))
+        self.assertEqual(self.wait_state(job, timeout=120)["state"], "JOB_STATE_SUCCEEDED",
+                         self.log(job))
+        note = self.wait_note(job)[0]
+        self.assertIn("warm start: forked from the warm interpreter (numpy preloaded; not "
+                      "no_such_module_here: ModuleNotFoundError", note)
+        self.assertFalse(self.probe_of(job)["torch_was_loaded"])  # not in this preload
+
+
 class WarmStudyTest(WarmStartCase):
 
     def run_study(self, daemon_url_api):
