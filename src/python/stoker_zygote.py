@@ -185,7 +185,7 @@ def _strip_own_frames(tb):
     return tb
 
 
-def _child(req, fds, zygote_pid, close_fds):
+def _child(req, fds, zygote_pid, close_zygote):
     """In the forked child. Never returns: ends in os._exit or by raising
     SystemExit to the top of this file, so that the interpreter's own exit
     (threads joined, atexit, stdio flushed) runs as in a cold run."""
@@ -193,12 +193,8 @@ def _child(req, fds, zygote_pid, close_fds):
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != zygote_pid:
         os._exit(1)  # the zygote died before prctl
-    for fd in close_fds:
-        try:
-            os.close(fd)
-        except OSError:
-            pass
     signal.set_wakeup_fd(-1)
+    close_zygote()
     for sig in range(1, signal.NSIG):
         try:
             signal.signal(sig, signal.SIG_DFL)
@@ -278,14 +274,11 @@ def _child(req, fds, zygote_pid, close_fds):
     for name in list(sys.modules):
         if name not in _FRESH_MODULES and name not in _PRELOAD_MODULES:
             del sys.modules[name]
-    import types
-    main = types.ModuleType("__main__")
+    main = type(sys)("__main__")
     main.__dict__["__builtins__"] = sys.modules["builtins"]
     sys.modules["__main__"] = main
     if "__mp_main__" in sys.modules:  # multiprocessing's alias of __main__, set at its import
         sys.modules["__mp_main__"] = main
-    if "types" not in _FRESH_MODULES and "types" not in _PRELOAD_MODULES:
-        del sys.modules["types"]
     target = req["target"]
     pythonpath = env.get("PYTHONPATH", "")
     path0 = os.getcwd() if req["mode"] == "module" else os.path.dirname(os.path.realpath(target))
@@ -301,8 +294,6 @@ def _child(req, fds, zygote_pid, close_fds):
     nprandom = sys.modules.get("numpy.random")
     if nprandom is not None:
         nprandom.seed()  # numpy seeds its global state from the OS at import: so does a fresh run
-    import importlib
-    importlib.invalidate_caches()
 
     try:
         if req["mode"] == "module":
@@ -414,7 +405,10 @@ def main():
         if conn is None:
             return
         conns.pop(conn.fileno(), None)
-        sel.unregister(conn)
+        try:
+            sel.unregister(conn)
+        except (KeyError, ValueError):
+            pass  # its client went away before (EOF, below)
         _send(conn, {"status": status})
         conn.close()
 
@@ -466,7 +460,11 @@ def main():
                 except (BlockingIOError, InterruptedError):
                     continue
                 last_busy = time.monotonic()
-                _serve(conn, zygote_pid, listener, wake_r, wake_w, conns, children, sel)
+                try:
+                    _serve(conn, zygote_pid, listener, wake_r, wake_w, conns, children, sel)
+                except Exception as e:  # noqa: BLE001 - one bad request must not end the others
+                    _log("serving a request failed: %s: %s" % (type(e).__name__, e))
+                    conn.close()
             else:  # a client's connection: EOF means its supervisor is gone
                 conn = key.fileobj
                 try:
@@ -517,10 +515,20 @@ def _serve(conn, zygote_pid, listener, wake_r, wake_w, conns, children, sel):
         conn.close()
         return
     conn.setblocking(True)
-    close_in_child = [listener.fileno(), wake_r, wake_w, conn.fileno()] + list(conns)
+
+    def close_zygote():
+        # Through their objects, so that nothing closes the numbers again
+        # later (at exit), when the trainer may have reused them.
+        for c in [conn] + [c for c in children.values() if c is not None]:
+            c.close()
+        sel.close()
+        listener.close()
+        os.close(wake_r)
+        os.close(wake_w)
+
     pid = os.fork()
     if pid == 0:
-        _child(req, fds, zygote_pid, close_in_child)
+        _child(req, fds, zygote_pid, close_zygote)
         os._exit(127)  # not reached
     for fd in fds.values():
         os.close(fd)

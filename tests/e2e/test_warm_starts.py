@@ -231,6 +231,7 @@ class WarmTrainerTest(WarmStartCase):
         started = wait_for(lambda: [f for f in os.listdir(self.trace) if f.startswith("started-")],
                            120, "the trainer")
         trainer = int(started[0].split("-")[1])
+        zygote = int(read_text(os.path.join(self.trace, started[0])))
         supervisor = json.loads(read_text(os.path.join(self.replica_dir(job), "runner.json")))["pid"]
         os.kill(supervisor, signal.SIGKILL)
         wait_for(lambda: not pid_alive(trainer), 10, "the trainer to die with its supervisor")
@@ -238,6 +239,15 @@ class WarmTrainerTest(WarmStartCase):
                  "the replica to be found lost")
         self.stoker("jobs", "cancel", job)
         self.wait_state(job, timeout=30)
+        # The zygote serves on: the next trainer is its child.
+        for f in os.listdir(self.trace):
+            os.unlink(os.path.join(self.trace, f))
+        after = self.submit(self.python_job([self.probe, "sleep", "0"]))
+        self.assertEqual(self.wait_state(after, timeout=60)["state"], "JOB_STATE_SUCCEEDED",
+                         self.log(after))
+        again = [f for f in os.listdir(self.trace) if f.startswith("started-")]
+        self.assertEqual(int(read_text(os.path.join(self.trace, again[0]))), zygote)
+        self.assertTrue(pid_alive(zygote))
 
     def test_what_cannot_run_warm_starts_cold_and_says_why(self):
         flags = self.submit(self.python_job(["-X", "importtime", self.probe]))
