@@ -277,10 +277,13 @@ Status SlurmExecutor::Launch(const JobLaunch& launch) {
   STOKER_ASSIGN_OR_RETURN(SbatchResult r,
                           client_->Submit(dir / "slurm.sbatch", options_.sbatch_extra_args));
   if (r.id <= 0) {
-    return FailedPrecondition("sbatch refused job " + std::to_string(launch.job_id) + ": " +
-                              r.refusal + " (script: " + (dir / "slurm.sbatch").string() +
-                              "; check slurm.partition/account/qos in the config or the job's "
-                              "slurm-* labels)");
+    return FailedPrecondition(
+        "sbatch refused job " + std::to_string(launch.job_id) + ": " + r.refusal + " (script: " +
+        (dir / "slurm.sbatch").string() + "; check slurm.partition/account/qos in the config" +
+        (launch.preemptible ? ", slurm.preemptible_partition/preemptible_qos for this "
+                              "preemptible job,"
+                            : "") +
+        " or the job's slurm-* labels)");
   }
   STOKER_RETURN_IF_ERROR(WriteFileAtomic(dir / "slurm-job-id", std::to_string(r.id) + "\n"));
   Attempt& a = attempts_[{launch.job_id, launch.attempt}];

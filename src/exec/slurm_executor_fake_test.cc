@@ -114,6 +114,14 @@ TEST_F(SlurmExecutorFakeTest, ARefusedSubmissionSaysWhyAndWhereTheScriptIs) {
   EXPECT_EQ(s.code(), Code::kFailedPrecondition);
   EXPECT_NE(s.message().find("invalid partition"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("slurm.sbatch"), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().find("preemptible_partition"), std::string::npos) << s.message();
+  // For a preemptible job, the keys that placed it are named too.
+  JobLaunch spot = Launch(4, 0);
+  spot.preemptible = true;
+  slurm_->RefuseNextSubmit("sbatch: error: invalid partition specified: low");
+  s = ex->Launch(spot);
+  EXPECT_NE(s.message().find("slurm.preemptible_partition/preemptible_qos"), std::string::npos)
+      << s.message();
 }
 
 TEST_F(SlurmExecutorFakeTest, PollsShareOneSqueueWithinTheRefreshInterval) {
