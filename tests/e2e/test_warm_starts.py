@@ -356,6 +356,8 @@ class WarmStudyTest(WarmStartCase):
             notes = self.start_notes(job)
             self.assertEqual(len(notes), 1, notes)
             self.assertIn("warm start:", notes[0])
+        # Three trials started together made one zygote (the lock).
+        self.assertEqual(len(zygotes_of(self.data)), 1)
         warm_traces = sorted(os.listdir(self.trace))
         # Each trial's own random state: no two trials drew the same numbers.
         draws = [read_text(os.path.join(self.trace, f)).split(" ", 1)[1] for f in warm_traces]
