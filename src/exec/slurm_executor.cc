@@ -424,6 +424,10 @@ Status SlurmExecutor::Cancel(int64_t job_id, int attempt,
   STOKER_ASSIGN_OR_RETURN(auto found, Find(job_id, attempt, /*ask_slurm=*/true));
   if (!found) return OkStatus();  // never submitted: the claims are enough
   Attempt& a = **found;
+  // Slurm is already stopping a job it preempted (SIGTERM, its GraceTime,
+  // SIGKILL): a scancel now, or its escalation after grace_seconds, could
+  // only cut short the trainers' time to save a checkpoint.
+  if (a.preempted) return OkStatus();
   if (!any_live) {
     // Nothing runs (or the job is still queued): remove the Slurm job now.
     if (a.killed) return OkStatus();

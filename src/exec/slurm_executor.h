@@ -23,7 +23,8 @@
 // lost, while this daemon had not cancelled the attempt, is checked against
 // a squeue taken after Poll first saw that end: if Slurm preempted the job
 // (SlurmPreempted), the replica is reported with `preempted` set (and any
-// replica of that attempt after it, even once Stoker cancels it); if the
+// replica of that attempt after it, even once Stoker cancels it, and
+// Cancel leaves the stopping to Slurm); if the
 // Slurm job ended NODE_FAIL or BOOT_FAIL, the replica is reported lost
 // (infrastructure) with Slurm's words.
 // Slurm itself is asked only through a SlurmClient (slurm_client.h).

@@ -242,10 +242,14 @@ TEST_F(SlurmExecutorFakeTest, SupervisorsStoppedBySlurmsPreemptionArePreemptedNo
   st = ex->Poll(5, 1, kBoth);
   EXPECT_TRUE((*st)[0].preempted && (*st)[1].preempted);
   EXPECT_EQ(slurm_->queue_calls(), 2);
-  // The controller stops the attempt (a graceful scancel of a job that is
-  // already ending): its replicas still read as preempted.
+  // The controller stops the attempt: Slurm is doing that already (its
+  // GraceTime may be longer than grace_seconds), so nothing is sent, not
+  // even after the grace; its replicas still read as preempted.
+  ASSERT_TRUE(ex->Cancel(5, 1, kBoth).ok());
+  now_us_ += 60'000'000;
   ASSERT_TRUE(ex->Cancel(5, 1, kBoth).ok());
   EXPECT_TRUE((*ex->Poll(5, 1, kBoth))[1].preempted);
+  EXPECT_TRUE(slurm_->cancels().empty());
   // A restarted daemon finds the same from Slurm.
   auto restarted = Executor();
   slurm_->jobs()[id].info = {"COMPLETED", "None", "vm", "2026-11-26T10:14:45", "low"};
