@@ -5,9 +5,11 @@
 # default scheduler settings. Four partitions on the node: `debug` (default)
 # and `second` (for tests that choose a partition with a job label), and for
 # preemption (PreemptType=preempt/partition_prio) `low` (PriorityTier=1,
-# PreemptMode=CANCEL, GraceTime=30: its jobs get SIGTERM, then SIGKILL 30 s
-# later, when a job of a higher tier needs their resources) and `high`
-# (PriorityTier=2). Jobs in debug, second and high are never preempted
+# PreemptMode=REQUEUE, GraceTime=30: its jobs get SIGTERM, then SIGKILL 30 s
+# later, when a job of a higher tier needs their resources; of those still
+# running then, Slurm requeues the ones that allow it and kills the
+# --no-requeue ones such as Stoker's) and
+# `high` (PriorityTier=2). Jobs in debug, second and high are never preempted
 # (PreemptMode=OFF), so only what runs in `low` can be.
 #
 #   scripts/slurm-localhost.sh [--cpus N] [--memory-mb M] [--force]   start (or restart afresh)
@@ -175,7 +177,7 @@ $overrides
 $node_line NodeAddr=127.0.0.1 State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=OFF
 PartitionName=second Nodes=$host Default=NO MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=OFF
-PartitionName=low Nodes=$host Default=NO MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=CANCEL GraceTime=30
+PartitionName=low Nodes=$host Default=NO MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=REQUEUE GraceTime=30
 PartitionName=high Nodes=$host Default=NO MaxTime=INFINITE State=UP PriorityTier=2 PreemptMode=OFF
 CONF
 

@@ -2,8 +2,11 @@
 
 A real stokerd with the Slurm executor against a real one-node Slurm that
 preempts by partition (scripts/slurm-localhost.sh: partition `low` has
-PreemptMode=CANCEL and GraceTime=30, partition `high` a higher
-PriorityTier). A preemptible Stoker job (label stoker-preemptible) goes to
+PreemptMode=REQUEUE and GraceTime=30, partition `high` a higher
+PriorityTier). Under REQUEUE, Slurm would run a job still running at the
+end of the GraceTime again behind Stoker's back if it allowed requeues;
+Stoker's jobs are --no-requeue, so Slurm kills it and Stoker starts the next
+attempt as a new Slurm job. A preemptible Stoker job (label stoker-preemptible) goes to
 `low` (slurm.preemptible_partition); a job in `high` that needs the node
 makes Slurm preempt it. The preempted job must get SIGTERM, come back as
 attempt 2 with STOKER_RESTART_REASON=preemption and the same
@@ -17,11 +20,12 @@ runs it after scripts/slurm-localhost.sh (.ci/run).
 Run: STOKER_TEST_SLURM=1 python3 tests/e2e/test_slurm_preemption.py
 """
 import os
+import signal
 import subprocess
 import sys
 import unittest
 
-from harness import DEFAULT_CONFIG, StokerTestCase, read_text, wait_for
+from harness import DEFAULT_CONFIG, Daemon, StokerTestCase, read_text, wait_for
 from test_executor_contract import job_of, parse_env, pool, slurm_unavailable, squeue
 
 
@@ -170,6 +174,36 @@ class SlurmPreemptionTest(StokerTestCase):
         said = [r for r in reasons if "preempted by Slurm" in r]
         self.assertTrue(said, reasons)
         self.assertIn("partition low", said[0])
+
+    def test_a_trainer_that_outlives_the_grace_time_is_killed_by_slurm_and_still_resumes(self):
+        # stoker-run would wait 120 s for its trainer; Slurm's GraceTime (30 s)
+        # ends first: Slurm kills the supervisors too, which leave no status.
+        self.daemon.kill(signal.SIGTERM)
+        self.config = self.config.replace("cancel_grace_seconds: 1\n",
+                                          "cancel_grace_seconds: 120\n")
+        self.daemon = Daemon(self.data, self.config).start()
+        out = self.out()
+        stubborn = ("if [ \"$STOKER_ATTEMPT\" = 1 ]; then trap '' TERM; echo $$ > {o}/running; "
+                    "while :; do sleep 0.2; done; fi; echo $STOKER_RESTART_REASON > {o}/second"
+                    ).format(o=out)
+        job_id = self.submit(job_of("stubborn", [pool(stubborn, 1, "big")],
+                                    labels={"stoker-preemptible": "true"}))
+        wait_for(lambda: os.path.exists(self.out("running")), 90, "the preemptible job to start")
+        first = wait_for(lambda: self.slurm_jobs(job_id, 0), 30, "its Slurm job")
+        high = self.submit(job_of("high", [pool("true", 1, "big")],
+                                  labels={"slurm-partition": "high"}))
+        # GraceTime, plus up to half a minute until slurmctld's periodic
+        # check acts on it, plus both jobs' own time.
+        self.assertEqual(self.wait_final(high, timeout=150)["state"], "JOB_STATE_SUCCEEDED")
+        job = self.wait_final(job_id, timeout=90)
+        self.assertEqual(job["state"], "JOB_STATE_SUCCEEDED", job.get("error"))
+        self.assertEqual(read_text(self.out("second")).strip(), "preemption")
+        st = job["stoker"]
+        self.assertEqual((st["attempt"], st.get("preemptions")), (1, 1), st)
+        # Killed at the end of the GraceTime and not requeued by Slurm (the
+        # partition's PreemptMode is REQUEUE): it ended PREEMPTED for good.
+        self.assertEqual(squeue("-t", "all", "-j", first[0], "-o", "%T"), "PREEMPTED")
+        self.assertEqual(len(self.slurm_jobs(job_id, 1)), 1)
 
 
 if __name__ == "__main__":
