@@ -543,8 +543,10 @@ void Controller::PollJob(Active& a) {
   if (a.rec.state == JobState::kRunning) CheckHung(a, st);
   for (const exec::ReplicaStatus& r : st) {
     if (!r.preempted) continue;
-    Preempt(a, "by the executor's scheduler (" + r.name + ": " +
-                   (r.message.empty() ? std::string("preempted") : r.message) + ")");
+    Preempt(a,
+            "by the executor's scheduler (" + r.name + ": " +
+                (r.message.empty() ? std::string("preempted") : r.message) + ")",
+            /*stop=*/false);
     return;
   }
   Verdict v = JudgeAttempt(st, {.timeout_seconds = a.job.job_spec.scheduling.timeout_seconds,
@@ -665,16 +667,19 @@ bool Controller::Requeue(Active& a, const std::string& reason, store::Transition
   return true;
 }
 
-void Controller::Preempt(Active& a, const std::string& by) {
+void Controller::Preempt(Active& a, const std::string& by, bool stop) {
   auto st = executor_.Poll(a.rec.id, a.rec.attempt, a.replicas);
   if (st.ok()) RecordUsage(a, *st, "preempted");
   const int next = a.rec.attempt + 1;
   const int count = a.rec.preemptions + 1;
   const double grace = config_.preemption.grace_seconds;
-  std::string reason = "PREEMPTED " + by + "; its replicas get SIGTERM and " + Num(grace) +
-                       "s to save a checkpoint, then SIGKILL. Requeued as attempt " +
-                       std::to_string(next + 1) + " with the same AIP_CHECKPOINT_DIR (preemption " +
-                       std::to_string(count) + "; preemptions never count against maxRetries).";
+  std::string reason = "PREEMPTED " + by + "; " +
+                       (stop ? "its replicas get SIGTERM and " + Num(grace) +
+                                   "s to save a checkpoint, then SIGKILL"
+                             : std::string("the executor stopped its replicas")) +
+                       ". Requeued as attempt " + std::to_string(next + 1) +
+                       " with the same AIP_CHECKPOINT_DIR (preemption " + std::to_string(count) +
+                       "; preemptions never count against maxRetries).";
   Requeue(a, reason, {.attempt = next, .preemptions = count, .restart_reason = "preemption"});
 }
 
@@ -1220,6 +1225,7 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
   if (config_.preemption.enabled && IsPreemptible(a.job, config_.preemption)) {
     in.settings.grace_seconds = config_.preemption.grace_seconds;
   }
+  in.settings.preemption = config_.preemption;  // the executor's own preemption (Slurm)
   in.rewrite_uris = [this](const std::string& s) { return storage::RewriteGsUris(s, buckets_); };
 
   std::string output_uri = OutputUri(a.job, a.rec.id);

@@ -160,8 +160,9 @@ class Controller final : public api::ControlPlane, private TrialJobs {
   // Preemption (scheduler rule 9, or the executor's own): records the
   // attempt's usage, stops it with the preemption grace and requeues the
   // job with the same checkpoint directory; `by` names who preempted it.
-  // Never counts against maxRetries.
-  void Preempt(Active& a, const std::string& by);
+  // `stop`: Stoker stops the replicas (false: the executor already does,
+  // with its own grace). Never counts against maxRetries.
+  void Preempt(Active& a, const std::string& by, bool stop = true);
   // When the job's unsaved work began, for rule 9: the newest file in its
   // AIP_CHECKPOINT_DIR (looked at most every 10 s), or its attempt's start.
   int64_t LastCheckpointUs(Active& a, int64_t now_us);
