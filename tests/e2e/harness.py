@@ -135,6 +135,26 @@ class Daemon:
         self.log.close()
 
 
+def slurm_jobs_of(data_dir, squeue_args=()):
+    """Ids of the Slurm jobs of the daemon on `data_dir` (their comment ends
+    with its instance), in the states squeue shows with `squeue_args`: other
+    daemons may share the cluster."""
+    instance = read_text(os.path.join(data_dir, "slurm-instance")).strip()
+    r = subprocess.run(["squeue", "-h"] + list(squeue_args) + ["-o", "%i|%k"],
+                       capture_output=True, text=True)
+    return [l.split("|")[0] for l in r.stdout.split() if l.endswith(":" + instance)]
+
+
+def cancel_slurm_jobs_of(data_dir):
+    """scancel the daemon's Slurm jobs that are still queued or running."""
+    try:
+        ids = slurm_jobs_of(data_dir)
+        if ids:
+            subprocess.run(["scancel"] + ids, check=False)
+    except OSError:
+        pass
+
+
 def skip_or_fail(case, why):
     """Skips `case` because this machine lacks what it needs (`why`), unless
     STOKER_TEST_REQUIRE_ALL=1 (CI sets it): then it fails, so that a CI run

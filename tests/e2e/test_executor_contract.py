@@ -20,8 +20,8 @@ import subprocess
 import sys
 import unittest
 
-from harness import (DEFAULT_CONFIG, IMAGE, SOURCE, Daemon, StokerTestCase, pid_alive, read_text,
-                     wait_for)
+from harness import (DEFAULT_CONFIG, IMAGE, SOURCE, Daemon, StokerTestCase, cancel_slurm_jobs_of,
+                     pid_alive, read_text, wait_for)
 
 # A machine type small enough that two 5-replica jobs fit on the one-node
 # Slurm of CI (16 CPUs, 32 GB) at once, as they do locally.
@@ -306,15 +306,7 @@ class SlurmExecutorContractTest(ExecutorContract, StokerTestCase):
         super().setUp()
 
     def tearDown(self):
-        # This daemon's Slurm jobs only: other daemons may share the cluster.
-        try:
-            instance = read_text(os.path.join(self.data, "slurm-instance")).strip()
-            r = subprocess.run(["squeue", "-h", "-o", "%i|%k"], capture_output=True, text=True)
-            ids = [l.split("|")[0] for l in r.stdout.split() if l.endswith(":" + instance)]
-            if ids:
-                subprocess.run(["scancel"] + ids, check=False)
-        except OSError:
-            pass
+        cancel_slurm_jobs_of(self.data)  # this daemon's Slurm jobs only
         super().tearDown()
 
     def restart_submitting_held_jobs(self):

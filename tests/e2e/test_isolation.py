@@ -181,6 +181,26 @@ class NobodyDaemon(Daemon):
         return self
 
 
+def start_as_nobody(case):
+    """A StokerTestCase setUp whose daemon runs as `nobody` (with
+    case.config) on a fresh case.tmp/data that nobody owns; skipped (or
+    failed, see skip_or_fail) where nobody cannot reach the binaries."""
+    for binary in (STOKERD, os.path.join(os.path.dirname(STOKERD), "stoker-run")):
+        if not others_may_read(binary):
+            skip_or_fail(case, "a daemon running as nobody cannot reach %s: build Stoker where "
+                         "others may enter (chmod o+x on each directory of the path)" % binary)
+    case.tmp = tempfile.mkdtemp(prefix="stoker-e2e-")
+    os.chmod(case.tmp, 0o711)
+    case.data = os.path.join(case.tmp, "data")
+    os.makedirs(case.data)
+    daemon = NobodyDaemon(case.data, case.config)
+    for root, dirs, files in os.walk(case.data):
+        for name in [root] + [os.path.join(root, f) for f in files]:
+            os.chown(name, NOBODY, NOBODY)
+    case.daemon = daemon.start()
+    case.project_path = JOBS
+
+
 @unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"),
                      "needs root and setpriv to start stokerd as nobody")
 class NonRootDaemonIsolationTest(IsolationCase):
@@ -189,20 +209,7 @@ class NonRootDaemonIsolationTest(IsolationCase):
         "default_unix_user: root\nallow_root_trainers: true\n", "") + "job_isolation: required\n"
 
     def setUp(self):
-        for binary in (STOKERD, os.path.join(os.path.dirname(STOKERD), "stoker-run")):
-            if not others_may_read(binary):
-                skip_or_fail(self, "a daemon running as nobody cannot reach %s: build Stoker where "
-                             "others may enter (chmod o+x on each directory of the path)" % binary)
-        self.tmp = tempfile.mkdtemp(prefix="stoker-e2e-")
-        os.chmod(self.tmp, 0o711)
-        self.data = os.path.join(self.tmp, "data")
-        os.makedirs(self.data)
-        daemon = NobodyDaemon(self.data, self.config)
-        for root, dirs, files in os.walk(self.data):
-            for name in [root] + [os.path.join(root, f) for f in files]:
-                os.chown(name, NOBODY, NOBODY)
-        self.daemon = daemon.start()
-        self.project_path = JOBS
+        start_as_nobody(self)
 
     def test_a_trainer_of_a_non_root_daemon_cannot_read_its_token_or_other_jobs(self):
         self.isolation_in_use()

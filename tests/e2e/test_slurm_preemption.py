@@ -25,7 +25,8 @@ import subprocess
 import sys
 import unittest
 
-from harness import DEFAULT_CONFIG, Daemon, StokerTestCase, read_text, wait_for
+from harness import (DEFAULT_CONFIG, Daemon, StokerTestCase, cancel_slurm_jobs_of, read_text,
+                     slurm_jobs_of, wait_for)
 from test_executor_contract import job_of, parse_env, pool, slurm_unavailable, squeue
 
 
@@ -64,15 +65,7 @@ class SlurmPreemptionTest(StokerTestCase):
         super().setUp()
 
     def tearDown(self):
-        # This daemon's Slurm jobs only.
-        try:
-            instance = read_text(os.path.join(self.data, "slurm-instance")).strip()
-            r = subprocess.run(["squeue", "-h", "-o", "%i|%k"], capture_output=True, text=True)
-            ids = [l.split("|")[0] for l in r.stdout.split() if l.endswith(":" + instance)]
-            if ids:
-                subprocess.run(["scancel"] + ids, check=False)
-        except OSError:
-            pass
+        cancel_slurm_jobs_of(self.data)  # this daemon's Slurm jobs only
         super().tearDown()
 
     def out(self, *parts):
@@ -82,11 +75,7 @@ class SlurmPreemptionTest(StokerTestCase):
 
     def slurm_jobs(self, job_id, attempt):
         """This daemon's Slurm jobs (any state Slurm remembers) for one attempt (0-based)."""
-        r = subprocess.run(["squeue", "-h", "-t", "all", "--name",
-                            "stoker-%s-%d" % (job_id, attempt), "-o", "%i|%k"],
-                           capture_output=True, text=True, check=True)
-        instance = read_text(os.path.join(self.data, "slurm-instance")).strip()
-        return [l.split("|")[0] for l in r.stdout.split() if l.endswith(":" + instance)]
+        return slurm_jobs_of(self.data, ["-t", "all", "--name", "stoker-%s-%d" % (job_id, attempt)])
 
     def diagnose(self, job_id):
         """What the job, its events, Slurm and stokerd say: for a failure message."""

@@ -9,13 +9,11 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import unittest
 
-from harness import (DEFAULT_CONFIG, IMAGE, SOURCE, STOKERD, Daemon, StokerTestCase,
+from harness import (DEFAULT_CONFIG, IMAGE, SOURCE, Daemon, StokerTestCase,
                      others_may_read, pid_alive, read_text, skip_or_fail, wait_for)
 
-NOBODY = 65534
 
 JOBS = "/v1/projects/p/locations/l/customJobs"
 STUDIES = "/v1/projects/p/locations/l/hyperparameterTuningJobs"
@@ -446,22 +444,10 @@ class WarmNonRootIsolationTest(WarmIsolationTest):
     config = ISOLATED_CONFIG
 
     def setUp(self):
-        from test_isolation import NobodyDaemon
+        from test_isolation import start_as_nobody
         if subprocess.run(["/usr/bin/python3", "-c", "import torch"]).returncode != 0:
             skip_or_fail(self, "Debian's python3-torch is needed (scripts/install-deps.sh --test)")
-        for binary in (STOKERD, os.path.join(os.path.dirname(STOKERD), "stoker-run")):
-            if not others_may_read(binary):
-                skip_or_fail(self, "a daemon running as nobody cannot reach " + binary)
-        self.tmp = tempfile.mkdtemp(prefix="stoker-e2e-")
-        os.chmod(self.tmp, 0o711)
-        self.data = os.path.join(self.tmp, "data")
-        os.makedirs(self.data)
-        daemon = NobodyDaemon(self.data, self.config)
-        for root, dirs, files in os.walk(self.data):
-            for name in [root] + [os.path.join(root, f) for f in files]:
-                os.chown(name, NOBODY, NOBODY)
-        self.daemon = daemon.start()
-        self.project_path = JOBS
+        start_as_nobody(self)
         self.trace = os.path.join(self.tmp, "trace")
         os.makedirs(self.trace)
         os.chmod(self.trace, 0o777)
