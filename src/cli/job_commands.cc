@@ -341,7 +341,8 @@ int Describe(const Globals& g, const std::string& id) {
       std::cout << "  workerpool" << p << ": " << pool.value("replicaCount", "1") << " x "
                 << pool["machineSpec"].value("machineType", "?");
       if (pool["machineSpec"].contains("acceleratorType")) {
-        std::cout << " + " << pool["machineSpec"].value("acceleratorCount", 0) << " x "
+        // A number, which may be a share of one GPU (0.5).
+        std::cout << " + " << pool["machineSpec"].value("acceleratorCount", json(0)).dump() << " x "
                   << pool["machineSpec"]["acceleratorType"].get<std::string>();
       }
       if (pool.contains("pythonPackageSpec")) {
