@@ -158,6 +158,7 @@ TEST_F(ControllerTest, AFailedAttemptIsRetriedAsANewAttemptUpToMaxRetries) {
   EXPECT_EQ(executor_.launches()[1].attempt, 1);
   EXPECT_EQ(Get(id).attempt, 1);
   EXPECT_TRUE(HasEvent(id, "Restarting all replicas as attempt 2 of 2"));
+  EXPECT_EQ(Get(id).restart_reason, "retry");
 
   executor_.Exit({id, 1, "workerpool0-0"}, 1, kT0 + 3 * kSecond);
   Turn(2 * kSecond);
@@ -173,6 +174,19 @@ TEST_F(ControllerTest, ALostReplicaIsTheInfrastructuresFaultAndRestartsWithoutMa
   ASSERT_EQ(executor_.launches().size(), 2u);
   EXPECT_EQ(Get(id).attempt, 1);
   EXPECT_TRUE(HasEvent(id, "was lost: the supervisor died without a status"));
+  EXPECT_EQ(Get(id).restart_reason, "node_failure");  // the next attempt's STOKER_RESTART_REASON
+  EXPECT_EQ(executor_.launches()[1].replicas[0].env.at("STOKER_RESTART_REASON"), "node_failure");
+}
+
+TEST_F(ControllerTest, AFailedWorkerRestartsTheGangWhenAskedAndSaysWhy) {
+  int64_t id = Submit(Job({Pool("train"), Pool("work")}, {{"restartJobOnWorkerRestart", true}}));
+  executor_.SetRunning({id, 0, "workerpool0-0"}, kT0);
+  executor_.Exit({id, 0, "workerpool1-0"}, 1, kT0 + kSecond);
+  Turn(kSecond);
+  EXPECT_EQ(Get(id).attempt, 1);
+  EXPECT_EQ(Get(id).restart_reason, "worker_restart");
+  ASSERT_EQ(executor_.launches().size(), 2u);
+  EXPECT_EQ(executor_.launches()[1].replicas[1].env.at("STOKER_RESTART_REASON"), "worker_restart");
 }
 
 TEST_F(ControllerTest, ATimeoutFailsWithDeadlineExceededAndIsNotRetried) {
