@@ -433,6 +433,22 @@ void Controller::Tick() {
           return r.phase == exec::ReplicaPhase::kEnded || r.phase == exec::ReplicaPhase::kLost;
         });
     if (done) {
+      // The ledger: replicas that ran on past the judgement (a preemption's
+      // or a cancel's grace) held their resources until they ended.
+      std::vector<store::UsageRecord>& rows = it->second.usage;
+      bool later = false;
+      for (store::UsageRecord& u : rows) {
+        for (const exec::ReplicaStatus& r : *st) {
+          if (r.name == u.replica && r.end_us > u.end_us) {
+            u.end_us = r.end_us;
+            later = true;
+          }
+        }
+      }
+      if (later) {
+        Status s = store_.RecordUsage(rows);
+        if (!s.ok()) spdlog::warn("job {}: usage: {}", it->first.first, s.ToString());
+      }
       it = draining_.erase(it);
       schedule_dirty_ = true;
     } else {
@@ -463,6 +479,8 @@ void Controller::Tick() {
 }
 
 void Controller::Drain(Active& a) {
+  std::vector<store::UsageRecord> usage = std::move(a.recorded_usage);
+  a.recorded_usage.clear();
   if (a.replicas.empty()) return;
   auto st = executor_.Poll(a.rec.id, a.rec.attempt, a.replicas);
   bool running = !st.ok() || std::any_of(st->begin(), st->end(), [](const exec::ReplicaStatus& r) {
@@ -471,7 +489,8 @@ void Controller::Drain(Active& a) {
   if (!running) return;
   Status s = executor_.Cancel(a.rec.id, a.rec.attempt, a.replicas);
   if (!s.ok()) spdlog::warn("job {}: stopping replicas: {}", a.rec.id, s.ToString());
-  Draining d{a.replicas, a.placed, a.rec.user, a.job.job_spec.scheduling.priority, {}};
+  Draining d{a.replicas, a.placed,        a.rec.user, a.job.job_spec.scheduling.priority,
+             {},         std::move(usage)};
   AddPorts(a.rec.allocation, d.ports);
   draining_[{a.rec.id, a.rec.attempt}] = std::move(d);
 }
@@ -613,7 +632,7 @@ bool Controller::CanRetry(const Active& a, bool infrastructure, bool worker) con
   return a.rec.attempt - a.rec.preemptions < RetryLimit(a, infrastructure, worker);
 }
 
-void Controller::RecordUsage(const Active& a, const std::vector<exec::ReplicaStatus>& st,
+void Controller::RecordUsage(Active& a, const std::vector<exec::ReplicaStatus>& st,
                              const std::string& end) {
   std::map<std::string, cost::ReplicaTimes> times;
   for (const exec::ReplicaStatus& r : st) times[r.name] = {r.start_us, r.end_us};
@@ -630,6 +649,7 @@ void Controller::RecordUsage(const Active& a, const std::vector<exec::ReplicaSta
   }
   Status s = store_.RecordUsage(rows);
   if (!s.ok()) spdlog::error("job {}: cannot record usage: {}", a.rec.id, s.ToString());
+  a.recorded_usage = std::move(rows);
 }
 
 bool Controller::Retry(Active& a, const std::string& what, bool infrastructure, bool worker) {
@@ -673,13 +693,13 @@ void Controller::Preempt(Active& a, const std::string& by, bool stop) {
   const int next = a.rec.attempt + 1;
   const int count = a.rec.preemptions + 1;
   const double grace = config_.preemption.grace_seconds;
-  std::string reason = "PREEMPTED " + by + "; " +
-                       (stop ? "its replicas get SIGTERM and " + Num(grace) +
-                                   "s to save a checkpoint, then SIGKILL"
-                             : std::string("the executor stopped its replicas")) +
-                       ". Requeued as attempt " + std::to_string(next + 1) +
-                       " with the same AIP_CHECKPOINT_DIR (preemption " + std::to_string(count) +
-                       "; preemptions never count against maxRetries).";
+  std::string reason =
+      "PREEMPTED " + by + "; " +
+      (stop ? "its replicas get SIGTERM and " + Num(grace) + "s to save a checkpoint, then SIGKILL"
+            : std::string("the executor stopped its replicas")) +
+      ". Requeued as attempt " + std::to_string(next + 1) +
+      " with the same AIP_CHECKPOINT_DIR (preemption " + std::to_string(count) +
+      "; preemptions never count against maxRetries).";
   Requeue(a, reason, {.attempt = next, .preemptions = count, .restart_reason = "preemption"});
 }
 

@@ -117,6 +117,7 @@ class Controller final : public api::ControlPlane, private TrialJobs {
     // LastCheckpointUs's cache: the newest checkpoint's time, and when looked.
     int64_t checkpoint_us = 0;
     int64_t checkpoint_looked_us = 0;
+    std::vector<store::UsageRecord> recorded_usage;  // RecordUsage's rows, for Drain
   };
   struct Draining {  // ended attempts whose replicas are still being stopped
     std::vector<std::string> replicas;
@@ -124,6 +125,9 @@ class Controller final : public api::ControlPlane, private TrialJobs {
     std::string user;
     int priority = 0;
     std::set<int> ports;  // CLUSTER_SPEC ports it was given: not handed out again
+    // The attempt's ledger rows as written when it was judged; written again
+    // with the replicas' real end times once they are gone (the grace counts).
+    std::vector<store::UsageRecord> usage;
   };
 
   // TrialJobs: the study driver stored a trial job, or a cancel of one.
@@ -170,8 +174,8 @@ class Controller final : public api::ControlPlane, private TrialJobs {
   int RetryLimit(const Active& a, bool infrastructure, bool worker) const;
   bool CanRetry(const Active& a, bool infrastructure, bool worker) const;
   // Writes the ended attempt's rows to the usage ledger (replica times from `st`).
-  void RecordUsage(const Active& a, const std::vector<exec::ReplicaStatus>& st,
-                   const std::string& end);
+  // Keeps them in a.recorded_usage, which Drain hands to the draining attempt.
+  void RecordUsage(Active& a, const std::vector<exec::ReplicaStatus>& st, const std::string& end);
   // Every 10 s when budgets exist: a warning event on the running jobs of a
   // budget past its threshold (once a month), and a cancel of the jobs (and
   // their studies) of a budget whose hard limit is reached with stopRunning.

@@ -464,8 +464,16 @@ TEST_F(PreemptionTest, AHigherJobPreemptsASpotJobWhichResumesAsTheSameJobWithout
   EXPECT_EQ(Get(high).state, JobState::kQueued);
   EXPECT_EQ(executor_.launches().size(), 1u);
 
-  executor_.Kill(low0, SIGTERM, clock_.NowMicros());  // it saved and exited within the grace
+  const int64_t stopped_us = clock_.NowMicros();
+  executor_.Kill(low0, SIGTERM, stopped_us);  // it saved and exited within the grace
   Turn(kSecond);
+  // The ledger's row of the preempted attempt runs until its trainer ended,
+  // the grace included (61 s from its start, not the 60 s to the decision).
+  std::vector<store::UsageRecord> rows = store_->JobUsage(low).value();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].end, "preempted");
+  EXPECT_EQ(rows[0].end_us, stopped_us);
+  EXPECT_DOUBLE_EQ(rows[0].seconds(), 61);
   ASSERT_EQ(executor_.launches().size(), 2u);
   EXPECT_EQ(executor_.launches()[1].job_id, high);
   EXPECT_EQ(Get(low).state, JobState::kQueued);  // lower priority: waits for the high job
