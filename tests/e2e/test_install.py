@@ -55,12 +55,12 @@ class InstalledLayoutTest(unittest.TestCase):
             self.assertTrue(os.access(path, os.X_OK), path)
         helpers = self.installed("share", "stoker", "python", "hypertune", "__init__.py")
         self.assertTrue(os.path.isfile(helpers))
-        # Only the module, no tests. (Bytecode may appear: a trainer of the
-        # daemon test may write it.)
+        # Only the modules (hypertune for trainers, the warm-start zygote), no
+        # tests. (Bytecode may appear: a trainer of the daemon test may write it.)
         found = [os.path.relpath(os.path.join(d, f), self.installed("share", "stoker", "python"))
                  for d, _, files in os.walk(self.installed("share", "stoker", "python"))
                  for f in files if "__pycache__" not in d]
-        self.assertEqual(sorted(found), ["hypertune/__init__.py"])
+        self.assertEqual(sorted(found), ["hypertune/__init__.py", "stoker_zygote.py"])
         self.assertIn("listen:", read_text(self.installed("share", "stoker", "config.yaml")))
         for doc in ("README.md", "install.md", "security.md", "config.md",
                     os.path.join("decisions", "0002-sqlite-store.md")):
