@@ -179,6 +179,23 @@ def _seconds(rfc3339):
     return calendar.timegm((y, mo, d, h, mi, s)) + float(m.group(7) or 0)
 
 
+class CheckpointDirTest(StokerTestCase):
+    def test_a_checkpoint_dir_that_cannot_be_made_fails_the_job_naming_it(self):
+        self.stoker("storage", "mb", "gs://out")
+        blocker = os.path.join(self.data, "buckets", "out", "run", "checkpoints")
+        os.makedirs(os.path.dirname(blocker))
+        with open(blocker, "w") as f:
+            f.write("a file where the directory should be\n")
+        job = container_job("blocked", "echo should not run")
+        job["jobSpec"]["baseOutputDirectory"] = {"outputUriPrefix": "gs://out/run/"}
+        final = self.wait_state(self.submit(job))
+        self.assertEqual(final["state"], "JOB_STATE_FAILED", final)
+        message = final["error"]["message"]
+        self.assertIn("AIP_CHECKPOINT_DIR", message)
+        self.assertIn("checkpoints cannot be made", message)
+        self.assertIn("set jobSpec.baseOutputDirectory to a writable place", message)
+
+
 class PreemptionConfigTest(StokerTestCase):
     def test_bad_preemption_config_is_refused_naming_the_key(self):
         err = stokerd_refuses(os.path.join(self.tmp, "bad1"),
