@@ -25,21 +25,9 @@ mkdir -p "$data/buckets/bench"
 cp bench/gpu/cnn.py "$data/buckets/bench/cnn.py"
 chmod -R a+rX "$data/buckets"
 printf 'images:\n  - {match: "local/*", python: %s}\n%s\n' "$py" "${EXTRA_CONFIG:-}" >"$data/config.yaml"
-"$carry/bin/stokerd" --data-dir "$data" --listen 127.0.0.1:0 >"$out/stokerd.log" 2>&1 &
-pid=$!
-trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$data"' EXIT
-for _ in $(seq 200); do
-  [[ -s $data/stokerd.addr && -s $data/token ]] && break
-  kill -0 "$pid" 2>/dev/null || { cat "$out/stokerd.log" >&2; exit 1; }
-  sleep 0.05
-done
-export STOKER_SERVER STOKER_TOKEN
-STOKER_SERVER=$(cat "$data/stokerd.addr")
-STOKER_TOKEN=$(cat "$data/token")
-stoker=$carry/bin/stoker
-"$stoker" nodes | tee "$out/nodes.txt"
-gpu_type=$("$stoker" --format json nodes | "$py" -c \
-  'import json,sys; print(json.load(sys.stdin)["nodes"][0]["gpus"][0]["type"])')
+. bench/gpu/daemon.sh
+start_stokerd "$data" "$out"
+gpu_type=$(first_gpu_type "$py")
 cat >"$out/job.yaml" <<YAML
 displayName: gpu-bench
 jobSpec:

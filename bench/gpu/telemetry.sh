@@ -26,20 +26,9 @@ PY
 chmod -R a+rX "$data/buckets"
 printf 'images:\n  - {match: "local/*", python: %s}\ntelemetry_seconds: 1\ngpu_telemetry_seconds: 1\n' \
   "$py" >"$data/config.yaml"
-"$carry/bin/stokerd" --data-dir "$data" --listen 127.0.0.1:0 >"$out/stokerd.log" 2>&1 &
-pid=$!
-trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$data"' EXIT
-for _ in $(seq 200); do
-  [[ -s $data/stokerd.addr && -s $data/token ]] && break
-  sleep 0.05
-done
-export STOKER_SERVER STOKER_TOKEN
-STOKER_SERVER=$(cat "$data/stokerd.addr")
-STOKER_TOKEN=$(cat "$data/token")
-stoker=$carry/bin/stoker
-"$stoker" nodes | tee "$out/nodes.txt"
-gpu_type=$("$stoker" --format json nodes | "$py" -c \
-  'import json,sys; print(json.load(sys.stdin)["nodes"][0]["gpus"][0]["type"])')
+. bench/gpu/daemon.sh
+start_stokerd "$data" "$out"
+gpu_type=$(first_gpu_type "$py")
 job() {  # name, command...
   local name=$1; shift
   local cmd; cmd=$(printf '"%s", ' "$@"); cmd=${cmd%, }

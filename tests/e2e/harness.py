@@ -9,6 +9,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -153,6 +154,18 @@ def cancel_slurm_jobs_of(data_dir):
             subprocess.run(["scancel"] + ids, check=False)
     except OSError:
         pass
+
+
+def main():
+    """unittest.main for a test file that CI runs directly (the Slurm
+    suites): with STOKER_TEST_FAIL_ON_SKIP=1 a skipped test fails the run."""
+    program = unittest.main(verbosity=2, exit=False)
+    result = program.result
+    if os.environ.get("STOKER_TEST_FAIL_ON_SKIP") == "1" and result.skipped:
+        for test, why in result.skipped:
+            print("SKIPPED (not allowed here): %s: %s" % (test.id(), why), file=sys.stderr)
+        sys.exit(1)
+    sys.exit(0 if result.wasSuccessful() else 1)
 
 
 def skip_or_fail(case, why):

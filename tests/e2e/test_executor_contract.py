@@ -17,11 +17,10 @@ import shutil
 import signal
 import stat
 import subprocess
-import sys
 import unittest
 
 from harness import (DEFAULT_CONFIG, IMAGE, SOURCE, Daemon, StokerTestCase, cancel_slurm_jobs_of,
-                     pid_alive, read_text, wait_for)
+                     main, pid_alive, read_text, wait_for)
 
 # A machine type small enough that two 5-replica jobs fit on the one-node
 # Slurm of CI (16 CPUs, 32 GB) at once, as they do locally.
@@ -432,10 +431,4 @@ class SlurmExecutorContractTest(ExecutorContract, StokerTestCase):
 
 
 if __name__ == "__main__":
-    program = unittest.main(verbosity=2, exit=False)
-    result = program.result
-    if os.environ.get("STOKER_TEST_FAIL_ON_SKIP") == "1" and result.skipped:
-        for test, why in result.skipped:
-            print("SKIPPED (not allowed here): %s: %s" % (test.id(), why), file=sys.stderr)
-        sys.exit(1)
-    sys.exit(0 if result.wasSuccessful() else 1)
+    main()

@@ -22,11 +22,9 @@ Run: STOKER_TEST_SLURM=1 python3 tests/e2e/test_slurm_preemption.py
 import os
 import signal
 import subprocess
-import sys
-import unittest
 
-from harness import (DEFAULT_CONFIG, Daemon, StokerTestCase, cancel_slurm_jobs_of, read_text,
-                     slurm_jobs_of, wait_for)
+from harness import (DEFAULT_CONFIG, Daemon, StokerTestCase, cancel_slurm_jobs_of, main,
+                     read_text, slurm_jobs_of, wait_for)
 from test_executor_contract import job_of, parse_env, pool, slurm_unavailable, squeue
 
 
@@ -196,10 +194,4 @@ class SlurmPreemptionTest(StokerTestCase):
 
 
 if __name__ == "__main__":
-    program = unittest.main(verbosity=2, exit=False)
-    result = program.result
-    if os.environ.get("STOKER_TEST_FAIL_ON_SKIP") == "1" and result.skipped:
-        for test, why in result.skipped:
-            print("SKIPPED (not allowed here): %s: %s" % (test.id(), why), file=sys.stderr)
-        sys.exit(1)
-    sys.exit(0 if result.wasSuccessful() else 1)
+    main()
