@@ -291,17 +291,23 @@ class LocalExecutorContractTest(ExecutorContract, StokerTestCase):
     config = CONFIG
 
 
+def require_slurm(case):
+    """Skips `case` unless STOKER_TEST_SLURM=1; then fails it when Slurm
+    cannot be used (a run that asked for Slurm must not pass without it)."""
+    if os.environ.get("STOKER_TEST_SLURM") != "1":
+        case.skipTest("STOKER_TEST_SLURM=1 not set (CI sets it after scripts/slurm-localhost.sh)")
+    why = slurm_unavailable()
+    if why:
+        case.fail("STOKER_TEST_SLURM=1 but Slurm cannot be used: %s "
+                  "(start it with scripts/slurm-localhost.sh)" % why)
+
+
 class SlurmExecutorContractTest(ExecutorContract, StokerTestCase):
     slurm = True
     config = CONFIG + "executor: slurm\nslurm: {grace_seconds: 5}\n"
 
     def setUp(self):
-        if os.environ.get("STOKER_TEST_SLURM") != "1":
-            self.skipTest("STOKER_TEST_SLURM=1 not set (CI sets it after scripts/slurm-localhost.sh)")
-        why = slurm_unavailable()
-        if why:
-            self.fail("STOKER_TEST_SLURM=1 but Slurm cannot be used: %s "
-                      "(start it with scripts/slurm-localhost.sh)" % why)
+        require_slurm(self)
         super().setUp()
 
     def tearDown(self):

@@ -25,7 +25,7 @@ import subprocess
 
 from harness import (DEFAULT_CONFIG, Daemon, StokerTestCase, cancel_slurm_jobs_of, main,
                      read_text, slurm_jobs_of, wait_for)
-from test_executor_contract import job_of, parse_env, pool, slurm_unavailable, squeue
+from test_executor_contract import job_of, parse_env, pool, require_slurm, squeue
 
 
 def node_cpus():
@@ -38,12 +38,7 @@ def node_cpus():
 class SlurmPreemptionTest(StokerTestCase):
 
     def setUp(self):
-        if os.environ.get("STOKER_TEST_SLURM") != "1":
-            self.skipTest("STOKER_TEST_SLURM=1 not set (CI sets it after scripts/slurm-localhost.sh)")
-        why = slurm_unavailable()
-        if why:
-            self.fail("STOKER_TEST_SLURM=1 but Slurm cannot be used: %s "
-                      "(start it with scripts/slurm-localhost.sh)" % why)
+        require_slurm(self)
         parts = subprocess.run(["sinfo", "-h", "-o", "%R"], capture_output=True, text=True).stdout
         if not {"low", "high"} <= set(parts.split()):
             self.fail("Slurm has no partitions low and high (partitions: %s); start it with "
