@@ -707,8 +707,13 @@ int64_t Controller::LastCheckpointUs(Active& a, int64_t now_us) {
   constexpr int64_t kLookEveryUs = 10'000'000;
   if (now_us - a.checkpoint_looked_us >= kLookEveryUs) {
     a.checkpoint_looked_us = now_us;
-    auto dir = buckets_.Resolve(OutputUri(a.job, a.rec.id) + "checkpoints", "AIP_CHECKPOINT_DIR");
-    if (dir.ok()) a.checkpoint_us = NewestChangeUs(*dir);
+    // The bucket's directory is the daemon's; below it, the trainer's.
+    auto uri =
+        storage::ParseGsUri(OutputUri(a.job, a.rec.id) + "checkpoints", "AIP_CHECKPOINT_DIR");
+    if (uri.ok()) {
+      auto bucket = buckets_.Resolve("gs://" + uri->bucket + "/", "AIP_CHECKPOINT_DIR");
+      if (bucket.ok()) a.checkpoint_us = NewestChangeUs(*bucket, uri->object);
+    }
   }
   // A checkpoint from an earlier attempt saves nothing of this one's work.
   return std::max(a.checkpoint_us, a.placed_us);

@@ -16,11 +16,16 @@ namespace stoker::server {
 // scheduling.strategy SPOT, or a priority below config.preemptible_below.
 bool IsPreemptible(const spec::CustomJob& job, const PreemptionConfig& config);
 
-// The newest modification time (microseconds since the epoch) of the files
-// and directories in `dir` and one level below it, looking at no more than
-// `max_entries` entries and never following links; 0 when there is none or
-// `dir` cannot be read. Bounded so that a trainer's directory of many
-// thousand files costs the control loop little.
-int64_t NewestChangeUs(const std::filesystem::path& dir, int max_entries = 1000);
+// The newest modification time (microseconds since the epoch) of the
+// entries of `root`/`relative` and of its subdirectories one level down,
+// looking at no more than `max_entries` entries; 0 when there is none or the
+// directory cannot be read. `root` is trusted (a bucket's directory);
+// `relative` and everything below it may be a trainer's, so no symbolic
+// link is followed anywhere below `root` (each directory is opened with
+// O_NOFOLLOW from its parent, entries are lstat'ed, nothing is read or
+// opened but directories), and the bound keeps a directory of many thousand
+// files cheap for the control loop.
+int64_t NewestChangeUs(const std::filesystem::path& root, const std::filesystem::path& relative,
+                       int max_entries = 1000);
 
 }  // namespace stoker::server
