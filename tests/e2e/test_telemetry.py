@@ -31,7 +31,8 @@ class TelemetryTest(StokerTestCase):
         job_id = self.submit(container_job("burn", BURN))
 
         def busy_points():
-            points = self.telemetry(job_id)["replicas"][0]["points"]
+            replicas = self.telemetry(job_id)["replicas"]  # none while the job is queued
+            points = replicas[0]["points"] if replicas else []
             busy = [p for p in points if p["cpuPercent"] > 50 and p["rssBytes"] > 60 << 20]
             return points if len(busy) >= 2 else None
         points = wait_for(busy_points, 60, "samples of a busy trainer")
