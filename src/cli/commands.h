@@ -2,6 +2,7 @@
 // that implement them. Every command returns the process exit code.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <iostream>
 #include <map>
@@ -179,6 +180,9 @@ Result<std::string> StageArchive(Connection& conn, const std::string& path,
 int StorageCp(const Globals& g, const std::string& src, const std::string& dst);
 int StorageLs(const Globals& g, const std::string& uri);
 int StorageMb(const Globals& g, const std::string& uri);
+// Wires `stoker storage ...` into `app` (storage_commands.cc); the commands'
+// callbacks read `g` and set `rc` once parsing is done.
+void AddStorageCommands(CLI::App& app, const Globals& g, int& rc);
 
 // `stoker admin users ...` (admin_commands.cc): users and tokens.
 struct AdminUserFlags {

@@ -275,23 +275,7 @@ int main(int argc, char** argv) {
   add_region(cj_logs);
   cj_logs->callback([&] { rc = AiCustomJobsStreamLogs(with_region(), cj_id, task_name); });
 
-  auto* st = app.add_subcommand("storage", "Local buckets behind gs:// URIs");
-  st->require_subcommand(1);
-  std::string src, dst;
-  auto* cp = st->add_subcommand("cp", "Copy files or directories to or from a bucket");
-  cp->add_option("SOURCE", src)->required();
-  cp->add_option("DESTINATION", dst)->required();
-  bool recursive = false;
-  cp->add_flag("-r,--recursive", recursive,
-               "Accepted for gsutil compatibility; directories always copy recursively");
-  cp->callback([&] { rc = StorageCp(g, src, dst); });
-  std::string uri;
-  auto* ls = st->add_subcommand("ls", "List buckets, or objects under gs://BUCKET/PREFIX");
-  ls->add_option("URI", uri);
-  ls->callback([&] { rc = StorageLs(g, uri); });
-  auto* mb = st->add_subcommand("mb", "Make a bucket");
-  mb->add_option("URI", uri)->required();
-  mb->callback([&] { rc = StorageMb(g, uri); });
+  AddStorageCommands(app, g, rc);  // storage ..., gsutil ... (storage_commands.cc)
 
   auto* admin = app.add_subcommand("admin", "Administration (admins only)");
   admin->require_subcommand(1);

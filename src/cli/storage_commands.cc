@@ -135,4 +135,26 @@ int StorageMb(const Globals& g, const std::string& uri) {
   return 0;
 }
 
+void AddStorageCommands(CLI::App& app, const Globals& g, int& rc) {
+  struct Flags {
+    std::string src, dst, uri;
+    bool recursive = false;
+  };
+  auto f = std::make_shared<Flags>();
+  auto* st = app.add_subcommand("storage", "Local buckets behind gs:// URIs");
+  st->require_subcommand(1);
+  auto* cp = st->add_subcommand("cp", "Copy files or directories to or from a bucket");
+  cp->add_option("SOURCE", f->src)->required();
+  cp->add_option("DESTINATION", f->dst)->required();
+  cp->add_flag("-r,--recursive", f->recursive,
+               "Accepted for gsutil compatibility; directories always copy recursively");
+  cp->callback([&g, &rc, f] { rc = StorageCp(g, f->src, f->dst); });
+  auto* ls = st->add_subcommand("ls", "List buckets, or objects under gs://BUCKET/PREFIX");
+  ls->add_option("URI", f->uri);
+  ls->callback([&g, &rc, f] { rc = StorageLs(g, f->uri); });
+  auto* mb = st->add_subcommand("mb", "Make a bucket");
+  mb->add_option("URI", f->uri)->required();
+  mb->callback([&g, &rc, f] { rc = StorageMb(g, f->uri); });
+}
+
 }  // namespace stoker::cli
