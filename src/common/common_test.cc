@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "common/crc32c.h"
 #include "common/files.h"
 #include "common/json_yaml.h"
 #include "common/time.h"
@@ -314,6 +315,36 @@ TEST(JsonYamlTest, RefusesAliasBombs) {
   auto ok = ParseYamlOrJson("base: &b {x: 1}\nuse: *b\n", "f");
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ((*ok)["use"]["x"], 1);
+}
+
+
+// ---- CRC-32C ----
+
+TEST(Crc32cTest, MatchesTheCastagnoliCheckValue) {
+  EXPECT_EQ(Crc32c("123456789"), 0xE3069283u);
+  EXPECT_EQ(Crc32c(""), 0u);
+  // Continuing a CRC over a split input gives the CRC of the whole.
+  EXPECT_EQ(Crc32c("56789", Crc32c("1234")), 0xE3069283u);
+  std::string zeros(32, '\0');  // RFC 3720 B.4: 32 bytes of zeros
+  EXPECT_EQ(Crc32c(zeros), 0x8A9136AAu);
+}
+
+TEST(Crc32cTest, AnySplitOfALongInputGivesTheSameCrc) {
+  std::string data;
+  for (int i = 0; i < 100003; ++i) data.push_back(static_cast<char>((i * 7919) >> 3));
+  uint32_t whole = Crc32c(data);
+  for (size_t cut : {size_t{1}, size_t{7}, size_t{8}, size_t{4097}, data.size() - 3}) {
+    EXPECT_EQ(Crc32c(std::string_view(data).substr(cut), Crc32c(std::string_view(data).substr(0, cut))),
+              whole)
+        << cut;
+  }
+}
+
+TEST(Crc32cTest, Base64IsTheBigEndianBytesAsCloudStorageShowsThem) {
+  EXPECT_EQ(Crc32cBase64(0), "AAAAAA==");
+  // gsutil hash of "hello world": crc32c yZRlqg== (0xC99465AA).
+  EXPECT_EQ(Crc32c("hello world"), 0xC99465AAu);
+  EXPECT_EQ(Crc32cBase64(0xC99465AAu), "yZRlqg==");
 }
 
 }  // namespace
