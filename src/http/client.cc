@@ -18,6 +18,7 @@
 #include <optional>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "http/http.h"
 
@@ -346,6 +347,173 @@ Result<Response> Client::Call(const std::string& method, const std::string& targ
     if (!keep_alive) im.Close();
     return out;
   }
+}
+
+Result<Response> Client::Stream(const std::string& method, const std::string& target,
+                                const std::map<std::string, std::string>& headers,
+                                uint64_t body_size, const BodyReader& reader,
+                                const BodyWriter& writer, int idle_timeout_ms) {
+  Impl& im = *impl_;
+  if (!im.config_error.ok()) return im.config_error;
+  if (method.empty() || target.find_first_of(" \r\n") != std::string::npos ||
+      method.find_first_of(" \r\n") != std::string::npos) {
+    return InvalidArgument("cannot send \"" + method + " " + target +
+                           "\": the method must be a token and the target percent-encoded");
+  }
+  const auto idle = std::chrono::milliseconds(idle_timeout_ms > 0 ? idle_timeout_ms : 1 << 30);
+  bhttp::request<bhttp::buffer_body> req;
+  const bhttp::verb verb = bhttp::string_to_verb(method);
+  if (verb == bhttp::verb::unknown) {
+    req.method_string(method);
+  } else {
+    req.method(verb);
+  }
+  std::string full_target = im.prefix;
+  if (target.empty() || target.front() != '/') full_target.push_back('/');
+  full_target += target;
+  req.target(full_target);
+  req.version(11);
+  req.set(bhttp::field::host, im.authority);
+  req.set(bhttp::field::user_agent, "stoker");
+  for (const auto& [name, value] : headers) req.set(name, value);
+  if (body_size > 0 || verb == bhttp::verb::post || verb == bhttp::verb::put) {
+    req.content_length(body_size);
+  }
+  req.keep_alive(true);
+  req.body().data = nullptr;
+  req.body().more = body_size > 0;
+
+  if (im.connected() && im.PeerClosed()) im.Close();
+  if (!im.connected()) {
+    STOKER_RETURN_IF_ERROR(im.Connect(Clock::now() + idle, idle_timeout_ms));
+  }
+  auto timeout = [&] {
+    return DeadlineExceeded("stokerd at " + im.base_url + " made no progress on " + method + " " +
+                            target + " for " + std::to_string(idle_timeout_ms) + " ms");
+  };
+  auto lost = [&](const char* when, const beast::error_code& ec) {
+    return Unavailable("lost the connection to stokerd at " + im.base_url + " while " + when + " " +
+                       method + " " + target + ": " + ec.message());
+  };
+
+  // The header, then the body a piece at a time (Beast's buffer_body: each
+  // write returns need_buffer once the piece is sent).
+  bhttp::request_serializer<bhttp::buffer_body> sr(req);
+  im.Tcp().expires_after(idle);
+  beast::error_code ec = im.OnStream([&](auto& s) {
+    return im.Run([&](auto handler) { bhttp::async_write_header(s, sr, std::move(handler)); });
+  });
+  std::vector<char> piece(
+      body_size > 0 ? static_cast<size_t>(std::min<uint64_t>(body_size, 1 << 20)) : 0);
+  uint64_t sent = 0;
+  bool send_failed = false;
+  while (!ec && sent < body_size) {
+    size_t want = static_cast<size_t>(std::min<uint64_t>(body_size - sent, piece.size()));
+    Result<size_t> got = reader(piece.data(), want);
+    if (!got.ok()) {
+      im.Close();
+      return got.status();
+    }
+    if (*got == 0 || *got > want) {
+      im.Close();
+      return FailedPrecondition("the upload's source ended after " + std::to_string(sent) +
+                                " of the " + std::to_string(body_size) +
+                                " bytes announced (did the file shrink while it was read?)");
+    }
+    sent += *got;
+    req.body().data = piece.data();
+    req.body().size = *got;
+    req.body().more = sent < body_size;
+    im.Tcp().expires_after(idle);
+    ec = im.OnStream([&](auto& s) {
+      return im.Run([&](auto handler) { bhttp::async_write(s, sr, std::move(handler)); });
+    });
+    if (ec == bhttp::error::need_buffer) ec = {};
+  }
+  if (!ec && !sr.is_done()) {
+    req.body().data = nullptr;
+    req.body().size = 0;
+    req.body().more = false;
+    im.Tcp().expires_after(idle);
+    ec = im.OnStream([&](auto& s) {
+      return im.Run([&](auto handler) { bhttp::async_write(s, sr, std::move(handler)); });
+    });
+    if (ec == bhttp::error::need_buffer) ec = {};
+  }
+  if (ec) {
+    if (ec == beast::error::timeout) {
+      im.Close();
+      return timeout();
+    }
+    // The server may have refused the upload and said why before closing:
+    // try to read that answer below, and fail with the write error if none.
+    send_failed = true;
+  }
+  beast::error_code send_ec = ec;
+
+  bhttp::response_parser<bhttp::buffer_body> parser;
+  parser.header_limit(kHeaderLimit);
+  parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+  if (verb == bhttp::verb::head) parser.skip(true);
+  if (im.buffer.capacity() < 64 * 1024) im.buffer.reserve(64 * 1024);
+  im.Tcp().expires_after(send_failed ? std::chrono::milliseconds(5000) : idle);
+  ec = im.OnStream([&](auto& s) {
+    return im.Run(
+        [&](auto handler) { bhttp::async_read_header(s, im.buffer, parser, std::move(handler)); });
+  });
+  if (ec) {
+    im.Close();
+    if (send_failed) return lost("sending", send_ec);
+    if (ec == beast::error::timeout) return timeout();
+    return lost("waiting for the answer to", ec);
+  }
+  Response out;
+  out.status = static_cast<int>(parser.get().result_int());
+  for (const auto& field : parser.get()) {
+    std::string name(field.name_string());
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    beast::string_view value = field.value();
+    auto [it, inserted] = out.headers.try_emplace(std::move(name), value.data(), value.size());
+    if (!inserted) {
+      it->second += ", ";
+      it->second.append(value.data(), value.size());
+    }
+  }
+  out.content_type.clear();
+  if (auto it = out.headers.find("content-type"); it != out.headers.end()) {
+    out.content_type = it->second;
+  }
+  const bool to_writer = writer && out.status / 100 == 2;
+  std::vector<char> buf(256 * 1024);
+  while (!parser.is_done()) {
+    parser.get().body().data = buf.data();
+    parser.get().body().size = buf.size();
+    im.Tcp().expires_after(idle);
+    ec = im.OnStream([&](auto& s) {
+      return im.Run(
+          [&](auto handler) { bhttp::async_read(s, im.buffer, parser, std::move(handler)); });
+    });
+    if (ec == bhttp::error::need_buffer) ec = {};
+    if (ec) {
+      im.Close();
+      if (ec == beast::error::timeout) return timeout();
+      return lost("receiving the answer to", ec);
+    }
+    size_t n = buf.size() - parser.get().body().size;
+    if (n == 0) continue;
+    if (to_writer) {
+      Status st = writer(std::string_view(buf.data(), n));
+      if (!st.ok()) {
+        im.Close();  // the rest of the body is not wanted
+        return st;
+      }
+    } else if (out.body.size() < (1 << 20)) {
+      out.body.append(buf.data(), n);
+    }
+  }
+  if (send_failed || !parser.get().keep_alive()) im.Close();
+  return out;
 }
 
 }  // namespace stoker::http

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
 
@@ -26,18 +27,62 @@ struct Request {
   std::string remote_address;  // peer IP
 };
 
+// A byte range of an open file, sent as a response body instead of
+// Response::body: a download of any size is read from disk piece by piece,
+// never held in memory. Owns `fd` (closed when the last holder lets go). A
+// file that ends before `offset + length` breaks the connection (the length
+// was already promised in Content-Length).
+struct FileBody {
+  int fd = -1;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  FileBody(int fd_in, uint64_t offset_in, uint64_t length_in)
+      : fd(fd_in), offset(offset_in), length(length_in) {}
+  ~FileBody();
+  FileBody(const FileBody&) = delete;
+  FileBody& operator=(const FileBody&) = delete;
+};
+
 struct Response {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
   std::map<std::string, std::string> headers;  // extra headers
+  // Set: the body is this file range and `body` is ignored.
+  std::shared_ptr<FileBody> file;
 };
 
 using Handler = std::function<Response(const Request&)>;
 
+// A request body consumed as it arrives (object uploads), instead of being
+// collected into Request::body. Called on one server thread at a time, in
+// order; it may block on disk I/O like a Handler.
+class BodySink {
+ public:
+  virtual ~BodySink() = default;
+  // The next piece of the body. false stops the upload: Finish() is then
+  // called, its response sent, and the connection closed after the rest of
+  // the body is drained.
+  virtual bool Write(std::string_view bytes) = 0;
+  // After the last piece (or after Write returned false): the response.
+  virtual Response Finish() = 0;
+  // When the connection breaks or times out mid-body, neither is called
+  // again: the sink is destroyed without Finish, and must leave behind only
+  // what an interrupted upload may (nothing, or a resumable session's
+  // bytes so far).
+};
+
+// Looks at a request's header (Request::body empty) and returns the sink to
+// stream its body into, or nullptr to have the body collected, up to
+// max_body_bytes, and passed to the Handler. Streamed bodies have no size
+// limit here. Must be thread-safe, like the Handler; an exception from it
+// becomes a 500.
+using StreamRouter = std::function<std::unique_ptr<BodySink>(const Request& head)>;
+
 struct ServerOptions {
   int threads = 4;
-  uint64_t max_body_bytes = 256ull << 20;  // larger bodies get 413
+  uint64_t max_body_bytes = 256ull << 20;  // larger collected bodies get 413
+  StreamRouter stream_router;              // unset: every body is collected
 };
 
 class Server {
@@ -87,6 +132,25 @@ class Client {
                         const std::string& body = "",
                         const std::map<std::string, std::string>& headers = {},
                         int timeout_ms = 30000);
+
+  // Where an upload's bytes come from: fills at most `n` bytes of `buf` and
+  // returns how many (0 only at the end), or an error that ends the call.
+  using BodyReader = std::function<Result<size_t>(char* buf, size_t n)>;
+  // Where a download's bytes go, piece by piece; an error ends the call
+  // (and drops the connection) with that status.
+  using BodyWriter = std::function<Status(std::string_view bytes)>;
+
+  // A call whose request body (`body_size` bytes, Content-Length) is pulled
+  // from `reader` and whose 2xx response body is pushed to `writer` (when
+  // set; the returned Response::body is then empty), so that neither side
+  // of a transfer of any size sits in memory. Other answers (errors) keep
+  // their body in Response::body. `idle_timeout_ms` bounds each wait for
+  // progress, not the whole call. Never resent: the caller decides (a
+  // resumable upload asks the server how far it got). Errors as Call's.
+  Result<Response> Stream(const std::string& method, const std::string& target,
+                          const std::map<std::string, std::string>& headers, uint64_t body_size,
+                          const BodyReader& reader, const BodyWriter& writer,
+                          int idle_timeout_ms = 60000);
 
  private:
   struct Impl;

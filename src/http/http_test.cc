@@ -1,6 +1,7 @@
 #include "http/http.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -430,6 +431,118 @@ TEST(HttpTest, DoesNotRetryOnAFreshConnection) {
   Result<Response> r = client.Call("GET", "/dropped");
   EXPECT_EQ(r.status().code(), Code::kUnavailable) << r.status().ToString();
   serving.join();
+}
+
+// ---- streamed bodies ----
+
+// Counts what it is given and answers with the count; refuses at `refuse_at`.
+class CountingSink : public BodySink {
+ public:
+  explicit CountingSink(std::atomic<uint64_t>* total, uint64_t refuse_at = UINT64_MAX)
+      : total_(total), refuse_at_(refuse_at) {}
+  bool Write(std::string_view bytes) override {
+    for (char c : bytes) sum_ += static_cast<unsigned char>(c);
+    got_ += bytes.size();
+    *total_ = got_;
+    return got_ < refuse_at_;
+  }
+  Response Finish() override {
+    Response r;
+    if (got_ >= refuse_at_) {
+      r.status = 400;
+      r.body = "refused";
+      return r;
+    }
+    r.body = std::to_string(got_) + " " + std::to_string(sum_);
+    return r;
+  }
+
+ private:
+  std::atomic<uint64_t>* total_;
+  uint64_t refuse_at_;
+  uint64_t got_ = 0;
+  uint64_t sum_ = 0;
+};
+
+TEST(StreamTest, AStreamedUploadReachesTheSinkWithoutTheBodyLimit) {
+  std::atomic<uint64_t> total{0};
+  ServerOptions options;
+  options.max_body_bytes = 1024;  // only for collected bodies
+  options.stream_router = [&](const Request& head) -> std::unique_ptr<BodySink> {
+    if (head.path != "/upload") return nullptr;
+    return std::make_unique<CountingSink>(&total, head.query.count("refuse") ? 1000 : UINT64_MAX);
+  };
+  Running r = Start(Echo, options);
+  Client client(r.url);
+  const uint64_t size = (8u << 20) + 12345;
+  uint64_t made = 0, sum = 0;
+  auto reader = [&](char* buf, size_t n) -> Result<size_t> {
+    for (size_t i = 0; i < n; ++i) {
+      buf[i] = static_cast<char>((made + i) * 31);
+      sum += static_cast<unsigned char>(buf[i]);
+    }
+    made += n;
+    return n;
+  };
+  auto up = client.Stream("PUT", "/upload", {}, size, reader, nullptr);
+  ASSERT_TRUE(up.ok()) << up.status().ToString();
+  EXPECT_EQ(up->status, 200);
+  EXPECT_EQ(up->body, std::to_string(size) + " " + std::to_string(sum));
+  // The same connection still serves collected bodies, and their limit holds.
+  auto small = client.Call("POST", "/echo", "hi");
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(small->status, 200);
+  auto big = client.Call("POST", "/echo", std::string(2000, 'x'));
+  ASSERT_TRUE(big.ok());
+  EXPECT_EQ(big->status, 413);
+  // A sink that refuses ends the upload with its answer.
+  Client other(r.url);
+  made = 0;
+  auto refused = other.Stream("PUT", "/upload?refuse=1", {}, size, reader, nullptr);
+  ASSERT_TRUE(refused.ok()) << refused.status().ToString();
+  EXPECT_EQ(refused->status, 400);
+  EXPECT_EQ(refused->body, "refused");
+}
+
+TEST(StreamTest, AFileBodyIsSentInPiecesAndStreamedToTheWriter) {
+  char path[] = "/tmp/http_test_fileXXXXXX";
+  int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  std::string content;
+  for (int i = 0; i < (3 << 20) + 7; ++i) content.push_back(static_cast<char>(i * 13));
+  ASSERT_EQ(::write(fd, content.data(), content.size()), static_cast<ssize_t>(content.size()));
+  ::close(fd);
+  std::string file = path;
+  Running r = Start([&](const Request& req) {
+    Response resp;
+    int f = ::open(file.c_str(), O_RDONLY);
+    uint64_t offset = req.query.count("offset") ? std::stoull(req.query.at("offset")) : 0;
+    resp.file = std::make_shared<FileBody>(f, offset, content.size() - offset);
+    resp.content_type = "application/octet-stream";
+    return resp;
+  });
+  Client client(r.url);
+  std::string got;
+  size_t pieces = 0;
+  auto down = client.Stream("GET", "/f?offset=5", {}, 0, nullptr, [&](std::string_view b) {
+    got.append(b);
+    ++pieces;
+    return OkStatus();
+  });
+  ASSERT_TRUE(down.ok()) << down.status().ToString();
+  EXPECT_EQ(down->status, 200);
+  EXPECT_TRUE(down->body.empty());
+  EXPECT_EQ(got, content.substr(5));
+  EXPECT_GT(pieces, 1u);
+  // A writer's error ends the call with it.
+  auto stopped = client.Stream("GET", "/f", {}, 0, nullptr,
+                               [](std::string_view) { return Status(Code::kCancelled, "enough"); });
+  EXPECT_EQ(stopped.status().code(), Code::kCancelled);
+  // Call still gets the whole file as a body.
+  auto whole = client.Call("GET", "/f");
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(whole->body, content);
+  ::unlink(path);
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 // carries the session. Stop() stops the io_context, joins the threads and
 // then destroys it, which destroys every pending handler and with them every
 // Session and its socket: no connection outlives Stop().
+#include <unistd.h>
+
 #include <algorithm>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -18,6 +20,7 @@
 #include <cctype>
 #include <chrono>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -50,6 +53,8 @@ constexpr auto kIdleTimeout = std::chrono::seconds(60);
 // bytes with a reset, and the client could lose the error response.
 constexpr auto kLingerTimeout = std::chrono::seconds(5);
 constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(20);
+// How much of a streamed body a BodySink gets at a time.
+constexpr size_t kStreamChunk = 1 << 20;
 
 void AppendJsonString(std::string* out, std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
@@ -100,10 +105,56 @@ const boost::system::error_category& HttpParseCategory() {
   return bhttp::make_error_code(bhttp::error::bad_method).category();
 }
 
+// A Beast body that sends a FileBody's range with pread, a piece at a time.
+struct FileRangeBody {
+  using value_type = std::shared_ptr<FileBody>;
+
+  static std::uint64_t size(const value_type& v) { return v->length; }
+
+  class writer {
+   public:
+    using const_buffers_type = net::const_buffer;
+
+    template <bool isRequest, class Fields>
+    writer(const bhttp::header<isRequest, Fields>&, const value_type& v) : file_(v) {}
+
+    void init(beast::error_code& ec) {
+      ec = {};
+      buf_.resize(static_cast<size_t>(std::min<uint64_t>(file_->length, kPiece)));
+    }
+
+    boost::optional<std::pair<const_buffers_type, bool>> get(beast::error_code& ec) {
+      ec = {};
+      uint64_t left = file_->length - done_;
+      if (left == 0) return boost::none;
+      size_t want = static_cast<size_t>(std::min<uint64_t>(left, buf_.size()));
+      ssize_t got;
+      do {
+        got = ::pread(file_->fd, buf_.data(), want, static_cast<off_t>(file_->offset + done_));
+      } while (got < 0 && errno == EINTR);
+      if (got <= 0) {
+        // Shorter than promised (truncated since), or unreadable: the
+        // connection breaks, so the client sees a short body, not a wrong one.
+        ec = beast::errc::make_error_code(beast::errc::io_error);
+        return boost::none;
+      }
+      done_ += static_cast<uint64_t>(got);
+      return {{net::const_buffer(buf_.data(), static_cast<size_t>(got)), done_ < file_->length}};
+    }
+
+   private:
+    static constexpr uint64_t kPiece = 256 * 1024;
+    value_type file_;
+    uint64_t done_ = 0;
+    std::vector<char> buf_;
+  };
+};
+
 // What every session needs from its server. Owned by Server::Impl, which
 // outlives every Session (see Server::Stop).
 struct Shared {
   Handler handler;
+  StreamRouter stream_router;
   uint64_t max_body_bytes = 0;
   std::unique_ptr<ssl::context> tls;  // set: every connection speaks TLS
 };
@@ -153,36 +204,131 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   }
 
   void ReadHeader() {
-    parser_.emplace();
-    parser_->header_limit(kHeaderLimit);
-    parser_->body_limit(shared_->max_body_bytes);
+    head_parser_.emplace();
+    head_parser_->header_limit(kHeaderLimit);
+    // The limit on collected bodies is checked once the route is known:
+    // streamed uploads have none. (Not boost::none: Beast 1.74 then refuses
+    // every body with a Content-Length.)
+    head_parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
     Lowest().expires_after(kIdleTimeout);
-    bhttp::async_read_header(stream_, buffer_, *parser_,
+    bhttp::async_read_header(stream_, buffer_, *head_parser_,
                              beast::bind_front_handler(&Session::OnHeader, Self()));
   }
 
   void OnHeader(beast::error_code ec, size_t) {
     if (ec) return OnReadError(ec);
-    if (parser_->get().target().size() > kTargetLimit) {
+    if (head_parser_->get().target().size() > kTargetLimit) {
       return SendError(
           ErrorResponse(414, "INVALID_ARGUMENT",
                         "request target longer than " + std::to_string(kTargetLimit) + " bytes"));
     }
+    if (shared_->stream_router) {
+      Request head = HeadOf(head_parser_->get());
+      try {
+        sink_ = shared_->stream_router(head);
+      } catch (const std::exception& e) {
+        return SendError(ErrorResponse(
+            500, "INTERNAL",
+            "internal error while routing " + head.method + " " + head.path + ": " + e.what()));
+      }
+    }
+    if (sink_) {
+      stream_parser_.emplace(std::move(*head_parser_));
+      head_parser_.reset();
+      stream_parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
+      if (stream_parser_->is_done()) return FinishStream();
+      if (beast::iequals(stream_parser_->get()[bhttp::field::expect], "100-continue")) {
+        return SendContinue(stream_parser_->get().version());
+      }
+      return StreamBody();
+    }
+    if (auto length = head_parser_->content_length(); length && *length > shared_->max_body_bytes) {
+      return OnReadError(bhttp::error::body_limit);
+    }
+    parser_.emplace(std::move(*head_parser_));
+    head_parser_.reset();
+    parser_->body_limit(shared_->max_body_bytes);
     if (parser_->is_done()) return Dispatch();
     if (beast::iequals(parser_->get()[bhttp::field::expect], "100-continue")) {
-      // curl sends this for bodies over 1 KiB and would otherwise wait 1 s.
-      continue_.emplace(bhttp::status::continue_, parser_->get().version());
-      bhttp::async_write(stream_, *continue_,
-                         beast::bind_front_handler(&Session::OnContinueSent, Self()));
-      return;
+      return SendContinue(parser_->get().version());
     }
     ReadBody();
+  }
+
+  void SendContinue(unsigned version) {
+    // curl sends Expect for bodies over 1 KiB and would otherwise wait 1 s.
+    continue_.emplace(bhttp::status::continue_, version);
+    bhttp::async_write(stream_, *continue_,
+                       beast::bind_front_handler(&Session::OnContinueSent, Self()));
   }
 
   void OnContinueSent(beast::error_code ec, size_t) {
     continue_.reset();
     if (ec) return;  // The peer is gone; dropping the last reference closes.
+    if (sink_) return StreamBody();
     ReadBody();
+  }
+
+  // A streamed body: read into chunk_ until it is full or the body ends,
+  // hand that to the sink, repeat. The idle timeout restarts on progress.
+  void StreamBody() {
+    if (chunk_.size() != kStreamChunk) chunk_.resize(kStreamChunk);
+    if (buffer_.capacity() < 64 * 1024) buffer_.reserve(64 * 1024);
+    auto& body = stream_parser_->get().body();
+    body.data = chunk_.data();
+    body.size = chunk_.size();
+    Lowest().expires_after(kIdleTimeout);
+    bhttp::async_read(stream_, buffer_, *stream_parser_,
+                      beast::bind_front_handler(&Session::OnStreamBody, Self()));
+  }
+
+  void OnStreamBody(beast::error_code ec, size_t) {
+    if (ec == bhttp::error::need_buffer) ec = {};
+    if (ec) {
+      // The upload broke off: the sink keeps only what it may (BodySink).
+      sink_.reset();
+      stream_parser_.reset();
+      return OnReadError(ec);
+    }
+    size_t n = chunk_.size() - stream_parser_->get().body().size;
+    bool more = true;
+    if (n > 0) {
+      try {
+        more = sink_->Write(std::string_view(chunk_.data(), n));
+      } catch (const std::exception& e) {
+        sink_.reset();
+        stream_parser_.reset();
+        return SendError(ErrorResponse(
+            500, "INTERNAL", std::string("internal error while storing the upload: ") + e.what()));
+      }
+    }
+    if (!more) {
+      Response resp = FinishSink();
+      stream_parser_.reset();
+      return SendError(std::move(resp));
+    }
+    if (stream_parser_->is_done()) return FinishStream();
+    StreamBody();
+  }
+
+  Response FinishSink() {
+    Response resp;
+    try {
+      resp = sink_->Finish();
+    } catch (const std::exception& e) {
+      resp = ErrorResponse(500, "INTERNAL",
+                           std::string("internal error while finishing the upload: ") + e.what());
+    }
+    sink_.reset();
+    return resp;
+  }
+
+  void FinishStream() {
+    const bool keep_alive = stream_parser_->get().keep_alive();
+    const unsigned version = stream_parser_->get().version();
+    stream_parser_.reset();
+    Response resp = FinishSink();
+    Write(std::move(resp), version, keep_alive, /*head=*/false, /*linger=*/false);
   }
 
   // Reads the body piecewise so that the idle timeout restarts on progress:
@@ -223,8 +369,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     SendError(ErrorResponse(400, "INVALID_ARGUMENT", "malformed HTTP request: " + ec.message()));
   }
 
-  void Dispatch() {
-    bhttp::request<bhttp::string_body>& msg = parser_->get();
+  template <typename Message>
+  Request HeadOf(const Message& msg) const {
     Request req;
     req.method = std::string(msg.method_string());
     req.target = std::string(msg.target());
@@ -240,8 +386,14 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
         it->second.append(value.data(), value.size());
       }
     }
-    req.body = std::move(msg.body());
     req.remote_address = remote_address_;
+    return req;
+  }
+
+  void Dispatch() {
+    bhttp::request<bhttp::string_body>& msg = parser_->get();
+    Request req = HeadOf(msg);
+    req.body = std::move(msg.body());
     const bool keep_alive = msg.keep_alive();
     const bool head = msg.method() == bhttp::verb::head;
     const unsigned version = msg.version();
@@ -272,27 +424,43 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   }
 
   void Write(Response&& resp, unsigned version, bool keep_alive, bool head, bool linger) {
-    res_.emplace();
-    res_->version(version);
-    res_->result(static_cast<unsigned>(resp.status));
-    res_->set(bhttp::field::server, "stokerd");
-    if (!resp.content_type.empty()) res_->set(bhttp::field::content_type, resp.content_type);
-    for (const auto& [name, value] : resp.headers) res_->set(name, value);
     const bool bodiless = resp.status < 200 || resp.status == 204 || resp.status == 304;
+    auto fill = [&](auto& res) {
+      res.version(version);
+      res.result(static_cast<unsigned>(resp.status));
+      res.set(bhttp::field::server, "stokerd");
+      if (!resp.content_type.empty()) res.set(bhttp::field::content_type, resp.content_type);
+      for (const auto& [name, value] : resp.headers) res.set(name, value);
+      res.keep_alive(keep_alive);
+    };
+    Lowest().expires_after(kIdleTimeout);
+    if (resp.file && !bodiless && !head) {
+      file_res_.emplace();
+      fill(*file_res_);
+      file_res_->body() = std::move(resp.file);
+      file_res_->prepare_payload();
+      bhttp::async_write(
+          stream_, *file_res_,
+          beast::bind_front_handler(&Session::OnWritten, Self(), keep_alive, linger));
+      return;
+    }
+    res_.emplace();
+    fill(*res_);
     if (bodiless) {
       res_->erase(bhttp::field::content_length);
+    } else if (resp.file) {  // HEAD of a file: its length, no bytes
+      res_->content_length(resp.file->length);
     } else {
       res_->content_length(resp.body.size());
       if (!head) res_->body() = std::move(resp.body);
     }
-    res_->keep_alive(keep_alive);
-    Lowest().expires_after(kIdleTimeout);
     bhttp::async_write(stream_, *res_,
                        beast::bind_front_handler(&Session::OnWritten, Self(), keep_alive, linger));
   }
 
   void OnWritten(bool keep_alive, bool linger, beast::error_code ec, size_t) {
     res_.reset();
+    file_res_.reset();
     if (ec) return;
     if (keep_alive) return ReadHeader();
     // With TLS this skips close_notify: every response carries its length,
@@ -317,9 +485,16 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   const Shared* shared_;
   std::string remote_address_;
   beast::flat_buffer buffer_;
+  // The header is read with head_parser_, which then becomes parser_ (a
+  // collected body) or stream_parser_ (a body streamed into sink_).
+  std::optional<bhttp::request_parser<bhttp::empty_body>> head_parser_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  std::optional<bhttp::request_parser<bhttp::buffer_body>> stream_parser_;
+  std::unique_ptr<BodySink> sink_;
+  std::vector<char> chunk_;
   std::optional<bhttp::response<bhttp::empty_body>> continue_;
   std::optional<bhttp::response<bhttp::string_body>> res_;
+  std::optional<bhttp::response<FileRangeBody>> file_res_;
 };
 
 }  // namespace
@@ -363,6 +538,7 @@ struct Server::Impl {
 Server::Server(Handler handler, ServerOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->shared.handler = std::move(handler);
   impl_->shared.max_body_bytes = options.max_body_bytes;
+  impl_->shared.stream_router = std::move(options.stream_router);
   impl_->threads = std::max(1, options.threads);
   impl_->ioc = std::make_unique<net::io_context>(impl_->threads);
 }
@@ -480,6 +656,10 @@ void Server::Stop() {
   // Destroys every pending operation, and with them every Session and its
   // socket: connected clients see the connection close.
   impl_->ioc.reset();
+}
+
+FileBody::~FileBody() {
+  if (fd >= 0) ::close(fd);
 }
 
 }  // namespace stoker::http
