@@ -463,12 +463,14 @@ class Api {
       return Error(InvalidArgument(
           "request body: expected a CustomJob object with 'displayName' and 'jobSpec'"));
     }
+    std::vector<std::string> forms = spec::AcceptGcloudForms(j);
     auto job = spec::ParseCustomJob(j);
     if (!job.ok()) return Error(job.status());
     store::NewJob record;
     record.project = project;
     record.location = location;
     record.user = caller.user;
+    record.warnings = std::move(forms);
     auto rec = CreateCustomJob(d_, *job, record);
     if (!rec.ok()) return Error(rec.status());
     return Json(RenderJob(*rec));

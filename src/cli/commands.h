@@ -59,6 +59,11 @@ int CallAndPrint(const Globals& g, Call&& call, Text&& text) {
   return 0;
 }
 
+// Reads a --config file (YAML or JSON) that must hold a mapping (`what`
+// names it in the error, e.g. "a CustomJob or CustomJobSpec"), read as
+// gcloud reads it (spec::AcceptGcloudForms; each warning goes to stderr).
+Result<nlohmann::json> ReadConfigFile(const std::string& path, const std::string& what);
+
 // Packs a trainer package directory as an sdist and stages it; returns its gs:// URI.
 Result<std::string> StagePackage(Connection& conn, const std::string& package_path);
 

@@ -201,9 +201,7 @@ int Usage(const Globals& g, const UsageFlags& f) {
 }
 
 int CostEstimate(const Globals& g, const std::string& config) {
-  auto text = ReadFile(config);
-  if (!text.ok()) return Report(InvalidArgument("--config: cannot read " + config));
-  auto j = ParseYamlOrJson(*text, config);
+  auto j = ReadConfigFile(config, "a CustomJob or CustomJobSpec mapping");
   if (!j.ok()) return Report(j.status());
   json job = *j;
   if (job.is_object() && !job.contains("jobSpec") && job.contains("workerPoolSpecs")) {

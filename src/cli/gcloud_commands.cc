@@ -126,16 +126,18 @@ Status CheckLocalPackage(const spec::LocalPackage& local, const fs::path& root) 
   return OkStatus();
 }
 
-Result<json> LoadConfig(const std::string& path) {
+}  // namespace
+
+Result<json> ReadConfigFile(const std::string& path, const std::string& what) {
   auto text = ReadFile(path);
   if (!text.ok()) return InvalidArgument("--config: cannot read " + path);
   STOKER_ASSIGN_OR_RETURN(json j, ParseYamlOrJson(*text, path));
-  if (!j.is_object()) {
-    return InvalidArgument("--config: " + path +
-                           " must hold a CustomJobSpec mapping (workerPoolSpecs, ...)");
-  }
+  if (!j.is_object()) return InvalidArgument("--config: " + path + " must hold " + what);
+  for (const std::string& w : spec::AcceptGcloudForms(j)) std::cerr << "WARNING: " << w << "\n";
   return j;
 }
+
+namespace {
 
 // Splits projects/P/locations/L/customJobs/ID into `g` and the id.
 std::string ResolveName(Globals& g, const std::string& job) {
@@ -190,7 +192,7 @@ int AiCustomJobsCreate(const Globals& global, const GcloudCreateFlags& f) {
   if (!pools.ok()) return Report(pools.status());
   json config;  // null without --config
   if (!f.config.empty()) {
-    auto loaded = LoadConfig(f.config);
+    auto loaded = ReadConfigFile(f.config, "a CustomJobSpec mapping (workerPoolSpecs, ...)");
     if (!loaded.ok()) return Report(loaded.status());
     config = std::move(loaded).value();
   }

@@ -90,12 +90,8 @@ void PrintStudy(const json& j) {
 }  // namespace
 
 int HptuningSubmit(const Globals& g, const HptuningFlags& f) {
-  auto text = ReadFile(f.config);
-  if (!text.ok()) return Report(InvalidArgument("--config: cannot read " + f.config));
-  auto j = ParseYamlOrJson(*text, f.config);
+  auto j = ReadConfigFile(f.config, "a HyperparameterTuningJob mapping");
   if (!j.ok()) return Report(j.status());
-  if (!j->is_object())
-    return Report(InvalidArgument(f.config + ": expected a HyperparameterTuningJob mapping"));
   // Flags override the file, as gcloud's do.
   if (!f.display_name.empty()) (*j)["displayName"] = f.display_name;
   if (f.max_trial_count > 0) (*j)["maxTrialCount"] = f.max_trial_count;

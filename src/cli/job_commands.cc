@@ -85,11 +85,7 @@ Result<std::unique_ptr<Connection>> Connect(const Globals& g) {
 // ---- jobs submit ----------------------------------------------------------
 
 static Result<json> LoadJobFile(const std::string& path) {
-  auto text = ReadFile(path);
-  if (!text.ok()) return InvalidArgument("--config: cannot read " + path);
-  STOKER_ASSIGN_OR_RETURN(json j, ParseYamlOrJson(*text, path));
-  if (!j.is_object())
-    return InvalidArgument(path + ": expected a CustomJob or CustomJobSpec mapping");
+  STOKER_ASSIGN_OR_RETURN(json j, ReadConfigFile(path, "a CustomJob or CustomJobSpec mapping"));
   if (j.contains("workerPoolSpecs")) j = json{{"jobSpec", j}};  // a bare CustomJobSpec
   if (!j.contains("jobSpec")) {
     return InvalidArgument(

@@ -17,6 +17,7 @@
 namespace stoker::spec {
 namespace {
 
+using internal::CanonicalAcceleratorType;
 using internal::CheckKeys;
 using internal::Contains;
 using internal::Get;
@@ -184,6 +185,7 @@ ReplicaConfig ParseReplicaConfig(const json& v, const std::string& path, Problem
       c.has_accelerator_config = true;
       CheckKeys(*a, ap, kAcceleratorConfigFields, p);
       ReadString(*a, "type", ap, p, &c.accelerator_type);
+      c.accelerator_type = CanonicalAcceleratorType(c.accelerator_type);
       if (c.accelerator_type == "ACCELERATOR_TYPE_UNSPECIFIED") c.accelerator_type.clear();
       std::optional<int64_t> count;
       if (const json* n = Get(*a, "count")) {
@@ -643,7 +645,7 @@ std::optional<json> ReadAcceleratorFlag(const std::string& flag, const std::stri
       p.Add(flag, "'" + item + "' is not key=value; write type=NVIDIA_TESLA_T4,count=1");
       ok = false;
     } else if (key == "type") {
-      type = val;
+      type = CanonicalAcceleratorType(val);  // gcloud's nvidia-tesla-k80
     } else if (key == "count") {
       count_text = val;
     } else {

@@ -625,6 +625,8 @@ TEST(TrainingInputFromFlagsTest, ChecksAcceleratorFlags) {
   EXPECT_THAT(FlagError(f), HasSubstr("--master-accelerator: unknown key 'size'"));
   f.master_accelerator = "type=TPU_V2,count=8";
   EXPECT_THAT(FlagError(f), HasSubstr("--master-accelerator: TPUs are not supported"));
+  f.master_accelerator = "count=8,type=tpu-v2";  // gcloud's spelling
+  EXPECT_THAT(FlagError(f), HasSubstr("--master-accelerator: TPUs are not supported"));
   f.master_accelerator = std::nullopt;
   f.worker_accelerator = "type=K80,count=1";
   EXPECT_THAT(FlagError(f), HasSubstr("--worker-accelerator: 'K80' is not an accelerator type"));

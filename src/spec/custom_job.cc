@@ -16,6 +16,7 @@
 namespace stoker::spec {
 namespace {
 
+using internal::CanonicalAcceleratorType;
 using internal::At;
 using internal::CheckDisplayName;
 using internal::CheckKeys;
@@ -234,6 +235,7 @@ MachineSpec ParseMachine(const json& v, const std::string& path, Problems& p) {
   CheckKeys(v, path, kMachineFields, p);
   ReadString(v, "machineType", path, p, &m.machine_type);
   ReadString(v, "acceleratorType", path, p, &m.accelerator_type);
+  m.accelerator_type = CanonicalAcceleratorType(m.accelerator_type);
   if (m.accelerator_type == "ACCELERATOR_TYPE_UNSPECIFIED") m.accelerator_type.clear();
   if (const json* c = Get(v, "acceleratorCount")) {
     std::string count_path = Join(path, "acceleratorCount");
@@ -808,6 +810,27 @@ json ToJson(const CustomJob& job) {
   if (!job.labels.empty()) out["labels"] = job.labels;
   out["jobSpec"] = ToJson(job.job_spec);
   return out;
+}
+
+std::vector<std::string> AcceptGcloudForms(json& j) {
+  std::vector<std::string> warnings;
+  if (!j.is_object()) return warnings;
+  auto spec_at = [&j](const char* key) -> std::pair<json*, std::string> {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_object()) return {nullptr, ""};
+    return {&*it, std::string(key) + "."};
+  };
+  for (auto [spec, prefix] : {spec_at("jobSpec"), spec_at("trialJobSpec"),
+                              std::pair<json*, std::string>{&j, ""}}) {
+    if (spec == nullptr) continue;
+    auto pools = spec->find("workerPoolSpecs");
+    if (pools == spec->end() || !pools->is_object()) continue;
+    *pools = json::array({*pools});
+    warnings.push_back("warning: " + prefix +
+                       "workerPoolSpecs is one mapping; read as a list of that one pool "
+                       "(the Vertex API takes a list: put '- ' before its first key)");
+  }
+  return warnings;
 }
 
 std::vector<std::string> UnhonouredFields(const CustomJob& job) {

@@ -131,6 +131,14 @@ Status Validate(const CustomJob& job);
 nlohmann::json ToJson(const CustomJob& job);
 nlohmann::json ToJson(const CustomJobSpec& spec);
 
+// gcloud reads a --config file more loosely than the Vertex API does: a
+// `workerPoolSpecs` that is one mapping (the form of a widely copied
+// tutorial) is a list of that one pool. Rewrites such forms in `j` (a
+// CustomJob, a bare CustomJobSpec, or a HyperparameterTuningJob's
+// trialJobSpec) into the API's and returns one warning per rewrite, naming
+// the field; what is not such a form is left for the parser to judge.
+std::vector<std::string> AcceptGcloudForms(nlohmann::json& j);
+
 // Field paths that were given but that Stoker does not act on
 // (e.g. "jobSpec.network"), for a warning event on the job.
 std::vector<std::string> UnhonouredFields(const CustomJob& job);

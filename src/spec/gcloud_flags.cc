@@ -11,6 +11,7 @@
 namespace stoker::spec {
 namespace {
 
+using internal::CanonicalAcceleratorType;
 using internal::Contains;
 using internal::Join;
 using internal::JoinNames;
@@ -31,11 +32,6 @@ const Names kHardwareKeys = {"machine-type", "replica-count", "accelerator-type"
 // Keys that only mean something with local-package-path (autopackaging).
 const Names kLocalOnlyKeys = {"script", "requirements", "extra-packages", "extra-dirs",
                               "output-image-uri"};
-
-std::string Upper(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
 
 // gcloud's _TokenizeQuotedList: split on `delim`, a trailing delimiter adds nothing.
 std::vector<std::string> SplitOn(const std::string& text, const std::string& delim) {
@@ -166,12 +162,10 @@ Result<WorkerPoolFlag> ParseWorkerPoolSpecFlag(const std::string& value, int ind
     machine["machineType"] = kv["machine-type"];
   }
   if (has("accelerator-type")) {
-    const std::string& t = kv["accelerator-type"];
+    const std::string t = CanonicalAcceleratorType(kv["accelerator-type"]);
     if (Contains(kAcceleratorTypes, t)) {
       machine["acceleratorType"] = t;
       machine["acceleratorCount"] = 1;
-    } else if (Contains(kAcceleratorTypes, Upper(t))) {
-      p.Add("'accelerator-type' must be spelled as its upper-case name '" + Upper(t) + "'");
     } else if (t.rfind("NVIDIA", 0) != 0 && t.rfind("TPU", 0) != 0) {
       p.Add("'accelerator-type' must name an accelerator starting with NVIDIA or TPU, got '" + t +
             "'; use one of " + JoinNames(kAcceleratorTypes));

@@ -126,9 +126,11 @@ TEST(WorkerPoolSpecFlagTest, RefusesAcceleratorCountWithoutAcceleratorType) {
               HasSubstr("--worker-pool-spec[1]: 'accelerator-count' needs 'accelerator-type'"));
 }
 
-TEST(WorkerPoolSpecFlagTest, RequiresTheExactEnumSpellingOfTheAcceleratorType) {
-  EXPECT_THAT(SpecError("machine-type=m,accelerator-type=nvidia_tesla_t4,container-image-uri=i"),
-              HasSubstr("upper-case name 'NVIDIA_TESLA_T4'"));
+TEST(WorkerPoolSpecFlagTest, TakesGcloudSpellingsOfTheAcceleratorTypeAndRefusesOthers) {
+  for (const char* t : {"nvidia-tesla-t4", "nvidia_tesla_t4", "NVIDIA_TESLA_T4"}) {
+    json pool = Pool(std::string("machine-type=m,accelerator-type=") + t + ",container-image-uri=i");
+    EXPECT_EQ(pool["machineSpec"]["acceleratorType"], "NVIDIA_TESLA_T4") << t;
+  }
   EXPECT_THAT(SpecError("machine-type=m,accelerator-type=T4,container-image-uri=i"),
               HasSubstr("starting with NVIDIA or TPU"));
   EXPECT_THAT(SpecError("machine-type=m,accelerator-type=NVIDIA_FOO,container-image-uri=i"),

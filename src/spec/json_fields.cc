@@ -461,4 +461,14 @@ void ParseLabels(const json& obj, Problems& p, std::map<std::string, std::string
   }
 }
 
+std::string CanonicalAcceleratorType(const std::string& s) {
+  std::string upper;
+  for (char c : s) {
+    if (c == '-') c = '_';
+    upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  bool known = Contains(kAcceleratorTypes, upper) || upper.rfind("TPU_", 0) == 0;
+  return known ? upper : s;
+}
+
 }  // namespace stoker::spec::internal

@@ -54,6 +54,11 @@ std::string SnakeToCamel(std::string_view key);
 // Vertex AcceleratorType names (reference §1.8) without
 // ACCELERATOR_TYPE_UNSPECIFIED, which means "none".
 extern const Names kAcceleratorTypes;
+// gcloud's spellings of an accelerator type: `nvidia-tesla-t4` (the enum name
+// lower-cased with dashes, as gcloud ai-platform's flags take it) becomes
+// NVIDIA_TESLA_T4, `tpu-v2` TPU_V2. Any other text comes back unchanged, so
+// the caller's check names what the user wrote.
+std::string CanonicalAcceleratorType(const std::string& s);
 
 // Case-insensitive Levenshtein distance, for "did you mean".
 size_t EditDistance(std::string_view a, std::string_view b);

@@ -358,13 +358,47 @@ TEST(CustomJobTest, AcceptsAcceleratorCountAsANumberOrANumericString) {
   EXPECT_EQ(ToJson(*r)["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorCount"], 8);
 }
 
-TEST(CustomJobTest, RejectsAnUnknownAcceleratorTypeAndListsTheKnownOnes) {
+TEST(GcloudFormsTest, ReadsASingleMappingWorkerPoolSpecsAsAOnePoolList) {
+  json job = MinimalJob();
+  json pool = job["jobSpec"]["workerPoolSpecs"][0];
+  job["jobSpec"]["workerPoolSpecs"] = pool;
+  std::vector<std::string> warnings = AcceptGcloudForms(job);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("jobSpec.workerPoolSpecs is one mapping; read as a list"));
+  EXPECT_EQ(job["jobSpec"]["workerPoolSpecs"], json::array({pool}));
+  EXPECT_TRUE(ParseCustomJob(job).ok());
+
+  json bare = {{"workerPoolSpecs", pool}};
+  EXPECT_THAT(AcceptGcloudForms(bare).at(0), HasSubstr("warning: workerPoolSpecs is one mapping"));
+  json study = {{"trialJobSpec", {{"workerPoolSpecs", pool}}}};
+  EXPECT_THAT(AcceptGcloudForms(study).at(0), HasSubstr("trialJobSpec.workerPoolSpecs"));
+  EXPECT_TRUE(study["trialJobSpec"]["workerPoolSpecs"].is_array());
+
+  json listed = MinimalJob();
+  EXPECT_TRUE(AcceptGcloudForms(listed).empty());
+  EXPECT_EQ(listed, MinimalJob());
+  json text = {{"jobSpec", {{"workerPoolSpecs", "pool"}}}};  // not a form: the parser refuses it
+  EXPECT_TRUE(AcceptGcloudForms(text).empty());
+  EXPECT_THAT(ErrorOf(text), HasSubstr("must be a list of worker pools"));
+}
+
+TEST(CustomJobTest, ReadsGcloudsLowerCaseAcceleratorNames) {
   json j = MinimalJob();
   j["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"] = "nvidia-tesla-t4";
   j["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorCount"] = 1;
+  auto r = ParseCustomJob(j);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(ToJson(*r)["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"],
+            "NVIDIA_TESLA_T4");
+}
+
+TEST(CustomJobTest, RejectsAnUnknownAcceleratorTypeAndListsTheKnownOnes) {
+  json j = MinimalJob();
+  j["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"] = "nvidia-tesla-t5";
+  j["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorCount"] = 1;
   std::string e = ErrorOf(j);
   EXPECT_THAT(e, HasSubstr("jobSpec.workerPoolSpecs[0].machineSpec.acceleratorType: "
-                           "'nvidia-tesla-t4' is not an accelerator type; use one of "));
+                           "'nvidia-tesla-t5' is not an accelerator type; use one of "));
   EXPECT_THAT(e, HasSubstr("NVIDIA_TESLA_T4"));
   EXPECT_THAT(e, HasSubstr("NVIDIA_RTX_PRO_6000"));
 }
