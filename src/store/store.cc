@@ -204,8 +204,12 @@ CREATE TABLE IF NOT EXISTS studies(
   error_code INTEGER NOT NULL DEFAULT 0,
   error_message TEXT NOT NULL DEFAULT '',
   cancel_requested INTEGER NOT NULL DEFAULT 0,
-  user TEXT NOT NULL DEFAULT ''
+  user TEXT NOT NULL DEFAULT '',
+  legacy_job_id TEXT NOT NULL DEFAULT '',
+  legacy_input TEXT
 );
+CREATE UNIQUE INDEX IF NOT EXISTS studies_by_legacy_id ON studies(project, legacy_job_id)
+  WHERE legacy_job_id != '';
 CREATE TABLE IF NOT EXISTS trials(
   study_id INTEGER NOT NULL,
   trial_id INTEGER NOT NULL,
@@ -313,7 +317,7 @@ END;
 CREATE TRIGGER IF NOT EXISTS studies_count_delete AFTER DELETE ON studies BEGIN
   UPDATE state_counts SET n = n - 1 WHERE kind = 'studies' AND state = OLD.state;
 END;
-PRAGMA user_version = 3;
+PRAGMA user_version = 4;
 )sql";
 
 // A column that a schema change added to an existing table.
@@ -350,6 +354,12 @@ constexpr AddedColumn kMigration2To3[] = {
     {"jobs", "preemptions", "INTEGER NOT NULL DEFAULT 0"},
     {"jobs", "restart_reason", "TEXT NOT NULL DEFAULT ''"},
 };
+constexpr AddedColumn kMigration3To4[] = {
+    // The AI Platform jobId and trainingInput of a tuning job submitted
+    // through the ml/v1 API ("" and NULL otherwise), as jobs have them.
+    {"studies", "legacy_job_id", "TEXT NOT NULL DEFAULT ''"},
+    {"studies", "legacy_input", "TEXT"},
+};
 struct Migration {
   const AddedColumn* columns;
   size_t count;
@@ -357,6 +367,7 @@ struct Migration {
 constexpr Migration kMigrations[] = {
     {kMigration1To2, std::size(kMigration1To2)},
     {kMigration2To3, std::size(kMigration2To3)},
+    {kMigration3To4, std::size(kMigration3To4)},
 };
 constexpr int64_t kLatestVersion = std::size(kMigrations) + 1;
 
@@ -562,6 +573,24 @@ Status Store::Exec(const char* sql) {
   return OkStatus();
 }
 
+Result<bool> Store::LegacyIdTaken(const char* table, const std::string& project,
+                                  const std::string& legacy_job_id) {
+  Stmt s(db_, (std::string("SELECT 1 FROM ") + table +
+               " WHERE project = ? AND legacy_job_id = ? LIMIT 1")
+                  .c_str());
+  s.Bind(1, project);
+  s.Bind(2, legacy_job_id);
+  int rc = s.Step();
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return SqliteError(db_, "look up a jobId");
+}
+
+Status Store::LegacyIdExists(const std::string& project, const std::string& legacy_job_id) {
+  return AlreadyExists("job '" + legacy_job_id + "' already exists in project " + project +
+                       "; job ids cannot be reused, pick another");
+}
+
 Status Store::InsertEvent(int64_t id, JobState from, JobState to, const std::string& reason,
                           int64_t time_us) {
   Stmt s(db_, "INSERT INTO events(job_id, time, from_state, to_state, reason) VALUES(?,?,?,?,?)");
@@ -575,6 +604,11 @@ Status Store::InsertEvent(int64_t id, JobState from, JobState to, const std::str
 }
 
 Result<JobRecord> Store::InsertJob(const NewJob& job, int64_t now) {
+  if (!job.legacy_job_id.empty()) {
+    // One jobId per project across both kinds: a tuning job may hold it.
+    STOKER_ASSIGN_OR_RETURN(bool taken, LegacyIdTaken("studies", job.project, job.legacy_job_id));
+    if (taken) return LegacyIdExists(job.project, job.legacy_job_id);
+  }
   Stmt s(db_,
          "INSERT INTO jobs(project, location, display_name, state, spec, create_time, "
          "update_time, study_id, trial_id, legacy_job_id, legacy_input, user) "
@@ -597,8 +631,7 @@ Result<JobRecord> Store::InsertJob(const NewJob& job, int64_t now) {
   s.Bind(12, job.user);
   int rc = s.Step();
   if (rc == SQLITE_CONSTRAINT && !job.legacy_job_id.empty()) {
-    return AlreadyExists("job '" + job.legacy_job_id + "' already exists in project " +
-                         job.project + "; job ids cannot be reused, pick another");
+    return LegacyIdExists(job.project, job.legacy_job_id);
   }
   if (rc != SQLITE_DONE) return SqliteError(db_, "insert job");
   int64_t id = sqlite3_last_insert_rowid(db_);
@@ -926,7 +959,7 @@ namespace {
 
 constexpr char kStudyColumns[] =
     "id, project, location, display_name, state, spec, create_time, start_time, end_time, "
-    "update_time, error_code, error_message, cancel_requested, user";
+    "update_time, error_code, error_message, cancel_requested, user, legacy_job_id, legacy_input";
 
 StudyRecord ReadStudy(Stmt& s) {
   StudyRecord r;
@@ -944,6 +977,8 @@ StudyRecord ReadStudy(Stmt& s) {
   r.error_message = s.Text(11);
   r.cancel_requested = s.Int(12) != 0;
   r.user = s.Text(13);
+  r.legacy_job_id = s.Text(14);
+  if (!s.IsNull(15)) r.legacy_input = nlohmann::json::parse(s.Text(15), nullptr, false);
   return r;
 }
 
@@ -971,12 +1006,20 @@ TrialRecord ReadTrial(Stmt& s) {
 
 Result<StudyRecord> Store::CreateStudy(const std::string& project, const std::string& location,
                                        const std::string& display_name, const nlohmann::json& spec,
-                                       const std::string& user) {
+                                       const std::string& user, const std::string& legacy_job_id,
+                                       const nlohmann::json& legacy_input) {
   std::lock_guard lock(mu_);
   int64_t now = clock_.NowMicros();
+  Txn txn(db_);
+  if (!txn.begun()) return SqliteError(db_, "begin");
+  if (!legacy_job_id.empty()) {
+    // One jobId per project across both kinds: a custom job may hold it.
+    STOKER_ASSIGN_OR_RETURN(bool taken, LegacyIdTaken("jobs", project, legacy_job_id));
+    if (taken) return LegacyIdExists(project, legacy_job_id);
+  }
   Stmt s(db_,
          "INSERT INTO studies(project, location, display_name, state, spec, create_time, "
-         "update_time, user) VALUES(?,?,?,?,?,?,?,?)");
+         "update_time, user, legacy_job_id, legacy_input) VALUES(?,?,?,?,?,?,?,?,?,?)");
   s.Bind(1, project);
   s.Bind(2, location);
   s.Bind(3, display_name);
@@ -985,9 +1028,20 @@ Result<StudyRecord> Store::CreateStudy(const std::string& project, const std::st
   s.Bind(6, now);
   s.Bind(7, now);
   s.Bind(8, user);
-  if (s.Step() != SQLITE_DONE) return SqliteError(db_, "insert study");
+  s.Bind(9, legacy_job_id);
+  if (legacy_input.is_null()) {
+    s.BindNull(10);
+  } else {
+    s.Bind(10, legacy_input.dump());
+  }
+  int rc = s.Step();
+  if (rc == SQLITE_CONSTRAINT && !legacy_job_id.empty()) {
+    return LegacyIdExists(project, legacy_job_id);
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db_, "insert study");
   StudyRecord r;
   r.id = sqlite3_last_insert_rowid(db_);
+  STOKER_RETURN_IF_ERROR(txn.Commit());
   r.project = project;
   r.location = location;
   r.display_name = display_name;
@@ -995,7 +1049,25 @@ Result<StudyRecord> Store::CreateStudy(const std::string& project, const std::st
   r.create_time_us = now;
   r.update_time_us = now;
   r.user = user;
+  r.legacy_job_id = legacy_job_id;
+  r.legacy_input = legacy_input;
   return r;
+}
+
+Result<StudyRecord> Store::GetStudyByLegacyId(const std::string& project,
+                                              const std::string& legacy_job_id) {
+  std::lock_guard lock(mu_);
+  std::string sql = std::string("SELECT ") + kStudyColumns +
+                    " FROM studies WHERE project = ? AND legacy_job_id = ?";
+  Stmt s(db_, sql.c_str());
+  s.Bind(1, project);
+  s.Bind(2, legacy_job_id);
+  int rc = s.Step();
+  if (rc == SQLITE_ROW) return ReadStudy(s);
+  if (rc == SQLITE_DONE) {
+    return NotFound("job '" + legacy_job_id + "' does not exist in project " + project);
+  }
+  return SqliteError(db_, "get study by legacy id");
 }
 
 Result<StudyRecord> Store::GetStudy(int64_t id) {

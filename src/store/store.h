@@ -103,6 +103,10 @@ struct StudyRecord {
   std::string error_message;
   bool cancel_requested = false;
   std::string user;  // the submitting principal; its trials' jobs carry it too
+  // The AI Platform jobId and trainingInput of a tuning job submitted through
+  // the ml/v1 API (trainingInput.hyperparameters); "" and null otherwise.
+  std::string legacy_job_id;
+  nlohmann::json legacy_input;
 };
 
 // Trial states (reference §2.3).
@@ -276,9 +280,16 @@ class Store {
   Result<std::vector<Event>> Events(int64_t id);
 
   // ---- studies (HyperparameterTuningJob) and their trials ----
+  // With a `legacy_job_id`: AlreadyExists when a job or study of `project`
+  // already has it (one AI Platform jobId names one job of either kind).
   Result<StudyRecord> CreateStudy(const std::string& project, const std::string& location,
                                   const std::string& display_name, const nlohmann::json& spec,
-                                  const std::string& user = "");
+                                  const std::string& user = "",
+                                  const std::string& legacy_job_id = "",
+                                  const nlohmann::json& legacy_input = nullptr);
+  // The tuning job submitted through the legacy API as `legacy_job_id`.
+  Result<StudyRecord> GetStudyByLegacyId(const std::string& project,
+                                         const std::string& legacy_job_id);
   Result<StudyRecord> GetStudy(int64_t id);
   Result<std::vector<StudyRecord>> ListStudies(const ListOptions& options);
   Result<std::vector<StudyRecord>> ActiveStudies();
@@ -342,6 +353,10 @@ class Store {
   Status Exec(const char* sql);
   // Inserts a job and its first events; the caller holds mu_ and a transaction.
   Result<JobRecord> InsertJob(const NewJob& job, int64_t now);
+  // Whether `table` (jobs or studies) has `legacy_job_id` in `project`; mu_ held.
+  Result<bool> LegacyIdTaken(const char* table, const std::string& project,
+                             const std::string& legacy_job_id);
+  static Status LegacyIdExists(const std::string& project, const std::string& legacy_job_id);
   Status InsertEvent(int64_t id, spec::JobState from, spec::JobState to, const std::string& reason,
                      int64_t time_us);
   // Inserts outbox rows; the caller holds mu_ and a transaction.

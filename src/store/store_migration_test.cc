@@ -422,7 +422,7 @@ TEST_P(StoreMigrationTest, OpensWithEveryJobIntactAndNewColumnsDefaulted) {
   // Columns added since: the old jobs had no preemption and no restart.
   EXPECT_EQ((*page)[0].preemptions, 0);
   EXPECT_EQ((*page)[0].restart_reason, "");
-  EXPECT_EQ(FileVersion(), 3);
+  EXPECT_EQ(FileVersion(), 4);
 }
 
 TEST_P(StoreMigrationTest, MigratedStoreTakesTransitionsAndNewWork) {
@@ -502,7 +502,7 @@ TEST_P(StoreMigrationTest, MigrationHappensOnceAndReopensUnchanged) {
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ((*again)->GetJob(1)->display_name, "done");
   EXPECT_EQ((*again)->GetJob(id)->display_name, "after");
-  EXPECT_EQ(FileVersion(), 3);
+  EXPECT_EQ(FileVersion(), 4);
 }
 
 INSTANTIATE_TEST_SUITE_P(ReleasedSchemas, StoreMigrationTest, ::testing::ValuesIn(kReleased),

@@ -331,6 +331,42 @@ TEST(LegacyStoreTest, LegacyJobIdsAreUniquePerProjectAndFindable) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(LegacyStoreTest, TuningJobsShareTheJobIdsOfCustomJobs) {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("stoker_legacy_hp_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  auto store = std::move(Store::Open(dir)).value();
+  nlohmann::json input = {{"hyperparameters", {{"maxTrials", 2}}}};
+  auto study = store->CreateStudy("p", "l", "hp_1", nlohmann::json::object(), "u", "hp_1", input);
+  ASSERT_TRUE(study.ok()) << study.status().ToString();
+  auto found = store->GetStudyByLegacyId("p", "hp_1");
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(found->id, study->id);
+  EXPECT_EQ(found->legacy_input["hyperparameters"]["maxTrials"], 2);
+  EXPECT_EQ(store->GetStudy(study->id)->legacy_job_id, "hp_1");
+  EXPECT_EQ(store->GetStudyByLegacyId("other", "hp_1").status().code(), Code::kNotFound);
+  // The same jobId again, as a study or as a custom job: taken.
+  EXPECT_EQ(store->CreateStudy("p", "l", "x", nlohmann::json::object(), "u", "hp_1", input)
+                .status()
+                .code(),
+            Code::kAlreadyExists);
+  NewJob j{"p", "l", "hp_1", nlohmann::json::object(), {}, 0, "", "hp_1", nlohmann::json::object()};
+  EXPECT_EQ(store->CreateJob(j).status().code(), Code::kAlreadyExists);
+  ASSERT_TRUE(
+      store
+          ->CreateJob(NewJob{
+              "p", "l", "c", nlohmann::json::object(), {}, 0, "", "c_1", nlohmann::json::object()})
+          .ok());
+  EXPECT_EQ(store->CreateStudy("p", "l", "x", nlohmann::json::object(), "u", "c_1", input)
+                .status()
+                .code(),
+            Code::kAlreadyExists);
+  // Studies without a jobId never collide.
+  EXPECT_TRUE(store->CreateStudy("p", "l", "a", nlohmann::json::object()).ok());
+  EXPECT_TRUE(store->CreateStudy("p", "l", "b", nlohmann::json::object()).ok());
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace stoker::store
 
