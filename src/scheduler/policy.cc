@@ -69,6 +69,12 @@ class Call {
         detailed_(o_.detailed_reasons < 0 ? INT32_MAX : o_.detailed_reasons),
         estimates_left_(o_.max_estimated_shapes) {
     d_.wait.reserve(snap.queued.size());
+    for (const RunningJob& r : snap.running) {
+      if (r.expected_runtime_s != kRuntimeFromBound) expected_mode_ = true;
+    }
+    for (const QueuedJob& q : snap.queued) {
+      if (q.expected_runtime_s != kRuntimeFromBound) expected_mode_ = true;
+    }
   }
 
   // One pass over the queue in index (memory) order: the ordering keys, and
@@ -125,6 +131,13 @@ class Call {
         pool.Book(c_, st_, pool[pool.size() - 1], +1);
       }
       ++user_jobs_[u];
+      if (expected_mode_) {
+        if (int64_t run_s = RunTimeS(r.expected_runtime_s, r.runtime_bound_s); run_s > 0) {
+          const size_t efirst = expected_.pool.size();
+          for (size_t i = first; i < pool.size(); ++i) expected_.pool.AddCopy(pool, i);
+          expected_.Add(std::max(r.start_us + run_s * kUsPerS, snap_.now_us), &r.id, efirst);
+        }
+      }
       if (r.runtime_bound_s > 0) {
         ends_.Add(std::max(r.start_us + r.runtime_bound_s * kUsPerS, snap_.now_us), &r.id, first);
       } else {
@@ -206,7 +219,14 @@ class Call {
     reserved_us_ = r.start_us;
     reserved_text_ = ReservationText(r);
     // The reservation holder is always explained in full.
-    AddWait(j.queued.id, ReservedReason(Diagnosis(m), reserved_text_), r.start_us);
+    int64_t estimate = r.start_us;
+    if (expected_mode_) {
+      auto e2 = EarliestFit(c_, st_, expected_.Sorted(), expected_.pool, m.shape, o_, snap_.now_us,
+                            false, replay_);
+      reserved_expected_us_ = e2 ? e2->start_us : 0;
+      estimate = reserved_expected_us_;
+    }
+    AddWait(j.queued.id, ReservedReason(Diagnosis(m), reserved_text_), estimate);
     d_.reservation = std::move(r);
     ++waiting_ahead_;
   }
@@ -244,7 +264,7 @@ class Call {
       }
     }
     if (m.fails_now) return WaitForResources(j);
-    Wait(j.queued.id, reserved_us_,
+    Wait(j.queued.id, expected_mode_ ? Estimate(m) : reserved_us_,
          [&] { return WouldDelayReason(d_.reservation->job_id, reserved_text_); });
   }
 
@@ -281,6 +301,21 @@ class Call {
       for (const Hold& h : holds_) ends_.pool.Add(h);
       ends_.Add(snap_.now_us + job.runtime_bound_s * kUsPerS, &job.id, first);
     }
+    if (expected_mode_) {
+      if (int64_t run_s = RunTimeS(job.expected_runtime_s, job.runtime_bound_s); run_s > 0) {
+        const size_t first = expected_.pool.size();
+        for (const Hold& h : holds_) expected_.pool.Add(h);
+        expected_.Add(snap_.now_us + run_s * kUsPerS, &job.id, first);
+      }
+    }
+  }
+
+  // The run time rule 8 assumes: the expected one capped by the bound, or
+  // the bound for kRuntimeFromBound; 0 = unknown (never ends).
+  static int64_t RunTimeS(int64_t expected_s, int64_t bound_s) {
+    if (expected_s == kRuntimeFromBound) return bound_s;
+    if (expected_s <= 0) return 0;
+    return bound_s > 0 ? std::min(expected_s, bound_s) : expected_s;
   }
 
   // Whether `j` ends (now + its bound) by the reservation's start.
@@ -293,16 +328,18 @@ class Call {
   // before the reservation; 0 when unknown, or past the first
   // max_estimated_shapes shapes.
   int64_t Estimate(ShapeMemo& m) {
-    if (d_.reservation && reserved_us_ == 0) return 0;
+    const int64_t floor_us = expected_mode_ ? reserved_expected_us_ : reserved_us_;
+    if (d_.reservation && floor_us == 0) return 0;
     if (!m.estimated && estimates_left_ > 0) {
       --estimates_left_;
       m.estimated = true;
-      auto e = EarliestFit(c_, st_, ends_.Sorted(), ends_.pool, m.shape, o_, snap_.now_us, false,
-                           replay_);
+      Ends& ends = expected_mode_ ? expected_ : ends_;
+      auto e =
+          EarliestFit(c_, st_, ends.Sorted(), ends.pool, m.shape, o_, snap_.now_us, false, replay_);
       m.estimate_us = e ? e->start_us : 0;
     }
     if (m.estimate_us == 0) return 0;
-    return std::max(m.estimate_us, reserved_us_);
+    return std::max(m.estimate_us, floor_us);
   }
 
   // Diagnose's text for the shape on st_ as it stands, cached per version.
@@ -372,6 +409,12 @@ class Call {
   std::vector<const Quota*> quota_;
 
   Ends ends_;  // running jobs and those started here, with their ends
+  // Rule 8 with expected run times: whether any job has one set, the ends
+  // they give (only jobs whose run time is known), and the reservation
+  // holder's estimate by them (0 = unknown).
+  bool expected_mode_ = false;
+  Ends expected_;
+  int64_t reserved_expected_us_ = 0;
 
   int64_t reserved_us_ = 0;  // reservation start, 0 = unknown
   std::string reserved_text_;

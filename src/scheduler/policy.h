@@ -39,8 +39,15 @@
 //     exists (jobs without a bound hold what it needs), the reservation holds
 //     what the job would take on the emptied cluster, preferring nodes with
 //     the most free GPUs now, so those drain for it.
-//  8. Why. Every job that does not start gets a reason and, when runtime
-//     bounds make it computable, an estimated (not-before) start time. The
+//  8. Why. Every job that does not start gets a reason and, when run
+//     times make it computable, an estimated start time: when its shape
+//     first fits as the jobs ahead end, not before the reservation holder's
+//     own estimate. The run times are the jobs' expected ones
+//     (expected_runtime_s: what similar jobs took, RunHistory), capped by
+//     their bounds; a job without one holds its resources "forever", so what
+//     waits on it has no estimate (0, "unknown"), never one from a timeout.
+//     Only when no job of the snapshot has an expected_runtime_s set
+//     (kRuntimeFromBound everywhere) are the bounds taken as run times. The
 //     reason is detailed ("needs 2x NVIDIA_H100_80GB, 1 free; 3 jobs ahead in
 //     the queue") for the reservation holder, for quota holds and for the
 //     first PolicyOptions::detailed_reasons other waiting jobs in queue order;
@@ -98,6 +105,11 @@ struct PlacedReplica {
   std::vector<std::string> substitutions;
 };
 
+// expected_runtime_s of a job that has none set: the estimates of rule 8
+// take the runtime bound as its run time (kept for callers that know no
+// better; the daemon always sets expected_runtime_s, 0 when unknown).
+inline constexpr int64_t kRuntimeFromBound = -1;
+
 struct RunningJob {
   std::string id;
   std::string user;
@@ -105,6 +117,9 @@ struct RunningJob {
   std::vector<PlacedReplica> replicas;  // only node, cpus, memory, gpus are read
   int64_t start_us = 0;                 // microseconds since the epoch
   int64_t runtime_bound_s = 0;          // scheduling.timeout; 0 = unbounded
+  // Rule 8's estimates only (never backfill): how long it is expected to run
+  // in all, from start_us; 0 = unknown; kRuntimeFromBound = runtime_bound_s.
+  int64_t expected_runtime_s = kRuntimeFromBound;
   // Rule 9: whether it may be preempted (Vertex scheduling.strategy SPOT,
   // or Stoker's label), whether it is already being stopped (its resources
   // are about to be free; never a victim), and since when its work is
@@ -131,6 +146,8 @@ struct QueuedJob {
   int64_t submit_us = 0;
   std::vector<ReplicaAsk> replicas;  // all of them: pools flattened
   int64_t runtime_bound_s = 0;       // 0 = unbounded
+  // As RunningJob::expected_runtime_s, once it starts.
+  int64_t expected_runtime_s = kRuntimeFromBound;
 };
 
 struct Quota {

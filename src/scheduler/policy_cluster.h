@@ -242,6 +242,13 @@ class HoldPool {
     Start(h.node, h.cpus, h.mem);
     for (auto [pos, f] : h.gpus) AddGpu(pos, f);
   }
+  // Adds a copy of `from`'s hold `i`.
+  void AddCopy(const HoldPool& from, size_t i) {
+    const Entry& e = from.entries_[i];
+    Start(e.node, e.cpus, e.mem);
+    for (uint32_t k = e.first; k < e.last; ++k) gpus_.push_back(from.gpus_[k]);
+    entries_.back().last = static_cast<uint32_t>(gpus_.size());
+  }
   // Drops the holds from `n` on.
   void Truncate(size_t n) {
     gpus_.resize(n < entries_.size() ? entries_[n].first : gpus_.size());

@@ -1006,6 +1006,60 @@ TEST(PolicyTest, WritesAWaitEventWhenTheKindChangesAndRepeatsOnlyDetailedOnes) {
   EXPECT_FALSE(WaitEventDue(closer, WaitKind(place), kNow, kNow + 100 * kRepeat, kRepeat));
 }
 
+TEST(PolicyTest, EstimatesStartsFromExpectedRunTimesNotFromTimeouts) {
+  Snapshot s = Snap({GpuNode("n", 1)});
+  RunningJob r = Running("r", 0, {0}, 7 * 86400);  // a 7-day timeout, started 10 s ago
+  r.expected_runtime_s = 30;                       // similar runs took 30 s
+  s.running = {r};
+  QueuedJob a = Job("a", {Ask(1)}, 0, 7 * 86400);
+  a.expected_runtime_s = 40;
+  QueuedJob b = Job("b", {Ask(1, kH100, 2)}, 0, 7 * 86400);
+  b.expected_runtime_s = 0;  // never ran: unknown
+  s.queued = {a, b};
+  Decision d = Schedule(s);
+  EXPECT_EQ(Waiting(d, "a")->estimated_start_us, kNow + 20 * kS);
+  EXPECT_EQ(Waiting(d, "b")->estimated_start_us, kNow + 20 * kS);  // not before a's
+  // The reservation (and so backfill) still keeps to the bounds.
+  ASSERT_TRUE(d.reservation);
+  EXPECT_EQ(d.reservation->start_us, kNow + 7 * 86400 * kS);
+}
+
+TEST(PolicyTest, EstimatesNothingBehindAJobWhoseRunTimeIsUnknown) {
+  Snapshot s = Snap({GpuNode("n", 1)});
+  RunningJob r = Running("r", 0, {0}, 7 * 86400);
+  r.expected_runtime_s = 0;  // a bound, but no history: not a run time
+  s.running = {r};
+  QueuedJob a = Job("a", {Ask(1)}, 0, 60);
+  a.expected_runtime_s = 60;
+  s.queued = {a};
+  Decision d = Schedule(s);
+  EXPECT_EQ(Waiting(d, "a")->estimated_start_us, 0);
+}
+
+TEST(PolicyTest, CapsAnExpectedRunTimeByTheBound) {
+  Snapshot s = Snap({GpuNode("n", 1)});
+  RunningJob r = Running("r", 0, {0}, 100);  // ends by kNow + 100 s at the latest
+  r.expected_runtime_s = 100000;
+  s.running = {r};
+  QueuedJob a = Job("a", {Ask(1)});
+  a.expected_runtime_s = 0;
+  s.queued = {a};
+  Decision d = Schedule(s);
+  EXPECT_EQ(Waiting(d, "a")->estimated_start_us, kNow + 100 * kS);
+}
+
+TEST(PolicyTest, EstimatesBehindJobsStartedInTheSameCallByTheirExpectedRunTimes) {
+  Snapshot s = Snap({GpuNode("n", 1)});
+  QueuedJob first = Job("first", {Ask(1)}, 0, 7 * 86400);
+  first.expected_runtime_s = 90;
+  QueuedJob second = Job("second", {Ask(1)}, 0, 7 * 86400);
+  second.expected_runtime_s = 0;
+  s.queued = {first, second};
+  Decision d = Schedule(s);
+  ASSERT_NE(Started(d, "first"), nullptr);
+  EXPECT_EQ(Waiting(d, "second")->estimated_start_us, kNow + 90 * kS);
+}
+
 }  // namespace
 }  // namespace stoker::scheduler
 

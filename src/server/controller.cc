@@ -189,6 +189,20 @@ Status Controller::Recover() {
     }
   }
   RebuildUsage(clock_.NowMicros());
+  // The run times of the last successful jobs, oldest first, for estimates.
+  store::ListOptions recent;
+  recent.state = JobState::kSucceeded;
+  recent.limit = 2000;
+  recent.newest_first = true;
+  if (auto done = store_.ListJobs(recent); done.ok()) {
+    for (auto it = done->rbegin(); it != done->rend(); ++it) {
+      if (it->start_time_us && it->end_time_us) {
+        run_history_.Add(RunKeyOf(*it), (it->end_time_us - it->start_time_us) / 1e6);
+      }
+    }
+  } else {
+    spdlog::warn("estimated starts know no past runs: {}", done.status().ToString());
+  }
   return studies_.Recover();
 }
 
@@ -382,6 +396,10 @@ bool Controller::Move(Active& a, JobState to, const std::string& reason,
   }
   a.rec.state = to;
   if (update.start_time_us) a.rec.start_time_us = *update.start_time_us;
+  if (to == JobState::kSucceeded && a.rec.start_time_us) {
+    int64_t end_us = update.end_time_us.value_or(clock_.NowMicros());
+    run_history_.Add(RunKeyOf(a.rec), (end_us - a.rec.start_time_us) / 1e6);
+  }
   return true;
 }
 
@@ -907,6 +925,15 @@ void Controller::RebuildUsage(int64_t now_us) {
   usage_us_ = now_us;
 }
 
+scheduler::RunKey Controller::RunKeyOf(const store::JobRecord& rec) {
+  return {rec.user, rec.display_name, scheduler::ShapeKey(rec.spec)};
+}
+
+int64_t Controller::ExpectedRunS(Active& a) {
+  if (a.run_shape.empty()) a.run_shape = scheduler::ShapeKey(a.rec.spec);
+  return run_history_.ExpectedSeconds({a.rec.user, a.rec.display_name, a.run_shape});
+}
+
 scheduler::Snapshot Controller::TakeSnapshot(int64_t now_us) {
   scheduler::Snapshot snap;
   snap.nodes = {node_};
@@ -946,6 +973,7 @@ scheduler::Snapshot Controller::TakeSnapshot(int64_t now_us) {
             std::to_string(id), a.rec.user, a.job.job_spec.scheduling.priority, a.placed,
             a.placed_us ? a.placed_us : now_us, a.job.job_spec.scheduling.timeout_seconds);
         r.stopping = a.rec.state == JobState::kCancelling || a.rec.cancel_requested;
+        r.expected_runtime_s = ExpectedRunS(a);
         r.preemptible = pc.enabled && IsPreemptible(a.job, pc);
         if (r.preemptible) r.progress_us = LastCheckpointUs(a, now_us);
       }
@@ -959,6 +987,7 @@ scheduler::Snapshot Controller::TakeSnapshot(int64_t now_us) {
     q.submit_us = a.rec.create_time_us;
     q.replicas = scheduler::AsksOf(a.requests);
     q.runtime_bound_s = static_cast<int64_t>(std::ceil(a.job.job_spec.scheduling.timeout_seconds));
+    q.expected_runtime_s = ExpectedRunS(a);
     snap.queued.push_back(std::move(q));
   }
 

@@ -29,6 +29,7 @@
 #include "resources/resources.h"
 #include "scheduler/placement.h"
 #include "scheduler/policy.h"
+#include "scheduler/run_history.h"
 #include "server/config.h"
 #include "server/study_driver.h"
 #include "spec/custom_job.h"
@@ -118,6 +119,7 @@ class Controller final : public api::ControlPlane, private TrialJobs {
     int64_t checkpoint_us = 0;
     int64_t checkpoint_looked_us = 0;
     std::vector<store::UsageRecord> recorded_usage;  // RecordUsage's rows, for Drain
+    std::string run_shape;  // scheduler::ShapeKey of rec.spec; "" = not computed yet
   };
   struct Draining {  // ended attempts whose replicas are still being stopped
     std::vector<std::string> replicas;
@@ -142,6 +144,10 @@ class Controller final : public api::ControlPlane, private TrialJobs {
   void Schedule();
   // Builds the policy's view of the cluster and updates usage_ to `now_us`.
   scheduler::Snapshot TakeSnapshot(int64_t now_us);
+  // What makes a job similar to others in run_history_.
+  static scheduler::RunKey RunKeyOf(const store::JobRecord& rec);
+  // run_history_'s expected run time of an active job (0 = unknown).
+  int64_t ExpectedRunS(Active& a);
   // Decays usage_ to `now_us` and adds the GPU time held since the last call.
   void AccrueUsage(int64_t now_us);
   // Sets usage_ from the store's history (jobs that held GPUs, ended or
@@ -229,6 +235,9 @@ class Controller final : public api::ControlPlane, private TrialJobs {
   mutable std::map<std::string, std::string> verified_packages_;
   std::map<std::pair<int64_t, int>, Draining> draining_;  // by (job, attempt)
   std::map<std::string, double> usage_;  // decayed GPU-seconds per user (fair share)
+  // How long similar jobs ran (the queue's estimated starts, policy.h rule
+  // 8): successful runs from the store at start, then as they end.
+  scheduler::RunHistory run_history_;
   cost::Accountant* accountant_;
   std::function<std::vector<resources::GpuUsage>()> sample_gpus_;
   // GET /metrics' measurements (ControllerDeps::metrics); may be null.
