@@ -293,14 +293,29 @@ void AddJobUsage(const ApiDeps& d, const store::JobRecord& r, json& rendered) {
   rendered["stoker"]["usage"] = cost::ToJson(d.accountant->Price(*rows));
 }
 
-void AddConsumedMlUnits(const ApiDeps& d, const store::JobRecord& r, json& rendered) {
-  if (d.accountant == nullptr || r.study_id != 0) return;
-  auto rows = d.accountant->JobRows(r);
-  if (!rows.ok() || rows->empty()) return;
-  std::optional<double> usd = d.accountant->Price(*rows).usd[cost::PriceKind::kComputeEngine];
+namespace {
+
+void PutConsumedMlUnits(const ApiDeps& d, const std::vector<store::UsageRecord>& rows,
+                        json& rendered) {
+  if (rows.empty()) return;
+  std::optional<double> usd = d.accountant->Price(rows).usd[cost::PriceKind::kComputeEngine];
   if (!usd) return;  // no price: no number, rather than a wrong one
   constexpr double kUsdPerTrainingUnit = 0.49;
   rendered["trainingOutput"]["consumedMLUnits"] = *usd / kUsdPerTrainingUnit;
+}
+
+}  // namespace
+
+void AddConsumedMlUnits(const ApiDeps& d, const store::JobRecord& r, json& rendered) {
+  if (d.accountant == nullptr || r.study_id != 0) return;
+  auto rows = d.accountant->JobRows(r);
+  if (rows.ok()) PutConsumedMlUnits(d, *rows, rendered);
+}
+
+void AddStudyConsumedMlUnits(const ApiDeps& d, int64_t study_id, json& rendered) {
+  if (d.accountant == nullptr) return;
+  auto rows = d.accountant->StudyRows(study_id);
+  if (rows.ok()) PutConsumedMlUnits(d, *rows, rendered);
 }
 
 void AddStudyUsage(const ApiDeps& d, int64_t study_id, json& rendered) {

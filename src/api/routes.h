@@ -39,6 +39,8 @@ void AddStudyUsage(const ApiDeps& d, int64_t study_id, nlohmann::json& rendered)
 // Engine list prices in training units of $0.49 (the Americas rate at which
 // AI Platform billed Compute Engine machine types; docs/cost.md).
 void AddConsumedMlUnits(const ApiDeps& d, const store::JobRecord& r, nlohmann::json& rendered);
+// The same for an AI Platform tuning job: all its trials together.
+void AddStudyConsumedMlUnits(const ApiDeps& d, int64_t study_id, nlohmann::json& rendered);
 // The budgets' word on a submission (cost::Accountant::CheckSubmission).
 Status CheckBudgets(const ApiDeps& d, const std::string& user, const std::string& project,
                     const nlohmann::json& labels, std::vector<std::string>* warnings);

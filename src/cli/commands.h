@@ -67,10 +67,25 @@ Result<nlohmann::json> ReadConfigFile(const std::string& path, const std::string
 // Packs a trainer package directory as an sdist and stages it; returns its gs:// URI.
 Result<std::string> StagePackage(Connection& conn, const std::string& package_path);
 
+// How followed logs are shown.
+struct LogOptions {
+  // With follow: while the job is queued or starting, one line on stderr
+  // saying what it waits for (WaitingLine), again whenever that changes.
+  bool show_waiting = true;
+};
+
 // Streams a job's logs (all replicas, prefixed when several, or `only`);
 // with `follow`, until the job has ended and its logs are drained.
+// `final_state` gets the job's last Vertex state ("" when the daemon stopped
+// answering; the error is on stderr).
 void PrintLogs(Connection& conn, const Globals& g, const std::string& id, const std::string& only,
-               bool follow, std::string* final_state);
+               bool follow, std::string* final_state, const LogOptions& options = {});
+// "Waiting: queued 2nd, needs 1x NVIDIA_L4, 0 free; 1 job ahead in the queue"
+// for a job in `vertex_state` with its entry of GET /v1/stoker/queue (null
+// when it has none yet): "" once it is neither queued nor pending.
+std::string WaitingLine(const std::string& vertex_state, const nlohmann::json& queue_entry);
+// "1st", "2nd", "3rd", "4th", "11th", "22nd".
+std::string Ordinal(int n);
 
 struct SubmitFlags {
   std::string config;
@@ -92,7 +107,11 @@ int SubmitJobJson(const Globals& g, Connection& conn, const nlohmann::json& job,
 int List(const Globals& g, const std::string& filter, int limit = 0, int page_size = 1000);
 int Describe(const Globals& g, const std::string& id);
 int Cancel(const Globals& g, const std::string& id);
-int Logs(const Globals& g, const std::string& id, const std::string& replica, bool follow);
+// `id` is a custom job's number or AI Platform jobId, or a tuning job's
+// jobId (its trials' logs, one after the other). With `follow`: until the job
+// ends; exit 0 when it succeeded, 1 when it failed or was cancelled.
+int Logs(const Globals& g, const std::string& id, const std::string& replica, bool follow,
+         const LogOptions& options = {});
 // `jobs metrics`: one line per training-metrics series (name, source, points,
 // last step and value, min, max), then what was skipped and why
 // (training_metrics_commands.cc; docs/training-metrics.md).
@@ -175,6 +194,28 @@ struct LegacySubmitFlags {
   bool stream_logs = false;
 };
 int LegacySubmitTraining(const Globals& g, const LegacySubmitFlags& f);
+
+// ---- AI Platform jobIds, custom and tuning jobs (ai_platform_commands.cc) ----
+// /v1/projects/P/jobs, the legacy routes (api/legacy_routes.cc).
+std::string LegacyJobsPath(const Globals& g);
+// The legacy Job `job_id` names (either kind); NotFound when none does.
+Result<nlohmann::json> GetLegacyJob(Connection& conn, const Globals& g, const std::string& job_id);
+// Whether a legacy Job is a tuning job (trainingOutput.isHyperparameterTuningJob).
+bool IsTuningJob(const nlohmann::json& legacy);
+// A legacy Job as text: state, times, trainingOutput with one line per trial.
+void PrintLegacyJob(const nlohmann::json& legacy);
+// The logs of tuning job `job_id`'s trials, one after the other (a header
+// line per trial on stderr); with `follow` until it has ended, then "Job
+// [ID] ended: STATE" on stderr. Returns the exit code (1 unless SUCCEEDED).
+int FollowLegacyTuningLogs(Connection& conn, const Globals& g, const std::string& job_id,
+                           bool follow, const LogOptions& options = {});
+// `stoker ai-platform jobs describe|list|cancel|stream-logs`: the legacy Job
+// of either kind (list: both kinds, oldest first; filter "state=RUNNING").
+int AiPlatformDescribe(const Globals& g, const std::string& job_id);
+int AiPlatformList(const Globals& g, const std::string& filter);
+int AiPlatformCancel(const Globals& g, const std::string& job_id);
+int AiPlatformStreamLogs(const Globals& g, const std::string& job_id,
+                         const LogOptions& options = {});
 
 // Parses gcloud's --labels=KEY=VALUE,... (the flag named in errors).
 Result<std::map<std::string, std::string>> ParseLabelsFlag(const std::string& value);

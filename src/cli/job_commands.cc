@@ -187,11 +187,55 @@ int Submit(const Globals& g, const SubmitFlags& f) {
 
 // ---- jobs logs ------------------------------------------------------------
 
+namespace {
+
+// Says on stderr what a followed job waits for while it is queued or
+// starting, once per change; asks the queue at most once a second.
+class WaitReporter {
+ public:
+  WaitReporter(Connection& conn, const Globals& g, const std::string& id)
+      : conn_(conn), g_(g), id_(id) {}
+
+  void Update(const std::string& state) {
+    if (state != "JOB_STATE_QUEUED" && state != "JOB_STATE_PENDING") return;
+    auto now = std::chrono::steady_clock::now();
+    if (state == last_state_ && now - asked_ < std::chrono::seconds(1)) return;
+    asked_ = now;
+    last_state_ = state;
+    json entry;
+    if (state == "JOB_STATE_QUEUED") {
+      if (number_.empty()) {  // the queue names jobs by number, not by jobId
+        auto job = conn_.Call("GET", JobsPath(g_) + "/" + http::UrlEncode(id_));
+        if (!job.ok()) return;
+        number_ = IdOf(*job);
+      }
+      auto queue = conn_.Call("GET", "/v1/stoker/queue");
+      if (!queue.ok()) return;  // an older daemon: say only that it is queued
+      for (const json& e : (*queue)["jobs"]) {
+        if (e.value("jobId", "") == number_) entry = e;
+      }
+    }
+    std::string line = WaitingLine(state, entry);
+    if (!line.empty() && line != said_) std::cerr << line << "\n";
+    said_ = line;
+  }
+
+ private:
+  Connection& conn_;
+  const Globals& g_;
+  std::string id_, number_, last_state_, said_;
+  std::chrono::steady_clock::time_point asked_;
+};
+
+}  // namespace
+
 void PrintLogs(Connection& conn, const Globals& g, const std::string& id, const std::string& only,
-               bool follow, std::string* final_state) {
+               bool follow, std::string* final_state, const LogOptions& options) {
   std::map<std::string, uint64_t> offsets;
   std::map<std::string, std::string> partial;  // unterminated last line per replica
   std::string base = JobsPath(g) + "/" + id + "/logs";
+  WaitReporter waits(conn, g, id);
+  if (final_state) final_state->clear();
   int idle_ms = 50;
   while (true) {
     auto listing = conn.Call("GET", base);
@@ -201,6 +245,7 @@ void PrintLogs(Connection& conn, const Globals& g, const std::string& id, const 
     }
     std::string state = (*listing)["state"];
     bool ended = spec::IsTerminal(*spec::ParseJobState(state));
+    if (follow && options.show_waiting) waits.Update(state);
     std::vector<std::string> names;
     for (const json& r : (*listing)["replicas"]) names.push_back(r["replica"]);
     bool prefix = only.empty() && names.size() > 1;
@@ -242,6 +287,17 @@ void PrintLogs(Connection& conn, const Globals& g, const std::string& id, const 
 }
 
 // ---- jobs list / describe / cancel ----------------------------------------
+
+// The legacy Job of tuning job `id` when a customJobs call for `id` failed
+// with `failed` NotFound and `id` is an AI Platform jobId of a tuning job
+// (those are studies, not custom jobs); nullopt otherwise.
+static std::optional<json> TuningJobNamed(Connection& conn, const Globals& g, const std::string& id,
+                                          const Status& failed) {
+  if (failed.code() != Code::kNotFound) return std::nullopt;
+  auto legacy = GetLegacyJob(conn, g, id);
+  if (!legacy.ok() || !IsTuningJob(*legacy)) return std::nullopt;
+  return *legacy;
+}
 
 int List(const Globals& g, const std::string& filter, int limit, int page_size) {
   auto conn = Connect(g);
@@ -286,7 +342,17 @@ int Describe(const Globals& g, const std::string& id) {
   auto conn = Connect(g);
   if (!conn.ok()) return Report(conn.status());
   auto job = (*conn)->Call("GET", JobsPath(g) + "/" + http::UrlEncode(id));
-  if (!job.ok()) return Report(job.status());
+  if (!job.ok()) {
+    // An AI Platform jobId may name a tuning job: its legacy Job, trials and all.
+    auto legacy = TuningJobNamed(**conn, g, id, job.status());
+    if (!legacy) return Report(job.status());
+    if (g.format == "json") {
+      std::cout << legacy->dump(2) << "\n";
+    } else {
+      PrintLegacyJob(*legacy);
+    }
+    return 0;
+  }
   if (g.format == "json") {
     std::cout << job->dump(2) << "\n";
     return 0;
@@ -375,7 +441,11 @@ int Cancel(const Globals& g, const std::string& id) {
   auto conn = Connect(g);
   if (!conn.ok()) return Report(conn.status());
   auto r = (*conn)->Call("POST", JobsPath(g) + "/" + http::UrlEncode(id) + ":cancel", "{}");
-  if (!r.ok()) return Report(r.status());
+  if (!r.ok()) {
+    if (!TuningJobNamed(**conn, g, id, r.status())) return Report(r.status());
+    r = (*conn)->Call("POST", LegacyJobsPath(g) + "/" + http::UrlEncode(id) + ":cancel", "{}");
+    if (!r.ok()) return Report(r.status());
+  }
   std::cout << "Cancel requested for job " << id << "\n";
   return 0;
 }
@@ -408,13 +478,31 @@ int SubmitJobJson(const Globals& g, Connection& conn, const json& job, bool foll
   return (*final_job)["state"] == "JOB_STATE_SUCCEEDED" ? 0 : 1;
 }
 
-int Logs(const Globals& g, const std::string& id, const std::string& replica, bool follow) {
+int Logs(const Globals& g, const std::string& id, const std::string& replica, bool follow,
+         const LogOptions& options) {
   auto conn = Connect(g);
   if (!conn.ok()) return Report(conn.status());
   auto job = (*conn)->Call("GET", JobsPath(g) + "/" + http::UrlEncode(id));
-  if (!job.ok()) return Report(job.status());
-  PrintLogs(**conn, g, id, replica, follow, nullptr);
-  return 0;
+  if (!job.ok()) {
+    if (!TuningJobNamed(**conn, g, id, job.status())) return Report(job.status());
+    if (!replica.empty()) {
+      return Report(InvalidArgument("--replica: job '" + id +
+                                    "' is a tuning job; its trials have the replicas (stoker "
+                                    "hptuning logs ID --trial N --replica ...)"));
+    }
+    return FollowLegacyTuningLogs(**conn, g, id, follow, options);
+  }
+  std::string state;
+  PrintLogs(**conn, g, id, replica, follow, &state, options);
+  if (!follow) return 0;
+  if (state == "JOB_STATE_SUCCEEDED") return 0;
+  if (state.empty()) return 1;  // the daemon stopped answering; PrintLogs said why
+  auto final_job = (*conn)->Call("GET", JobsPath(g) + "/" + http::UrlEncode(id));
+  std::cerr << "Job " << id << " ended: " << state << "\n";
+  if (final_job.ok() && final_job->contains("error")) {
+    std::cerr << (*final_job)["error"].value("message", "") << "\n";
+  }
+  return 1;  // failed or cancelled: as gcloud's stream-logs, non-zero
 }
 
 }  // namespace stoker::cli

@@ -2,7 +2,9 @@
 // jobs submit training` (reference §5.5). The flags become a trainingInput
 // (spec/ai_platform.h), local packages are packed and staged, and the Job is
 // sent to the AI Platform route POST /v1/projects/{p}/jobs. The job is then a
-// custom job like any other: `stoker jobs describe/logs/cancel JOB_ID` work.
+// custom job like any other, or with trainingInput.hyperparameters a tuning
+// job whose trials are custom jobs; either way `stoker jobs
+// describe/logs/cancel JOB_ID` and `stoker ai-platform jobs ...` take the jobId.
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -21,10 +23,6 @@ using nlohmann::json;
 namespace {
 
 constexpr char kPendingUri[] = "gs://stoker-staging/pending-package.tar.gz";
-
-std::string LegacyJobsPath(const Globals& g) {
-  return "/v1/projects/" + http::UrlEncode(g.project) + "/jobs";
-}
 
 // The --config Job: its trainingInput and labels.
 Result<json> LoadLegacyConfig(const std::string& path) {
@@ -166,21 +164,8 @@ int LegacySubmitTraining(const Globals& g, const LegacySubmitFlags& f) {
   }
 
   if (study) {
-    // Runs as a Vertex HyperparameterTuningJob whose trials are this job.
-    auto trial = spec::FromTrainingInput(f.job_id, *ti, "trainingInput", labels);
-    if (!trial.ok()) return Report(trial.status());
-    spec::HyperparameterTuningJob hp;
-    hp.display_name = f.job_id;
-    hp.labels = trial->job.labels;
-    hp.study_spec = study->study_spec;
-    hp.max_trial_count = study->max_trial_count;
-    hp.parallel_trial_count = study->parallel_trial_count;
-    hp.max_failed_trial_count = study->max_failed_trial_count;
-    hp.trial_job_spec = trial->job.job_spec;
-    if (Status s = spec::Validate(hp); !s.ok()) return Report(s);
     std::cerr << "trainingInput.hyperparameters: submitting " << f.job_id
-              << " as a hyperparameter tuning job (see 'stoker hptuning describe')\n";
-    return SubmitStudyJson(g, **conn, spec::ToJson(hp), f.stream_logs);
+              << " as a hyperparameter tuning job\n";
   }
 
   json body = {{"jobId", f.job_id}, {"trainingInput", *ti}};
@@ -199,6 +184,13 @@ int LegacySubmitTraining(const Globals& g, const LegacySubmitFlags& f) {
       out << "jobId: " << f.job_id << "\nstate: " << (*created)["state"].get<std::string>() << "\n";
     }
     return 0;
+  }
+  if (study) {
+    int rc = FollowLegacyTuningLogs(**conn, g, f.job_id, true);
+    if (auto final_job = GetLegacyJob(**conn, g, f.job_id); final_job.ok()) {
+      PrintLegacyJob(*final_job);
+    }
+    return rc;
   }
   std::string state;
   PrintLogs(**conn, g, f.job_id, "", true, &state);

@@ -379,7 +379,10 @@ trainingInput:
                         "--package-path", os.path.join(root, "trainer"), "--module-name", "trainer.task",
                         "--job-dir", "gs://out/hp", "--stream-logs", timeout=180)
         self.assertIn("as a hyperparameter tuning job", r.stderr)
-        self.assertIn("JOB_STATE_SUCCEEDED", r.stdout)
+        # It streams every trial's logs, then shows the legacy Job with its trials.
+        self.assertIn("Job [hp_job_1] ended: SUCCEEDED", r.stderr)
+        self.assertIn("state: SUCCEEDED", r.stdout)
+        self.assertIn("completedTrialCount: 3", r.stdout)
         study = json.loads(self.stoker("--format", "json", "hptuning", "describe", "1").stdout)
         self.assertEqual(study["displayName"], "hp_job_1")
         self.assertEqual(len(study["trials"]), 3)

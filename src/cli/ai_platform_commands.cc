@@ -1,0 +1,215 @@
+// AI Platform (ml/v1) job ids in the CLI. A jobId names a custom job or a
+// tuning job (trainingInput.hyperparameters) of the project; the daemon's
+// legacy routes (api/legacy_routes.cc) answer for both. The `jobs` commands
+// reach custom jobs through the customJobs routes and fall back to these for
+// tuning jobs; the `ai-platform jobs` commands use these directly.
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "cli/commands.h"
+#include "http/http.h"
+#include "spec/job_state.h"
+
+namespace stoker::cli {
+
+using nlohmann::json;
+
+namespace {
+
+// "12" from ".../customJobs/12" or ".../hyperparameterTuningJobs/12".
+std::string LastSegment(const std::string& name) { return name.substr(name.rfind('/') + 1); }
+
+bool Ended(const std::string& legacy_state) {
+  return legacy_state == "SUCCEEDED" || legacy_state == "FAILED" || legacy_state == "CANCELLED";
+}
+
+std::string Str(const json& j, const char* key) {
+  if (!j.contains(key)) return "";
+  return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
+}
+
+// The end of a followed legacy job: "Job [ID] ended: STATE" on stderr (with
+// the error), and the exit code (0 for SUCCEEDED, 1 otherwise).
+int EndOfLegacyJob(const json& job) {
+  std::string state = Str(job, "state");
+  std::cerr << "Job [" << Str(job, "jobId") << "] ended: " << state << "\n";
+  if (job.contains("errorMessage")) std::cerr << Str(job, "errorMessage") << "\n";
+  return state == "SUCCEEDED" ? 0 : 1;
+}
+
+}  // namespace
+
+std::string LegacyJobsPath(const Globals& g) {
+  return "/v1/projects/" + http::UrlEncode(g.project) + "/jobs";
+}
+
+Result<json> GetLegacyJob(Connection& conn, const Globals& g, const std::string& job_id) {
+  return conn.Call("GET", LegacyJobsPath(g) + "/" + http::UrlEncode(job_id));
+}
+
+bool IsTuningJob(const json& legacy) {
+  return legacy.is_object() && legacy.contains("trainingOutput") &&
+         legacy["trainingOutput"].value("isHyperparameterTuningJob", false);
+}
+
+std::string Ordinal(int n) {
+  int tens = n % 100, ones = n % 10;
+  const char* suffix = "th";
+  if (tens < 11 || tens > 13) {
+    if (ones == 1) suffix = "st";
+    if (ones == 2) suffix = "nd";
+    if (ones == 3) suffix = "rd";
+  }
+  return std::to_string(n) + suffix;
+}
+
+std::string WaitingLine(const std::string& vertex_state, const json& queue_entry) {
+  if (vertex_state == "JOB_STATE_PENDING") return "Waiting: starting its replicas";
+  if (vertex_state != "JOB_STATE_QUEUED") return "";
+  if (!queue_entry.is_object()) return "Waiting: queued";
+  std::string line = "Waiting: queued " + Ordinal(queue_entry.value("position", 0));
+  std::string reason = queue_entry.value("reason", "");
+  if (!reason.empty()) line += ", " + reason;
+  return line;
+}
+
+void PrintLegacyJob(const json& j) {
+  std::cout << "jobId: " << Str(j, "jobId") << "\n";
+  std::cout << "state: " << Str(j, "state") << "\n";
+  for (const char* t : {"createTime", "startTime", "endTime", "errorMessage"}) {
+    if (j.contains(t)) std::cout << t << ": " << Str(j, t) << "\n";
+  }
+  const json& out = j.value("trainingOutput", json::object());
+  bool tuning = IsTuningJob(j);
+  if (!out.empty()) std::cout << "trainingOutput:\n";
+  if (tuning) {
+    std::cout << "  isHyperparameterTuningJob: true\n";
+    std::cout << "  hyperparameterMetricTag: " << Str(out, "hyperparameterMetricTag") << "\n";
+    std::cout << "  completedTrialCount: " << Str(out, "completedTrialCount") << "\n";
+  }
+  if (out.contains("consumedMLUnits")) {
+    char units[32];
+    std::snprintf(units, sizeof units, "%.4g", out["consumedMLUnits"].get<double>());
+    std::cout << "  consumedMLUnits: " << units << "\n";
+  }
+  if (tuning) {
+    std::printf("  %-6s %-10s %-12s %-8s %-7s %s\n", "TRIAL", "STATE", "OBJECTIVE", "STEP",
+                "STOPPED", "HYPERPARAMETERS");
+    for (const json& t : out.value("trials", json::array())) {
+      std::string params;
+      const json hyperparameters = t.value("hyperparameters", json::object());
+      for (const auto& [k, v] : hyperparameters.items()) {
+        params += (params.empty() ? "" : " ") + k + "=" +
+                  (v.is_string() ? v.get<std::string>() : v.dump());
+      }
+      char value[32] = "-";
+      std::string step = "-";
+      if (t.contains("finalMetric")) {
+        std::snprintf(value, sizeof value, "%.6g", t["finalMetric"].value("objectiveValue", 0.0));
+        step = Str(t["finalMetric"], "trainingStep");
+      }
+      std::printf("  %-6s %-10s %-12s %-8s %-7s %s\n", Str(t, "trialId").c_str(),
+                  Str(t, "state").c_str(), value, step.c_str(),
+                  t.value("isTrialStoppedEarly", false) ? "yes" : "", params.c_str());
+    }
+  }
+  if (j.contains("stoker") && j["stoker"].contains("hyperparameterTuningJob")) {
+    std::string id = LastSegment(j["stoker"]["hyperparameterTuningJob"]);
+    std::cout << "Runs as tuning job " << id << " (stoker hptuning describe " << id << ")\n";
+  }
+}
+
+int FollowLegacyTuningLogs(Connection& conn, const Globals& g, const std::string& job_id,
+                           bool follow, const LogOptions& options) {
+  std::set<std::string> printed;  // trials whose logs are out in full
+  std::string last_wait;
+  while (true) {
+    auto job = GetLegacyJob(conn, g, job_id);
+    if (!job.ok()) return Report(job.status());
+    std::string state = Str(*job, "state");
+    bool ended = Ended(state);  // read before the trials: none is added after it ended
+    const json& trials = (*job)["trainingOutput"].value("trials", json::array());
+    if (follow && trials.empty() && !ended) {
+      std::string wait = "Waiting: tuning job " + state + ", no trial yet";
+      if (wait != last_wait) std::cerr << wait << "\n";
+      last_wait = wait;
+    }
+    for (const json& t : trials) {
+      std::string trial = Str(t, "trialId");
+      if (printed.count(trial)) continue;
+      if (!t.contains("stoker") || !t["stoker"].contains("customJob")) continue;
+      std::string custom = LastSegment(t["stoker"]["customJob"]);
+      std::cerr << "==> trial " << trial << " (job " << custom << ") <==\n";
+      std::string trial_state;
+      PrintLogs(conn, g, custom, "", follow, &trial_state, options);
+      printed.insert(trial);
+    }
+    if (!follow) return 0;
+    if (ended && printed.size() >= trials.size()) return EndOfLegacyJob(*job);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+}
+
+int AiPlatformDescribe(const Globals& g, const std::string& job_id) {
+  auto conn = Connect(g);
+  if (!conn.ok()) return Report(conn.status());
+  auto job = GetLegacyJob(**conn, g, job_id);
+  if (!job.ok()) return Report(job.status());
+  if (g.format == "json") {
+    std::cout << job->dump(2) << "\n";
+  } else {
+    PrintLegacyJob(*job);
+  }
+  return 0;
+}
+
+int AiPlatformList(const Globals& g, const std::string& filter) {
+  auto conn = Connect(g);
+  if (!conn.ok()) return Report(conn.status());
+  json all = json::array();
+  std::string token;
+  do {
+    std::string target = LegacyJobsPath(g) + "?pageSize=100";
+    if (!filter.empty()) target += "&filter=" + http::UrlEncode(filter);
+    if (!token.empty()) target += "&pageToken=" + http::UrlEncode(token);
+    auto page = (*conn)->Call("GET", target);
+    if (!page.ok()) return Report(page.status());
+    for (json& j : (*page)["jobs"]) all.push_back(std::move(j));
+    token = page->value("nextPageToken", "");
+  } while (!token.empty());
+  if (g.format == "json") {
+    std::cout << json{{"jobs", all}}.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%-32s %-11s %-7s %s\n", "JOB_ID", "STATUS", "KIND", "CREATED");
+  for (const json& j : all) {
+    std::printf("%-32s %-11s %-7s %s\n", Str(j, "jobId").c_str(), Str(j, "state").c_str(),
+                IsTuningJob(j) ? "tuning" : "custom", Str(j, "createTime").c_str());
+  }
+  return 0;
+}
+
+int AiPlatformCancel(const Globals& g, const std::string& job_id) {
+  auto conn = Connect(g);
+  if (!conn.ok()) return Report(conn.status());
+  auto r =
+      (*conn)->Call("POST", LegacyJobsPath(g) + "/" + http::UrlEncode(job_id) + ":cancel", "{}");
+  if (!r.ok()) return Report(r.status());
+  std::cout << "Cancel requested for job " << job_id << "\n";
+  return 0;
+}
+
+int AiPlatformStreamLogs(const Globals& g, const std::string& job_id, const LogOptions& options) {
+  auto conn = Connect(g);
+  if (!conn.ok()) return Report(conn.status());
+  auto job = GetLegacyJob(**conn, g, job_id);
+  if (!job.ok()) return Report(job.status());
+  if (IsTuningJob(*job)) return FollowLegacyTuningLogs(**conn, g, job_id, true, options);
+  return Logs(g, job_id, "", true, options);
+}
+
+}  // namespace stoker::cli
