@@ -56,6 +56,44 @@ inventory:
         ev = self.api("GET", self.project_path + "/" + ids[0] + "/events")[1]
         self.assertEqual(len(ev["allocation"]["replicas"][0]["gpus"]), 2)
 
+    def test_estimated_start_comes_from_past_runs_never_from_the_timeout(self):
+        # The bug: a job that ran seconds, with the 7-day default timeout,
+        # made the next one "start in 6d".
+        gate = os.path.join(self.tmp, "gate")
+        hold = "while [ ! -e %s ]; do sleep 0.05; done" % gate
+        both = ("NVIDIA_TESLA_T4", 2)
+
+        def waiter_row(waiter):
+            out = self.stoker("queue").stdout
+            rows = [l for l in out.splitlines() if l.split()[1:2] == [waiter]]
+            return rows[0] if rows else None
+
+        # No history: the estimate is unknown.
+        first = self.submit(container_job("holder", hold, accelerator=both))
+        wait_for(lambda: self.job(first)["state"] == "JOB_STATE_RUNNING", 30, "the holder to run")
+        waiter = self.submit(container_job("waiter", "true", accelerator=both))
+        row = wait_for(lambda: waiter_row(waiter), 30, "the waiter in the queue")
+        self.assertIn("unknown", row)
+        self.assertNotRegex(row, r"in \d+d")
+        open(gate, "w").close()
+        for job_id in (first, waiter):
+            self.assertEqual(self.wait_state(job_id)["state"], "JOB_STATE_SUCCEEDED")
+
+        # The holder has run once (in about a second): the next wait behind
+        # one like it is estimated from that run, not from its 7-day timeout.
+        os.unlink(gate)
+        second = self.submit(container_job("holder", hold, accelerator=both))
+        wait_for(lambda: self.job(second)["state"] == "JOB_STATE_RUNNING", 30, "the holder to run")
+        waiter = self.submit(container_job("waiter", "true", accelerator=both))
+        row = wait_for(lambda: waiter_row(waiter), 30, "the waiter in the queue")
+        self.assertRegex(row, r"\b(now|in \d+(\.\d)?s)\b", row)
+        q = json.loads(self.stoker("--format", "json", "queue").stdout)
+        entry = [e for e in q["jobs"] if e["jobId"] == waiter][0]
+        self.assertIn("estimatedStartTime", entry)
+        open(gate, "w").close()
+        for job_id in (second, waiter):
+            self.assertEqual(self.wait_state(job_id)["state"], "JOB_STATE_SUCCEEDED")
+
 
 class LaptopTest(StokerTestCase):
     """The default CPU and memory over-subscription on a small node: a job
