@@ -110,7 +110,8 @@ quotas:
             jobs["high%d" % i] = self.submit(self.job_file("high%d" % i, 1, gpus=1, priority=10))
 
         # While blocked: the queue explains itself, highest priority first,
-        # with a start estimate from the blocker's scheduling.timeout (120 s).
+        # with a start estimate from how long a job of the blocker's shape ran
+        # before (alice-history, about 4 s), never from its 120 s timeout.
         def queue_ready():
             q = json.loads(self.stoker("--format", "json", "queue").stdout)["jobs"]
             return q if len(q) >= 20 and q[0]["displayName"] in ("high0", "high1") else None
@@ -122,10 +123,10 @@ quotas:
         for q in queue:
             self.assertTrue(q["reason"], q)
         estimate = rfc3339_seconds(queue[0]["estimatedStartTime"])
-        self.assertAlmostEqual(estimate, rfc3339_seconds(blocker_placed) + 120, delta=3)
+        self.assertLess(estimate, rfc3339_seconds(blocker_placed) + 60)
         text = self.stoker("queue").stdout
         self.assertIn("WHY IT WAITS", text)
-        self.assertRegex(text, r"high0 .* in 1m[0-9]+s ")  # the estimate, relative to now
+        self.assertRegex(text, r"high0 .* (now|in [0-9.]+s) ")  # the estimate, relative to now
         nodes = json.loads(self.stoker("--format", "json", "nodes").stdout)["nodes"]
         self.assertEqual(len(nodes[0]["gpus"]), 4)
         for gpu in nodes[0]["gpus"]:
