@@ -253,6 +253,161 @@ CREATE INDEX IF NOT EXISTS events_by_job ON events(job_id);
 PRAGMA user_version = 2;
 )sql";
 
+// 7e8e7f3 (the schema before studies.legacy_job_id): preemptions, restart reasons, state counts.
+constexpr char kVersion3[] = R"sql(
+CREATE TABLE IF NOT EXISTS jobs(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  project TEXT NOT NULL,
+  location TEXT NOT NULL,
+  display_name TEXT NOT NULL,
+  state INTEGER NOT NULL,
+  spec TEXT NOT NULL,
+  create_time INTEGER NOT NULL,
+  start_time INTEGER NOT NULL DEFAULT 0,
+  end_time INTEGER NOT NULL DEFAULT 0,
+  update_time INTEGER NOT NULL,
+  error_code INTEGER NOT NULL DEFAULT 0,
+  error_message TEXT NOT NULL DEFAULT '',
+  attempt INTEGER NOT NULL DEFAULT 0,
+  allocation TEXT,
+  cancel_requested INTEGER NOT NULL DEFAULT 0,
+  wait_reason TEXT NOT NULL DEFAULT '',
+  study_id INTEGER NOT NULL DEFAULT 0,
+  trial_id TEXT NOT NULL DEFAULT '',
+  legacy_job_id TEXT NOT NULL DEFAULT '',
+  legacy_input TEXT,
+  user TEXT NOT NULL DEFAULT '',
+  preemptions INTEGER NOT NULL DEFAULT 0,
+  restart_reason TEXT NOT NULL DEFAULT ''
+);
+CREATE UNIQUE INDEX IF NOT EXISTS jobs_by_legacy_id ON jobs(project, legacy_job_id)
+  WHERE legacy_job_id != '';
+CREATE TABLE IF NOT EXISTS studies(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  project TEXT NOT NULL,
+  location TEXT NOT NULL,
+  display_name TEXT NOT NULL,
+  state INTEGER NOT NULL,
+  spec TEXT NOT NULL,
+  create_time INTEGER NOT NULL,
+  start_time INTEGER NOT NULL DEFAULT 0,
+  end_time INTEGER NOT NULL DEFAULT 0,
+  update_time INTEGER NOT NULL,
+  error_code INTEGER NOT NULL DEFAULT 0,
+  error_message TEXT NOT NULL DEFAULT '',
+  cancel_requested INTEGER NOT NULL DEFAULT 0,
+  user TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS trials(
+  study_id INTEGER NOT NULL,
+  trial_id INTEGER NOT NULL,
+  job_id INTEGER NOT NULL,
+  state INTEGER NOT NULL,
+  parameters TEXT NOT NULL,
+  measurements TEXT NOT NULL,
+  final_measurement TEXT,
+  infeasible_reason TEXT NOT NULL DEFAULT '',
+  stopped_early INTEGER NOT NULL DEFAULT 0,
+  start_time INTEGER NOT NULL DEFAULT 0,
+  end_time INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY(study_id, trial_id)
+);
+CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state);
+CREATE TABLE IF NOT EXISTS events(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  job_id INTEGER NOT NULL,
+  time INTEGER NOT NULL,
+  from_state INTEGER NOT NULL,
+  to_state INTEGER NOT NULL,
+  reason TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_by_job ON events(job_id);
+CREATE TABLE IF NOT EXISTS usage(
+  job_id INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  replica TEXT NOT NULL,
+  pool INTEGER NOT NULL,
+  user TEXT NOT NULL,
+  project TEXT NOT NULL,
+  labels TEXT NOT NULL,
+  study_id INTEGER NOT NULL,
+  node TEXT NOT NULL,
+  start_time INTEGER NOT NULL,
+  end_time INTEGER NOT NULL,
+  end_kind TEXT NOT NULL,
+  cpus REAL NOT NULL,
+  memory_bytes INTEGER NOT NULL,
+  gpu_type TEXT NOT NULL,
+  gpus REAL NOT NULL,
+  machine_type TEXT NOT NULL,
+  accelerator_type TEXT NOT NULL,
+  accelerator_count REAL NOT NULL,
+  sampled_seconds REAL NOT NULL DEFAULT 0,
+  busy_gpu_seconds REAL NOT NULL DEFAULT 0,
+  energy_joules REAL,
+  PRIMARY KEY(job_id, attempt, replica)
+);
+CREATE INDEX IF NOT EXISTS usage_by_end ON usage(end_time);
+CREATE INDEX IF NOT EXISTS usage_by_study ON usage(study_id) WHERE study_id != 0;
+CREATE TABLE IF NOT EXISTS outbox(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  url TEXT NOT NULL,
+  event TEXT NOT NULL,
+  body TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_time INTEGER NOT NULL DEFAULT 0,
+  create_time INTEGER NOT NULL,
+  last_error TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS outbox_by_time ON outbox(next_time);
+CREATE TABLE IF NOT EXISTS budgets(
+  scope TEXT PRIMARY KEY,
+  monthly_usd REAL,
+  monthly_gpu_hours REAL,
+  price TEXT NOT NULL,
+  warn_at REAL NOT NULL,
+  stop_running INTEGER NOT NULL,
+  update_time INTEGER NOT NULL,
+  updated_by TEXT NOT NULL
+);
+-- Jobs and studies by state, kept by triggers in each writing transaction so
+-- that GET /metrics reads a few rows instead of counting every job ever
+-- (docs/decisions/0023). Stores made before it are counted once by Open.
+CREATE TABLE IF NOT EXISTS state_counts(
+  kind TEXT NOT NULL,
+  state INTEGER NOT NULL,
+  n INTEGER NOT NULL,
+  PRIMARY KEY(kind, state)
+);
+CREATE TRIGGER IF NOT EXISTS jobs_count_insert AFTER INSERT ON jobs BEGIN
+  INSERT INTO state_counts(kind, state, n) VALUES('jobs', NEW.state, 1)
+    ON CONFLICT(kind, state) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS jobs_count_update AFTER UPDATE OF state ON jobs
+  WHEN OLD.state != NEW.state BEGIN
+  UPDATE state_counts SET n = n - 1 WHERE kind = 'jobs' AND state = OLD.state;
+  INSERT INTO state_counts(kind, state, n) VALUES('jobs', NEW.state, 1)
+    ON CONFLICT(kind, state) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS jobs_count_delete AFTER DELETE ON jobs BEGIN
+  UPDATE state_counts SET n = n - 1 WHERE kind = 'jobs' AND state = OLD.state;
+END;
+CREATE TRIGGER IF NOT EXISTS studies_count_insert AFTER INSERT ON studies BEGIN
+  INSERT INTO state_counts(kind, state, n) VALUES('studies', NEW.state, 1)
+    ON CONFLICT(kind, state) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS studies_count_update AFTER UPDATE OF state ON studies
+  WHEN OLD.state != NEW.state BEGIN
+  UPDATE state_counts SET n = n - 1 WHERE kind = 'studies' AND state = OLD.state;
+  INSERT INTO state_counts(kind, state, n) VALUES('studies', NEW.state, 1)
+    ON CONFLICT(kind, state) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS studies_count_delete AFTER DELETE ON studies BEGIN
+  UPDATE state_counts SET n = n - 1 WHERE kind = 'studies' AND state = OLD.state;
+END;
+PRAGMA user_version = 3;
+)sql";
+
 // Rows every released schema can hold: an ended job with its events, a
 // running job with an allocation, a queued job with a wait reason, a failed
 // job with its error.
@@ -315,6 +470,7 @@ const ReleasedSchema kReleased[] = {
     {"Version1Studies", kVersion1Studies, true, false, false},
     {"Version1Legacy", kVersion1Legacy, true, true, false},
     {"Version2", kVersion2, true, true, true},
+    {"Version3", kVersion3, true, true, true},
 };
 
 class StoreMigrationTest : public ::testing::TestWithParam<ReleasedSchema> {
@@ -476,6 +632,8 @@ TEST_P(StoreMigrationTest, MigratedStoreTakesTransitionsAndNewWork) {
     EXPECT_EQ(study->state, JobState::kRunning);
     EXPECT_EQ(study->spec["maxTrialCount"], 4);
     EXPECT_EQ(study->user, "");
+    EXPECT_EQ(study->legacy_job_id, "");  // added in version 4
+    EXPECT_TRUE(study->legacy_input.is_null());
     auto trials = store.Trials(1);
     ASSERT_TRUE(trials.ok());
     ASSERT_EQ(trials->size(), 1u);
@@ -487,6 +645,15 @@ TEST_P(StoreMigrationTest, MigratedStoreTakesTransitionsAndNewWork) {
   auto study = store.CreateStudy("p", "l", "s2", nlohmann::json::object(), "carol");
   ASSERT_TRUE(study.ok()) << study.status().ToString();
   EXPECT_EQ(store.GetStudy(study->id)->user, "carol");
+  // A tuning job with an AI Platform jobId: unique across jobs and studies.
+  auto hp = store.CreateStudy("p", "l", "hp_1", nlohmann::json::object(), "carol", "hp_1",
+                              nlohmann::json{{"scaleTier", "BASIC"}});
+  ASSERT_TRUE(hp.ok()) << hp.status().ToString();
+  EXPECT_EQ(store.GetStudyByLegacyId("p", "hp_1")->id, hp->id);
+  EXPECT_EQ(store.CreateStudy("p", "l", "x", nlohmann::json::object(), "carol", "census_2")
+                .status()
+                .code(),
+            Code::kAlreadyExists);
 }
 
 TEST_P(StoreMigrationTest, MigrationHappensOnceAndReopensUnchanged) {
