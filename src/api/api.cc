@@ -463,7 +463,8 @@ class Api {
       return Error(InvalidArgument(
           "request body: expected a CustomJob object with 'displayName' and 'jobSpec'"));
     }
-    std::vector<std::string> forms = spec::AcceptGcloudForms(j);
+    std::vector<std::string> forms;
+    for (const std::string& w : spec::AcceptGcloudForms(j)) forms.push_back("warning: " + w);
     auto job = spec::ParseCustomJob(j);
     if (!job.ok()) return Error(job.status());
     store::NewJob record;

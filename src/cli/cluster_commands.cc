@@ -35,8 +35,8 @@ int Queue(const Globals& g) {
   if (!conn.ok()) return Report(conn.status());
   auto q = (*conn)->Call("GET", "/v1/stoker/queue");
   if (!q.ok()) return Report(q.status());
-  if (g.format == "json") {
-    std::cout << q->dump(2) << "\n";
+  if (Structured(g)) {
+    PrintResource(g, *q);
     return 0;
   }
   const json& jobs = (*q)["jobs"];
@@ -66,8 +66,8 @@ int Nodes(const Globals& g) {
   if (!conn.ok()) return Report(conn.status());
   auto n = (*conn)->Call("GET", "/v1/stoker/nodes");
   if (!n.ok()) return Report(n.status());
-  if (g.format == "json") {
-    std::cout << n->dump(2) << "\n";
+  if (Structured(g)) {
+    PrintResource(g, *n);
     return 0;
   }
   for (const json& node : (*n).value("nodes", json::array())) {

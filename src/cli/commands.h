@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/connection.h"
+#include "cli/output_format.h"
 #include "common/status.h"
 
 namespace stoker::cli {
@@ -26,8 +27,24 @@ struct Globals {
   std::string ca_file;  // --ca-file: a PEM certificate to trust for https servers
   std::string project = "local";
   std::string region = "local";
-  std::string format = "text";
+  std::string format = "text";  // --format as written (anywhere on the line)
+  OutputFormat output;           // --format parsed (kText: the command's own output)
+  ListFlags list;                // --filter, --sort-by, --limit, --page-size of list commands
+  bool quiet = false;            // --quiet / -q: no prompts, no progress
 };
+
+// ---- gcloud's output conventions (printing.cc; output_format.h) ----
+// Whether --format asked for anything but the command's own text.
+bool Structured(const Globals& g);
+// Prints one resource in --format (json, yaml, value(...), table(...), ...).
+void PrintResource(const Globals& g, const nlohmann::json& resource);
+// A list command's resources after --filter and --sort-by (default: newest
+// `createTime` first, as gcloud lists) and --limit. With a structured
+// --format they are printed here and `printed` is set; otherwise the caller
+// prints them its own way.
+Result<std::vector<nlohmann::json>> SelectForList(const Globals& g,
+                                                  std::vector<nlohmann::json> items,
+                                                  bool* printed);
 
 // The one place where error codes become exit codes: 0 ok; 1 failure; 2 bad
 // input; 3 not found; 4 daemon unavailable.
@@ -51,8 +68,8 @@ int CallAndPrint(const Globals& g, Call&& call, Text&& text) {
   if (!conn.ok()) return Report(conn.status());
   Result<nlohmann::json> r = call(**conn);
   if (!r.ok()) return Report(r.status());
-  if (g.format == "json") {
-    std::cout << r->dump(2) << "\n";
+  if (Structured(g)) {
+    PrintResource(g, *r);
   } else {
     text(*r);
   }
@@ -102,9 +119,13 @@ struct SubmitFlags {
 int Submit(const Globals& g, const SubmitFlags& f);
 // Submits a complete CustomJob JSON; prints it or follows it like Submit.
 int SubmitJobJson(const Globals& g, Connection& conn, const nlohmann::json& job, bool follow);
-// Lists jobs matching `filter` (AIP-160), `page_size` per request, at most
-// `limit` in all (0: no limit).
-int List(const Globals& g, const std::string& filter, int limit = 0, int page_size = 1000);
+// Every resource of a list route (`key`: "customJobs", ...), page by page
+// (--page-size per request).
+Result<std::vector<nlohmann::json>> FetchAll(Connection& conn, const Globals& g,
+                                             const std::string& path, const std::string& key);
+// `jobs list`: every job, then --filter, --sort-by, --limit and --format
+// (SelectForList).
+int List(const Globals& g);
 int Describe(const Globals& g, const std::string& id);
 int Cancel(const Globals& g, const std::string& id);
 // `id` is a custom job's number or AI Platform jobId, or a tuning job's
@@ -135,6 +156,10 @@ int HptuningDescribe(const Globals& g, const std::string& id);
 int HptuningList(const Globals& g);
 int HptuningCancel(const Globals& g, const std::string& id);
 int HptuningLogs(const Globals& g, const std::string& id, const std::string& trial, bool follow);
+// `ai hp-tuning-jobs stream-logs`: every trial's logs in turn (a "==> trial N"
+// line on stderr before each) until the tuning job ends; 0 when it
+// succeeded, 1 otherwise.
+int HptuningStreamLogs(const Globals& g, const std::string& id);
 
 // `stoker ai custom-jobs ...`: gcloud's flags (gcloud_commands.cc).
 struct GcloudCreateFlags {
@@ -156,9 +181,26 @@ struct GcloudCreateFlags {
 int AiCustomJobsCreate(const Globals& g, const GcloudCreateFlags& f);
 // ID or projects/P/locations/L/customJobs/ID.
 int AiCustomJobsDescribe(const Globals& g, const std::string& job);
-int AiCustomJobsList(const Globals& g, const std::string& filter);
 int AiCustomJobsCancel(const Globals& g, const std::string& job);
 int AiCustomJobsStreamLogs(const Globals& g, const std::string& job, const std::string& task_name);
+
+// `stoker ai custom-jobs local-run`: gcloud's flags; runs the trainer in the
+// foreground on this machine with the interpreter the executor image maps to
+// (exec: its exit code and signals are the trainer's).
+struct LocalRunFlags {
+  std::string executor_image_uri;
+  std::string local_package_path;  // "" = the current directory
+  std::string script;              // a .py file in the package, or
+  std::string python_module;       // a module, run with -m
+  std::vector<std::string> requirements;
+  std::vector<std::string> extra_packages;
+  std::vector<std::string> extra_dirs;
+  std::string output_image_uri;
+  bool gpu = false;
+  std::string service_account_key_file;
+  std::vector<std::string> args;  // after `--`
+};
+int AiCustomJobsLocalRun(const Globals& g, const LocalRunFlags& f);
 
 // `stoker jobs submit training JOB_ID`: gcloud ai-platform's flags (legacy_commands.cc).
 struct LegacySubmitFlags {

@@ -102,8 +102,8 @@ int Usage(const Globals& g, const UsageFlags& f) {
   auto r = (*conn)->Call("GET", target);
   if (!r.ok()) return Report(r.status());
   const json& j = *r;
-  if (g.format == "json") {
-    std::cout << j.dump(2) << "\n";
+  if (Structured(g)) {
+    PrintResource(g, j);
     return 0;
   }
   std::string prices = "prices: " + j["catalog"].value("region", "") + " list prices of " +

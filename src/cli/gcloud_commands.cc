@@ -281,8 +281,8 @@ int AiCustomJobsCreate(const Globals& global, const GcloudCreateFlags& f) {
   if (!created.ok()) return Report(created.status());
   std::string id = IdOf(*created);
   std::string name = (*created)["name"];
-  if (g.format == "json") std::cout << created->dump(2) << "\n";
-  std::ostream& out = g.format == "json" ? std::cerr : std::cout;
+  if (Structured(g)) PrintResource(g, *created);
+  std::ostream& out = Structured(g) ? std::cerr : std::cout;
   out << "CustomJob [" << name << "] is submitted successfully.\n";
   if (!f.follow) {
     out << "\nYour job is still active. You may view the status of your job with the command\n\n"
@@ -307,8 +307,6 @@ int AiCustomJobsDescribe(const Globals& global, const std::string& job) {
   std::string id = ResolveName(g, job);
   return Describe(g, id);
 }
-
-int AiCustomJobsList(const Globals& g, const std::string& filter) { return List(g, filter); }
 
 int AiCustomJobsCancel(const Globals& global, const std::string& job) {
   Globals g = global;

@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <set>
 #include <thread>
 
 #include "cli/commands.h"
@@ -117,8 +118,8 @@ int SubmitStudyJson(const Globals& g, Connection& conn, const json& study, bool 
   auto created = conn.Call("POST", StudiesPath(g), study.dump());
   if (!created.ok()) return Report(created.status());
   std::string id = IdOf(*created);
-  if (g.format == "json") {
-    std::cout << created->dump(2) << "\n";
+  if (Structured(g)) {
+    PrintResource(g, *created);
   } else {
     std::cout << "Submitted tuning job " << id << " ("
               << (*created)["displayName"].get<std::string>()
@@ -157,8 +158,8 @@ int HptuningDescribe(const Globals& g, const std::string& id) {
   if (!conn.ok()) return Report(conn.status());
   auto j = (*conn)->Call("GET", StudiesPath(g) + "/" + http::UrlEncode(id));
   if (!j.ok()) return Report(j.status());
-  if (g.format == "json") {
-    std::cout << j->dump(2) << "\n";
+  if (Structured(g)) {
+    PrintResource(g, *j);
   } else {
     PrintStudy(*j);
   }
@@ -168,14 +169,15 @@ int HptuningDescribe(const Globals& g, const std::string& id) {
 int HptuningList(const Globals& g) {
   auto conn = Connect(g);
   if (!conn.ok()) return Report(conn.status());
-  auto j = (*conn)->Call("GET", StudiesPath(g) + "?pageSize=1000");
-  if (!j.ok()) return Report(j.status());
-  if (g.format == "json") {
-    std::cout << j->dump(2) << "\n";
-    return 0;
-  }
+  if (Status s = ValidateListFlags(g.list); !s.ok()) return Report(s);
+  auto fetched = FetchAll(**conn, g, StudiesPath(g), "hyperparameterTuningJobs");
+  if (!fetched.ok()) return Report(fetched.status());
+  bool printed = false;
+  auto all = SelectForList(g, std::move(*fetched), &printed);
+  if (!all.ok()) return Report(all.status());
+  if (printed) return 0;
   std::printf("%-6s %-24s %-22s %s\n", "ID", "NAME", "STATE", "TRIALS");
-  for (const json& s : (*j)["hyperparameterTuningJobs"]) {
+  for (const json& s : *all) {
     std::printf("%-6s %-24s %-22s %zu/%d\n", IdOf(s).c_str(),
                 s["displayName"].get<std::string>().substr(0, 24).c_str(),
                 s["state"].get<std::string>().c_str(), s["trials"].size(),
@@ -205,6 +207,40 @@ int HptuningLogs(const Globals& g, const std::string& id, const std::string& tri
     }
   }
   return Report(NotFound("--trial: tuning job " + id + " has no trial " + trial + " (yet)"));
+}
+
+int HptuningStreamLogs(const Globals& g, const std::string& id) {
+  auto conn = Connect(g);
+  if (!conn.ok()) return Report(conn.status());
+  std::set<std::string> done;  // trials whose logs are out in full
+  std::string said;
+  while (true) {
+    auto study = (*conn)->Call("GET", StudiesPath(g) + "/" + http::UrlEncode(id));
+    if (!study.ok()) return Report(study.status());
+    std::string state = (*study)["state"];
+    bool ended = spec::IsTerminal(*spec::ParseJobState(state));  // read before the trials
+    const json& trials = (*study)["trials"];
+    if (trials.empty() && !ended) {
+      std::string wait = "Waiting: tuning job " + id + " is " + state + ", no trial yet";
+      if (wait != said) std::cerr << wait << "\n";
+      said = wait;
+    }
+    for (const json& t : trials) {
+      std::string trial = t["id"];
+      if (done.count(trial) || !t.contains("customJob")) continue;
+      std::string job = t["customJob"];
+      job = job.substr(job.rfind('/') + 1);
+      std::cerr << "==> trial " << trial << " (job " << job << ") <==\n";
+      std::string trial_state;
+      PrintLogs(**conn, g, job, "", /*follow=*/true, &trial_state);
+      done.insert(trial);
+    }
+    if (ended && done.size() >= trials.size()) {
+      std::cerr << "Tuning job " << id << " ended: " << state << "\n";
+      return state == "JOB_STATE_SUCCEEDED" ? 0 : 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
 }
 
 }  // namespace stoker::cli

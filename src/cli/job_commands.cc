@@ -299,33 +299,35 @@ static std::optional<json> TuningJobNamed(Connection& conn, const Globals& g, co
   return *legacy;
 }
 
-int List(const Globals& g, const std::string& filter, int limit, int page_size) {
+Result<std::vector<json>> FetchAll(Connection& conn, const Globals& g, const std::string& path,
+                                   const std::string& key) {
+  std::vector<json> all;
+  std::string token;
+  const int64_t page_size = g.list.page_size.value_or(1000);
+  do {
+    std::string target = path + "?pageSize=" + std::to_string(page_size);
+    if (!token.empty()) target += "&pageToken=" + http::UrlEncode(token);
+    STOKER_ASSIGN_OR_RETURN(json page, conn.Call("GET", target));
+    for (json& j : page.value(key, json::array())) all.push_back(std::move(j));
+    token = page.value("nextPageToken", "");
+  } while (!token.empty());
+  return all;
+}
+
+int List(const Globals& g) {
+  if (Status s = ValidateListFlags(g.list); !s.ok()) return Report(s);
   auto conn = Connect(g);
   if (!conn.ok()) return Report(conn.status());
-  json all = json::array();
-  std::string token;
-  do {
-    // --limit caps what is printed; ask for no more than is still wanted.
-    int want = page_size;
-    if (limit > 0) want = std::min<int>(want, limit - static_cast<int>(all.size()));
-    std::string target = JobsPath(g) + "?pageSize=" + std::to_string(want);
-    if (!filter.empty()) target += "&filter=" + http::UrlEncode(filter);
-    if (!token.empty()) target += "&pageToken=" + token;
-    auto page = (*conn)->Call("GET", target);
-    if (!page.ok()) return Report(page.status());
-    for (json& j : (*page)["customJobs"]) {
-      if (limit > 0 && static_cast<int>(all.size()) >= limit) break;
-      all.push_back(std::move(j));
-    }
-    token = page->value("nextPageToken", "");
-  } while (!token.empty() && (limit <= 0 || static_cast<int>(all.size()) < limit));
-  if (g.format == "json") {
-    std::cout << json{{"customJobs", all}}.dump(2) << "\n";
-    return 0;
-  }
+  // gcloud filters, sorts and limits on the client, over every job.
+  auto fetched = FetchAll(**conn, g, JobsPath(g), "customJobs");
+  if (!fetched.ok()) return Report(fetched.status());
+  bool printed = false;
+  auto all = SelectForList(g, std::move(*fetched), &printed);
+  if (!all.ok()) return Report(all.status());
+  if (printed) return 0;
   std::printf("%-6s %-24s %-22s %-28s %-9s %s\n", "ID", "NAME", "STATE", "CREATED", "DURATION",
               "WHY IT WAITS");
-  for (const json& j : all) {
+  for (const json& j : *all) {
     std::string dur = j.contains("startTime")
                           ? Since(j["startTime"], j.value("endTime", FormatRfc3339(NowMicros())))
                           : "-";
@@ -346,15 +348,15 @@ int Describe(const Globals& g, const std::string& id) {
     // An AI Platform jobId may name a tuning job: its legacy Job, trials and all.
     auto legacy = TuningJobNamed(**conn, g, id, job.status());
     if (!legacy) return Report(job.status());
-    if (g.format == "json") {
-      std::cout << legacy->dump(2) << "\n";
+    if (Structured(g)) {
+      PrintResource(g, *legacy);
     } else {
       PrintLegacyJob(*legacy);
     }
     return 0;
   }
-  if (g.format == "json") {
-    std::cout << job->dump(2) << "\n";
+  if (Structured(g)) {
+    PrintResource(g, *job);
     return 0;
   }
   auto events = (*conn)->Call("GET", JobsPath(g) + "/" + http::UrlEncode(id) + "/events");
@@ -457,8 +459,8 @@ int SubmitJobJson(const Globals& g, Connection& conn, const json& job, bool foll
   auto created = conn.Call("POST", JobsPath(g), spec::ToJson(*parsed).dump());
   if (!created.ok()) return Report(created.status());
   std::string id = IdOf(*created);
-  if (g.format == "json") {
-    std::cout << created->dump(2) << "\n";
+  if (Structured(g)) {
+    PrintResource(g, *created);
   } else {
     std::cout << "Submitted job " << id << " (" << (*created)["displayName"].get<std::string>()
               << "): " << (*created)["state"].get<std::string>() << "\n";

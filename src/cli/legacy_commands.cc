@@ -167,20 +167,19 @@ int LegacySubmitTraining(const Globals& g, const LegacySubmitFlags& f) {
     std::cerr << "trainingInput.hyperparameters: submitting " << f.job_id
               << " as a hyperparameter tuning job\n";
   }
-
   json body = {{"jobId", f.job_id}, {"trainingInput", *ti}};
   if (!labels.empty()) body["labels"] = labels;
   auto created = (*conn)->Call("POST", LegacyJobsPath(g), body.dump());
   if (!created.ok()) return Report(created.status());
-  if (g.format == "json") std::cout << created->dump(2) << "\n";
-  std::ostream& out = g.format == "json" ? std::cerr : std::cout;
+  if (Structured(g)) PrintResource(g, *created);
+  std::ostream& out = Structured(g) ? std::cerr : std::cout;
   out << "Job [" << f.job_id << "] submitted successfully.\n";
   if (!f.stream_logs) {
     out << "Your job is still active. You may view the status of your job with the command\n\n"
         << "  $ stoker jobs describe " << f.job_id << "\n\n"
         << "or continue streaming the logs with the command\n\n"
         << "  $ stoker jobs logs " << f.job_id << " --follow\n";
-    if (g.format != "json") {
+    if (!Structured(g)) {
       out << "jobId: " << f.job_id << "\nstate: " << (*created)["state"].get<std::string>() << "\n";
     }
     return 0;

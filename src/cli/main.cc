@@ -4,9 +4,13 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
+#include <memory>
+#include <set>
 
 #include "cli/commands.h"
 
@@ -103,6 +107,121 @@ void AddLegacySubmitFlags(CLI::App* c, LegacySubmitFlags& f) {
               "Stream logs until the job ends; exit 1 unless it succeeded");
 }
 
+// Flags whose value may follow as the next word, which could itself look like
+// --format (HoistGlobalFlags leaves such a word alone).
+const std::set<std::string> kFlagsWithValues = {
+    "--args",   "--command",  "--config",       "--display-name", "--filter", "--labels",
+    "--server", "--token",    "--project",      "--region",       "--sort-by", "--script",
+    "--job-dir", "--module-name", "--package-path", "--python-module"};
+
+// gcloud's list flags, on every list command.
+void AddListFlags(CLI::App* c, ListFlags& f) {
+  c->add_option("--filter", f.filter,
+                "gcloud's filter: state=JOB_STATE_SUCCEEDED AND displayName:train*, "
+                "labels.team=ml, createTime>2026-01-01, displayName~^exp-[0-9]+$");
+  c->add_option_function<std::string>(
+      "--sort-by", [&f](const std::string& v) { f.sort_by = v; },
+      "Sort by these keys, ~ for descending: --sort-by=~createTime (default: newest first)");
+  c->add_option_function<int64_t>(
+      "--limit", [&f](int64_t v) { f.limit = v; }, "Print at most N");
+  c->add_option_function<int64_t>(
+      "--page-size", [&f](int64_t v) { f.page_size = v; }, "Ask the daemon for N per request");
+}
+
+// A gcloud resource name's last segment: projects/P/locations/L/KIND/ID -> ID
+// (and P, L into `g`); anything else is taken as the ID.
+std::string IdFromName(Globals& g, const std::string& name, const std::string& kind) {
+  std::vector<std::string> parts;
+  size_t start = 0, slash;
+  while ((slash = name.find('/', start)) != std::string::npos) {
+    parts.push_back(name.substr(start, slash - start));
+    start = slash + 1;
+  }
+  parts.push_back(name.substr(start));
+  if (parts.size() == 6 && parts[0] == "projects" && parts[2] == "locations" && parts[4] == kind) {
+    g.project = parts[1];
+    g.region = parts[3];
+    return parts[5];
+  }
+  return name;
+}
+
+// The words of `argv` that name commands: the deepest known command, and the
+// first word under it that is neither one of its commands nor a flag.
+struct UnknownWord {
+  const CLI::App* app = nullptr;
+  std::string word;
+  std::string path;  // "stoker jobs"
+};
+UnknownWord FindUnknownWord(const CLI::App& app, const std::vector<std::string>& args) {
+  UnknownWord u{&app, "", "stoker"};
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") break;
+    if (a.rfind("-", 0) == 0) {
+      if (a.find('=') == std::string::npos && i + 1 < args.size()) {
+        // A flag that takes a value swallows the next word.
+        try {
+          const CLI::Option* o = u.app->get_option_no_throw(a);
+          if (o == nullptr) o = app.get_option_no_throw(a);
+          if (o != nullptr && o->get_type_size() != 0) ++i;
+        } catch (const CLI::Error&) {
+        }
+      }
+      continue;
+    }
+    const CLI::App* sub = nullptr;
+    for (const CLI::App* s : u.app->get_subcommands({})) {
+      if (s->check_name(a)) sub = s;
+    }
+    if (sub == nullptr) {
+      if (!u.app->get_subcommands({}).empty() && u.word.empty()) u.word = a;
+      return u;
+    }
+    u.app = sub;
+    u.path += " " + a;
+  }
+  return u;
+}
+
+// "ERROR: ..., did you mean ...?" for an unknown command or flag, or "" when
+// the error is not about one.
+std::string DidYouMean(const CLI::App& app, const std::vector<std::string>& args,
+                       const CLI::ParseError& e) {
+  UnknownWord u = FindUnknownWord(app, args);
+  std::vector<std::string> commands;
+  for (const CLI::App* s : u.app->get_subcommands({})) commands.push_back(s->get_name());
+  if (!u.word.empty()) {
+    std::string best = Suggest(u.word, commands);
+    return "'" + u.word + "' is not a command of '" + u.path + "'" +
+           (best.empty() ? "" : "; did you mean '" + best + "'?") +
+           " (commands: " + [&] {
+             std::string all;
+             for (const std::string& c : commands) all += (all.empty() ? "" : ", ") + c;
+             return all;
+           }() + ")";
+  }
+  // An unknown flag: the first --word that no command on the path knows.
+  if (std::string(e.what()).find("not expected") == std::string::npos) return "";
+  std::vector<std::string> flags;
+  for (const CLI::App* a = u.app; a != nullptr; a = a->get_parent()) {
+    for (const CLI::Option* o : a->get_options()) {
+      for (const std::string& n : o->get_lnames()) flags.push_back("--" + n);
+    }
+  }
+  for (const std::string& a : args) {
+    if (a == "--") break;
+    if (a.rfind("--", 0) != 0) continue;
+    std::string flag = a.substr(0, a.find('='));
+    if (std::find(flags.begin(), flags.end(), flag) != flags.end()) continue;
+    std::string best = Suggest(flag, flags);
+    return "unrecognized argument '" + flag + "' for '" + u.path + "'" +
+           (best.empty() ? "" : "; did you mean '" + best + "'?") + " (see " + u.path +
+           " --help)";
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -119,9 +238,10 @@ int main(int argc, char** argv) {
                  "Bearer token for stokerd (default: $STOKER_TOKEN, else $STOKER_HOME/token)");
   app.add_option("--ca-file", g.ca_file,
                  "PEM certificate to trust for an https:// server (default: $STOKER_CA_FILE)");
-  app.add_option("--format", g.format, "Output format: text or json (csv: stoker usage)")
-      ->check(CLI::IsMember({"text", "json", "csv"}))
-      ->capture_default_str();
+  // Read before parsing, wherever it stands (HoistGlobalFlags); listed here for --help.
+  app.add_option("--format", g.format,
+                 "Output: text (default), json, yaml, value(KEYS), table(KEYS), csv(KEYS), list; "
+                 "anywhere on the line, as gcloud's (csv alone: stoker usage)");
   int rc = 0;
 
   auto* jobs = app.add_subcommand("jobs", "Custom training jobs");
@@ -156,19 +276,9 @@ int main(int argc, char** argv) {
     if (!training->parsed()) rc = Submit(g, sf);
   });
 
-  std::string filter;
-  int list_limit = 0;
-  int list_page_size = 1000;
-  auto* list = jobs->add_subcommand("list", "List jobs");
-  list->add_option(
-      "--filter", filter,
-      "AIP-160 filter, e.g. state=\"JOB_STATE_SUCCEEDED\" AND display_name:\"my_job_*\", "
-      "labels.team=ml, create_time>\"2021-05-18T00:00:00Z\"");
-  list->add_option("--limit", list_limit, "Print at most N jobs (0: all)")
-      ->check(CLI::NonNegativeNumber);
-  list->add_option("--page-size", list_page_size, "Jobs asked for per request (1-1000)")
-      ->check(CLI::Range(1, 1000));
-  list->callback([&] { rc = List(g, filter, list_limit, list_page_size); });
+  auto* list = jobs->add_subcommand("list", "List jobs, newest first");
+  AddListFlags(list, g.list);
+  list->callback([&] { rc = List(g); });
 
   std::string id;
   auto* describe = jobs->add_subcommand("describe", "Show a job, its error and its events");
@@ -219,7 +329,8 @@ int main(int argc, char** argv) {
   auto* hp_describe = hp->add_subcommand("describe", "Show a tuning job and its trials");
   hp_describe->add_option("ID", hp_id)->required();
   hp_describe->callback([&] { rc = HptuningDescribe(g, hp_id); });
-  auto* hp_list = hp->add_subcommand("list", "List tuning jobs");
+  auto* hp_list = hp->add_subcommand("list", "List tuning jobs, newest first");
+  AddListFlags(hp_list, g.list);
   hp_list->callback([&] { rc = HptuningList(g); });
   auto* hp_cancel = hp->add_subcommand("cancel", "Cancel a tuning job and its running trials");
   hp_cancel->add_option("ID", hp_id)->required();
@@ -243,7 +354,7 @@ int main(int argc, char** argv) {
     for (std::string& v : gf.worker_pool_specs) v = Unempty(v);
     rc = AiCustomJobsCreate(g, gf);
   });
-  std::string cj_id, cj_region, cj_filter, task_name;
+  std::string cj_id, cj_region, task_name;
   auto add_region = [&](CLI::App* cmd) {
     cmd->add_option("--region", cj_region, "The job's location (default: the global --region)");
   };
@@ -256,10 +367,10 @@ int main(int argc, char** argv) {
   cj_describe->add_option("CUSTOM_JOB", cj_id)->required();
   add_region(cj_describe);
   cj_describe->callback([&] { rc = AiCustomJobsDescribe(with_region(), cj_id); });
-  auto* cj_list = cj->add_subcommand("list", "List jobs");
-  cj_list->add_option("--filter", cj_filter, "e.g. state=\"JOB_STATE_RUNNING\"");
+  auto* cj_list = cj->add_subcommand("list", "List jobs, newest first");
+  AddListFlags(cj_list, g.list);
   add_region(cj_list);
-  cj_list->callback([&] { rc = AiCustomJobsList(with_region(), cj_filter); });
+  cj_list->callback([&] { rc = List(with_region()); });
   auto* cj_cancel = cj->add_subcommand("cancel", "Cancel a job (ID or full resource name)");
   cj_cancel->add_option("CUSTOM_JOB", cj_id)->required();
   add_region(cj_cancel);
@@ -274,6 +385,121 @@ int main(int argc, char** argv) {
   cj_logs->add_flag("--allow-multiline-logs", multiline, "Accepted for gcloud compatibility");
   add_region(cj_logs);
   cj_logs->callback([&] { rc = AiCustomJobsStreamLogs(with_region(), cj_id, task_name); });
+  LocalRunFlags lr;
+  auto* cj_local = cj->add_subcommand(
+      "local-run", "Run a trainer package in the foreground, as a job's replica would run it");
+  cj_local->add_option("--executor-image-uri", lr.executor_image_uri,
+                       "The image the job would run (picks the interpreter)")
+      ->required();
+  cj_local->add_option("--local-package-path", lr.local_package_path,
+                       "The trainer's directory (default: the current one)");
+  cj_local->add_option("--script", lr.script, "A Python file in the package to run");
+  cj_local->add_option("--python-module", lr.python_module, "A module to run with python -m");
+  cj_local->add_option("--requirements", lr.requirements, "PyPI requirements, comma-separated")
+      ->delimiter(',');
+  cj_local->add_option("--extra-packages", lr.extra_packages,
+                       "Archives in the package to install, comma-separated")
+      ->delimiter(',');
+  cj_local->add_option("--extra-dirs", lr.extra_dirs, "Accepted: the whole package is used")
+      ->delimiter(',');
+  cj_local->add_option("--output-image-uri", lr.output_image_uri,
+                       "Accepted: no image is built here");
+  cj_local->add_flag("--gpu", lr.gpu, "Give the trainer this machine's GPUs");
+  cj_local->add_option("--service-account-key-file", lr.service_account_key_file,
+                       "Accepted; set as GOOGLE_APPLICATION_CREDENTIALS");
+  cj_local->add_option("ARGS", lr.args, "After `--`: the trainer's arguments, verbatim");
+  cj_local->callback([&] { rc = AiCustomJobsLocalRun(g, lr); });
+
+  // `ai hp-tuning-jobs ...`: gcloud ai's tuning commands over the tuning jobs.
+  auto* hpt = ai->add_subcommand("hp-tuning-jobs", "gcloud ai hp-tuning-jobs");
+  hpt->require_subcommand(1);
+  HptuningFlags hpt_flags;
+  std::string hpt_id, hpt_region, hpt_labels;
+  auto hpt_globals = [&] {
+    Globals r = g;
+    if (!hpt_region.empty()) r.region = hpt_region;
+    return r;
+  };
+  auto* hpt_create =
+      hpt->add_subcommand("create", "Create a HyperparameterTuningJob from a --config file");
+  hpt_create->add_option("--config", hpt_flags.config, "HyperparameterTuningJob YAML or JSON")
+      ->required();
+  hpt_create->add_option("--display-name", hpt_flags.display_name, "Overrides the file");
+  hpt_create->add_option("--max-trial-count", hpt_flags.max_trial_count,
+                         "Overrides maxTrialCount");
+  hpt_create->add_option("--parallel-trial-count", hpt_flags.parallel_trial_count,
+                         "Overrides parallelTrialCount");
+  hpt_create
+      ->add_option("--algorithm", hpt_flags.algorithm,
+                   "grid-search, random-search or algorithm-unspecified (Bayesian)")
+      ->check(CLI::IsMember({"grid-search", "random-search", "algorithm-unspecified"}));
+  hpt_create->add_option("--region", hpt_region, "The job's location");
+  hpt_create->add_flag("--follow", hpt_flags.follow,
+                       "Stoker: report trials as they end; exit 1 unless it succeeded");
+  hpt_create->callback([&] { rc = HptuningSubmit(hpt_globals(), hpt_flags); });
+  auto hpt_named = [&](const char* name, const char* help) {
+    auto* c = hpt->add_subcommand(name, help);
+    c->add_option("HP_TUNING_JOB", hpt_id, "ID or projects/P/locations/L/hyperparameterTuningJobs/ID")
+        ->required();
+    c->add_option("--region", hpt_region, "The job's location");
+    return c;
+  };
+  auto hpt_id_of = [&](Globals& r) { return IdFromName(r, hpt_id, "hyperparameterTuningJobs"); };
+  hpt_named("describe", "Show a tuning job and its trials")->callback([&] {
+    Globals r = hpt_globals();
+    rc = HptuningDescribe(r, hpt_id_of(r));
+  });
+  hpt_named("cancel", "Cancel a tuning job and its running trials")->callback([&] {
+    Globals r = hpt_globals();
+    rc = HptuningCancel(r, hpt_id_of(r));
+  });
+  auto* hpt_logs = hpt_named("stream-logs", "Stream every trial's logs until the job ends");
+  hpt_logs->add_option("--polling-interval", polling_interval, "Accepted for gcloud compatibility");
+  hpt_logs->add_flag("--allow-multiline-logs", multiline, "Accepted for gcloud compatibility");
+  hpt_logs->callback([&] {
+    Globals r = hpt_globals();
+    rc = HptuningStreamLogs(r, hpt_id_of(r));
+  });
+  auto* hpt_list = hpt->add_subcommand("list", "List tuning jobs, newest first");
+  hpt_list->add_option("--region", hpt_region, "The jobs' location");
+  AddListFlags(hpt_list, g.list);
+  hpt_list->callback([&] { rc = HptuningList(hpt_globals()); });
+
+  // `ai-platform jobs ...` and its older name `ml-engine jobs ...`: AI
+  // Platform's job commands, over jobIds of both kinds (ai_platform_commands.cc).
+  std::vector<std::unique_ptr<LegacySubmitFlags>> legacy_flags;
+  std::string ap_id, ap_region;
+  for (const char* group : {"ai-platform", "ml-engine"}) {
+    auto* ap = app.add_subcommand(group, std::string("gcloud ") + group + " jobs");
+    ap->require_subcommand(1);
+    auto* ap_jobs = ap->add_subcommand("jobs", "AI Platform training jobs");
+    ap_jobs->require_subcommand(1);
+    auto* ap_submit = ap_jobs->add_subcommand("submit", "Submit a job");
+    ap_submit->require_subcommand(1);
+    legacy_flags.push_back(std::make_unique<LegacySubmitFlags>());
+    LegacySubmitFlags& f = *legacy_flags.back();
+    auto* ap_training = ap_submit->add_subcommand("training", "Submit a training job");
+    AddLegacySubmitFlags(ap_training, f);
+    ap_training->callback([&] { rc = LegacySubmitTraining(g, f); });
+    auto named = [&](const char* name, const char* help) {
+      auto* c = ap_jobs->add_subcommand(name, help);
+      c->add_option("JOB", ap_id, "The jobId")->required();
+      return c;
+    };
+    named("describe", "Show a job of either kind (custom or tuning)")->callback([&] {
+      rc = AiPlatformDescribe(g, ap_id);
+    });
+    named("cancel", "Cancel a job")->callback([&] { rc = AiPlatformCancel(g, ap_id); });
+    auto* ap_logs = named("stream-logs", "Stream a job's logs until it ends");
+    ap_logs->add_option("--polling-interval", polling_interval,
+                        "Accepted for gcloud compatibility");
+    ap_logs->add_flag("--allow-multiline-logs", multiline, "Accepted for gcloud compatibility");
+    ap_logs->add_option("--task-name", task_name, "Accepted for gcloud compatibility");
+    ap_logs->callback([&] { rc = AiPlatformStreamLogs(g, ap_id); });
+    auto* ap_list = ap_jobs->add_subcommand("list", "List jobs of both kinds, newest first");
+    AddListFlags(ap_list, g.list);
+    ap_list->callback([&] { rc = AiPlatformList(g, g.list.filter); });
+  }
 
   AddStorageCommands(app, g, rc);  // storage ..., gsutil ... (storage_commands.cc)
 
@@ -397,17 +623,19 @@ int main(int argc, char** argv) {
     // --worker-pool-spec is an empty pool, an empty --args no args). Only
     // the gcloud-style commands get this reading.
     std::vector<std::string> args(argv + 1, argv + argc);
-    bool csv = false, usage_command = false;
-    for (size_t i = 0; i < args.size(); ++i) {
-      if (args[i] == "--format=csv" ||
-          (args[i] == "--format" && i + 1 < args.size() && args[i + 1] == "csv")) {
-        csv = true;
+    // gcloud's global flags may stand anywhere before `--`.
+    auto hoisted = HoistGlobalFlags(args, kFlagsWithValues);
+    if (!hoisted.ok()) return Report(hoisted.status());
+    args = hoisted->rest;
+    g.quiet = hoisted->quiet;
+    if (hoisted->format) {
+      g.format = *hoisted->format;
+      bool usage_command = std::find(args.begin(), args.end(), "usage") != args.end();
+      if (g.format != "csv" || !usage_command) {  // `usage --format csv`: its own CSV report
+        auto output = ParseFormat(g.format);
+        if (!output.ok()) return Report(output.status());
+        g.output = *output;
       }
-      if (args[i] == "usage") usage_command = true;
-    }
-    if (csv && !usage_command) {
-      return Report(
-          InvalidArgument("--format csv: only 'stoker usage' prints CSV; use text or json"));
     }
     bool gcloud = false;
     for (size_t i = 0; i < args.size(); ++i) {
@@ -422,6 +650,13 @@ int main(int argc, char** argv) {
     if (app.get_name().empty()) app.name(argv[0]);
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() != 0) {
+      std::string hint = DidYouMean(app, std::vector<std::string>(argv + 1, argv + argc), e);
+      if (!hint.empty()) {
+        std::cerr << "ERROR: " << hint << "\n";
+        return 2;
+      }
+    }
     int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }

@@ -110,12 +110,12 @@ int Top(const Globals& g, double interval_seconds, bool once) {
   auto conn = Connect(g);
   if (!conn.ok()) return Report(conn.status());
   // Live on a terminal; a single snapshot when piped (or --once).
-  const bool live = !once && ::isatty(STDOUT_FILENO) && g.format != "json";
+  const bool live = !once && ::isatty(STDOUT_FILENO) && !Structured(g);
   while (true) {
     Result<json> top = (*conn)->Call("GET", "/v1/stoker/top");
     if (!top.ok()) return Report(top.status());
-    if (g.format == "json") {
-      std::cout << top->dump(2) << "\n";
+    if (Structured(g)) {
+      PrintResource(g, *top);
       return 0;
     }
     if (live) std::cout << "\033[H\033[2J";  // home, clear: redraw in place

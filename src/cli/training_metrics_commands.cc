@@ -36,8 +36,8 @@ int JobMetrics(const Globals& g, const std::string& id) {
   if (!conn.ok()) return Report(conn.status());
   auto m = (*conn)->Call("GET", JobsPath(g) + "/" + http::UrlEncode(id) + "/trainingMetrics");
   if (!m.ok()) return Report(m.status());
-  if (g.format == "json") {
-    std::cout << m->dump(2) << "\n";
+  if (Structured(g)) {
+    PrintResource(g, *m);
     return 0;
   }
   const json& series = (*m)["series"];

@@ -826,7 +826,7 @@ std::vector<std::string> AcceptGcloudForms(json& j) {
     auto pools = spec->find("workerPoolSpecs");
     if (pools == spec->end() || !pools->is_object()) continue;
     *pools = json::array({*pools});
-    warnings.push_back("warning: " + prefix +
+    warnings.push_back(prefix +
                        "workerPoolSpecs is one mapping; read as a list of that one pool "
                        "(the Vertex API takes a list: put '- ' before its first key)");
   }

@@ -136,7 +136,8 @@ nlohmann::json ToJson(const CustomJobSpec& spec);
 // tutorial) is a list of that one pool. Rewrites such forms in `j` (a
 // CustomJob, a bare CustomJobSpec, or a HyperparameterTuningJob's
 // trialJobSpec) into the API's and returns one warning per rewrite, naming
-// the field; what is not such a form is left for the parser to judge.
+// the field ("jobSpec.workerPoolSpecs is one mapping; ..."); what is not
+// such a form is left for the parser to judge.
 std::vector<std::string> AcceptGcloudForms(nlohmann::json& j);
 
 // Field paths that were given but that Stoker does not act on

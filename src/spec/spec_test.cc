@@ -369,7 +369,7 @@ TEST(GcloudFormsTest, ReadsASingleMappingWorkerPoolSpecsAsAOnePoolList) {
   EXPECT_TRUE(ParseCustomJob(job).ok());
 
   json bare = {{"workerPoolSpecs", pool}};
-  EXPECT_THAT(AcceptGcloudForms(bare).at(0), HasSubstr("warning: workerPoolSpecs is one mapping"));
+  EXPECT_THAT(AcceptGcloudForms(bare).at(0), HasSubstr("workerPoolSpecs is one mapping"));
   json study = {{"trialJobSpec", {{"workerPoolSpecs", pool}}}};
   EXPECT_THAT(AcceptGcloudForms(study).at(0), HasSubstr("trialJobSpec.workerPoolSpecs"));
   EXPECT_TRUE(study["trialJobSpec"]["workerPoolSpecs"].is_array());

@@ -239,7 +239,7 @@ class StokerTestCase(unittest.TestCase):
             subprocess.run(["pkill", "-KILL", "-f", pattern], check=False)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def stoker(self, *args, check=True, env=None, timeout=120):
+    def stoker(self, *args, check=True, env=None, timeout=120, cwd=None):
         full_env = dict(os.environ)
         full_env.pop("STOKER_SERVER", None)
         full_env["STOKER_HOME"] = os.path.join(self.tmp, "no-home")
@@ -247,7 +247,8 @@ class StokerTestCase(unittest.TestCase):
         if env:
             full_env.update(env)
         cmd = [STOKER, "--server", self.daemon.url, "--project", "p", "--region", "l"] + list(args)
-        r = subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=timeout)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=timeout,
+                           cwd=cwd)
         if check and r.returncode != 0:
             raise AssertionError("%s failed (%d):\n%s\n%s" % (cmd, r.returncode, r.stdout, r.stderr))
         return r

@@ -1,5 +1,7 @@
-"""jobs list --filter: the AIP-160 subset of ListCustomJobs, through the real CLI."""
+"""jobs list --filter: gcloud's filter language in the CLI (applied to every job, as gcloud
+does on the client), and the AIP-160 subset of ListCustomJobs in the REST API."""
 import json
+import urllib.parse
 
 from harness import StokerTestCase, container_job
 
@@ -7,8 +9,9 @@ from harness import StokerTestCase, container_job
 class ListFilterTest(StokerTestCase):
 
     def ids(self, *args, check=True):
+        # Sorted by number: the order of a listing is tested on its own below.
         r = self.stoker("--format", "json", "jobs", "list", *args, check=check)
-        return [j["name"].rsplit("/", 1)[1] for j in json.loads(r.stdout)["customJobs"]]
+        return sorted((j["name"].rsplit("/", 1)[1] for j in json.loads(r.stdout)), key=int)
 
     def job_with(self, name, script, labels=None):
         job = container_job(name, script)
@@ -50,12 +53,22 @@ class ListFilterTest(StokerTestCase):
         self.assertIn("my_job_3", table)
         self.assertNotIn("my_job_2", table)
 
-        # Paging: a page is filled with matches from as many store pages as needed.
+        # gcloud's own operators: ~ (a regular expression, matched anywhere), : on words.
+        self.assertEqual(self.ids("--filter", r"displayName~^my_job_[13]$"), [ok1, bad])
+        self.assertEqual(self.ids("--filter", "displayName!~job"), [other])
+        self.assertEqual(self.ids("--filter", "labels:tier"), [bad])  # a map has the key
+
+        # Newest first, as gcloud lists; --limit keeps the newest; --sort-by with ~ descending.
+        def listed(*args):
+            r = self.stoker("jobs", "list", "--format", "value(name.basename())", *args)
+            return r.stdout.split()
+        self.assertEqual(listed(), [other, bad, ok2, ok1])
+        self.assertEqual(listed("--limit", "2"), [other, bad])
+        self.assertEqual(listed("--sort-by", "displayName"), [ok1, ok2, bad, other])
+        self.assertEqual(listed("--sort-by", "~displayName", "--limit", "1"), [other])
+        # Pages of one job each are fetched until the end.
         self.assertEqual(self.ids("--filter", "state=JOB_STATE_SUCCEEDED", "--page-size", "1"),
                          [ok1, ok2, other])
-        self.assertEqual(self.ids("--filter", "state=JOB_STATE_SUCCEEDED", "--limit", "2",
-                                  "--page-size", "1"), [ok1, ok2])
-        self.assertEqual(self.ids("--limit", "3"), [ok1, ok2, bad])
         path = self.project_path + "?pageSize=1&filter=labels.team%3Dml"
         status, page = self.api("GET", path)
         self.assertEqual(status, 200, page)
@@ -65,15 +78,19 @@ class ListFilterTest(StokerTestCase):
 
     def test_a_bad_filter_is_refused_naming_filter(self):
         self.job_with("a", "true")
-        for bad, want in (("display_name=", "expected a value after '='"),
-                          ("colour=red", "unknown field 'colour'"),
-                          ("state<JOB_STATE_FAILED", "state supports = and !="),
-                          ("create_time>yesterday", "RFC 3339"),
-                          ("(state=JOB_STATE_FAILED", "expected ')'")):
+        for bad in ("(state=JOB_STATE_FAILED", "state=A AND labels.x=b OR labels.y=c",
+                    "displayName~(", "state=", "AND"):
             r = self.stoker("jobs", "list", "--filter", bad, check=False)
             self.assertEqual(r.returncode, 2, (bad, r.stdout, r.stderr))
-            self.assertIn("filter: at ", r.stderr)
-            self.assertIn(want, r.stderr)
+            self.assertIn("--filter: at ", r.stderr)
+            self.assertEqual(r.stdout, "")
+        for bad, want in (("colour=red", "unknown field 'colour'"),
+                          ("state<JOB_STATE_FAILED", "state supports = and !="),
+                          ("create_time>yesterday", "RFC 3339")):
+            status, body = self.api("GET", self.project_path + "?filter=" + urllib.parse.quote(bad))
+            self.assertEqual(status, 400, (bad, body))
+            self.assertIn("filter: at ", body["error"]["message"])
+            self.assertIn(want, body["error"]["message"])
         status, body = self.api("GET", self.project_path + "?filter=" + "(" * 40 + "state=x")
         self.assertEqual(status, 400, body)
         self.assertIn("nested more than 32 deep", body["error"]["message"])

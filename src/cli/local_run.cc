@@ -1,0 +1,158 @@
+// `stoker ai custom-jobs local-run`: gcloud's command for trying a trainer
+// before submitting it. gcloud builds a container from the executor image
+// with the package in it and runs it in the foreground; here the executor
+// image maps to a local interpreter through the same rules a job's replica
+// gets (the `images:` rules of $STOKER_HOME/config.yaml over the built-in
+// ones, exec/environments.h), and the trainer runs in the package directory
+// in the foreground, replacing this process.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "common/files.h"
+#include "exec/environments.h"
+#include "server/config.h"
+
+extern char** environ;
+
+namespace stoker::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The distribution a requirement names: "torch>=2.0" -> "torch".
+std::string DistributionOf(const std::string& requirement) {
+  size_t end = requirement.find_first_of("<>=!~[; @");
+  std::string name = requirement.substr(0, end);
+  while (!name.empty() && name.back() == ' ') name.pop_back();
+  return name;
+}
+
+// Whether `python` has distribution `name` installed (importlib.metadata).
+bool Installed(const std::string& python, const std::string& name) {
+  std::string cmd = "'" + python +
+                    "' -c \"import importlib.metadata as m, sys\ntry: m.version(sys.argv[1])\n"
+                    "except m.PackageNotFoundError: sys.exit(1)\" '" +
+                    name + "' >/dev/null 2>&1";
+  return std::system(cmd.c_str()) == 0;
+}
+
+// Stoker's Python helpers (hypertune), installed or in the source tree.
+fs::path PythonHelpers() {
+  std::error_code ec;
+  fs::path exe_dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
+  for (const fs::path& p : {exe_dir / "../share/stoker/python",
+                            fs::path(STOKER_SOURCE_DIR) / "src/python"}) {
+    if (fs::is_directory(p, ec)) return p;
+  }
+  return {};
+}
+
+}  // namespace
+
+int AiCustomJobsLocalRun(const Globals&, const LocalRunFlags& f) {
+  if (f.script.empty() == f.python_module.empty()) {
+    return Report(InvalidArgument(
+        "--script, --python-module: give exactly one, e.g. --script=trainer/task.py or "
+        "--python-module=trainer.task"));
+  }
+  std::error_code ec;
+  fs::path package = f.local_package_path.empty() ? fs::current_path(ec)
+                                                  : fs::path(f.local_package_path);
+  if (!fs::is_directory(package, ec)) {
+    return Report(InvalidArgument("--local-package-path: " + package.string() +
+                                  " is not a directory; give the trainer's directory"));
+  }
+  package = fs::absolute(package, ec);
+  if (!f.script.empty() && !fs::is_regular_file(package / f.script, ec)) {
+    return Report(InvalidArgument("--script: " + f.script + " is not a file in " +
+                                  package.string() + "; give a path relative to it"));
+  }
+  if (!f.extra_packages.empty()) {
+    return Report(InvalidArgument(
+        "--extra-packages: local-run installs nothing; install them into the interpreter "
+        "(pip install ARCHIVE) or submit a job with them in packageUris"));
+  }
+  if (!f.service_account_key_file.empty() && !fs::is_regular_file(f.service_account_key_file, ec)) {
+    return Report(InvalidArgument("--service-account-key-file: " + f.service_account_key_file +
+                                  " is not a file"));
+  }
+
+  fs::path home = DefaultStokerHome();
+  auto config = server::LoadConfig(home, home / "config.yaml", /*file_is_explicit=*/false);
+  if (!config.ok()) return Report(config.status());
+  std::vector<exec::ImageMatch> rules;
+  for (const server::ImageRule& r : config->images) rules.push_back({r.match, r.python});
+  exec::Environments environments(rules, home / "envs", PythonHelpers(),
+                                  config->config_file.string());
+  auto env = environments.ForImage(f.executor_image_uri, "--executor-image-uri");
+  if (!env.ok()) return Report(env.status());
+
+  std::vector<std::string> missing;
+  for (const std::string& r : f.requirements) {
+    std::string name = DistributionOf(r);
+    if (!name.empty() && !Installed(env->python, name)) missing.push_back(name);
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
+    return Report(FailedPrecondition(
+        "--requirements: " + list + " not installed for " + env->python +
+        " (the interpreter of " + f.executor_image_uri +
+        "); local-run installs nothing: install them there (apt-get install python3-NAME, or "
+        "pip), or map the image to another interpreter under images: in " +
+        (home / "config.yaml").string()));
+  }
+
+  // The user's environment, with the job's interpreter first on PATH and the
+  // package importable; without --gpu the trainer sees no GPU, as in
+  // gcloud's container.
+  std::map<std::string, std::string> vars;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string kv = *e;
+    size_t eq = kv.find('=');
+    if (eq != std::string::npos) vars[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& [k, v] : env->base_env) {
+    if (k == "HOME" || k == "USER" || k == "LOGNAME") continue;
+    vars[k] = v;
+  }
+  vars["PYTHONPATH"] =
+      package.string() + (env->base_env.count("PYTHONPATH") ? ":" + env->base_env["PYTHONPATH"] : "");
+  if (!f.gpu) vars["CUDA_VISIBLE_DEVICES"] = "";
+  if (!f.service_account_key_file.empty()) {
+    vars["GOOGLE_APPLICATION_CREDENTIALS"] = fs::absolute(f.service_account_key_file, ec).string();
+  }
+
+  std::vector<std::string> args = {env->python};
+  if (!f.script.empty()) {
+    args.push_back(f.script);
+  } else {
+    args.push_back("-m");
+    args.push_back(f.python_module);
+  }
+  args.insert(args.end(), f.args.begin(), f.args.end());
+  std::cerr << "local-run: " << (f.script.empty() ? "-m " + f.python_module : f.script) << " in "
+            << package.string() << " with " << env->python << " (the interpreter of "
+            << f.executor_image_uri << "; no container)\n";
+
+  if (::chdir(package.c_str()) != 0) {
+    return Report(Internal("cannot enter " + package.string() + ": " + std::strerror(errno)));
+  }
+  std::vector<std::string> env_text;
+  for (const auto& [k, v] : vars) env_text.push_back(k + "=" + v);
+  std::vector<char*> argv, envp;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (std::string& e : env_text) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  ::execve(env->python.c_str(), argv.data(), envp.data());
+  return Report(FailedPrecondition("cannot run " + env->python + ": " + std::strerror(errno)));
+}
+
+}  // namespace stoker::cli
