@@ -159,34 +159,26 @@ int AiPlatformDescribe(const Globals& g, const std::string& job_id) {
   if (!conn.ok()) return Report(conn.status());
   auto job = GetLegacyJob(**conn, g, job_id);
   if (!job.ok()) return Report(job.status());
-  if (g.format == "json") {
-    std::cout << job->dump(2) << "\n";
+  if (Structured(g)) {
+    PrintResource(g, *job);
   } else {
     PrintLegacyJob(*job);
   }
   return 0;
 }
 
-int AiPlatformList(const Globals& g, const std::string& filter) {
+int AiPlatformList(const Globals& g) {
+  if (Status s = ValidateListFlags(g.list); !s.ok()) return Report(s);
   auto conn = Connect(g);
   if (!conn.ok()) return Report(conn.status());
-  json all = json::array();
-  std::string token;
-  do {
-    std::string target = LegacyJobsPath(g) + "?pageSize=100";
-    if (!filter.empty()) target += "&filter=" + http::UrlEncode(filter);
-    if (!token.empty()) target += "&pageToken=" + http::UrlEncode(token);
-    auto page = (*conn)->Call("GET", target);
-    if (!page.ok()) return Report(page.status());
-    for (json& j : (*page)["jobs"]) all.push_back(std::move(j));
-    token = page->value("nextPageToken", "");
-  } while (!token.empty());
-  if (g.format == "json") {
-    std::cout << json{{"jobs", all}}.dump(2) << "\n";
-    return 0;
-  }
+  auto fetched = FetchAll(**conn, g, LegacyJobsPath(g), "jobs");
+  if (!fetched.ok()) return Report(fetched.status());
+  bool printed = false;
+  auto all = SelectForList(g, std::move(*fetched), &printed);
+  if (!all.ok()) return Report(all.status());
+  if (printed) return 0;
   std::printf("%-32s %-11s %-7s %s\n", "JOB_ID", "STATUS", "KIND", "CREATED");
-  for (const json& j : all) {
+  for (const json& j : *all) {
     std::printf("%-32s %-11s %-7s %s\n", Str(j, "jobId").c_str(), Str(j, "state").c_str(),
                 IsTuningJob(j) ? "tuning" : "custom", Str(j, "createTime").c_str());
   }

@@ -252,9 +252,9 @@ void PrintLegacyJob(const nlohmann::json& legacy);
 int FollowLegacyTuningLogs(Connection& conn, const Globals& g, const std::string& job_id,
                            bool follow, const LogOptions& options = {});
 // `stoker ai-platform jobs describe|list|cancel|stream-logs`: the legacy Job
-// of either kind (list: both kinds, oldest first; filter "state=RUNNING").
+// of either kind (list: both kinds, newest first, with the list flags).
 int AiPlatformDescribe(const Globals& g, const std::string& job_id);
-int AiPlatformList(const Globals& g, const std::string& filter);
+int AiPlatformList(const Globals& g);
 int AiPlatformCancel(const Globals& g, const std::string& job_id);
 int AiPlatformStreamLogs(const Globals& g, const std::string& job_id,
                          const LogOptions& options = {});

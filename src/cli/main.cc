@@ -498,7 +498,7 @@ int main(int argc, char** argv) {
     ap_logs->callback([&] { rc = AiPlatformStreamLogs(g, ap_id); });
     auto* ap_list = ap_jobs->add_subcommand("list", "List jobs of both kinds, newest first");
     AddListFlags(ap_list, g.list);
-    ap_list->callback([&] { rc = AiPlatformList(g, g.list.filter); });
+    ap_list->callback([&] { rc = AiPlatformList(g); });
   }
 
   AddStorageCommands(app, g, rc);  // storage ..., gsutil ... (storage_commands.cc)
