@@ -17,6 +17,7 @@
 #include "common/time.h"
 #include "spec/custom_job.h"
 #include "storage/archive.h"
+#include "storage/upload_sessions.h"
 
 namespace stoker::api {
 
@@ -268,10 +269,258 @@ auth::Action ActionOf(const http::Request& req) {
 
 class Api {
  public:
-  explicit Api(ApiDeps deps) : d_(deps) {}
+  explicit Api(ApiDeps deps)
+      : d_(deps), sessions_(deps.buckets->DataDir() / "uploads", deps.buckets) {}
 
   // Authentication and the role check, then the routes.
   http::Response Handle(const http::Request& req) {
+    auth::Principal caller;
+    if (auto r = Authenticate(req, &caller)) return *r;
+    return Route(req, caller);
+  }
+
+  // The stream router (http::StreamRouter): object uploads, resumable
+  // chunks and package staging stream their bodies to disk; every other
+  // request is collected and goes to Handle.
+  std::unique_ptr<http::BodySink> StreamRoute(const http::Request& head) {
+    static const std::regex kUpload(R"(^/upload/storage/v1/b/([^/]+)/o$)");
+    std::smatch m;
+    const bool staging = head.path == "/v1/stoker/staging" && head.method == "POST";
+    const bool upload = std::regex_match(head.path, m, kUpload);
+    const bool chunk =
+        upload && (head.method == "PUT" || head.method == "POST") && head.query.count("upload_id");
+    const bool media = upload && head.method == "POST" && !chunk &&
+                       QueryValue(head, "uploadType") != "resumable" &&
+                       QueryValue(head, "uploadType") != "multipart";
+    if (!staging && !chunk && !media) return nullptr;
+    auth::Principal caller;
+    if (auto r = Authenticate(head, &caller)) return Reject(std::move(*r));
+    if (Status s = CheckRequestBounds(head); !s.ok()) return Reject(Error(s));
+    if (staging) {
+      auto w = d_.buckets->StageWriter();
+      if (!w.ok()) return Reject(Error(w.status()));
+      return std::make_unique<WriterSink>(std::move(*w), d_.buckets, storage::kStagingBucket,
+                                          /*made_bucket=*/false, /*staging=*/true);
+    }
+    const std::string bucket = m[1];
+    if (chunk) return ChunkSink::Open(&sessions_, head, caller);
+    auto name = QueryValue(head, "name");
+    if (name.empty()) {
+      return Reject(
+          Error(InvalidArgument("name: the object name is required (?name=path/in/bucket)")));
+    }
+    auto parsed = storage::ParseGsUri("gs://" + bucket + "/" + name, "name");
+    if (!parsed.ok()) return Reject(Error(parsed.status()));
+    // An upload into a missing bucket makes it (as `stoker storage cp`
+    // always did), and takes it away again if the upload fails.
+    bool made = false;
+    if (!d_.buckets->Exists(bucket)) {
+      Status s = d_.buckets->Create(bucket);
+      if (!s.ok()) return Reject(Error(s));
+      made = true;
+    }
+    auto w = d_.buckets->OpenWriter(bucket, parsed->object);
+    if (!w.ok()) {
+      if (made) d_.buckets->RemoveIfEmpty(bucket);
+      return Reject(Error(w.status()));
+    }
+    return std::make_unique<WriterSink>(std::move(*w), d_.buckets, bucket, made,
+                                        /*staging=*/false);
+  }
+
+ private:
+  static std::string QueryValue(const http::Request& req, const std::string& key) {
+    auto it = req.query.find(key);
+    return it == req.query.end() ? "" : it->second;
+  }
+
+  // Answers `response` to an upload without taking its body.
+  class RejectSink : public http::BodySink {
+   public:
+    explicit RejectSink(http::Response r) : response_(std::move(r)) {}
+    bool Write(std::string_view) override { return false; }
+    http::Response Finish() override { return std::move(response_); }
+
+   private:
+    http::Response response_;
+  };
+  static std::unique_ptr<http::BodySink> Reject(http::Response r) {
+    return std::make_unique<RejectSink>(std::move(r));
+  }
+
+  // A simple upload (or a staged package): the body streams into an
+  // ObjectWriter, committed when the body ends.
+  class WriterSink : public http::BodySink {
+   public:
+    WriterSink(std::unique_ptr<storage::ObjectWriter> w, storage::Buckets* buckets,
+               std::string bucket, bool made_bucket, bool staging)
+        : writer_(std::move(w)),
+          buckets_(buckets),
+          bucket_(std::move(bucket)),
+          made_bucket_(made_bucket),
+          staging_(staging) {}
+    ~WriterSink() override {
+      if (!done_ && made_bucket_) {
+        writer_.reset();  // removes the temp file first
+        buckets_->RemoveIfEmpty(bucket_);
+      }
+    }
+    bool Write(std::string_view bytes) override {
+      status_ = writer_->Append(bytes);
+      return status_.ok();
+    }
+    http::Response Finish() override {
+      if (!status_.ok()) return Error(status_);
+      if (staging_) {
+        auto uri = buckets_->StageCommit(std::move(writer_));
+        if (!uri.ok()) return Error(uri.status());
+        done_ = true;
+        return Json({{"uri", *uri}});
+      }
+      auto info = writer_->Commit();
+      if (!info.ok()) return Error(info.status());
+      done_ = true;
+      return Json(ObjectJson(bucket_, *info));
+    }
+
+   private:
+    std::unique_ptr<storage::ObjectWriter> writer_;
+    storage::Buckets* buckets_;
+    std::string bucket_;
+    bool made_bucket_;
+    bool staging_;
+    bool done_ = false;
+    Status status_;
+  };
+
+  // One chunk of a resumable upload (PUT to the session URI with
+  // Content-Range), or, with an empty body, the question how far it got.
+  class ChunkSink : public http::BodySink {
+   public:
+    static std::unique_ptr<http::BodySink> Open(storage::UploadSessions* sessions,
+                                                const http::Request& head,
+                                                const auth::Principal& caller) {
+      const std::string id = QueryValue(head, "upload_id");
+      auto session = sessions->Get(id);
+      if (!session.ok()) return Reject(Error(session.status()));
+      if (!session->user.empty() && session->user != caller.user &&
+          caller.role != auth::Role::kAdmin) {
+        return Reject(Error(NotFound("upload session '" + id + "' does not exist")));
+      }
+      // Content-Range: "bytes a-b/total", "bytes a-b/*", "bytes */total" or
+      // "bytes */*" (a status question); none: the whole object at once.
+      auto it = head.headers.find("content-range");
+      uint64_t length = 0;
+      if (auto cl = head.headers.find("content-length"); cl != head.headers.end()) {
+        length = std::strtoull(cl->second.c_str(), nullptr, 10);
+      }
+      uint64_t first = session->received;
+      int64_t total = -1;
+      if (it == head.headers.end()) {
+        first = 0;
+        total = static_cast<int64_t>(length);
+      } else {
+        auto range = ParseContentRange(it->second, length);
+        if (!range.ok()) return Reject(Error(range.status()));
+        if (range->first >= 0) first = static_cast<uint64_t>(range->first);
+        total = range->total;
+      }
+      auto chunk = sessions->OpenChunk(id, first, length, total);
+      if (!chunk.ok()) {
+        if (chunk.status().code() == Code::kFailedPrecondition) {
+          // Out of order: say where the session stands, as Cloud Storage does.
+          auto now = sessions->Get(id);
+          if (now.ok()) return Reject(Incomplete(*now));
+        }
+        return Reject(Error(chunk.status()));
+      }
+      return std::unique_ptr<http::BodySink>(new ChunkSink(std::move(*chunk)));
+    }
+
+    bool Write(std::string_view bytes) override {
+      status_ = chunk_->Append(bytes);
+      return status_.ok();
+    }
+    http::Response Finish() override {
+      if (!status_.ok()) return Error(status_);
+      auto outcome = chunk_->Finish();
+      if (!outcome.ok()) return Error(outcome.status());
+      if (!outcome->object) return Incomplete(outcome->session);
+      return Json(ObjectJson(outcome->session.bucket, *outcome->object));
+    }
+
+   private:
+    explicit ChunkSink(std::unique_ptr<storage::UploadSessions::Chunk> c) : chunk_(std::move(c)) {}
+
+    struct ContentRange {
+      int64_t first = -1;  // -1: "*"
+      int64_t total = -1;  // -1: "*"
+    };
+    static Result<ContentRange> ParseContentRange(const std::string& v, uint64_t length) {
+      const Status bad = InvalidArgument(
+          "Content-Range: '" + v +
+          "' is not 'bytes FIRST-LAST/TOTAL', 'bytes FIRST-LAST/*' or 'bytes */TOTAL'");
+      if (v.rfind("bytes ", 0) != 0) return bad;
+      std::string rest = v.substr(6);
+      size_t slash = rest.find('/');
+      if (slash == std::string::npos) return bad;
+      std::string span = rest.substr(0, slash), total = rest.substr(slash + 1);
+      ContentRange out;
+      auto number = [](const std::string& t, int64_t* n) {
+        if (t.empty() || t.size() > 18 || t.find_first_not_of("0123456789") != std::string::npos)
+          return false;
+        *n = std::stoll(t);
+        return true;
+      };
+      if (total != "*" && !number(total, &out.total)) return bad;
+      if (span == "*") {
+        if (length != 0) return bad;
+        return out;
+      }
+      size_t dash = span.find('-');
+      int64_t last = 0;
+      if (dash == std::string::npos || !number(span.substr(0, dash), &out.first) ||
+          !number(span.substr(dash + 1), &last) || last < out.first) {
+        return bad;
+      }
+      if (static_cast<uint64_t>(last - out.first + 1) != length) {
+        return InvalidArgument("Content-Range: '" + v + "' covers " +
+                               std::to_string(last - out.first + 1) + " bytes but the body has " +
+                               std::to_string(length));
+      }
+      return out;
+    }
+
+    // 308 with how much the session has, as Cloud Storage answers.
+    static http::Response Incomplete(const storage::UploadSession& s) {
+      http::Response r = Json({{"uploadId", s.id}, {"received", std::to_string(s.received)}}, 308);
+      if (s.received > 0) r.headers["Range"] = "bytes=0-" + std::to_string(s.received - 1);
+      return r;
+    }
+
+    std::unique_ptr<storage::UploadSessions::Chunk> chunk_;
+    Status status_;
+  };
+
+  static json ObjectJson(const std::string& bucket, const storage::ObjectInfo& o) {
+    json j{{"kind", "storage#object"},
+           {"bucket", bucket},
+           {"name", o.name},
+           {"id", bucket + "/" + o.name},
+           {"size", std::to_string(o.size)},
+           {"contentType", "application/octet-stream"},
+           {"timeCreated", FormatRfc3339(o.mtime_us)},
+           {"updated", FormatRfc3339(o.mtime_us)}};
+    if (!o.crc32c.empty()) j["crc32c"] = o.crc32c;
+    if (!o.md5.empty()) j["md5Hash"] = o.md5;
+    return j;
+  }
+
+ public:
+  // Who is calling: nullopt with `*out` set when the request may go on to
+  // the routes, else the response that ends it (401, 403, or a route that
+  // needs no token).
+  std::optional<http::Response> Authenticate(const http::Request& req, auth::Principal* out) {
     if (req.path == "/healthz") return Json({{"status", "ok"}});
     // The console's files and sign-in: no token (console_routes.cc).
     if (auto r = HandleConsoleRoutes(d_, req)) return *r;
@@ -329,7 +578,8 @@ class Api {
                : ", which may read but not submit, cancel or upload; ask an admin for role user "
                  "(stoker admin users add NAME --role user)")));
     }
-    return Route(req, *caller);
+    *out = *caller;
+    return std::nullopt;
   }
 
  private:
@@ -383,6 +633,7 @@ class Api {
       return MethodNotAllowed(req);
     }
     if (path == "/v1/stoker/staging" && method == "POST") {
+      // Streamed by StreamRoute; a body that reached here was collected.
       auto uri = d_.buckets->Stage(req.body);
       if (!uri.ok()) return Error(uri.status());
       return Json({{"uri", *uri}});
@@ -409,20 +660,30 @@ class Api {
       }
       return MethodNotAllowed(req);
     }
-    if (std::regex_match(path, m, kUpload) && method == "POST") {
-      auto it = req.query.find("name");
-      if (it == req.query.end() || it->second.empty()) {
-        return Error(InvalidArgument("name: the object name is required (?name=path/in/bucket)"));
-      }
+    if (std::regex_match(path, m, kUpload)) {
       std::string bucket = m[1];
-      auto parsed = storage::ParseGsUri("gs://" + bucket + "/" + it->second, "name");
-      if (!parsed.ok()) return Error(parsed.status());
-      Status s = d_.buckets->Create(bucket);
-      if (s.ok()) s = d_.buckets->Put(bucket, parsed->object, req.body);
-      if (!s.ok()) return Error(s);
-      return Json({{"bucket", bucket},
-                   {"name", parsed->object},
-                   {"size", std::to_string(req.body.size())}});
+      if (method == "POST" && QueryValue(req, "uploadType") == "resumable" &&
+          !req.query.count("upload_id")) {
+        return StartResumable(req, bucket, caller);
+      }
+      if (method == "DELETE" && req.query.count("upload_id")) {
+        Status s = sessions_.Cancel(QueryValue(req, "upload_id"));
+        if (!s.ok()) return Error(s);
+        http::Response r;
+        r.status = 499;  // what Cloud Storage answers for a cancelled session
+        r.body = "{}";
+        return r;
+      }
+      if (method == "POST" && !req.query.count("upload_id") &&
+          QueryValue(req, "uploadType") != "multipart") {
+        return UploadCollected(req, bucket);  // without the stream router (tests)
+      }
+      if (method == "POST" && QueryValue(req, "uploadType") == "multipart") {
+        return Error(
+            InvalidArgument("uploadType: multipart uploads are not supported here; use "
+                            "uploadType=media or uploadType=resumable"));
+      }
+      return MethodNotAllowed(req);
     }
     if (std::regex_match(path, m, kObjects) && method == "GET") {
       std::string bucket = m[1];
@@ -432,22 +693,147 @@ class Api {
       auto list = d_.buckets->List(bucket, prefix);
       if (!list.ok()) return Error(list.status());
       json items = json::array();
-      for (const storage::ObjectInfo& o : *list) {
-        items.push_back({{"name", o.name},
-                         {"size", std::to_string(o.size)},
-                         {"updated", FormatRfc3339(o.mtime_us)}});
-      }
-      return Json({{"items", items}});
+      for (const storage::ObjectInfo& o : *list) items.push_back(ObjectJson(bucket, o));
+      return Json({{"kind", "storage#objects"}, {"items", items}});
     }
-    if (std::regex_match(path, m, kObject) && method == "GET") {
-      auto data = d_.buckets->Get(m[1], m[2]);
-      if (!data.ok()) return Error(data.status());
+    if (std::regex_match(path, m, kObject) && method == "DELETE") {
+      Status s = d_.buckets->Delete(m[1], m[2]);
+      if (!s.ok()) return Error(s);
       http::Response r;
-      r.content_type = "application/octet-stream";
-      r.body = std::move(data).value();
+      r.status = 204;
       return r;
     }
+    if (std::regex_match(path, m, kObject) && (method == "GET" || method == "HEAD")) {
+      if (QueryValue(req, "alt") != "media") {
+        auto info = d_.buckets->Stat(m[1], m[2]);
+        if (!info.ok()) return Error(info.status());
+        return Json(ObjectJson(m[1], *info));
+      }
+      return Download(req, m[1], m[2]);
+    }
     return Error(NotFound("no route for " + method + " " + path));
+  }
+
+  // A simple upload whose body was collected (a server without the stream
+  // router): the same writer, fed at once.
+  http::Response UploadCollected(const http::Request& req, const std::string& bucket) {
+    auto name = QueryValue(req, "name");
+    if (name.empty()) {
+      return Error(InvalidArgument("name: the object name is required (?name=path/in/bucket)"));
+    }
+    auto parsed = storage::ParseGsUri("gs://" + bucket + "/" + name, "name");
+    if (!parsed.ok()) return Error(parsed.status());
+    Status s = d_.buckets->Create(bucket);
+    if (!s.ok()) return Error(s);
+    auto w = d_.buckets->OpenWriter(bucket, parsed->object);
+    if (!w.ok()) return Error(w.status());
+    s = (*w)->Append(req.body);
+    if (!s.ok()) return Error(s);
+    auto info = (*w)->Commit();
+    if (!info.ok()) return Error(info.status());
+    return Json(ObjectJson(bucket, *info));
+  }
+
+  // POST .../o?uploadType=resumable&name=N: a session for object N (the
+  // name may also come in the JSON body); its URI in Location.
+  http::Response StartResumable(const http::Request& req, const std::string& bucket,
+                                const auth::Principal& caller) {
+    std::string name = QueryValue(req, "name");
+    if (name.empty() && !req.body.empty()) {
+      json body = json::parse(req.body, nullptr, false);
+      if (body.is_object() && body.contains("name") && body["name"].is_string()) {
+        name = body["name"];
+      }
+    }
+    if (name.empty()) {
+      return Error(InvalidArgument(
+          "name: the object name is required (?name=path/in/bucket or {\"name\": ...})"));
+    }
+    auto parsed = storage::ParseGsUri("gs://" + bucket + "/" + name, "name");
+    if (!parsed.ok()) return Error(parsed.status());
+    int64_t size = -1;
+    if (auto it = req.headers.find("x-upload-content-length"); it != req.headers.end()) {
+      const std::string& v = it->second;
+      if (v.empty() || v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos) {
+        return Error(InvalidArgument("X-Upload-Content-Length: '" + v + "' is not a byte count"));
+      }
+      size = std::stoll(v);
+    }
+    bool made = false;
+    if (!d_.buckets->Exists(bucket)) {
+      Status s = d_.buckets->Create(bucket);
+      if (!s.ok()) return Error(s);
+      made = true;
+    }
+    auto session = sessions_.Start(bucket, parsed->object, size, caller.user);
+    if (!session.ok()) {
+      if (made) d_.buckets->RemoveIfEmpty(bucket);
+      return Error(session.status());
+    }
+    std::string target = "/upload/storage/v1/b/" + http::UrlEncode(bucket) +
+                         "/o?uploadType=resumable&upload_id=" + session->id;
+    auto host = req.headers.find("host");
+    http::Response r = Json({{"uploadId", session->id}, {"sessionUri", target}});
+    r.headers["Location"] = host == req.headers.end()
+                                ? target
+                                : (d_.tls ? "https://" : "http://") + host->second + target;
+    return r;
+  }
+
+  // GET .../o/OBJ?alt=media: the bytes, from the file (never read into
+  // memory), honouring one Range (bytes=a-b, a-, -n) with 206.
+  http::Response Download(const http::Request& req, const std::string& bucket,
+                          const std::string& object) {
+    auto open = d_.buckets->Open(bucket, object, /*with_hashes=*/false);
+    if (!open.ok()) return Error(open.status());
+    const uint64_t size = open->info.size;
+    uint64_t first = 0, length = size;
+    http::Response r;
+    r.content_type = "application/octet-stream";
+    auto range = req.headers.find("range");
+    if (range != req.headers.end()) {
+      const std::string& v = range->second;
+      size_t dash = v.find('-');
+      bool ok = v.rfind("bytes=", 0) == 0 && dash != std::string::npos &&
+                v.find(',') == std::string::npos;
+      std::string a = ok ? v.substr(6, dash - 6) : "", b = ok ? v.substr(dash + 1) : "";
+      auto digits = [](const std::string& t) {
+        return !t.empty() && t.size() <= 18 &&
+               t.find_first_not_of("0123456789") == std::string::npos;
+      };
+      if (!ok || (a.empty() && !digits(b)) || (!a.empty() && !digits(a)) ||
+          (!b.empty() && !digits(b))) {
+        ::close(open->fd);
+        return Error(
+            InvalidArgument("Range: '" + v + "' is not 'bytes=FIRST-[LAST]' or 'bytes=-N'"));
+      }
+      if (a.empty()) {
+        length = std::min<uint64_t>(size, std::stoull(b));
+        first = size - length;
+      } else {
+        first = std::stoull(a);
+        uint64_t last = b.empty() ? size - 1 : std::min<uint64_t>(std::stoull(b), size - 1);
+        if (first >= size || (size > 0 && last < first)) {
+          ::close(open->fd);
+          http::Response bad =
+              Error(InvalidArgument("Range: '" + v + "' starts at or past the object's end (" +
+                                    std::to_string(size) + " bytes)"));
+          bad.status = 416;
+          bad.headers["Content-Range"] = "bytes */" + std::to_string(size);
+          return bad;
+        }
+        length = last - first + 1;
+      }
+      r.status = 206;
+      r.headers["Content-Range"] = "bytes " + std::to_string(first) + "-" +
+                                   std::to_string(first + length - 1) + "/" + std::to_string(size);
+    }
+    if (!open->info.crc32c.empty()) {
+      r.headers["x-goog-hash"] = "crc32c=" + open->info.crc32c + ",md5=" + open->info.md5;
+    }
+    r.headers["Accept-Ranges"] = "bytes";
+    r.file = std::make_shared<http::FileBody>(open->fd, first, length);
+    return r;
   }
 
   http::Response MethodNotAllowed(const http::Request& req) {
@@ -644,6 +1030,7 @@ class Api {
   }
 
   ApiDeps d_;
+  storage::UploadSessions sessions_;
 };
 
 }  // namespace
@@ -676,15 +1063,20 @@ int HttpStatusFor(Code code) {
   return 500;
 }
 
-http::Handler MakeHandler(ApiDeps deps) {
+ApiHandlers MakeHandlers(ApiDeps deps) {
   auto api = std::make_shared<Api>(deps);
   DaemonMetrics* metrics = deps.daemon_metrics;
-  return [api, metrics](const http::Request& req) {
+  ApiHandlers out;
+  out.handler = [api, metrics](const http::Request& req) {
     http::Response r = api->Handle(req);
     if (metrics) metrics->Responded(r.status);
     if (r.status >= 500) spdlog::error("{} {} -> {}: {}", req.method, req.path, r.status, r.body);
     return r;
   };
+  out.stream_router = [api](const http::Request& head) { return api->StreamRoute(head); };
+  return out;
 }
+
+http::Handler MakeHandler(ApiDeps deps) { return MakeHandlers(std::move(deps)).handler; }
 
 }  // namespace stoker::api

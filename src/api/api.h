@@ -20,13 +20,20 @@
 //   POST   /v1/projects/{p}/jobs                        AI Platform Job (trainingInput)
 //   GET    /v1/projects/{p}/jobs[/{jobId}]
 //   POST   /v1/projects/{p}/jobs/{jobId}:cancel
-//   POST   /v1/stoker/staging                           (Stoker) body: tar.gz -> {"uri"}
+//   POST   /v1/stoker/staging                           (Stoker) body: tar.gz (streamed) -> {"uri"}
 //   GET    /v1/stoker/queue, /v1/stoker/nodes           (Stoker) the scheduler's views
 //   GET    /storage/v1/b                                list buckets
 //   POST   /storage/v1/b                                body {"name"}: create a bucket
-//   GET    /storage/v1/b/{bucket}/o                     ?prefix=
-//   GET    /storage/v1/b/{bucket}/o/{object}            ?alt=media: the bytes
-//   POST   /upload/storage/v1/b/{bucket}/o              ?name=OBJECT, body: the bytes
+//   GET    /storage/v1/b/{bucket}/o                     ?prefix= (objects with size, crc32c,
+//   md5Hash) GET    /storage/v1/b/{bucket}/o/{object}            the object's metadata (crc32c,
+//   md5Hash)
+//          ?alt=media: the bytes (Range: bytes=a-b -> 206)
+//   DELETE /storage/v1/b/{bucket}/o/{object}
+//   POST   /upload/storage/v1/b/{bucket}/o              ?name=OBJECT, body: the bytes (streamed)
+//          ?uploadType=resumable&name=OBJECT: a session, its URI in Location;
+//          PUT {session URI} with Content-Range: bytes a-b/total -> 308 (Range:
+//          bytes=0-N) or 200 and the object; bytes */total asks how far it got;
+//          DELETE {session URI} cancels (docs/storage.md)
 //   GET    /v1/whoami                                   (Stoker) the caller
 //   GET    /v1/admin/users, POST /v1/admin/users, DELETE /v1/admin/users/{name}
 //   POST   /v1/admin/users/{name}/tokens, POST /v1/admin/tokens/{id}:revoke
@@ -86,5 +93,15 @@ struct ApiDeps {
 int HttpStatusFor(Code code);
 
 http::Handler MakeHandler(ApiDeps deps);
+
+// The handler and the stream router (http::ServerOptions::stream_router)
+// of one API: object uploads (simple and resumable chunks) and package
+// staging stream to disk through the router, outside the server's
+// max_body_bytes; everything else goes to the handler.
+struct ApiHandlers {
+  http::Handler handler;
+  http::StreamRouter stream_router;
+};
+ApiHandlers MakeHandlers(ApiDeps deps);
 
 }  // namespace stoker::api

@@ -201,7 +201,6 @@ Result<int> WalkDirsBelow(const std::filesystem::path& dir, const std::vector<st
   return fd;
 }
 
-
 // Opens `relative` below `dir` with `flags` (| O_NOFOLLOW | O_NONBLOCK |
 // O_CLOEXEC), walked by WalkDirsBelow; with `create`, missing directories
 // are made (0755) and `flags` may hold O_CREAT (0644). The file must be a
@@ -222,7 +221,8 @@ Result<int> OpenBelow(const std::filesystem::path& dir, const std::filesystem::p
   auto refused = [&at](const std::string& why) {
     return FailedPrecondition(at.string() + " " + why + "; refusing to go through it");
   };
-  if (file < 0 && (errno == ELOOP || errno == ENXIO)) return refused("is a symbolic link or a FIFO");
+  if (file < 0 && (errno == ELOOP || errno == ENXIO))
+    return refused("is a symbolic link or a FIFO");
   if (file < 0) return ErrnoStatus("cannot open", at);
   struct stat st {};
   if (::fstat(file, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
@@ -241,6 +241,16 @@ Status MakeDirsBelow(const std::filesystem::path& dir, const std::filesystem::pa
   STOKER_ASSIGN_OR_RETURN(int fd, WalkDirsBelow(dir, parts, /*create=*/true, modes, at));
   ::close(fd);
   return OkStatus();
+}
+
+Result<int> OpenDirNoFollow(const std::filesystem::path& dir, const std::filesystem::path& relative,
+                            bool create, const CreateModes& modes) {
+  std::vector<std::string> parts;
+  if (!relative.empty()) {
+    STOKER_ASSIGN_OR_RETURN(parts, PlainParts(dir, relative));
+  }
+  std::filesystem::path at;
+  return WalkDirsBelow(dir, parts, create, modes, at);
 }
 
 Status WriteFileBelow(const std::filesystem::path& dir, const std::filesystem::path& relative,
@@ -298,8 +308,8 @@ bool IsFileName(std::string_view name) {
 Status AppendLineNoFollow(const std::filesystem::path& dir, const std::filesystem::path& relative,
                           std::string_view line) {
   std::filesystem::path at;
-  STOKER_ASSIGN_OR_RETURN(int file, OpenBelow(dir, relative, /*create=*/true,
-                                              O_WRONLY | O_APPEND | O_CREAT, at));
+  STOKER_ASSIGN_OR_RETURN(
+      int file, OpenBelow(dir, relative, /*create=*/true, O_WRONLY | O_APPEND | O_CREAT, at));
   std::string data(line);
   data += '\n';
   ssize_t n = ::write(file, data.data(), data.size());

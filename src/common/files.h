@@ -100,6 +100,14 @@ Status MakeDirsBelow(const std::filesystem::path& dir, const std::filesystem::pa
 Status WriteFileBelow(const std::filesystem::path& dir, const std::filesystem::path& relative,
                       std::string_view data, const CreateModes& modes = {});
 
+// Opens the directory `relative` below `dir` (`dir` itself for an empty
+// `relative`), walked like MakeDirsBelow and making what is missing when
+// `create`. The caller owns the returned descriptor (O_DIRECTORY, O_CLOEXEC)
+// and works through it (openat, renameat, unlinkat), so that nothing
+// swapped in on the way is followed.
+Result<int> OpenDirNoFollow(const std::filesystem::path& dir, const std::filesystem::path& relative,
+                            bool create, const CreateModes& modes = {});
+
 // Creates the directory and its parents (like mkdir -p). Ok if it exists.
 Status MakeDirs(const std::filesystem::path& path);
 

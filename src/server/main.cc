@@ -349,7 +349,12 @@ int main(int argc, char** argv) {
                     &controller,  users->get(), config->push_secret, &accountant};
   deps.daemon_metrics = &daemon_metrics;
   deps.tls = !config->tls_cert_file.empty();
-  http::Server http_server(api::MakeHandler(deps), http::ServerOptions{});
+  // Object uploads and package staging stream through the router, outside
+  // the server's body limit (which stays for JSON requests).
+  api::ApiHandlers handlers = api::MakeHandlers(deps);
+  http::ServerOptions server_options;
+  server_options.stream_router = std::move(handlers.stream_router);
+  http::Server http_server(std::move(handlers.handler), std::move(server_options));
   std::string host = config->listen.substr(0, config->listen.rfind(':'));
   int port = std::atoi(config->listen.substr(config->listen.rfind(':') + 1).c_str());
   if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);

@@ -3,6 +3,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <memory>
@@ -318,6 +319,15 @@ Status CheckSdistToken(const std::string& value, const std::string& what, bool v
 Status CheckTarGz(std::string_view data, const std::string& name, const ArchiveLimits& limits) {
   ReadPtr a = NewTarGzReader();
   if (archive_read_open_memory(a.get(), data.data(), data.size()) != ARCHIVE_OK) {
+    return InvalidArgument(name + kNotTarGzHint + " [" + ErrorString(a.get()) + "]");
+  }
+  return CheckAll(a.get(), name, limits);
+}
+
+Status CheckTarGzFd(int fd, const std::string& name, const ArchiveLimits& limits) {
+  if (::lseek(fd, 0, SEEK_SET) != 0) return Internal(name + ": cannot seek to its start");
+  ReadPtr a = NewTarGzReader();
+  if (archive_read_open_fd(a.get(), fd, 64 * 1024) != ARCHIVE_OK) {
     return InvalidArgument(name + kNotTarGzHint + " [" + ErrorString(a.get()) + "]");
   }
   return CheckAll(a.get(), name, limits);

@@ -25,6 +25,11 @@ struct ArchiveLimits {
 // the offending entry otherwise.
 Status CheckTarGz(std::string_view data, const std::string& name, const ArchiveLimits& limits = {});
 
+// CheckTarGz for an archive in an open file (read from its start; the
+// caller keeps `fd`): a staged package of any size is checked without
+// holding it in memory.
+Status CheckTarGzFd(int fd, const std::string& name, const ArchiveLimits& limits = {});
+
 // Unpacks a .tar.gz file into `dest` (created if missing), same rules. The
 // whole archive is checked before anything is written; a failure while
 // writing can leave a partial tree, so unpack into a fresh directory.

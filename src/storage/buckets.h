@@ -13,10 +13,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "common/files.h"
 #include "common/status.h"
 
 namespace stoker::storage {
@@ -41,6 +44,78 @@ struct ObjectInfo {
   std::string name;  // object name relative to the bucket
   uint64_t size = 0;
   int64_t mtime_us = 0;
+  // Cloud Storage's checksums of the bytes, base64 as its JSON API gives
+  // them (`crc32c`: the CRC-32C big-endian; `md5Hash`: the MD5 digest).
+  // "" when not known without reading the object (List gives the ones kept
+  // from the object's upload; Stat computes missing ones).
+  std::string crc32c;
+  std::string md5;
+};
+
+// CRC-32C, MD5 (and, when asked, SHA-256) of bytes fed in order. Movable,
+// copyable (a resumable upload keeps one between its chunks).
+class Hasher {
+ public:
+  explicit Hasher(bool sha256 = false);
+  ~Hasher();
+  Hasher(const Hasher& other);
+  Hasher& operator=(const Hasher& other);
+  void Update(std::string_view bytes);
+  uint64_t bytes() const { return bytes_; }
+  // The checksums so far, base64 (ObjectInfo's form); the hasher goes on.
+  std::string Crc32cBase64() const;
+  std::string Md5Base64() const;
+  std::string Sha256Hex() const;  // "" unless made with sha256
+
+ private:
+  uint32_t crc_ = 0;
+  uint64_t bytes_ = 0;
+  void* md5_ = nullptr;     // EVP_MD_CTX*
+  void* sha256_ = nullptr;  // EVP_MD_CTX*, or null
+};
+
+class Buckets;
+
+// An object being written, by streaming: bytes go to a new temp file in the
+// object's directory (reached without following a link, hidden from List),
+// and the object appears under its name only at Commit, by an atomic
+// rename, so a reader never sees part of an upload. Destroyed without
+// Commit (a broken upload), the temp file is removed. Not thread-safe.
+class ObjectWriter {
+ public:
+  ~ObjectWriter();
+  ObjectWriter(const ObjectWriter&) = delete;
+  ObjectWriter& operator=(const ObjectWriter&) = delete;
+
+  Status Append(std::string_view bytes);
+  const Hasher& hasher() const { return hasher_; }
+  // The temp file, open for reading and writing (staging checks the
+  // archive in it before it commits).
+  int fd() const { return fd_; }
+  // Syncs and renames the temp file to the object name (or, given,
+  // `final_name`: another name in the same directory); returns its info
+  // with checksums, which are kept with the object for later listings.
+  Result<ObjectInfo> Commit(const std::string& final_name = "");
+
+ private:
+  friend class Buckets;
+  ObjectWriter() = default;
+  int dir_fd_ = -1;
+  int fd_ = -1;
+  std::string tmp_;   // name in dir_fd_
+  std::string name_;  // the object's last path component
+  std::string object_;
+  std::string uri_;
+  CreateModes modes_;
+  Hasher hasher_;
+  Status failed_;  // a write error, returned again by Append and Commit
+};
+
+// An object open for reading: the descriptor (owned by the caller, who
+// closes it) and what Stat knows.
+struct OpenObject {
+  int fd = -1;
+  ObjectInfo info;
 };
 
 class Buckets {
@@ -55,12 +130,17 @@ class Buckets {
   Buckets(std::filesystem::path data_dir, std::map<std::string, std::filesystem::path> overrides,
           std::optional<uint32_t> writer_gid = std::nullopt);
 
+  // The data dir (resumable upload sessions live in its uploads/).
+  const std::filesystem::path& DataDir() const { return data_dir_; }
   // The directory of a bucket, whether or not it exists.
   std::filesystem::path BucketDir(const std::string& bucket) const;
   bool Exists(const std::string& bucket) const;
   // Creates the bucket directory. Ok when it exists already.
   Status Create(const std::string& bucket);
   std::vector<std::string> ListBuckets() const;
+  // Removes the bucket's directory if it is empty (an upload that made the
+  // bucket and then failed). Best effort.
+  void RemoveIfEmpty(const std::string& bucket);
 
   // Resolves a gs:// URI to a local path inside an existing bucket.
   // NotFound (naming `field` and how to create the bucket) when the bucket
@@ -82,6 +162,34 @@ class Buckets {
   // changed (0 without writer_gid).
   Result<int64_t> ShareWithWriters();
 
+  // Starts writing an object by streaming (ObjectWriter). The bucket must
+  // exist; missing directories on the way are made. PermissionDenied for
+  // the staging bucket; FailedPrecondition when a directory has the name.
+  Result<std::unique_ptr<ObjectWriter>> OpenWriter(const std::string& bucket,
+                                                   const std::string& object);
+  // Moves the complete file `from_name` in the directory `from_dir_fd`
+  // (a finished resumable upload, on the daemon's own disk) into the
+  // object, atomically; copies when the bucket is on another file system.
+  // `hashes` (its checksums) are kept with the object.
+  Result<ObjectInfo> AdoptFile(const std::string& bucket, const std::string& object,
+                               int from_dir_fd, const std::string& from_name, const Hasher& hashes);
+  // The object's size, time and checksums (computed, and kept, when the
+  // object was not written here or changed since). NotFound if absent.
+  Result<ObjectInfo> Stat(const std::string& bucket, const std::string& object) const;
+  // Opens an object for reading (never through a link), with Stat's info
+  // when `with_hashes`, else without checksums.
+  Result<OpenObject> Open(const std::string& bucket, const std::string& object,
+                          bool with_hashes) const;
+  // Deletes an object (never through a link), then the directories above
+  // it that it leaves empty. NotFound if absent; PermissionDenied for the
+  // staging bucket.
+  Status Delete(const std::string& bucket, const std::string& object);
+  // Stages a package archive being uploaded: returns a writer for it in the
+  // staging bucket; StageCommit checks it (CheckTarGzFd) and keeps it under
+  // its SHA-256, returning its gs:// URI like Stage.
+  Result<std::unique_ptr<ObjectWriter>> StageWriter();
+  Result<std::string> StageCommit(std::unique_ptr<ObjectWriter> writer);
+
   // Reads an object (never through a link: trainers may write buckets).
   // NotFound if it does not exist.
   Result<std::string> Get(const std::string& bucket, const std::string& object) const;
@@ -96,6 +204,9 @@ class Buckets {
  private:
   // Put without the staging rule.
   Status Write(const std::string& bucket, const std::string& object, std::string_view data);
+  // OpenWriter without the staging rule.
+  Result<std::unique_ptr<ObjectWriter>> NewWriter(const std::string& bucket,
+                                                  const std::string& object, bool sha256);
 
   std::filesystem::path data_dir_;
   std::map<std::string, std::filesystem::path> overrides_;

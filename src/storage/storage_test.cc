@@ -15,6 +15,7 @@
 #include "common/files.h"
 #include "storage/archive.h"
 #include "storage/buckets.h"
+#include "storage/upload_sessions.h"
 
 namespace stoker::storage {
 namespace {
@@ -600,6 +601,199 @@ TEST(SdistRootsTest, ReturnsDestForABarePackageArchive) {
   TempDir module;
   WriteText(module.path() / "task.py", "");
   EXPECT_EQ(SdistRoots(module.path()), std::vector<fs::path>{module.path()});
+}
+
+// ------------------------------------------------------ streamed object I/O
+
+TEST(HasherTest, GivesCloudStoragesChecksums) {
+  Hasher h;
+  h.Update("hello ");
+  h.Update("world");
+  // What `gsutil hash` prints for "hello world".
+  EXPECT_EQ(h.Crc32cBase64(), "yZRlqg==");
+  EXPECT_EQ(h.Md5Base64(), "XrY7u+Ae7tCTyyK7j1rNww==");
+  EXPECT_EQ(h.bytes(), 11u);
+  Hasher copy = h;
+  copy.Update("!");
+  EXPECT_EQ(h.Md5Base64(), "XrY7u+Ae7tCTyyK7j1rNww==");  // the copy goes on alone
+  EXPECT_NE(copy.Md5Base64(), h.Md5Base64());
+}
+
+TEST_F(BucketsTest, AStreamedObjectAppearsOnlyWhenCommitted) {
+  auto w = buckets_.OpenWriter("data", "deep/dir/obj.bin");
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  ASSERT_TRUE((*w)->Append("hello ").ok());
+  ASSERT_TRUE((*w)->Append("world").ok());
+  // Not visible, neither by name nor in a listing, before Commit.
+  EXPECT_EQ(buckets_.Stat("data", "deep/dir/obj.bin").status().code(), Code::kNotFound);
+  EXPECT_TRUE(buckets_.List("data", "")->empty());
+  auto info = (*w)->Commit();
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->size, 11u);
+  EXPECT_EQ(info->crc32c, "yZRlqg==");
+  EXPECT_EQ(info->md5, "XrY7u+Ae7tCTyyK7j1rNww==");
+  EXPECT_EQ(ReadText(Bucket() / "deep/dir/obj.bin"), "hello world");
+  auto listed = buckets_.List("data", "deep/");
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].name, "deep/dir/obj.bin");
+  EXPECT_EQ((*listed)[0].md5, "XrY7u+Ae7tCTyyK7j1rNww==");  // kept from the upload
+
+  // A writer dropped before Commit (a broken upload) leaves nothing behind.
+  {
+    auto broken = buckets_.OpenWriter("data", "deep/dir/obj.bin");
+    ASSERT_TRUE(broken.ok());
+    ASSERT_TRUE((*broken)->Append("partial").ok());
+  }
+  EXPECT_EQ(ReadText(Bucket() / "deep/dir/obj.bin"), "hello world");
+  size_t entries = 0;
+  for (const auto& e : fs::directory_iterator(Bucket() / "deep/dir")) {
+    (void)e;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 1u);
+}
+
+TEST_F(BucketsTest, ChecksumsOfAnObjectChangedInPlaceAreComputedAgain) {
+  WriteText(Bucket() / "made-by-trainer.txt", "hello world");
+  auto info = buckets_.Stat("data", "made-by-trainer.txt");
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->crc32c, "yZRlqg==");
+  WriteText(Bucket() / "made-by-trainer.txt", "hello world, again");
+  info = buckets_.Stat("data", "made-by-trainer.txt");
+  ASSERT_TRUE(info.ok());
+  Hasher h;
+  h.Update("hello world, again");
+  EXPECT_EQ(info->md5, h.Md5Base64());
+  EXPECT_EQ(info->size, 18u);
+}
+
+TEST_F(BucketsTest, WritersNeverGoThroughALinkInTheBucket) {
+  TempDir outside;
+  fs::create_symlink(outside.path(), Bucket() / "link");
+  auto w = buckets_.OpenWriter("data", "link/obj");
+  ASSERT_FALSE(w.ok());
+  EXPECT_TRUE(fs::is_empty(outside.path()));
+  fs::create_symlink(outside.path() / "target", Bucket() / "file-link");
+  auto open = buckets_.Open("data", "file-link", false);
+  EXPECT_FALSE(open.ok());
+  EXPECT_EQ(buckets_.OpenWriter("stoker-staging", "x").status().code(), Code::kPermissionDenied);
+  fs::create_directories(Bucket() / "adir");
+  EXPECT_EQ(buckets_.OpenWriter("data", "adir").status().code(), Code::kFailedPrecondition);
+}
+
+TEST_F(BucketsTest, DeleteRemovesTheObjectAndTheDirectoriesItLeavesEmpty) {
+  ASSERT_TRUE(buckets_.Put("data", "a/b/c.txt", "x").ok());
+  ASSERT_TRUE(buckets_.Put("data", "a/keep.txt", "y").ok());
+  ASSERT_TRUE(buckets_.Delete("data", "a/b/c.txt").ok());
+  EXPECT_FALSE(fs::exists(Bucket() / "a" / "b"));
+  EXPECT_TRUE(fs::exists(Bucket() / "a" / "keep.txt"));
+  EXPECT_EQ(buckets_.Delete("data", "a/b/c.txt").code(), Code::kNotFound);
+  EXPECT_EQ(buckets_.Delete("data", "a").code(), Code::kNotFound);  // a prefix, not an object
+}
+
+TEST_F(BucketsTest, StagingAStreamedArchiveKeepsItUnderItsHash) {
+  TempDir src;
+  std::string bytes = SmallPackage(src.path());
+  auto w = buckets_.StageWriter();
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  ASSERT_TRUE((*w)->Append(bytes.substr(0, 10)).ok());
+  ASSERT_TRUE((*w)->Append(bytes.substr(10)).ok());
+  auto uri = buckets_.StageCommit(std::move(*w));
+  ASSERT_TRUE(uri.ok()) << uri.status().ToString();
+  EXPECT_EQ(*uri, *buckets_.Stage(bytes));  // the same name as a collected one
+
+  auto bad = buckets_.StageWriter();
+  ASSERT_TRUE((*bad)->Append("not an archive").ok());
+  EXPECT_EQ(buckets_.StageCommit(std::move(*bad)).status().code(), Code::kInvalidArgument);
+}
+
+// ------------------------------------------------------ resumable sessions
+
+class UploadSessionsTest : public BucketsTest {
+ protected:
+  UploadSessionsTest() : sessions_(dir_.path() / "uploads", &buckets_) {}
+
+  // Sends bytes [first, first+len) of `content` as one chunk.
+  Result<UploadSessions::Outcome> Send(UploadSessions& sessions, const std::string& id,
+                                       const std::string& content, uint64_t first, uint64_t len,
+                                       int64_t total) {
+    STOKER_ASSIGN_OR_RETURN(auto chunk, sessions.OpenChunk(id, first, len, total));
+    STOKER_RETURN_IF_ERROR(chunk->Append(std::string_view(content).substr(first, len)));
+    return chunk->Finish();
+  }
+
+  UploadSessions sessions_;
+};
+
+TEST_F(UploadSessionsTest, ChunksInOrderMakeTheObjectAtTheLastByte) {
+  std::string content(300000, '\0');
+  for (size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>(i * 7);
+  auto s = sessions_.Start("data", "big/obj", -1, "alice");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  auto first = Send(sessions_, s->id, content, 0, 100000, -1);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_FALSE(first->object);
+  EXPECT_EQ(first->session.received, 100000u);
+  // A resent chunk that overlaps what the session has: the known part is skipped.
+  auto resent = Send(sessions_, s->id, content, 50000, 150000, 300000);
+  ASSERT_TRUE(resent.ok()) << resent.status().ToString();
+  EXPECT_EQ(resent->session.received, 200000u);
+  // A chunk past the end of what it has is refused, saying where it stands.
+  auto gap = Send(sessions_, s->id, content, 250000, 50000, 300000);
+  ASSERT_FALSE(gap.ok());
+  EXPECT_THAT(gap.status().message(), HasSubstr("resend from byte 200000"));
+  auto last = Send(sessions_, s->id, content, 200000, 100000, 300000);
+  ASSERT_TRUE(last.ok()) << last.status().ToString();
+  ASSERT_TRUE(last->object);
+  Hasher h;
+  h.Update(content);
+  EXPECT_EQ(last->object->md5, h.Md5Base64());
+  EXPECT_EQ(last->object->crc32c, h.Crc32cBase64());
+  EXPECT_EQ(ReadText(Bucket() / "big/obj"), content);
+  // The session is gone with its files.
+  EXPECT_EQ(sessions_.Get(s->id).status().code(), Code::kNotFound);
+  EXPECT_TRUE(fs::is_empty(dir_.path() / "uploads"));
+}
+
+TEST_F(UploadSessionsTest, ARestartedDaemonResumesFromTheFilesOnDisk) {
+  std::string content = "0123456789abcdefghij";
+  auto s = sessions_.Start("data", "obj", 20, "");
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(Send(sessions_, s->id, content, 0, 8, 20).ok());
+  {
+    // A chunk broken off half-way keeps what arrived.
+    auto chunk = sessions_.OpenChunk(s->id, 8, 8, 20);
+    ASSERT_TRUE(chunk.ok());
+    ASSERT_TRUE((*chunk)->Append("89ab").ok());
+  }
+  UploadSessions after_restart(dir_.path() / "uploads", &buckets_);
+  auto got = after_restart.Get(s->id);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->received, 12u);
+  EXPECT_EQ(got->size, 20);
+  auto last = Send(after_restart, s->id, content, 12, 8, 20);
+  ASSERT_TRUE(last.ok()) << last.status().ToString();
+  ASSERT_TRUE(last->object);
+  Hasher h;
+  h.Update(content);
+  EXPECT_EQ(last->object->crc32c, h.Crc32cBase64());
+  EXPECT_EQ(ReadText(Bucket() / "obj"), content);
+}
+
+TEST_F(UploadSessionsTest, RefusesUnknownIdsChangedSizesAndASecondWriter) {
+  EXPECT_EQ(sessions_.Get("../../etc/passwd").status().code(), Code::kNotFound);
+  EXPECT_EQ(sessions_.Get(std::string(32, 'a')).status().code(), Code::kNotFound);
+  auto s = sessions_.Start("data", "obj", 10, "");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(sessions_.OpenChunk(s->id, 0, 5, 11).status().code(), Code::kInvalidArgument);
+  auto open = sessions_.OpenChunk(s->id, 0, 5, 10);
+  ASSERT_TRUE(open.ok());
+  EXPECT_EQ(sessions_.OpenChunk(s->id, 0, 5, 10).status().code(), Code::kUnavailable);
+  open->reset();
+  EXPECT_TRUE(sessions_.Cancel(s->id).ok());
+  EXPECT_EQ(sessions_.Get(s->id).status().code(), Code::kNotFound);
+  EXPECT_EQ(sessions_.Start("data", "dir/", -1, "").status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(sessions_.Start("nobucket", "x", -1, "").status().code(), Code::kNotFound);
 }
 
 }  // namespace
