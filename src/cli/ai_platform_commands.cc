@@ -3,12 +3,9 @@
 // legacy routes (api/legacy_routes.cc) answer for both. The `jobs` commands
 // reach custom jobs through the customJobs routes and fall back to these for
 // tuning jobs; the `ai-platform jobs` commands use these directly.
-#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <set>
-#include <thread>
 
 #include "cli/commands.h"
 #include "http/http.h"
@@ -22,10 +19,6 @@ namespace {
 
 // "12" from ".../customJobs/12" or ".../hyperparameterTuningJobs/12".
 std::string LastSegment(const std::string& name) { return name.substr(name.rfind('/') + 1); }
-
-bool Ended(const std::string& legacy_state) {
-  return legacy_state == "SUCCEEDED" || legacy_state == "FAILED" || legacy_state == "CANCELLED";
-}
 
 std::string Str(const json& j, const char* key) {
   if (!j.contains(key)) return "";
@@ -125,33 +118,18 @@ void PrintLegacyJob(const json& j) {
 
 int FollowLegacyTuningLogs(Connection& conn, const Globals& g, const std::string& job_id,
                            bool follow, const LogOptions& options) {
-  std::set<std::string> printed;  // trials whose logs are out in full
-  std::string last_wait;
-  while (true) {
-    auto job = GetLegacyJob(conn, g, job_id);
-    if (!job.ok()) return Report(job.status());
-    std::string state = Str(*job, "state");
-    bool ended = Ended(state);  // read before the trials: none is added after it ended
-    const json& trials = (*job)["trainingOutput"].value("trials", json::array());
-    if (follow && trials.empty() && !ended) {
-      std::string wait = "Waiting: tuning job " + state + ", no trial yet";
-      if (wait != last_wait) std::cerr << wait << "\n";
-      last_wait = wait;
-    }
-    for (const json& t : trials) {
-      std::string trial = Str(t, "trialId");
-      if (printed.count(trial)) continue;
-      if (!t.contains("stoker") || !t["stoker"].contains("customJob")) continue;
-      std::string custom = LastSegment(t["stoker"]["customJob"]);
-      std::cerr << "==> trial " << trial << " (job " << custom << ") <==\n";
-      std::string trial_state;
-      PrintLogs(conn, g, custom, "", follow, &trial_state, options);
-      printed.insert(trial);
-    }
-    if (!follow) return 0;
-    if (ended && printed.size() >= trials.size()) return EndOfLegacyJob(*job);
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto job = GetLegacyJob(conn, g, job_id);
+  if (!job.ok()) return Report(job.status());
+  if (!job->contains("stoker") || !(*job)["stoker"].contains("hyperparameterTuningJob")) {
+    return Report(Internal("job " + job_id + " names no tuning job"));
   }
+  std::string study = LastSegment((*job)["stoker"]["hyperparameterTuningJob"]);
+  auto state = FollowStudyTrialLogs(conn, g, study, follow, options);
+  if (!state.ok()) return Report(state.status());
+  if (!follow) return 0;
+  job = GetLegacyJob(conn, g, job_id);  // its state and error as AI Platform words them
+  if (!job.ok()) return Report(job.status());
+  return EndOfLegacyJob(*job);
 }
 
 int AiPlatformDescribe(const Globals& g, const std::string& job_id) {

@@ -159,7 +159,12 @@ int HptuningLogs(const Globals& g, const std::string& id, const std::string& tri
 // `ai hp-tuning-jobs stream-logs`: every trial's logs in turn (a "==> trial N"
 // line on stderr before each) until the tuning job ends; 0 when it
 // succeeded, 1 otherwise.
-int HptuningStreamLogs(const Globals& g, const std::string& id);
+int HptuningStreamLogs(const Globals& g, const std::string& id, const LogOptions& options = {});
+// The logs of tuning job `id`'s trials, one after the other (a "==> trial N"
+// line on stderr before each); with `follow` until the job has ended.
+// Returns its last Vertex state.
+Result<std::string> FollowStudyTrialLogs(Connection& conn, const Globals& g, const std::string& id,
+                                         bool follow, const LogOptions& options = {});
 
 // `stoker ai custom-jobs ...`: gcloud's flags (gcloud_commands.cc).
 struct GcloudCreateFlags {

@@ -209,18 +209,17 @@ int HptuningLogs(const Globals& g, const std::string& id, const std::string& tri
   return Report(NotFound("--trial: tuning job " + id + " has no trial " + trial + " (yet)"));
 }
 
-int HptuningStreamLogs(const Globals& g, const std::string& id) {
-  auto conn = Connect(g);
-  if (!conn.ok()) return Report(conn.status());
+Result<std::string> FollowStudyTrialLogs(Connection& conn, const Globals& g, const std::string& id,
+                                         bool follow, const LogOptions& options) {
   std::set<std::string> done;  // trials whose logs are out in full
   std::string said;
   while (true) {
-    auto study = (*conn)->Call("GET", StudiesPath(g) + "/" + http::UrlEncode(id));
-    if (!study.ok()) return Report(study.status());
-    std::string state = (*study)["state"];
+    STOKER_ASSIGN_OR_RETURN(json study,
+                            conn.Call("GET", StudiesPath(g) + "/" + http::UrlEncode(id)));
+    std::string state = study["state"];
     bool ended = spec::IsTerminal(*spec::ParseJobState(state));  // read before the trials
-    const json& trials = (*study)["trials"];
-    if (trials.empty() && !ended) {
+    const json& trials = study["trials"];
+    if (follow && trials.empty() && !ended) {
       std::string wait = "Waiting: tuning job " + id + " is " + state + ", no trial yet";
       if (wait != said) std::cerr << wait << "\n";
       said = wait;
@@ -232,15 +231,21 @@ int HptuningStreamLogs(const Globals& g, const std::string& id) {
       job = job.substr(job.rfind('/') + 1);
       std::cerr << "==> trial " << trial << " (job " << job << ") <==\n";
       std::string trial_state;
-      PrintLogs(**conn, g, job, "", /*follow=*/true, &trial_state);
+      PrintLogs(conn, g, job, "", follow, &trial_state, options);
       done.insert(trial);
     }
-    if (ended && done.size() >= trials.size()) {
-      std::cerr << "Tuning job " << id << " ended: " << state << "\n";
-      return state == "JOB_STATE_SUCCEEDED" ? 0 : 1;
-    }
+    if (!follow || (ended && done.size() >= trials.size())) return state;
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
   }
+}
+
+int HptuningStreamLogs(const Globals& g, const std::string& id, const LogOptions& options) {
+  auto conn = Connect(g);
+  if (!conn.ok()) return Report(conn.status());
+  auto state = FollowStudyTrialLogs(**conn, g, id, /*follow=*/true, options);
+  if (!state.ok()) return Report(state.status());
+  std::cerr << "Tuning job " << id << " ended: " << *state << "\n";
+  return *state == "JOB_STATE_SUCCEEDED" ? 0 : 1;
 }
 
 }  // namespace stoker::cli
