@@ -24,6 +24,14 @@
 namespace stoker::api {
 namespace {
 
+// Whether `caller` may cancel job `job_id` of `owner` (its owner or an admin).
+Status MayCancel(const auth::Principal& caller, const std::string& owner,
+                 const std::string& job_id) {
+  if (auth::CanChange(caller, owner)) return OkStatus();
+  return PermissionDenied("job '" + job_id + "' belongs to '" + owner +
+                          "'; only it or an admin may cancel it");
+}
+
 using nlohmann::json;
 
 constexpr int kDefaultPageSize = 20;  // the legacy API's default
@@ -351,10 +359,7 @@ std::optional<http::Response> HandleLegacyRoutes(const ApiDeps& d, const http::R
       if (!study.ok()) return Error(study.status());
       if (!auth::CanSee(caller, study->user)) return Error(NotVisible("job '" + job_id + "'"));
       if (!cancel) return Json(RenderLegacyStudy(d, *study, true));
-      if (!auth::CanChange(caller, study->user)) {
-        return Error(PermissionDenied("job '" + job_id + "' belongs to '" + study->user +
-                                      "'; only it or an admin may cancel it"));
-      }
+      if (Status s = MayCancel(caller, study->user, job_id); !s.ok()) return Error(s);
       Status s = d.store->RequestStudyCancel(study->id);
       if (!s.ok()) return Error(s);
       d.control_plane->StudyCancelRequested(study->id);
@@ -367,10 +372,7 @@ std::optional<http::Response> HandleLegacyRoutes(const ApiDeps& d, const http::R
       AddConsumedMlUnits(d, *rec, j);
       return Json(j);
     }
-    if (!auth::CanChange(caller, rec->user)) {
-      return Error(PermissionDenied("job '" + job_id + "' belongs to '" + rec->user +
-                                    "'; only it or an admin may cancel it"));
-    }
+    if (Status s = MayCancel(caller, rec->user, job_id); !s.ok()) return Error(s);
     Status s = d.store->RequestCancel(rec->id);
     if (!s.ok()) return Error(s);
     d.control_plane->CancelRequested(rec->id);

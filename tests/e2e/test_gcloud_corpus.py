@@ -28,6 +28,17 @@ except ImportError:
 sys.exit(int(os.environ.get('EXIT_CODE', '0')))
 """
 
+# One pool, as a single mapping: the form of a widely copied Vertex tutorial.
+POOL = """workerPoolSpecs:
+  machineSpec:
+    machineType: n1-standard-4
+  replicaCount: 1
+  pythonPackageSpec:
+    executorImageUri: us-docker.pkg.dev/vertex-ai/training/pytorch-cpu.1-13:latest
+    packageUris: [$PACKAGE_URI]
+    pythonModule: trainer.task
+"""
+
 HP_CONFIG = """studySpec:
   metrics:
   - metricId: accuracy
@@ -37,27 +48,9 @@ HP_CONFIG = """studySpec:
     doubleValueSpec: {minValue: 0.001, maxValue: 0.1}
     scaleType: UNIT_LOG_SCALE
 trialJobSpec:
-  workerPoolSpecs:
-    machineSpec:
-      machineType: n1-standard-4
-    replicaCount: 1
-    pythonPackageSpec:
-      executorImageUri: us-docker.pkg.dev/vertex-ai/training/pytorch-cpu.1-13:latest
-      packageUris: [$PACKAGE_URI]
-      pythonModule: trainer.task
-"""
+""" + "\n".join("  " + line for line in POOL.splitlines()) + "\n"
 
-# The single-mapping workerPoolSpecs of a widely copied Vertex tutorial.
-CUSTOM_CONFIG = """workerPoolSpecs:
-  machineSpec:
-    machineType: n1-standard-4
-  replicaCount: 1
-  pythonPackageSpec:
-    executorImageUri: us-docker.pkg.dev/vertex-ai/training/pytorch-cpu.1-13:latest
-    packageUris: [$PACKAGE_URI]
-    pythonModule: trainer.task
-    args: [--epochs=3]
-"""
+CUSTOM_CONFIG = POOL + "    args: [--epochs=3]\n"
 
 CORPUS = [
     # Cloud ML Engine / AI Platform "getting started" (census): ml-engine and ai-platform groups.
