@@ -660,6 +660,28 @@ class Api {
       }
       return MethodNotAllowed(req);
     }
+    static const std::regex kBucket(R"(^/storage/v1/b/([^/]+)$)");
+    if (std::regex_match(path, m, kBucket) && method == "DELETE") {
+      std::string bucket = m[1];
+      if (bucket == storage::kStagingBucket || bucket == storage::kOutputsBucket) {
+        return Error(
+            PermissionDenied("bucket '" + bucket + "' is Stoker's own; it is not removed"));
+      }
+      auto list = d_.buckets->List(bucket, "");
+      if (!list.ok()) return Error(list.status());
+      if (!list->empty()) {
+        return Error(FailedPrecondition("bucket '" + bucket + "' is not empty; remove its " +
+                                        std::to_string(list->size()) + " objects first (rm -r)"));
+      }
+      d_.buckets->RemoveIfEmpty(bucket);
+      if (d_.buckets->Exists(bucket)) {
+        return Error(FailedPrecondition("bucket '" + bucket +
+                                        "' still holds directories or files that are not objects"));
+      }
+      http::Response r;
+      r.status = 204;
+      return r;
+    }
     if (std::regex_match(path, m, kUpload)) {
       std::string bucket = m[1];
       if (method == "POST" && QueryValue(req, "uploadType") == "resumable" &&

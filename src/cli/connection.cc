@@ -141,12 +141,26 @@ Result<std::string> Connection::CallRaw(const std::string& method, const std::st
   auto r = client_.Call(method, target, body, headers, 120000);
   if (!r.ok()) return r.status();
   if (r->status >= 200 && r->status < 300) return std::move(r->body);
-  nlohmann::json err = nlohmann::json::parse(r->body, nullptr, false);
-  std::string message = r->body;
+  return StatusOf(*r);
+}
+
+Status Connection::StatusOf(const http::Response& r) {
+  if (r.status >= 200 && r.status < 300) return OkStatus();
+  nlohmann::json err = nlohmann::json::parse(r.body, nullptr, false);
+  std::string message = r.body;
   if (err.is_object() && err.contains("error") && err["error"].contains("message")) {
     message = err["error"]["message"].get<std::string>();
   }
-  return Status(CodeForHttp(r->status), message);
+  return Status(CodeForHttp(r.status), message);
+}
+
+Result<http::Response> Connection::Stream(const std::string& method, const std::string& target,
+                                          std::map<std::string, std::string> headers,
+                                          uint64_t body_size,
+                                          const http::Client::BodyReader& reader,
+                                          const http::Client::BodyWriter& writer) {
+  if (!token_.empty()) headers["authorization"] = "Bearer " + token_;
+  return client_.Stream(method, target, headers, body_size, reader, writer, 120000);
 }
 
 Result<nlohmann::json> Connection::Call(const std::string& method, const std::string& target,

@@ -40,6 +40,15 @@ class Connection {
   Result<std::string> CallRaw(const std::string& method, const std::string& target,
                               const std::string& body = "");
 
+  // A streamed call (object transfers; http::Client::Stream) with the
+  // credentials added. Any HTTP status is a successful Result; StatusOf
+  // turns a non-2xx answer into the Status Call would give.
+  Result<http::Response> Stream(const std::string& method, const std::string& target,
+                                std::map<std::string, std::string> headers, uint64_t body_size,
+                                const http::Client::BodyReader& reader,
+                                const http::Client::BodyWriter& writer);
+  static Status StatusOf(const http::Response& r);
+
   const std::string& url() const { return url_; }
 
  private:
