@@ -72,11 +72,12 @@ std::string ObjectPath(const std::string& bucket, const std::string& object) {
 class Progress {
  public:
   Progress(bool show, uint64_t total_bytes, size_t total_files)
-      : show_(show && ::isatty(2)), total_(total_bytes), files_(total_files) {
+      : show_(show && ::isatty(2)), quiet_(!show), total_(total_bytes), files_(total_files) {
     if (show_) thread_ = std::thread([this] { Loop(); });
   }
   ~Progress() { Stop(); }
   void Add(uint64_t n) { done_ += n; }
+  bool quiet() const { return quiet_; }
   void FileDone() { ++files_done_; }
   void AddTotal(uint64_t n) { total_ += n; }
   void Stop() {
@@ -117,6 +118,7 @@ class Progress {
   }
 
   const bool show_;
+  const bool quiet_;  // -q: no messages either
   std::atomic<uint64_t> done_{0};
   std::atomic<uint64_t> total_;
   std::atomic<size_t> files_done_{0};
@@ -279,6 +281,10 @@ Result<json> UploadResumable(Connection& conn, const Source& src, const std::str
         continue;
       }
       offset = static_cast<uint64_t>(*at);
+      if (attempt == 0 && !progress->quiet()) {
+        std::cerr << "Resuming upload of " << src.display << " at byte " << offset << " of "
+                  << size << "\n";
+      }
     }
     if (!done.is_null() && done.is_object()) break;
     // The checksum covers the whole file: hash what the session already
@@ -413,7 +419,9 @@ Result<json> Upload(Connection& conn, const std::string& local, const std::strin
   ::fstat(fd, &st);
   Source src{local, fd, st.st_size, ""};
   std::error_code ec;
-  src.tracker_key = "upload\n" + conn.url() + "\n" + fs::absolute(local, ec).string() + "\n" +
+  // Not the server's URL: a daemon restarted on another port still has the
+  // session (and a session it lacks is simply started again).
+  src.tracker_key = "upload\n" + fs::absolute(local, ec).string() + "\n" +
                     bucket + "\n" + object + "\n" + std::to_string(st.st_size) + "\n" +
                     std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
   Result<json> out = Internal("");
@@ -896,11 +904,11 @@ int Cp(const Globals& g, std::vector<std::string> args, const Opts& o) {
     return Report(Status(Code::kInternal, std::to_string(failed) + " of " +
                                               std::to_string(jobs.size()) + " copies failed"));
   }
-  if (!o.quiet && dst != "-" && args[0] != "-") {
-    std::cerr << "Copied " << jobs.size() << " file(s), " << total << " bytes, to " << dst << "\n";
-  }
-  // The old `storage cp` printed its summary on stdout.
-  if (!o.gsutil && !o.quiet && dst != "-") {
+  if (o.gsutil && !o.quiet && !g.quiet) {
+    std::cerr << "Operation completed over " << jobs.size() << " objects/" << Human(total)
+              << ".\n";
+  } else if (!o.gsutil && !o.quiet && dst != "-") {
+    // `storage cp` printed its summary on stdout.
     std::cout << "Copied " << jobs.size() << " file(s), " << total << " bytes, to " << dst << "\n";
   }
   return 0;
