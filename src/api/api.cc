@@ -1046,6 +1046,18 @@ class Api {
              "log_max_bytes, log_max_files)\n" +
              data;
     }
+    // times=1: when the lines were written, as [index in data, Unix
+    // microseconds] marks; a line's time is the latest mark at or before it.
+    if (auto t = req.query.find("times");
+        t != req.query.end() && t->second != "0" && t->second != "false" && !data.empty()) {
+      size_t notice = data.size() - static_cast<size_t>(stream->next_offset - stream->offset);
+      json times = json::array();
+      for (const auto& m : stream->marks) {
+        uint64_t at = m.offset > stream->offset ? m.offset - stream->offset : 0;
+        times.push_back({notice + at, m.time_us});
+      }
+      out["times"] = std::move(times);
+    }
     out["nextOffset"] = stream->next_offset;
     out["data"] = std::move(data);
     return Json(out);

@@ -89,6 +89,9 @@ struct LogOptions {
   // With follow: while the job is queued or starting, one line on stderr
   // saying what it waits for (WaitingLine), again whenever that changes.
   bool show_waiting = true;
+  // --timestamps: each line prefixed with when it was written, before the
+  // replica's name (log_stamper.h).
+  bool timestamps = false;
 };
 
 // Streams a job's logs (all replicas, prefixed when several, or `only`);
@@ -187,7 +190,8 @@ int AiCustomJobsCreate(const Globals& g, const GcloudCreateFlags& f);
 // ID or projects/P/locations/L/customJobs/ID.
 int AiCustomJobsDescribe(const Globals& g, const std::string& job);
 int AiCustomJobsCancel(const Globals& g, const std::string& job);
-int AiCustomJobsStreamLogs(const Globals& g, const std::string& job, const std::string& task_name);
+int AiCustomJobsStreamLogs(const Globals& g, const std::string& job, const std::string& task_name,
+                           const LogOptions& options = {});
 
 // `stoker ai custom-jobs local-run`: gcloud's flags; runs the trainer in the
 // foreground on this machine with the interpreter the executor image maps to

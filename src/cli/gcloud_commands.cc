@@ -323,10 +323,10 @@ int AiCustomJobsCancel(const Globals& global, const std::string& job) {
 }
 
 int AiCustomJobsStreamLogs(const Globals& global, const std::string& job,
-                           const std::string& task_name) {
+                           const std::string& task_name, const LogOptions& options) {
   Globals g = global;
   std::string id = ResolveName(g, job);
-  return Logs(g, id, task_name, /*follow=*/true);
+  return Logs(g, id, task_name, /*follow=*/true, options);
 }
 
 }  // namespace stoker::cli

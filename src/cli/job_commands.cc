@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/log_stamper.h"
 #include "common/files.h"
 #include "common/json_yaml.h"
 #include "common/time.h"
@@ -232,7 +233,8 @@ class WaitReporter {
 void PrintLogs(Connection& conn, const Globals& g, const std::string& id, const std::string& only,
                bool follow, std::string* final_state, const LogOptions& options) {
   std::map<std::string, uint64_t> offsets;
-  std::map<std::string, std::string> partial;  // unterminated last line per replica
+  std::map<std::string, std::string> partial;   // unterminated last line per replica
+  std::map<std::string, LineStamper> stampers;  // with options.timestamps, per replica
   std::string base = JobsPath(g) + "/" + id + "/logs";
   WaitReporter waits(conn, g, id);
   if (final_state) final_state->clear();
@@ -254,13 +256,17 @@ void PrintLogs(Connection& conn, const Globals& g, const std::string& id, const 
       if (!only.empty() && name != only) continue;
       while (true) {
         auto chunk = conn.Call("GET", base + "?replica=" + http::UrlEncode(name) +
-                                          "&offset=" + std::to_string(offsets[name]));
+                                          "&offset=" + std::to_string(offsets[name]) +
+                                          (options.timestamps ? "&times=1" : ""));
         if (!chunk.ok()) break;
         std::string data = (*chunk)["data"];
         if (data.empty()) break;
         got = true;
         offsets[name] = (*chunk)["nextOffset"].get<uint64_t>();
-        if (!prefix) {
+        if (options.timestamps) {
+          auto s = stampers.try_emplace(name, prefix ? name + ": " : "").first;
+          std::cout << s->second.Add(data, chunk->value("times", json()));
+        } else if (!prefix) {
           std::cout << data;
         } else {
           std::string text = partial[name] + data;
@@ -278,6 +284,7 @@ void PrintLogs(Connection& conn, const Globals& g, const std::string& id, const 
       for (auto& [name, rest] : partial) {
         if (!rest.empty()) std::cout << name << ": " << rest << "\n";
       }
+      for (auto& [name, stamper] : stampers) std::cout << stamper.Flush();
       if (final_state) *final_state = state;
       return;
     }

@@ -291,7 +291,12 @@ int main(int argc, char** argv) {
   logs->add_option("ID", id)->required();
   logs->add_option("--replica", replica, "Only this replica, e.g. workerpool0-0");
   logs->add_flag("--follow,-f", follow, "Keep streaming until the job ends");
-  logs->callback([&] { rc = Logs(g, id, replica, follow); });
+  LogOptions log_options;
+  const char* kTimestampsHelp =
+      "Prefix each line with when it was written (RFC 3339 UTC, ms; lines within 50 ms of "
+      "each other may share a time)";
+  logs->add_flag("--timestamps", log_options.timestamps, kTimestampsHelp);
+  logs->callback([&] { rc = Logs(g, id, replica, follow, log_options); });
 
   auto* cancel = jobs->add_subcommand("cancel", "Cancel a job");
   cancel->add_option("ID", id)->required();
@@ -384,7 +389,9 @@ int main(int argc, char** argv) {
   bool multiline = false;
   cj_logs->add_flag("--allow-multiline-logs", multiline, "Accepted for gcloud compatibility");
   add_region(cj_logs);
-  cj_logs->callback([&] { rc = AiCustomJobsStreamLogs(with_region(), cj_id, task_name); });
+  cj_logs->add_flag("--timestamps", log_options.timestamps, kTimestampsHelp);
+  cj_logs->callback(
+      [&] { rc = AiCustomJobsStreamLogs(with_region(), cj_id, task_name, log_options); });
   LocalRunFlags lr;
   auto* cj_local = cj->add_subcommand(
       "local-run", "Run a trainer package in the foreground, as a job's replica would run it");
@@ -456,9 +463,10 @@ int main(int argc, char** argv) {
   auto* hpt_logs = hpt_named("stream-logs", "Stream every trial's logs until the job ends");
   hpt_logs->add_option("--polling-interval", polling_interval, "Accepted for gcloud compatibility");
   hpt_logs->add_flag("--allow-multiline-logs", multiline, "Accepted for gcloud compatibility");
+  hpt_logs->add_flag("--timestamps", log_options.timestamps, kTimestampsHelp);
   hpt_logs->callback([&] {
     Globals r = hpt_globals();
-    rc = HptuningStreamLogs(r, hpt_id_of(r));
+    rc = HptuningStreamLogs(r, hpt_id_of(r), log_options);
   });
   auto* hpt_list = hpt->add_subcommand("list", "List tuning jobs, newest first");
   hpt_list->add_option("--region", hpt_region, "The jobs' location");
@@ -495,7 +503,8 @@ int main(int argc, char** argv) {
                         "Accepted for gcloud compatibility");
     ap_logs->add_flag("--allow-multiline-logs", multiline, "Accepted for gcloud compatibility");
     ap_logs->add_option("--task-name", task_name, "Accepted for gcloud compatibility");
-    ap_logs->callback([&] { rc = AiPlatformStreamLogs(g, ap_id); });
+    ap_logs->add_flag("--timestamps", log_options.timestamps, kTimestampsHelp);
+    ap_logs->callback([&] { rc = AiPlatformStreamLogs(g, ap_id, log_options); });
     auto* ap_list = ap_jobs->add_subcommand("list", "List jobs of both kinds, newest first");
     AddListFlags(ap_list, g.list);
     ap_list->callback([&] { rc = AiPlatformList(g); });

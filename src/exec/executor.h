@@ -128,6 +128,15 @@ struct LogChunk {
   uint64_t skipped = 0;      // bytes before `offset` that rotation already deleted
   uint64_t next_offset = 0;  // offset + data.size()
   uint64_t size = 0;         // the stream's length now
+  // When its lines were written (runner/log_rotation.h, output.times): the
+  // mark at or before `offset`, then the marks inside `data`, by offset; a
+  // line's time is that of the latest mark at or before its start. Empty
+  // when `data` is, or when the executor keeps no times.
+  struct Mark {
+    uint64_t offset = 0;  // in the stream, like `offset`
+    int64_t time_us = 0;  // Unix microseconds
+  };
+  std::vector<Mark> marks;
 };
 
 // A trial's metric reports (ReadTrialMetrics): what the trainer wrote to

@@ -25,10 +25,15 @@ using replica::kTrainerMetrics;
 Result<LogChunk> ReplicaDirExecutor::ReadLog(int64_t job_id, int attempt,
                                              const std::string& replica, uint64_t offset,
                                              size_t max_bytes) const {
-  STOKER_ASSIGN_OR_RETURN(
-      runner::LogRead r,
-      runner::ReadLogStream(ReplicaDir(job_id, attempt, replica), offset, max_bytes));
-  return LogChunk{std::move(r.data), r.offset, r.skipped, r.next_offset, r.size};
+  fs::path dir = ReplicaDir(job_id, attempt, replica);
+  STOKER_ASSIGN_OR_RETURN(runner::LogRead r, runner::ReadLogStream(dir, offset, max_bytes));
+  LogChunk chunk{std::move(r.data), r.offset, r.skipped, r.next_offset, r.size, {}};
+  if (!chunk.data.empty()) {
+    for (const runner::LogMark& m : runner::ReadLogMarks(dir, chunk.offset, chunk.next_offset)) {
+      chunk.marks.push_back({m.offset, m.time_us});
+    }
+  }
+  return chunk;
 }
 
 std::string ReplicaDirExecutor::ReadLogTail(int64_t job_id, int attempt, const std::string& replica,

@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "exec/local_executor.h"
+#include "runner/log_rotation.h"
 
 namespace stoker::exec {
 namespace {
@@ -44,6 +45,29 @@ TEST_F(ReplicaDirExecutorTest, ReadsTheLogStreamAndItsTail) {
   EXPECT_EQ(chunk->size, 8u);
   EXPECT_EQ(ex.ReadLogTail(7, 1, "workerpool0-0", 4), "two\n");
   EXPECT_EQ(ex.SupervisorLog(7, 1, "workerpool0-0"), dir / "runner.log");
+}
+
+TEST_F(ReplicaDirExecutorTest, ReadsTheTimesOfTheLinesOfAChunk) {
+  LocalExecutor ex(root_, "/bin/false");
+  fs::path dir = ex.ReplicaDir(7, 1, "workerpool0-0");
+  fs::create_directories(dir);
+  int64_t now = 1'000'000;
+  runner::RotatingLog log(dir, {.max_bytes = 0}, [&now] { return now; });
+  ASSERT_TRUE(log.Open().ok());
+  ASSERT_TRUE(log.Write("a first line of output\n").ok());  // 0..23
+  now += 1'200'000;
+  ASSERT_TRUE(log.Write("a second line\n").ok());  // 23..37
+  auto all = ex.ReadLog(7, 1, "workerpool0-0", 0, 100);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->marks.size(), 2u);
+  EXPECT_EQ(all->marks[1].offset, 23u);
+  EXPECT_EQ(all->marks[1].time_us, 2'200'000);
+  // A chunk inside the first line still gets the mark that dates it.
+  auto inside = ex.ReadLog(7, 1, "workerpool0-0", 5, 10);
+  ASSERT_TRUE(inside.ok());
+  ASSERT_EQ(inside->marks.size(), 1u);
+  EXPECT_EQ(inside->marks[0].offset, 0u);
+  EXPECT_EQ(inside->marks[0].time_us, 1'000'000);
 }
 
 TEST_F(ReplicaDirExecutorTest, TrialMetricsComeFromTheTrainersFileThenThePushedOnes) {

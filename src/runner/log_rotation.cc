@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -29,6 +30,11 @@ constexpr size_t kMaxHeldBack = 64 * 1024;
 
 std::string FileName(int index) {
   return index == 0 ? "output.log" : "output.log." + std::to_string(index);
+}
+
+// The index of FileName(index)'s line times.
+std::string TimesName(int index) {
+  return index == 0 ? "output.times" : "output.times." + std::to_string(index);
 }
 
 // Opens DIR/output.log (`flags` | O_WRONLY | O_APPEND) for root in a
@@ -96,12 +102,75 @@ Result<std::vector<LogFile>> ParseLogState(std::string_view text) {
   return out;
 }
 
-RotatingLog::RotatingLog(fs::path dir, LogLimits limits) : dir_(std::move(dir)), limits_(limits) {
+RotatingLog::RotatingLog(fs::path dir, LogLimits limits, std::function<int64_t()> now_us)
+    : dir_(std::move(dir)), limits_(limits), now_us_(std::move(now_us)) {
   if (limits_.max_files < 1) limits_.max_files = 1;
+  if (!now_us_) now_us_ = NowMicros;
 }
 
 RotatingLog::~RotatingLog() {
   if (fd_ >= 0) ::close(fd_);
+  if (times_fd_ >= 0) ::close(times_fd_);
+}
+
+void RotatingLog::OpenTimes(bool fresh) {
+  if (times_fd_ >= 0) ::close(times_fd_);
+  times_fd_ = -1;
+  file_marked_ = false;
+  file_marks_ = 0;
+  if (times_failed_) return;
+  fs::path path = dir_ / TimesName(0);
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    times_fd_ = OpenOwnLog(path, fresh ? O_CREAT | O_EXCL : O_CREAT);
+    if (times_fd_ >= 0 || errno != EEXIST) break;
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) break;
+  }
+  if (times_fd_ < 0) {
+    Complain("cannot open " + path.string() + ": " + std::strerror(errno) +
+             "; the log's lines will have no times");
+    times_failed_ = true;
+  }
+}
+
+void RotatingLog::Mark(std::string_view part, int64_t now) {
+  if (times_fd_ < 0) return;
+  uint64_t base = files_.front().start + size_;
+  size_t pos = 0;
+  if (!at_line_start_) {
+    size_t nl = part.find('\n');
+    if (nl == std::string_view::npos) return;
+    pos = nl + 1;
+  }
+  while (pos < part.size()) {
+    uint64_t offset = base + pos;
+    if (file_marked_ && now - last_mark_.time_us < kLogMarkIntervalUs) return;
+    if ((file_marks_ + 1) * kLogMarkBytes <= offset - files_.front().start + kLogMarkSlackBytes) {
+      unsigned char rec[kLogMarkBytes];
+      for (size_t i = 0; i < 8; ++i) {
+        rec[i] = static_cast<unsigned char>(offset >> (8 * i));
+        rec[8 + i] = static_cast<unsigned char>(static_cast<uint64_t>(now) >> (8 * i));
+      }
+      ssize_t n;
+      do {
+        n = ::write(times_fd_, rec, sizeof rec);
+      } while (n < 0 && errno == EINTR);
+      if (n != static_cast<ssize_t>(sizeof rec)) {
+        Complain("cannot write " + (dir_ / TimesName(0)).string() + ": " +
+                 std::strerror(n < 0 ? errno : ENOSPC) + "; later lines will have no times");
+        ::close(times_fd_);
+        times_fd_ = -1;
+        times_failed_ = true;
+        return;
+      }
+      last_mark_ = {offset, now};
+      file_marked_ = true;
+      ++file_marks_;
+      return;  // the next mark needs a later Write (the interval)
+    }
+    size_t nl = part.find('\n', pos);
+    if (nl == std::string_view::npos) return;
+    pos = nl + 1;
+  }
 }
 
 Status RotatingLog::Open() {
@@ -116,6 +185,7 @@ Status RotatingLog::Open() {
   }
   size_ = static_cast<uint64_t>(st.st_size);
   files_ = {{FileName(0), static_cast<uint64_t>(st.st_ino), 0}};
+  OpenTimes(/*fresh=*/false);
   return OkStatus();
 }
 
@@ -129,7 +199,13 @@ Status RotatingLog::Rotate() {
       return Internal("cannot rotate " + from.string() + " to " + to.string() + ": " +
                       std::strerror(errno));
     }
+    // The line times go with their log; losing them loses no output.
+    fs::path tfrom = dir_ / TimesName(i - 1), tto = dir_ / TimesName(i);
+    if (::rename(tfrom.c_str(), tto.c_str()) != 0 && errno != ENOENT) {
+      ::unlink(tfrom.c_str());
+    }
   }
+  OpenTimes(/*fresh=*/true);
   uint64_t next_start = files_.front().start + size_;
   fs::path path = dir_ / FileName(0);
   // A new file: whatever took the name since the rename (a link the trainer
@@ -156,6 +232,7 @@ Status RotatingLog::Rotate() {
 }
 
 Status RotatingLog::Write(std::string_view data) {
+  const int64_t now = now_us_();
   while (!data.empty()) {
     if (fd_ < 0) return FailedPrecondition((dir_ / FileName(0)).string() + " is not open");
     WriteStep step = PlanWrite(size_, data, limits_.max_bytes);
@@ -164,6 +241,8 @@ Status RotatingLog::Write(std::string_view data) {
       continue;
     }
     std::string_view part = data.substr(0, step.write);
+    Mark(part, now);
+    at_line_start_ = !part.empty() && part.back() == '\n';
     while (!part.empty()) {
       ssize_t n = ::write(fd_, part.data(), part.size());
       if (n < 0 && errno == EINTR) continue;
@@ -397,6 +476,74 @@ Result<LogRead> ReadLogStream(const fs::path& dir, uint64_t offset, size_t max_b
     break;
   }
   out.next_offset = out.offset + out.data.size();
+  return out;
+}
+
+namespace {
+
+// The mark at index `i` of the index file `fd`; false past its end.
+bool ReadMark(int fd, uint64_t i, LogMark* mark) {
+  std::string rec;
+  if (!ReadAt(fd, i * kLogMarkBytes, kLogMarkBytes, &rec)) return false;
+  uint64_t offset = 0, time = 0;
+  for (size_t b = 0; b < 8; ++b) {
+    offset |= static_cast<uint64_t>(static_cast<unsigned char>(rec[b])) << (8 * b);
+    time |= static_cast<uint64_t>(static_cast<unsigned char>(rec[8 + b])) << (8 * b);
+  }
+  *mark = {offset, static_cast<int64_t>(time)};
+  return true;
+}
+
+}  // namespace
+
+std::vector<LogMark> ReadLogMarks(const fs::path& dir, uint64_t from, uint64_t to) {
+  to = std::max(to, from);
+  // Every index file there is, whatever its number: during a rotation the
+  // numbers shift, and each mark carries its stream offset anyway.
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name == "output.times" || (name.size() > 13 && name.compare(0, 13, "output.times.") == 0 &&
+                                   name.find_first_not_of("0123456789", 13) == std::string::npos)) {
+      names.push_back(std::move(name));
+    }
+  }
+  std::optional<LogMark> before;
+  std::vector<LogMark> out;
+  for (const std::string& name : names) {
+    auto opened = OpenReadNoFollow(dir, name);
+    if (!opened.ok()) continue;
+    int fd = *opened;
+    struct stat st = {};
+    uint64_t n = ::fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) / kLogMarkBytes : 0;
+    // The first mark after `from` (binary search: offsets increase).
+    uint64_t lo = 0, hi = n;
+    LogMark m;
+    while (lo < hi) {
+      uint64_t mid = lo + (hi - lo) / 2;
+      if (!ReadMark(fd, mid, &m)) break;
+      if (m.offset <= from) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    if (lo > 0 && ReadMark(fd, lo - 1, &m) && m.offset <= from &&
+        (!before || m.offset > before->offset)) {
+      before = m;
+    }
+    // A chunk of the stream holds at most one mark per kLogMarkBytes.
+    for (uint64_t i = lo; i < n && out.size() < (to - from) / kLogMarkBytes + 16; ++i) {
+      if (!ReadMark(fd, i, &m) || m.offset >= to) break;
+      out.push_back(m);
+    }
+    ::close(fd);
+  }
+  if (before) out.push_back(*before);
+  std::sort(out.begin(), out.end(),
+            [](const LogMark& a, const LogMark& b) { return a.offset < b.offset; });
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 

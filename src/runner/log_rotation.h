@@ -19,6 +19,19 @@
 // written atomically after each rotation. A reader that opens a file whose
 // inode differs from the entry caught a rotation in flight and should retry.
 // Without log_state.json there has been no rotation: output.log starts at 0.
+//
+// When lines were written: beside output.log, DIR/output.times (and
+// output.times.N beside output.log.N, rotated with it) holds marks of
+// kLogMarkBytes each: the stream offset of a line start (uint64) and the
+// Unix time in microseconds stoker-run wrote that line to output.log (int64),
+// both little-endian, offsets increasing. Not every line has a mark: each
+// file's first line start has one, and later a line start gets one when at
+// least kLogMarkIntervalUs passed since the file's previous mark and the
+// index stays within its log file's size (up to the line) plus
+// kLogMarkSlackBytes. A line's time is that of the latest mark at or before
+// its start, so it is exact to within the interval while the trainer writes
+// more than a mark's size per line on average, and the index files never
+// outgrow the logs by more than kLogMarkSlackBytes each.
 #pragma once
 
 #include <condition_variable>
@@ -61,31 +74,58 @@ struct LogFile {
   uint64_t start = 0;  // offset of its first byte in the replica's log stream
 };
 
+// A mark of output.times: the line starting at `offset` of the stream was
+// written at `time_us` (Unix microseconds).
+struct LogMark {
+  uint64_t offset = 0;
+  int64_t time_us = 0;
+  bool operator==(const LogMark& o) const { return offset == o.offset && time_us == o.time_us; }
+};
+constexpr int64_t kLogMarkIntervalUs = 50'000;
+constexpr size_t kLogMarkBytes = 16;
+constexpr uint64_t kLogMarkSlackBytes = 4096;  // 256 marks before the log must pay for them
+
 // Parses log_state.json (newest first). InvalidArgument when malformed.
 Result<std::vector<LogFile>> ParseLogState(std::string_view json);
 
 // DIR/output.log with rotation. Not thread-safe: one writer at a time (the
 // pump's writer thread while it runs, the supervisor before and after).
+// Also keeps output.times (see the top); a failure to write a mark is
+// reported once on stderr and ends the marks, never the log.
 class RotatingLog {
  public:
-  RotatingLog(std::filesystem::path dir, LogLimits limits);
+  // `now_us`: the clock of the marks (Unix microseconds); tests set it.
+  RotatingLog(std::filesystem::path dir, LogLimits limits,
+              std::function<int64_t()> now_us = nullptr);
   ~RotatingLog();
   RotatingLog(const RotatingLog&) = delete;
   RotatingLog& operator=(const RotatingLog&) = delete;
 
-  // Opens (creating) output.log for appending.
+  // Opens (creating) output.log and output.times for appending.
   Status Open();
-  // Appends `data`, rotating as PlanWrite says. Errors name the file.
+  // Appends `data`, rotating as PlanWrite says, and marks its lines' time.
+  // Errors name the file.
   Status Write(std::string_view data);
 
  private:
   Status Rotate();
+  // Adds the marks that `part`, about to be written at the end of
+  // output.log, earns (see the top).
+  void Mark(std::string_view part, int64_t now);
+  void OpenTimes(bool fresh);
 
   std::filesystem::path dir_;
   LogLimits limits_;
+  std::function<int64_t()> now_us_;
   int fd_ = -1;
   uint64_t size_ = 0;
   std::vector<LogFile> files_;  // newest first; [0] is output.log
+  int times_fd_ = -1;           // output.times; -1 when marks failed
+  bool times_failed_ = false;
+  bool at_line_start_ = true;  // the next byte written starts a line
+  bool file_marked_ = false;   // output.times has a mark for this output.log
+  uint64_t file_marks_ = 0;    // marks in output.times
+  LogMark last_mark_;
 };
 
 // Copies a pipe into a sink (RotatingLog::Write) on two threads of its own: a
@@ -145,6 +185,12 @@ struct LogRead {
 // output.log reads as an empty stream. Retries briefly when it catches a
 // rotation in flight; Unavailable if the files keep changing under it.
 Result<LogRead> ReadLogStream(const std::filesystem::path& dir, uint64_t offset, size_t max_bytes);
+
+// The marks that date the stream's bytes [from, to): the latest one at or
+// before `from` (when rotation has not deleted it), then every mark in
+// (from, to), by offset. Missing or unreadable index files read as no marks:
+// the times are a best effort (a rotation in flight may hide some).
+std::vector<LogMark> ReadLogMarks(const std::filesystem::path& dir, uint64_t from, uint64_t to);
 
 // The stream's last `max_bytes` bytes (fewer if it is shorter), taken from
 // output.log.1 as well when output.log holds fewer: right after a rotation

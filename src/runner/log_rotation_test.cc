@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <string>
 
@@ -92,6 +93,76 @@ TEST_F(RotatingLogTest, ShiftsFilesAndDeletesTheOldest) {
   EXPECT_EQ(Slurp("output.log.1"), "five\nsix\n");
   EXPECT_EQ(Slurp("output.log.2"), "three\nfour\n");
   EXPECT_FALSE(fs::exists(dir_ / "output.log.3"));
+}
+
+// A settable clock for the marks of output.times.
+struct FakeMicros {
+  int64_t now = 1'700'000'000'000'000;
+  std::function<int64_t()> Clock() {
+    return [this] { return now; };
+  }
+};
+
+TEST_F(RotatingLogTest, MarksTheFirstLineThenAtMostOneLinePerInterval) {
+  FakeMicros clock;
+  const int64_t t0 = clock.now;
+  RotatingLog log(dir_, {.max_bytes = 0}, clock.Clock());
+  ASSERT_TRUE(log.Open().ok());
+  ASSERT_TRUE(log.Write("the first line, long\n").ok());  // 0..21
+  clock.now += 10'000;                                    // inside the interval
+  ASSERT_TRUE(log.Write("second\n").ok());                // 21..28: shares the mark
+  clock.now += 50'000;
+  ASSERT_TRUE(log.Write("third\nfourth\n").ok());  // 28: a mark; 34 shares it
+  clock.now += 1'000'000;
+  ASSERT_TRUE(log.Write("fifth\n").ok());  // 41: a mark
+  ASSERT_TRUE(log.Write("part").ok());     // 47: inside the interval
+  clock.now += 1'000'000;
+  ASSERT_TRUE(log.Write("ial\nsixth\n").ok());  // 47..55 ends "partial"; 55: a mark
+  std::vector<LogMark> want = {
+      {0, t0}, {28, t0 + 60'000}, {41, t0 + 1'060'000}, {55, t0 + 2'060'000}};
+  EXPECT_EQ(ReadLogMarks(dir_, 0, 1000), want);
+  EXPECT_EQ(fs::file_size(dir_ / "output.times"), 4 * kLogMarkBytes);
+  // A range gets the mark that dates its first byte, then its own.
+  EXPECT_EQ(ReadLogMarks(dir_, 30, 40), (std::vector<LogMark>{want[1]}));
+  EXPECT_EQ(ReadLogMarks(dir_, 28, 56), (std::vector<LogMark>{want[1], want[2], want[3]}));
+  EXPECT_EQ(ReadLogMarks(dir_, 21, 28), (std::vector<LogMark>{want[0]}));
+}
+
+TEST_F(RotatingLogTest, KeepsTheTimesWithinTheLogsSizePlusTheSlack) {
+  FakeMicros clock;
+  RotatingLog log(dir_, {.max_bytes = 0}, clock.Clock());
+  ASSERT_TRUE(log.Open().ok());
+  for (int i = 0; i < 2000; ++i) {  // tiny lines, each in an interval of its own
+    clock.now += 1'000'000;
+    ASSERT_TRUE(log.Write("x\n").ok());
+  }
+  uint64_t times = fs::file_size(dir_ / "output.times");
+  EXPECT_LE(times, fs::file_size(dir_ / "output.log") + kLogMarkSlackBytes);
+  EXPECT_GT(times, kLogMarkSlackBytes);  // the log pays for more as it grows
+}
+
+TEST_F(RotatingLogTest, RotatesTheTimesWithTheLog) {
+  FakeMicros clock;
+  RotatingLog log(dir_, {.max_bytes = 12, .max_files = 1}, clock.Clock());
+  ASSERT_TRUE(log.Open().ok());
+  // one two | three four | five six: the first file and its times go.
+  for (const char* line : {"one\n", "two\n", "three\n", "four\n", "five\n", "six\n"}) {
+    clock.now += 1'000'000;
+    ASSERT_TRUE(log.Write(line).ok());
+  }
+  EXPECT_EQ(Slurp("output.log.1"), "three\nfour\n");
+  EXPECT_FALSE(fs::exists(dir_ / "output.times.2"));
+  EXPECT_EQ(fs::file_size(dir_ / "output.times.1"), 2 * kLogMarkBytes);
+  int64_t t = FakeMicros().now;
+  EXPECT_EQ(
+      ReadLogMarks(dir_, 0, 100),
+      (std::vector<LogMark>{
+          {8, t + 3'000'000}, {14, t + 4'000'000}, {19, t + 5'000'000}, {24, t + 6'000'000}}));
+}
+
+TEST_F(RotatingLogTest, ReadsNoMarksWithoutAnIndex) {
+  EXPECT_TRUE(ReadLogMarks(dir_, 0, 100).empty());
+  EXPECT_TRUE(ReadLogMarks(dir_ / "missing", 0, 100).empty());
 }
 
 // stoker-run writes output.log as root in a directory the trainer's account

@@ -1,4 +1,5 @@
 """Submitting, running, watching and the trainer's environment."""
+import datetime
 import json
 import os
 import re
@@ -115,6 +116,40 @@ jobSpec:
         rest = proc.stdout.read()
         self.assertEqual(proc.wait(timeout=60), 0)
         self.assertIn("second", rest)
+
+    def test_logs_timestamps_date_each_line_when_it_was_written(self):
+        worker = {"machineSpec": {"machineType": "e2-standard-2"}, "replicaCount": 1,
+                  "containerSpec": {"imageUri": IMAGE,
+                                    "command": ["/bin/sh", "-c", "echo worker"]}}
+        job_id = self.submit(container_job("stamped", "echo first; sleep 1.2; echo second",
+                                           pools=[worker]))
+        stamped = self.stoker("jobs", "logs", job_id, "--follow", "--timestamps").stdout
+        line = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})Z (\S+): (.*)$")
+        times = {}
+        for text in stamped.splitlines():
+            m = line.match(text)
+            self.assertIsNotNone(m, "not 'TIME REPLICA: LINE': %r in %r" % (text, stamped))
+            times[(m.group(2), m.group(3))] = datetime.datetime.strptime(
+                m.group(1) + "+0000", "%Y-%m-%dT%H:%M:%S.%f%z")
+        self.assertEqual(sorted(times), [("workerpool0-0", "first"), ("workerpool0-0", "second"),
+                                         ("workerpool1-0", "worker")])
+        gap = (times[("workerpool0-0", "second")] -
+               times[("workerpool0-0", "first")]).total_seconds()
+        self.assertGreaterEqual(gap, 1.15, stamped)
+        self.assertLess(gap, 5, stamped)
+        now = datetime.datetime.now(datetime.timezone.utc)
+        self.assertLess(abs((now - times[("workerpool0-0", "first")]).total_seconds()), 120)
+        # Without the flag, the output is what it always was.
+        plain = self.stoker("jobs", "logs", job_id).stdout
+        self.assertEqual(plain, "workerpool0-0: first\nworkerpool0-0: second\n"
+                                "workerpool1-0: worker\n")
+        # gcloud's command line takes it too; one replica: no name after the time.
+        one = self.stoker("ai", "custom-jobs", "stream-logs", job_id, "--task-name",
+                          "workerpool0-0", "--timestamps").stdout.splitlines()
+        self.assertEqual([t[25:] for t in one], ["first", "second"])
+        self.assertEqual([t[:24] for t in one],
+                         [line.match(t).group(1) + "Z" for t in stamped.splitlines()
+                          if t.endswith(("first", "second"))])
 
     def test_rest_api_lists_gets_and_filters_jobs(self):
         a = self.submit(container_job("a", "true"))
