@@ -132,10 +132,17 @@ class Progress {
 
 // ---- checksums -------------------------------------------------------------
 
+// What transfers are checked with: CRC-32C alone (the CPU's crc32
+// instruction, several GB/s), as gsutil checks with compiled crcmod; MD5
+// would cost a core per 600 MB/s on top of the daemon's.
+storage::Hasher TransferHasher() { return storage::Hasher(/*sha256=*/false, /*md5=*/false); }
+
 // The object's checksums against what was sent or received.
 Status Verify(const json& object, const storage::Hasher& local, const std::string& what) {
   std::string crc = object.value("crc32c", ""), md5 = object.value("md5Hash", "");
-  if ((!crc.empty() && crc != local.Crc32cBase64()) || (!md5.empty() && md5 != local.Md5Base64())) {
+  const std::string local_md5 = local.Md5Base64();  // "" for a CRC-only hasher
+  if ((!crc.empty() && crc != local.Crc32cBase64()) ||
+      (!md5.empty() && !local_md5.empty() && md5 != local_md5) || (crc.empty() && md5.empty())) {
     return Internal(what + ": checksum mismatch: the object has crc32c " + crc + " md5 " + md5 +
                     ", the local bytes crc32c " + local.Crc32cBase64() + " md5 " +
                     local.Md5Base64() + "; the copy is corrupt, copy it again");
@@ -258,7 +265,7 @@ Result<json> UploadResumable(Connection& conn, const Source& src, const std::str
   fs::path tracker = TrackerPath(src.tracker_key);
   json t = ReadTracker(tracker);
   std::string session = t.value("session", "");
-  storage::Hasher hasher;
+  storage::Hasher hasher = TransferHasher();
   uint64_t offset = 0;
   json done;
   for (int attempt = 0;; ++attempt) {
@@ -282,15 +289,15 @@ Result<json> UploadResumable(Connection& conn, const Source& src, const std::str
       }
       offset = static_cast<uint64_t>(*at);
       if (attempt == 0 && !progress->quiet()) {
-        std::cerr << "Resuming upload of " << src.display << " at byte " << offset << " of "
-                  << size << "\n";
+        std::cerr << "Resuming upload of " << src.display << " at byte " << offset << " of " << size
+                  << "\n";
       }
     }
     if (!done.is_null() && done.is_object()) break;
     // The checksum covers the whole file: hash what the session already
     // has (or had: a retry may land before the bytes hashed so far).
     if (hasher.bytes() != offset) {
-      hasher = storage::Hasher();
+      hasher = TransferHasher();
       int64_t before = static_cast<int64_t>(offset);
       STOKER_RETURN_IF_ERROR(HashRange(src.fd, offset, &hasher));
       (void)before;
@@ -335,7 +342,7 @@ Result<json> UploadResumable(Connection& conn, const Source& src, const std::str
   std::error_code ec;
   fs::remove(tracker, ec);
   if (hasher.bytes() != size) {
-    hasher = storage::Hasher();
+    hasher = TransferHasher();
     STOKER_RETURN_IF_ERROR(HashRange(src.fd, size, &hasher));
   }
   Status v = Verify(done, hasher, "gs://" + bucket + "/" + object);
@@ -351,7 +358,7 @@ Result<json> UploadResumable(Connection& conn, const Source& src, const std::str
 Result<json> UploadStream(Connection& conn, int fd, const std::string& bucket,
                           const std::string& object, Progress* progress) {
   STOKER_ASSIGN_OR_RETURN(std::string session, StartSession(conn, bucket, object, -1));
-  storage::Hasher hasher;
+  storage::Hasher hasher = TransferHasher();
   std::string chunk;
   uint64_t offset = 0;
   bool eof = false;
@@ -421,14 +428,14 @@ Result<json> Upload(Connection& conn, const std::string& local, const std::strin
   std::error_code ec;
   // Not the server's URL: a daemon restarted on another port still has the
   // session (and a session it lacks is simply started again).
-  src.tracker_key = "upload\n" + fs::absolute(local, ec).string() + "\n" +
-                    bucket + "\n" + object + "\n" + std::to_string(st.st_size) + "\n" +
-                    std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+  src.tracker_key = "upload\n" + fs::absolute(local, ec).string() + "\n" + bucket + "\n" + object +
+                    "\n" + std::to_string(st.st_size) + "\n" + std::to_string(st.st_mtim.tv_sec) +
+                    "." + std::to_string(st.st_mtim.tv_nsec);
   Result<json> out = Internal("");
   if (static_cast<uint64_t>(st.st_size) > kResumableThreshold) {
     out = UploadResumable(conn, src, bucket, object, progress, sent);
   } else {
-    storage::Hasher hasher;
+    storage::Hasher hasher = TransferHasher();
     auto r = conn.Stream("POST",
                          "/upload/storage/v1/b/" + http::UrlEncode(bucket) +
                              "/o?uploadType=media&name=" + http::UrlEncode(object),
@@ -519,7 +526,7 @@ Status Download(Connection& conn, const std::string& bucket, const std::string& 
     from = 0;
   }
   WriteTracker(tracker, {{"md5Hash", meta.value("md5Hash", "")}, {"object", what}});
-  storage::Hasher hasher;
+  storage::Hasher hasher = TransferHasher();
   Status s = HashRange(fd, from, &hasher);
   progress->Add(from);
   for (int attempt = 0; s.ok(); ++attempt) {
@@ -856,7 +863,7 @@ int Cp(const Globals& g, std::vector<std::string> args, const Opts& o) {
       if (dst == "-") {
         for (const Obj& obj : e->objects) {
           jobs.push_back({[&, b = e->bucket, name = obj.name](Connection& c) {
-                            storage::Hasher h;
+                            storage::Hasher h = TransferHasher();
                             STOKER_ASSIGN_OR_RETURN(json meta, Stat(c, b, name));
                             STOKER_RETURN_IF_ERROR(Fetch(c, b, name, 0, 1, &h, progress_ptr));
                             return Verify(meta, h, "gs://" + b + "/" + name);
@@ -905,8 +912,7 @@ int Cp(const Globals& g, std::vector<std::string> args, const Opts& o) {
                                               std::to_string(jobs.size()) + " copies failed"));
   }
   if (o.gsutil && !o.quiet && !g.quiet) {
-    std::cerr << "Operation completed over " << jobs.size() << " objects/" << Human(total)
-              << ".\n";
+    std::cerr << "Operation completed over " << jobs.size() << " objects/" << Human(total) << ".\n";
   } else if (!o.gsutil && !o.quiet && dst != "-") {
     // `storage cp` printed its summary on stdout.
     std::cout << "Copied " << jobs.size() << " file(s), " << total << " bytes, to " << dst << "\n";
@@ -1057,7 +1063,7 @@ int Cat(const Globals& g, const std::vector<std::string>& urls, const Opts& o) {
     if (!e.ok()) return Fail(o, e.status());
     if (e->objects.empty() || e->is_prefix) return Fail(o, NotFound("No URLs matched: " + url));
     for (const Obj& obj : e->objects) {
-      storage::Hasher h;
+      storage::Hasher h = TransferHasher();
       Progress none(false, 0, 0);
       auto meta = Stat(**conn, e->bucket, obj.name);
       if (!meta.ok()) return Fail(o, meta.status());

@@ -422,9 +422,11 @@ Result<std::string> Buckets::Stage(std::string_view archive_bytes) {
 
 // ---- checksums ----
 
-Hasher::Hasher(bool sha256) {
-  md5_ = EVP_MD_CTX_new();
-  EVP_DigestInit_ex(static_cast<EVP_MD_CTX*>(md5_), EVP_md5(), nullptr);
+Hasher::Hasher(bool sha256, bool md5) {
+  if (md5) {
+    md5_ = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(static_cast<EVP_MD_CTX*>(md5_), EVP_md5(), nullptr);
+  }
   if (sha256) {
     sha256_ = EVP_MD_CTX_new();
     EVP_DigestInit_ex(static_cast<EVP_MD_CTX*>(sha256_), EVP_sha256(), nullptr);
@@ -432,13 +434,15 @@ Hasher::Hasher(bool sha256) {
 }
 
 Hasher::~Hasher() {
-  EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(md5_));
+  if (md5_) EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(md5_));
   if (sha256_) EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(sha256_));
 }
 
 Hasher::Hasher(const Hasher& other) : crc_(other.crc_), bytes_(other.bytes_) {
-  md5_ = EVP_MD_CTX_new();
-  EVP_MD_CTX_copy_ex(static_cast<EVP_MD_CTX*>(md5_), static_cast<EVP_MD_CTX*>(other.md5_));
+  if (other.md5_) {
+    md5_ = EVP_MD_CTX_new();
+    EVP_MD_CTX_copy_ex(static_cast<EVP_MD_CTX*>(md5_), static_cast<EVP_MD_CTX*>(other.md5_));
+  }
   if (other.sha256_) {
     sha256_ = EVP_MD_CTX_new();
     EVP_MD_CTX_copy_ex(static_cast<EVP_MD_CTX*>(sha256_), static_cast<EVP_MD_CTX*>(other.sha256_));
@@ -458,7 +462,7 @@ Hasher& Hasher::operator=(const Hasher& other) {
 void Hasher::Update(std::string_view bytes) {
   crc_ = Crc32c(bytes, crc_);
   bytes_ += bytes.size();
-  EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(md5_), bytes.data(), bytes.size());
+  if (md5_) EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(md5_), bytes.data(), bytes.size());
   if (sha256_) EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(sha256_), bytes.data(), bytes.size());
 }
 
@@ -485,6 +489,7 @@ void DigestSoFar(void* ctx, unsigned int* len, unsigned char* digest) {
 }  // namespace
 
 std::string Hasher::Md5Base64() const {
+  if (!md5_) return "";
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   DigestSoFar(md5_, &len, digest);

@@ -52,11 +52,13 @@ struct ObjectInfo {
   std::string md5;
 };
 
-// CRC-32C, MD5 (and, when asked, SHA-256) of bytes fed in order. Movable,
-// copyable (a resumable upload keeps one between its chunks).
+// CRC-32C, MD5 (unless `md5` is false: a client that checks transfers by
+// CRC-32C alone, as gsutil does with compiled crcmod) and, when asked,
+// SHA-256 of bytes fed in order. Copyable (a resumable upload keeps one
+// between its chunks).
 class Hasher {
  public:
-  explicit Hasher(bool sha256 = false);
+  explicit Hasher(bool sha256 = false, bool md5 = true);
   ~Hasher();
   Hasher(const Hasher& other);
   Hasher& operator=(const Hasher& other);
@@ -64,7 +66,7 @@ class Hasher {
   uint64_t bytes() const { return bytes_; }
   // The checksums so far, base64 (ObjectInfo's form); the hasher goes on.
   std::string Crc32cBase64() const;
-  std::string Md5Base64() const;
+  std::string Md5Base64() const;  // "" when made without md5
   std::string Sha256Hex() const;  // "" unless made with sha256
 
  private:

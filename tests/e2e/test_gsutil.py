@@ -150,6 +150,43 @@ class GsutilTest(StokerTestCase):
                          base64.b64encode(hashlib.md5(b"piped bytes\n").digest()).decode())
         self.assertIn("crc32c", obj)
 
+    def test_progress_is_shown_on_a_terminal_only(self):
+        import pty
+        src = os.path.join(self.tmp, "p.bin")
+        pathlib.Path(src).write_bytes(pattern_bytes(3 << 20))
+        master, slave = pty.openpty()
+        p = subprocess.Popen(self.cli("gsutil", "cp", src, "gs://prog/p.bin"),
+                             stdout=subprocess.DEVNULL, stderr=slave, env=self.cli_env())
+        os.close(slave)
+        out = b""
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:  # EIO: the terminal's other end is closed
+                break
+            if not data:
+                break
+            out += data
+        os.close(master)
+        self.assertEqual(p.wait(), 0)
+        text = out.decode(errors="replace")
+        self.assertIn("[1/1 files]", text)
+        self.assertIn("3.00 MiB/", text)
+        self.assertIn("ETA", text)
+        self.assertIn("\r", text)  # refreshed in place
+        # Not a terminal: no progress; -q: not even the summary.
+        r = self.gsutil("cp", src, "gs://prog/q.bin")
+        self.assertNotIn("ETA", r.stderr)
+        self.assertEqual(self.gsutil("-q", "cp", src, "gs://prog/r.bin").stderr, "")
+
+    def test_package_staging_is_not_capped_at_256_mib(self):
+        # 300 MiB that is not an archive: refused for what it is (400), not
+        # for its size (413) as before, since the body streams to disk.
+        status, body = self.api("POST", "/v1/stoker/staging", raw=b"\0" * (300 << 20))
+        self.assertEqual(status, 400, body)
+        self.assertIn("gzip", body["error"]["message"])
+        self.assertEqual(os.listdir(os.path.join(self.data, "staging")), [])
+
     def test_rsync_copies_what_differs_and_deletes_with_d(self):
         data = self.make_data()
         self.gsutil("mb", "gs://sync")
