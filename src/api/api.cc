@@ -296,6 +296,7 @@ class Api {
     auth::Principal caller;
     if (auto r = Authenticate(head, &caller)) return Reject(std::move(*r));
     if (Status s = CheckRequestBounds(head); !s.ok()) return Reject(Error(s));
+    if (Status s = CheckRoomFor(head); !s.ok()) return Reject(Error(s));
     if (staging) {
       auto w = d_.buckets->StageWriter();
       if (!w.ok()) return Reject(Error(w.status()));
@@ -329,6 +330,21 @@ class Api {
   }
 
  private:
+  // A declared body that the data directory's disk cannot hold is refused
+  // before a byte of it is read (a chunked one ends when the disk is full).
+  Status CheckRoomFor(const http::Request& head) const {
+    auto cl = head.headers.find("content-length");
+    if (cl == head.headers.end()) return OkStatus();
+    uint64_t length = std::strtoull(cl->second.c_str(), nullptr, 10);
+    std::error_code ec;
+    std::filesystem::space_info space = std::filesystem::space(d_.buckets->DataDir(), ec);
+    if (ec || length <= space.available) return OkStatus();
+    return ResourceExhausted("request body of " + cl->second +
+                             " bytes is larger than the free space of the data disk (" +
+                             std::to_string(space.available) + " bytes); free some space or "
+                             "send less");
+  }
+
   static std::string QueryValue(const http::Request& req, const std::string& key) {
     auto it = req.query.find(key);
     return it == req.query.end() ? "" : it->second;
@@ -339,6 +355,7 @@ class Api {
    public:
     explicit RejectSink(http::Response r) : response_(std::move(r)) {}
     bool Write(std::string_view) override { return false; }
+    bool Accepting() const override { return false; }
     http::Response Finish() override { return std::move(response_); }
 
    private:

@@ -66,6 +66,10 @@ class BodySink {
   virtual bool Write(std::string_view bytes) = 0;
   // After the last piece (or after Write returned false): the response.
   virtual Response Finish() = 0;
+  // false: the sink refuses the body before any of it arrives (a refused
+  // route, a body the disk cannot hold). Finish() is then called at once,
+  // its response sent and the connection closed; no body byte is awaited.
+  virtual bool Accepting() const { return true; }
   // When the connection breaks or times out mid-body, neither is called
   // again: the sink is destroyed without Finish, and must leave behind only
   // what an interrupted upload may (nothing, or a resumable session's

@@ -232,6 +232,12 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
             "internal error while routing " + head.method + " " + head.path + ": " + e.what()));
       }
     }
+    if (sink_ && !sink_->Accepting()) {
+      Response resp = sink_->Finish();
+      sink_.reset();
+      head_parser_.reset();
+      return SendError(std::move(resp));
+    }
     if (sink_) {
       stream_parser_.emplace(std::move(*head_parser_));
       head_parser_.reset();

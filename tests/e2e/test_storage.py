@@ -43,3 +43,8 @@ class StorageTest(StokerTestCase):
         r = self.stoker("storage", "mb", "gs://made", check=False)
         self.assertEqual(r.returncode, 2)
         self.assertIn("already exists", r.stderr)
+
+
+if __name__ == "__main__":
+    import unittest
+    unittest.main()
