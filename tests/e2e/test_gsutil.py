@@ -306,7 +306,12 @@ class BigTransferTest(StokerTestCase):
         sent = 0
         while sent < self.SIZE:
             piece = block[: min(len(block), self.SIZE - sent)]
-            p.stdin.write(piece)
+            try:
+                p.stdin.write(piece)
+            except BrokenPipeError:  # the CLI stopped reading: say why
+                p.wait()
+                self.fail("stoker gsutil cp - exited %s after %d bytes:\n%s"
+                          % (p.returncode, sent, p.stderr.read().decode()))
             up_hash.update(piece)
             sent += len(piece)
         p.stdin.close()
