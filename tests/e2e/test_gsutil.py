@@ -341,6 +341,12 @@ class BigTransferTest(StokerTestCase):
         daemon_kib = vm_hwm_kib(self.daemon.proc.pid)
         print("\n%d MiB: stokerd VmHWM %d MiB, CLI max RSS up %d MiB, down %d MiB" % (
             self.SIZE >> 20, daemon_kib >> 10, up_rss_kib >> 10, usage.ru_maxrss >> 10))
+        if os.environ.get("STOKER_SANITIZED") == "1":
+            # ASan keeps 256 MiB of freed blocks in quarantine, so resident
+            # size says nothing here; the optimised run of this same test
+            # (.ci/run's first stage, at 1.5 GiB) checks the bounds.
+            print("under a sanitizer: memory bounds not checked, contents were")
+            return
         # Far below the object's size: the bytes never sit in memory.
         self.assertLess(daemon_kib, 256 << 10)
         self.assertLess(up_rss_kib, 256 << 10)
