@@ -82,11 +82,13 @@ Status Admission::CheckJobSpec(const spec::CustomJobSpec& spec, const std::strin
       const spec::ContainerSpec& c = *pool.container_spec;
       auto e = d_.environments->ForImage(c.image_uri, field + ".containerSpec.imageUri");
       if (!e.ok()) return e.status();
-      if (c.command.empty()) {
-        return InvalidArgument(field +
-                               ".containerSpec.command: required on Stoker, which runs the "
-                               "container's command in a local environment and cannot read the "
-                               "image's ENTRYPOINT; give it, e.g. [python3, -m, trainer.task]");
+      if (c.command.empty() && e->container_image.empty()) {
+        return InvalidArgument(
+            field + ".containerSpec.command: required here, because image '" + c.image_uri +
+            "' runs with a local interpreter (" + e->note +
+            "), which cannot read the image's ENTRYPOINT; give it, e.g. [python3, -m, "
+            "trainer.task], or build the image (`stoker images build -t " +
+            c.image_uri + " DIR`) so that its ENTRYPOINT runs in a container");
       }
       for (size_t i = 0; i < c.command.size(); ++i) {
         STOKER_RETURN_IF_ERROR(

@@ -46,8 +46,8 @@ bool Installed(const std::string& python, const std::string& name) {
 fs::path PythonHelpers() {
   std::error_code ec;
   fs::path exe_dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
-  for (const fs::path& p : {exe_dir / "../share/stoker/python",
-                            fs::path(STOKER_SOURCE_DIR) / "src/python"}) {
+  for (const fs::path& p :
+       {exe_dir / "../share/stoker/python", fs::path(STOKER_SOURCE_DIR) / "src/python"}) {
     if (fs::is_directory(p, ec)) return p;
   }
   return {};
@@ -62,8 +62,8 @@ int AiCustomJobsLocalRun(const Globals&, const LocalRunFlags& f) {
         "--python-module=trainer.task"));
   }
   std::error_code ec;
-  fs::path package = f.local_package_path.empty() ? fs::current_path(ec)
-                                                  : fs::path(f.local_package_path);
+  fs::path package =
+      f.local_package_path.empty() ? fs::current_path(ec) : fs::path(f.local_package_path);
   if (!fs::is_directory(package, ec)) {
     return Report(InvalidArgument("--local-package-path: " + package.string() +
                                   " is not a directory; give the trainer's directory"));
@@ -87,7 +87,8 @@ int AiCustomJobsLocalRun(const Globals&, const LocalRunFlags& f) {
   auto config = server::LoadConfig(home, home / "config.yaml", /*file_is_explicit=*/false);
   if (!config.ok()) return Report(config.status());
   std::vector<exec::ImageMatch> rules;
-  for (const server::ImageRule& r : config->images) rules.push_back({r.match, r.python});
+  for (const server::ImageRule& r : config->images)
+    rules.push_back({r.match, r.python, r.framework});
   exec::Environments environments(rules, home / "envs", PythonHelpers(),
                                   config->config_file.string());
   auto env = environments.ForImage(f.executor_image_uri, "--executor-image-uri");
@@ -102,8 +103,8 @@ int AiCustomJobsLocalRun(const Globals&, const LocalRunFlags& f) {
     std::string list;
     for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
     return Report(FailedPrecondition(
-        "--requirements: " + list + " not installed for " + env->python +
-        " (the interpreter of " + f.executor_image_uri +
+        "--requirements: " + list + " not installed for " + env->python + " (the interpreter of " +
+        f.executor_image_uri +
         "); local-run installs nothing: install them there (apt-get install python3-NAME, or "
         "pip), or map the image to another interpreter under images: in " +
         (home / "config.yaml").string()));
@@ -122,8 +123,8 @@ int AiCustomJobsLocalRun(const Globals&, const LocalRunFlags& f) {
     if (k == "HOME" || k == "USER" || k == "LOGNAME") continue;
     vars[k] = v;
   }
-  vars["PYTHONPATH"] =
-      package.string() + (env->base_env.count("PYTHONPATH") ? ":" + env->base_env["PYTHONPATH"] : "");
+  vars["PYTHONPATH"] = package.string() +
+                       (env->base_env.count("PYTHONPATH") ? ":" + env->base_env["PYTHONPATH"] : "");
   if (!f.gpu) vars["CUDA_VISIBLE_DEVICES"] = "";
   if (!f.service_account_key_file.empty()) {
     vars["GOOGLE_APPLICATION_CREDENTIALS"] = fs::absolute(f.service_account_key_file, ec).string();

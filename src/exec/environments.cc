@@ -6,6 +6,8 @@
 
 #include <cstdlib>
 
+#include "exec/command.h"
+
 namespace stoker::exec {
 namespace {
 
@@ -96,19 +98,69 @@ Environment Environments::Build(const std::string& python) const {
   return env;
 }
 
+bool Environments::CanImport(const std::string& python, const std::string& module) const {
+  std::lock_guard<std::mutex> lock(imports_mu_);
+  auto key = std::make_pair(python, module);
+  auto it = imports_.find(key);
+  if (it != imports_.end()) return it->second;
+  auto r = RunCommand({python, "-c", "import " + module}, 120);
+  bool ok = r.ok() && r->exit_code == 0;
+  imports_[key] = ok;
+  return ok;
+}
+
 Result<Environment> Environments::ForImage(const std::string& image,
                                            const std::string& field) const {
-  for (const ImageMatch& r : rules_) {
-    if (::fnmatch(r.glob.c_str(), image.c_str(), 0) == 0) {
-      return Build(r.python == "auto" ? auto_python_ : r.python);
+  std::string no_container = "no container engine (" + engine_.why + ")";
+  if (engine_.usable()) {
+    STOKER_ASSIGN_OR_RETURN(bool present, HasImage(engine_, image));
+    if (present) {
+      Environment env;
+      env.python = "python3";
+      env.container_image = image;
+      env.engine = engine_.path;
+      env.base_env["PYTHONPATH"] = helpers_dir_.string();
+      env.base_env["PYTHONUNBUFFERED"] = "1";
+      env.note = "runs in a container: image " + image + " is in " + engine_.name + "'s store";
+      return env;
     }
+    no_container = "image not in " + engine_.name + "'s store";
   }
   std::string where =
       config_file_.empty() ? "the daemon's config file (stokerd --config FILE)" : config_file_;
-  return InvalidArgument(field + ": no environment is configured for image '" + image +
-                         "'; add a rule under 'images:' in " + where +
-                         ", e.g.\n  images:\n    - match: \"" + image +
-                         "\"\n      python: auto   # or a path such as /opt/venv/bin/python");
+  for (const ImageMatch& r : rules_) {
+    if (::fnmatch(r.glob.c_str(), image.c_str(), 0) != 0) continue;
+    std::string python = r.python == "auto" ? auto_python_ : r.python;
+    if (!r.framework.empty() && !CanImport(python, r.framework)) {
+      return InvalidArgument(
+          field + ": image '" + image + "' needs Python module '" + r.framework +
+          "', but its interpreter " + python + " (images rule '" + r.glob +
+          "') cannot import it; install it for that interpreter, point a rule under 'images:' "
+          "in " +
+          where + " at an interpreter that has it" +
+          (engine_.usable() ? ", or build the image with `stoker images build -t " + image + " DIR`"
+                            : "") +
+          ", or use an image of a framework this machine has");
+    }
+    Environment env = Build(python);
+    env.note = "runs with the interpreter " + python + " (images rule '" + r.glob + "'; " +
+               no_container + ")";
+    return env;
+  }
+  std::string fix = "add a rule under 'images:' in " + where +
+                    ", e.g.\n  images:\n    - match: \"" + image +
+                    "\"\n      python: auto   # or a path such as /opt/venv/bin/python";
+  if (engine_.usable()) {
+    return InvalidArgument(field + ": image '" + image + "' is not in " + engine_.name +
+                           "'s image store and no interpreter rule matches it; build it with "
+                           "`stoker images build -t " +
+                           image +
+                           " DIR`, import a root file "
+                           "system with `stoker images import FILE.tar " +
+                           image + "`, or " + fix);
+  }
+  return InvalidArgument(field + ": no environment is configured for image '" + image + "' (" +
+                         no_container + "); " + fix);
 }
 
 }  // namespace stoker::exec

@@ -7,21 +7,31 @@
 
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "exec/containers.h"
 
 namespace stoker::exec {
 
 struct ImageMatch {
   std::string glob;
   std::string python;  // path or "auto"
+  // A module the interpreter must import for this image to make sense
+  // ("tensorflow" for a TensorFlow image); "" = none checked.
+  std::string framework;
 };
 
 struct Environment {
-  std::string python;                           // absolute interpreter path
+  std::string python;  // absolute interpreter path; "python3" in a container
   std::map<std::string, std::string> base_env;  // PATH (python first), PYTHONPATH, HOME, ...
+  // Set: the replica runs in this image through `engine` (a client's
+  // absolute path) instead of on the host.
+  std::string container_image;
+  std::string engine;
+  std::string note;  // which path runs the image and why, for the job's events
 };
 
 class Environments {
@@ -36,8 +46,14 @@ class Environments {
   Environments(std::vector<ImageMatch> rules, std::filesystem::path shim_root,
                std::filesystem::path helpers_dir, std::string config_file);
 
-  // InvalidArgument naming `field` and the config key to add when no rule
-  // matches `image`.
+  // Images present in `engine`'s store run in containers (docs/containers.md).
+  void UseEngine(ContainerEngine engine) { engine_ = std::move(engine); }
+  const ContainerEngine& engine() const { return engine_; }
+
+  // A container when the engine holds `image`; else the first rule that
+  // matches, whose interpreter must import the rule's framework. Otherwise
+  // InvalidArgument naming `field` and the fixes: the config rule to add,
+  // and with an engine, how to build or import the image.
   Result<Environment> ForImage(const std::string& image, const std::string& field) const;
 
   // What "auto" resolved to, and why (for the startup log).
@@ -46,6 +62,8 @@ class Environments {
 
  private:
   Environment Build(const std::string& python) const;
+  // Whether `python` can `import module`; asked once per pair.
+  bool CanImport(const std::string& python, const std::string& module) const;
 
   std::vector<ImageMatch> rules_;
   std::filesystem::path shim_root_;
@@ -53,6 +71,9 @@ class Environments {
   std::string config_file_;
   std::string auto_python_;
   std::string auto_reason_;
+  ContainerEngine engine_;
+  mutable std::mutex imports_mu_;
+  mutable std::map<std::pair<std::string, std::string>, bool> imports_;  // (python, module)
 };
 
 }  // namespace stoker::exec

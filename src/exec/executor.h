@@ -71,6 +71,9 @@ struct ReplicaLaunch {
   // Start the trainer from a warm interpreter (docs/warm-starts.md);
   // requested = false: a cold start, and nothing said about it.
   replica::WarmSpec warm;
+  // Set: the trainer runs in this container (docs/containers.md); argv then
+  // only shows what runs inside. The executor adds the replica's own mounts.
+  std::optional<replica::ContainerSpec> container;
 };
 
 struct JobLaunch {

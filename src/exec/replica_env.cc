@@ -159,9 +159,11 @@ Result<ReplicaCommand> BuildReplicaCommand(const ReplicaEnvInput& in) {
   };
   if (pool.python_package_spec) {
     cmd.argv = {in.python, "-m", pool.python_package_spec->python_module};
+    cmd.command_size = cmd.argv.size();
     STOKER_RETURN_IF_ERROR(expand_all(pool.python_package_spec->args, "args", cmd.argv));
   } else {
     STOKER_RETURN_IF_ERROR(expand_all(pool.container_spec->command, "command", cmd.argv));
+    cmd.command_size = cmd.argv.size();
     STOKER_RETURN_IF_ERROR(expand_all(pool.container_spec->args, "args", cmd.argv));
   }
   size_t total = 0;

@@ -43,6 +43,9 @@ struct ReplicaEnvInput {
 
 struct ReplicaCommand {
   std::vector<std::string> argv;
+  // How many of argv's first strings are the command (containerSpec.command,
+  // or python -m MODULE); the rest are the args.
+  size_t command_size = 0;
   std::map<std::string, std::string> env;
 };
 

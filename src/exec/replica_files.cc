@@ -70,6 +70,7 @@ replica::LaunchSpec LaunchSpecOf(const ReplicaLaunch& r) {
   spec.isolation = r.isolation;
   spec.telemetry = {r.telemetry_seconds, r.cpus, r.memory_bytes};
   spec.warm = r.warm;
+  spec.container = r.container;
   return spec;
 }
 

@@ -160,6 +160,13 @@ Result<bool> PrepareReplicaDir(const ReplicaDirPlan& plan, int64_t job_id, const
     copy.isolation.keep.push_back(dir / "work");
     copy.isolation.keep.push_back(dir / "hypertune");
   }
+  if (copy.container) {
+    // In a container the trainer sees the same: its job's directory read
+    // only, its own work and metrics directories writable.
+    copy.container->mounts_read_only.push_back(plan.jobs_root / std::to_string(job_id));
+    copy.container->mounts.push_back(dir / "work");
+    copy.container->mounts.push_back(dir / "hypertune");
+  }
   copy.run_as = plan.run_as;
   STOKER_RETURN_IF_ERROR(
       HandOverReplicaDir(plan.data_dir, plan.jobs_root, dir, plan.run_as, copy.env));

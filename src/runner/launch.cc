@@ -1,7 +1,10 @@
 #include "runner/launch.h"
 
+#include <sys/resource.h>
+
 #include <csignal>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "common/time.h"
 
@@ -37,6 +40,84 @@ std::vector<std::string> ExecCandidates(const std::string& program, const std::s
     if (dir.empty()) dir = ".";
     out.push_back(dir + "/" + program);
     if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> ContainerRunArgv(const ContainerRun& run) {
+  const ContainerSpec& c = *run.container;
+  std::vector<std::string> a = {c.engine,         "run",    "--rm",        "--name", c.name,
+                                "--network=host", "--init", "--pull=never"};
+  bool podman = std::filesystem::path(c.engine).filename() == "podman";
+  // Output goes to the supervisor's pipe directly, not through a log file.
+  if (podman) a.push_back("--log-driver=passthrough");
+  a.insert(a.end(), run.ulimits.begin(), run.ulimits.end());
+  a.push_back("--env-file=" + run.env_file.string());
+  for (const std::string& kv : run.env_inline) a.insert(a.end(), {"--env", kv});
+  if (!run.workdir.empty()) a.push_back("--workdir=" + run.workdir.string());
+  if (run.run_as) {
+    a.push_back("--user=" + std::to_string(run.run_as->uid) + ":" +
+                std::to_string(run.run_as->gid));
+    for (uint32_t g : run.run_as->extra_gids) a.push_back("--group-add=" + std::to_string(g));
+    a.insert(a.end(), {"--cap-drop=all", "--security-opt=no-new-privileges"});
+  }
+  for (const auto& m : c.mounts) a.push_back("--volume=" + m.string() + ":" + m.string());
+  for (const auto& m : c.mounts_read_only) {
+    a.push_back("--volume=" + m.string() + ":" + m.string() + ":ro");
+  }
+  if (!run.gpus.empty() && run.gpu_passing == GpuPassing::kCdi) {
+    for (int g : run.gpus) a.push_back("--device=nvidia.com/gpu=" + std::to_string(g));
+  } else if (!run.gpus.empty() && run.gpu_passing == GpuPassing::kDockerGpus) {
+    std::string list;
+    for (int g : run.gpus) list += (list.empty() ? "" : ",") + std::to_string(g);
+    a.push_back("--gpus=\"device=" + list + "\"");
+  }
+  if (c.entrypoint) {
+    // A JSON array: every element one argv string, as Docker reads it.
+    a.push_back("--entrypoint=" + nlohmann::json(*c.entrypoint).dump());
+  }
+  a.push_back(c.image);
+  a.insert(a.end(), c.args.begin(), c.args.end());
+  return a;
+}
+
+std::vector<std::string> ContainerUlimitFlags() {
+  rlimit nofile = {}, nproc = {};
+  ::getrlimit(RLIMIT_NOFILE, &nofile);
+  ::getrlimit(RLIMIT_NPROC, &nproc);
+  auto cap = [](rlim_t v, rlim_t most) {
+    return std::to_string(v == RLIM_INFINITY || v > most ? most : v);
+  };
+  return {"--ulimit=nofile=" + cap(nofile.rlim_cur, 1 << 20) + ":" + cap(nofile.rlim_max, 1 << 20),
+          "--ulimit=nproc=" + cap(nproc.rlim_cur, 32768) + ":" + cap(nproc.rlim_max, 32768)};
+}
+
+std::string ContainerEnvFile(const std::map<std::string, std::string>& env,
+                             std::vector<std::string>* inline_pairs) {
+  std::string out;
+  for (const auto& [k, v] : env) {
+    if (v.find('\n') != std::string::npos || v.find('\r') != std::string::npos) {
+      inline_pairs->push_back(k + "=" + v);
+    } else {
+      out += k + "=" + v + "\n";
+    }
+  }
+  return out;
+}
+
+std::optional<std::vector<int>> GpuIndexes(const std::string& cuda_visible_devices) {
+  std::vector<int> out;
+  size_t start = 0;
+  while (start < cuda_visible_devices.size()) {
+    size_t end = cuda_visible_devices.find(',', start);
+    if (end == std::string::npos) end = cuda_visible_devices.size();
+    std::string item = cuda_visible_devices.substr(start, end - start);
+    if (item.empty() || item.size() > 4 ||
+        item.find_first_not_of("0123456789") != std::string::npos) {
+      return std::nullopt;
+    }
+    out.push_back(std::stoi(item));
     start = end + 1;
   }
   return out;

@@ -36,6 +36,50 @@ std::vector<std::string> BuildTrainerEnv(
 // the default "/usr/local/bin:/usr/bin:/bin".
 std::vector<std::string> ExecCandidates(const std::string& program, const std::string& path_var);
 
+// ---- containers (docs/containers.md) ----
+
+using replica::ContainerSpec;
+
+// How the replica's GPUs reach the container: by CDI names (podman with the
+// NVIDIA container toolkit's CDI spec), by docker's --gpus, or not at all.
+enum class GpuPassing { kNone, kCdi, kDockerGpus };
+
+struct ContainerRun {
+  const ContainerSpec* container = nullptr;
+  std::optional<RunAs> run_as;          // unset: the image's own user
+  std::filesystem::path workdir;        // the replica's work/ (mounted)
+  std::filesystem::path env_file;       // KEY=VALUE lines (ContainerEnvFile)
+  std::vector<std::string> env_inline;  // KEY=VALUE pairs the file cannot hold
+  std::vector<std::string> ulimits;     // ContainerUlimitFlags()
+  std::vector<int> gpus;                // host indexes (the replica's CUDA_VISIBLE_DEVICES)
+  GpuPassing gpu_passing = GpuPassing::kNone;
+};
+
+// `engine run ...` for the replica: removed when it ends, named, host
+// network (CLUSTER_SPEC and MASTER_ADDR addresses work unchanged), an init
+// process that forwards SIGTERM, output straight to the supervisor's pipe,
+// every mount at its own path, the account's uid:gid and groups with no
+// capabilities and no new privileges, the GPUs, then the image and the
+// command. Environment values never appear here but for env_inline.
+std::vector<std::string> ContainerRunArgv(const ContainerRun& run);
+
+// `--ulimit=nofile=S:H` and `--ulimit=nproc=S:H` from this process's own
+// limits (the only part here that reads the process): a runtime may not
+// raise a limit above its own, and podman's defaults (over a million files)
+// fail where the hard limit is lower. nproc is at most 32768, which podman
+// lowers its own process limit to where it cannot raise it.
+std::vector<std::string> ContainerUlimitFlags();
+
+// The trainer's environment for `--env-file`: one KEY=VALUE line each,
+// sorted. A value the format cannot carry (a newline in it) goes to
+// *inline_pairs instead, as KEY=VALUE for `--env`.
+std::string ContainerEnvFile(const std::map<std::string, std::string>& env,
+                             std::vector<std::string>* inline_pairs);
+
+// The trainer's CUDA_VISIBLE_DEVICES parsed ("" or "0,2"); nullopt when it
+// is something else (a UUID list), which is then passed on unchanged.
+std::optional<std::vector<int>> GpuIndexes(const std::string& cuda_visible_devices);
+
 // How a replica ended, as status.json spells it (the replica contract).
 using replica::EndState;
 using replica::EndStateName;

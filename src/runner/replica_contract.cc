@@ -24,11 +24,12 @@ Result<double> ParseSeconds(const json& doc, const char* field, double fallback)
   return v;
 }
 
-Result<std::vector<fs::path>> PathList(const json& doc, const char* key) {
+Result<std::vector<fs::path>> PathList(const json& doc, const char* key,
+                                       const char* section = "isolation") {
   std::vector<fs::path> out;
   auto it = doc.find(key);
   if (it == doc.end() || it->is_null()) return out;
-  std::string where = std::string("launch.json: isolation.") + key;
+  std::string where = std::string("launch.json: ") + section + "." + key;
   if (!it->is_array()) return InvalidArgument(where + ": must be an array of absolute paths");
   for (size_t i = 0; i < it->size(); ++i) {
     const json& p = (*it)[i];
@@ -270,7 +271,49 @@ Result<LaunchSpec> ParseLaunchSpec(std::string_view text) {
       return InvalidArgument(shape);
     }
   }
+  if (auto it = doc.find("container"); it != doc.end()) {
+    STOKER_ASSIGN_OR_RETURN(spec.container, ParseContainerSpec(*it));
+  }
   return spec;
+}
+
+Result<std::optional<ContainerSpec>> ParseContainerSpec(const json& value) {
+  if (value.is_null()) return std::optional<ContainerSpec>();
+  const char* shape =
+      "launch.json: container: must be {\"engine\": ABS_PATH, \"image\": NAME, \"name\": "
+      "NAME[, \"entrypoint\": [ARG...]], \"args\": [ARG...], \"mounts\": [ABS_PATH...], "
+      "\"mounts_read_only\": [ABS_PATH...]}";
+  if (!value.is_object()) return InvalidArgument(shape);
+  auto strings = [&](const char* key) -> std::optional<std::vector<std::string>> {
+    auto f = value.find(key);
+    if (f == value.end() || !f->is_array()) return std::nullopt;
+    std::vector<std::string> out;
+    for (const json& a : *f) {
+      if (!a.is_string() || HasNul(a.get<std::string>())) return std::nullopt;
+      out.push_back(a.get<std::string>());
+    }
+    return out;
+  };
+  ContainerSpec c;
+  for (auto [key, out] : {std::pair{"engine", &c.engine}, {"image", &c.image}, {"name", &c.name}}) {
+    auto f = value.find(key);
+    if (f == value.end() || !f->is_string() || f->get<std::string>().empty() ||
+        HasNul(f->get<std::string>())) {
+      return InvalidArgument(shape);
+    }
+    *out = f->get<std::string>();
+  }
+  if (c.engine[0] != '/') return InvalidArgument(shape);
+  if (value.contains("entrypoint")) {
+    c.entrypoint = strings("entrypoint");
+    if (!c.entrypoint || c.entrypoint->empty()) return InvalidArgument(shape);
+  }
+  auto args = strings("args");
+  if (!args) return InvalidArgument(shape);
+  c.args = std::move(*args);
+  STOKER_ASSIGN_OR_RETURN(c.mounts, PathList(value, "mounts", "container"));
+  STOKER_ASSIGN_OR_RETURN(c.mounts_read_only, PathList(value, "mounts_read_only", "container"));
+  return std::optional<ContainerSpec>(std::move(c));
 }
 
 std::string FormatLaunchSpec(const LaunchSpec& s) {
@@ -311,6 +354,16 @@ std::string FormatLaunchSpec(const LaunchSpec& s) {
                      {"python", s.warm.python},
                      {"idle_seconds", s.warm.idle_seconds}};
     }
+  }
+  if (s.container) {
+    const ContainerSpec& c = *s.container;
+    doc["container"] = {{"engine", c.engine},
+                        {"image", c.image},
+                        {"name", c.name},
+                        {"args", c.args},
+                        {"mounts", PathStrings(c.mounts)},
+                        {"mounts_read_only", PathStrings(c.mounts_read_only)}};
+    if (c.entrypoint) doc["container"]["entrypoint"] = *c.entrypoint;
   }
   return doc.dump(2);
 }

@@ -85,6 +85,25 @@ struct LogLimits {
   int max_files = 3;                 // rotated files kept (1..1000)
 };
 
+// "container": run the trainer in an OCI image through a container engine
+// (docs/containers.md) instead of exec'ing `argv` on the host. Absent: a
+// local process. Docker's rules for the command: `entrypoint` set replaces
+// the image's ENTRYPOINT and drops its CMD; `args` non-empty replaces CMD;
+// neither: the image's own ENTRYPOINT and CMD run.
+struct ContainerSpec {
+  std::string engine;  // absolute path of podman or docker
+  std::string image;   // as the engine names it
+  std::string name;    // the container's name, unique per replica attempt
+  std::optional<std::vector<std::string>> entrypoint;
+  std::vector<std::string> args;
+  // Bind-mounted at the same path inside (so gs:// paths, the job's
+  // directory and outputs resolve as on the host).
+  std::vector<std::filesystem::path> mounts;  // read-write
+  std::vector<std::filesystem::path> mounts_read_only;
+};
+// Parses the "container" value (absent or null: nullopt).
+Result<std::optional<ContainerSpec>> ParseContainerSpec(const nlohmann::json& value);
+
 // The whole of launch.json.
 // The replica's resource sampler (runner/telemetry_sampler.h,
 // docs/telemetry.md): off when interval_seconds is 0. `cpus` and
@@ -122,6 +141,7 @@ struct LaunchSpec {
   IsolationSpec isolation;  // written only when the mode is not off
   TelemetrySpec telemetry;  // written only when on
   WarmSpec warm;            // written only when requested
+  std::optional<ContainerSpec> container;
 };
 
 // InvalidArgument naming the offending field ("launch.json: argv[0]: ...").

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -119,6 +120,18 @@ class Supervisor {
   // Reaps on SIGCHLD; true when a cancel (SIGTERM, SIGINT, SIGHUP) came.
   bool DrainSignals();
   void StartTrainer(const LaunchSpec& spec, const std::vector<fs::path>& python_path);
+  // For launch.json's "container": writes DIR/container.env and returns the
+  // spec that runs `engine run ...` as the supervised process: the engine's
+  // client runs as the supervisor with a clean environment of its own (the
+  // job's variables reach only the container, never the engine, whose own
+  // settings they could otherwise name), and the trainer's account,
+  // isolation and GPUs go into the container's flags instead.
+  Result<LaunchSpec> ContainerLaunch(const LaunchSpec& spec,
+                                     const std::vector<fs::path>& python_path);
+  // `engine rm -f` of the replica's container, so that none outlives the
+  // supervisor (the client's --rm does it on a normal end; not after a
+  // SIGKILL of the client).
+  void RemoveContainer();
   // Starts the trainer from a warm interpreter (warm_start.h): true once it
   // runs (trainer_ and warm_ set); false with *cold_reason when it must
   // start cold instead (nothing of it ran).
@@ -164,7 +177,20 @@ class Supervisor {
   WarmChild warm_;          // a warm trainer: the zygote's child (pid -1: cold)
   std::string warm_buffer_;
   std::string late_log_line_;  // written to output.log after the trainer's last byte
+  std::optional<replica::ContainerSpec> container_;  // set: the trainer runs in it
 };
+
+// The NVIDIA container toolkit's CDI spec, where podman looks for one.
+bool HaveNvidiaCdi() {
+  for (const char* dir : {"/etc/cdi", "/var/run/cdi"}) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      std::string name = e.path().filename().string();
+      if (name.rfind("nvidia", 0) == 0) return true;
+    }
+  }
+  return false;
+}
 
 // For a warm start: the isolated view the trainer must join, made by the
 // same Isolation::Enter a cold trainer runs, in a helper process forked
@@ -425,6 +451,102 @@ Result<std::vector<fs::path>> Supervisor::UnpackPackages(const LaunchSpec& spec)
 #endif
   }
   return roots;
+}
+
+Result<LaunchSpec> Supervisor::ContainerLaunch(const LaunchSpec& spec,
+                                               const std::vector<fs::path>& python_path) {
+  const replica::ContainerSpec& c = *spec.container;
+  std::map<std::string, std::string> env;
+  for (const std::string& kv : BuildTrainerEnv(spec.env, python_path)) {
+    size_t eq = kv.find('=');
+    env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  // A mount whose source does not exist (no bucket made yet) shows
+  // nothing: left out rather than failing the start.
+  replica::ContainerSpec kept = c;
+  auto missing = [](const fs::path& p) {
+    std::error_code ec;
+    return !fs::exists(p, ec);
+  };
+  std::erase_if(kept.mounts, missing);
+  std::erase_if(kept.mounts_read_only, missing);
+  ContainerRun run;
+  run.container = &kept;
+  run.run_as = spec.run_as;
+  run.workdir = dir_ / "work";
+  if (auto it = env.find("CUDA_VISIBLE_DEVICES"); it != env.end()) {
+    if (auto gpus = GpuIndexes(it->second); gpus && !gpus->empty()) {
+      bool docker = fs::path(c.engine).filename() == "docker";
+      run.gpu_passing = docker ? GpuPassing::kDockerGpus
+                               : (HaveNvidiaCdi() ? GpuPassing::kCdi : GpuPassing::kNone);
+      if (run.gpu_passing == GpuPassing::kNone) {
+        return FailedPrecondition(
+            "the replica has GPU(s) " + it->second + " but " + c.engine +
+            " has no way to pass them: no CDI spec for NVIDIA GPUs in /etc/cdi or /var/run/cdi; "
+            "install nvidia-container-toolkit and run `nvidia-ctk cdi generate "
+            "--output=/etc/cdi/nvidia.yaml`, or run this image's jobs without a container");
+      }
+      run.gpus = *gpus;
+      // Inside, the container sees only its GPUs, numbered from 0.
+      std::string inside;
+      for (size_t i = 0; i < gpus->size(); ++i) inside += (i ? "," : "") + std::to_string(i);
+      it->second = inside;
+    }
+  }
+  run.ulimits = ContainerUlimitFlags();
+  run.env_file = dir_ / "container.env";
+  STOKER_RETURN_IF_ERROR(
+      WriteFileAtomic(run.env_file, ContainerEnvFile(env, &run.env_inline), Durability::kNoSync));
+  ::chmod(run.env_file.c_str(), 0600);
+
+  LaunchSpec out = spec;
+  out.argv = ContainerRunArgv(run);
+  out.env = {{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+             {std::string(kReplicaCookieVar), cookie_}};
+  for (const char* keep : {"HOME", "XDG_RUNTIME_DIR", "LANG"}) {
+    if (const char* v = std::getenv(keep)) out.env[keep] = v;
+  }
+  out.run_as.reset();
+  out.isolation = {};
+  if (out.warm.requested) {
+    out.warm.cold_reason = "the trainer runs in a container (" + c.image + ")";
+  }
+  out.container.reset();
+  return out;
+}
+
+void Supervisor::RemoveContainer() {
+  if (!container_) return;
+  std::vector<std::string> args = {container_->engine, "rm", "--force", container_->name};
+  if (fs::path(container_->engine).filename() == "podman")
+    args.insert(args.begin() + 3, "--time=0");
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(null_fd_, STDIN_FILENO);
+    int dev_null = ::open("/dev/null", O_WRONLY);
+    ::dup2(dev_null, STDOUT_FILENO);
+    ::dup2(dev_null, STDERR_FILENO);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  if (pid < 0) return;
+  const int64_t give_up = MonotonicMs() + kCleanupLimitMs;
+  int st = 0;
+  while (::waitpid(pid, &st, WNOHANG) == 0) {
+    if (MonotonicMs() > give_up) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &st, 0);
+      Log("giving up on `" + container_->engine + " rm` of container " + container_->name);
+      return;
+    }
+    ::usleep(10000);
+  }
 }
 
 bool Supervisor::DrainSignals() {
@@ -879,6 +1001,16 @@ int Supervisor::Run() {
     return Finish();
   }
 
+  if (spec->container) {
+    container_ = spec->container;
+    Result<LaunchSpec> run = ContainerLaunch(*spec, *python_path);
+    if (!run.ok()) {
+      outcome_.message = run.status().message();
+      return Finish();
+    }
+    spec = std::move(run);
+    python_path->clear();
+  }
   StartTrainer(*spec, *python_path);
   SyncClaim();
   if (trainer_ < 0) return Finish();  // launch_failed, message set
@@ -886,6 +1018,7 @@ int Supervisor::Run() {
   Supervise();
   if (sampler_) sampler_->Stop();
   KillEverythingLeft();
+  RemoveContainer();
 
   int st = *trainer_status_;
   if (WIFEXITED(st)) {
@@ -898,6 +1031,14 @@ int Supervisor::Run() {
   if (stop_reason_) {
     outcome_.state = *stop_reason_;
     outcome_.stop_signal = stop_signal_;
+  } else if (container_ && outcome_.exit_code == 125) {
+    // The engine's own failure (docker and podman both say 125): nothing of
+    // the trainer ran. Its words are in the log just above.
+    outcome_.state = EndState::kLaunchFailed;
+    outcome_.message = container_->engine + " could not run image " + container_->image +
+                       " (exit 125; its words are in the replica's log). A missing image: "
+                       "build it with `stoker images build -t " +
+                       container_->image + " DIR` or import it with `stoker images import`";
   }
   return Finish();
 }

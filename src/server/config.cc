@@ -11,9 +11,14 @@ std::vector<ImageRule> DefaultImageRules() {
   std::vector<ImageRule> rules;
   for (const char* registry :
        {"*-docker.pkg.dev/vertex-ai/training/", "gcr.io/cloud-aiplatform/training/"}) {
-    for (const char* framework :
-         {"pytorch-*", "tf-*", "scikit-learn-*", "sklearn-*", "xgboost-*"}) {
-      rules.push_back({std::string(registry) + framework, "auto"});
+    // Each prebuilt image's framework, which its interpreter must import.
+    for (auto [image, module] : {std::pair{"pytorch-*", "torch"},
+                                 {"tf-*", "tensorflow"},
+                                 {"tf2-*", "tensorflow"},
+                                 {"scikit-learn-*", "sklearn"},
+                                 {"sklearn-*", "sklearn"},
+                                 {"xgboost-*", "xgboost"}}) {
+      rules.push_back({std::string(registry) + image, "auto", module});
     }
   }
   return rules;
@@ -210,7 +215,8 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
                   where + "images[" + std::to_string(i) +
                   "]: needs 'match' (an image glob) and 'python' (a path or auto)");
             }
-            user_rules.push_back({r["match"].get<std::string>(), r["python"].get<std::string>()});
+            user_rules.push_back({r["match"].get<std::string>(), r["python"].get<std::string>(),
+                                  r.value("framework", std::string())});
           }
         } else if (key == "buckets") {
           for (auto& [name, path] : value.items()) c.buckets[name] = path.get<std::string>();
@@ -331,6 +337,20 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
             return InvalidArgument(where + "job_isolation: must be auto, required or off, got " +
                                    value.dump());
           }
+        } else if (key == "containers") {
+          if (!value.is_object()) {
+            return InvalidArgument(where + "containers: must be a mapping, e.g. {engine: auto}");
+          }
+          for (auto& [k, v] : value.items()) {
+            std::string e = v.is_string() ? v.get<std::string>() : v.dump();
+            if (k != "engine" || (e != "auto" && e != "podman" && e != "docker" && e != "none")) {
+              return InvalidArgument(where + "containers." + k +
+                                     ": the only key is engine, one of auto, podman, docker, "
+                                     "none; got " +
+                                     v.dump());
+            }
+            c.container_engine = e;
+          }
         } else if (key == "warm_starts") {
           c.warm_starts.enabled = value.get<bool>();
         } else if (key == "warm_start_preload") {
@@ -386,7 +406,7 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
               "log_max_bytes, log_max_files, retention, "
               "tls_cert_file, tls_key_file, allow_insecure_http, "
               "default_unix_user, allow_root_trainers, bucket_group, "
-              "job_isolation, warm_starts, warm_start_preload, "
+              "job_isolation, containers, warm_starts, warm_start_preload, "
               "warm_start_idle_seconds, preemption, executor, "
               "slurm, cost, gpu_telemetry_seconds, telemetry_seconds, webhooks)");
         }

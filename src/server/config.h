@@ -6,6 +6,8 @@
 //   images:                       # executor/container image -> local environment
 //     - match: "gcr.io/my-proj/trainer:*"   # shell glob on the image URI
 //       python: /usr/bin/python3            # interpreter; "auto" = one with torch
+//       framework: tensorflow               # optional: a module it must import
+//   containers: {engine: auto}    # auto | podman | docker | none (docs/containers.md)
 //   buckets: {data: /srv/datasets}           # bucket name -> directory
 //   inventory: {cpus: 8, memory_gb: 32, gpus: [{type: NVIDIA_TESLA_T4, memory_gb: 16}]}
 //   cpu_oversubscription: 4     # local CPUs and memory may be booked this many times over
@@ -82,8 +84,9 @@
 namespace stoker::server {
 
 struct ImageRule {
-  std::string match;   // glob on the image URI
-  std::string python;  // interpreter path or "auto"
+  std::string match;      // glob on the image URI
+  std::string python;     // interpreter path or "auto"
+  std::string framework;  // a module the interpreter must import ("" = none)
 };
 
 // The `slurm:` section (executor: slurm).
@@ -145,6 +148,7 @@ struct Config {
   bool allow_root_trainers = false;
   std::string bucket_group = "stoker";  // root daemon: the group that may write buckets
   std::string job_isolation = "auto";   // auto | required | off
+  std::string container_engine = "auto";  // containers.engine: auto | podman | docker | none
   WarmStartConfig warm_starts;
   uint64_t log_max_bytes = 64ull << 20;  // per replica log file; 0 = no rotation
   int log_max_files = 3;                 // rotated files kept, 1..1000

@@ -1280,6 +1280,12 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
     in.settings.grace_seconds = config_.preemption.grace_seconds;
   }
   in.settings.preemption = config_.preemption;  // the executor's own preemption (Slurm)
+  in.settings.container_mounts = {(config_.data_dir / "buckets").string()};
+  for (const auto& [name, dir] : config_.buckets) {
+    in.settings.container_mounts.push_back(std::filesystem::absolute(dir).string());
+  }
+  in.settings.container_mounts_read_only = {(config_.data_dir / "envs").string(),
+                                            config_.python_helpers.string()};
   in.rewrite_uris = [this](const std::string& s) { return storage::RewriteGsUris(s, buckets_); };
 
   std::string output_uri = OutputUri(a.job, a.rec.id);
@@ -1354,6 +1360,9 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
     std::string image = pool.python_package_spec ? pool.python_package_spec->executor_image_uri
                                                  : pool.container_spec->image_uri;
     STOKER_ASSIGN_OR_RETURN(in.environments.back(), environments_.ForImage(image, field));
+    // Which path runs the image (a container or an interpreter) and why.
+    (void)store_.AddEvent(a.rec.id,
+                          "workerpool" + std::to_string(p) + ": " + in.environments.back().note);
     if (!pool.python_package_spec) continue;
     for (size_t i = 0; i < pool.python_package_spec->package_uris.size(); ++i) {
       const std::string& uri = pool.python_package_spec->package_uris[i];

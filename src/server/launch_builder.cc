@@ -57,6 +57,23 @@ Result<exec::JobLaunch> BuildJobLaunch(const LaunchInputs& in) {
     e.python = env.python;
     e.rewrite_uris = in.rewrite_uris;
     STOKER_ASSIGN_OR_RETURN(exec::ReplicaCommand cmd, exec::BuildReplicaCommand(e));
+    if (!env.container_image.empty()) {
+      replica::ContainerSpec c;
+      c.engine = env.engine;
+      c.image = env.container_image;
+      c.name =
+          "stoker-" + std::to_string(rec.id) + "-" + std::to_string(rec.attempt) + "-" + rl.name;
+      // No command: the image's ENTRYPOINT (and its CMD unless args are given).
+      if (cmd.command_size > 0) {
+        c.entrypoint.emplace(cmd.argv.begin(), cmd.argv.begin() + cmd.command_size);
+      }
+      c.args.assign(cmd.argv.begin() + cmd.command_size, cmd.argv.end());
+      c.mounts.assign(in.settings.container_mounts.begin(), in.settings.container_mounts.end());
+      c.mounts_read_only.assign(in.settings.container_mounts_read_only.begin(),
+                                in.settings.container_mounts_read_only.end());
+      if (cmd.argv.empty()) cmd.argv = {c.image};  // what argv shows: the image's own command
+      rl.container = std::move(c);
+    }
     rl.argv = std::move(cmd.argv);
     rl.env = std::move(cmd.env);
     // Which attempt this is (1-based) and why it restarted, so that a
@@ -96,7 +113,7 @@ Result<exec::JobLaunch> BuildJobLaunch(const LaunchInputs& in) {
     rl.log_max_bytes = in.settings.log_max_bytes;
     rl.log_max_files = in.settings.log_max_files;
     rl.telemetry_seconds = in.settings.telemetry_seconds;
-    if (in.settings.warm.enabled && !env.python.empty()) {
+    if (in.settings.warm.enabled && !env.python.empty() && env.container_image.empty()) {
       auto label = in.job->labels.find(kWarmStartLabel);
       std::string opt = label == in.job->labels.end() ? "" : label->second;
       if (opt == "true" || (rec.study_id != 0 && opt != "false")) {

@@ -45,6 +45,10 @@ struct LaunchSettings {
   // job. Left default, the label and SPOT still count; the
   // preemptible_below band does not.
   PreemptionConfig preemption;
+  // Bind-mounted into every container at the same path (docs/containers.md):
+  // the buckets read-write; the environments and Python helpers read only.
+  std::vector<std::string> container_mounts;
+  std::vector<std::string> container_mounts_read_only;
 };
 
 // The label by which a job opts in ("true") or a trial out ("false").

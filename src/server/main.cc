@@ -263,11 +263,21 @@ int main(int argc, char** argv) {
     }
   }
   std::vector<exec::ImageMatch> rules;
-  for (const server::ImageRule& r : config->images) rules.push_back({r.match, r.python});
+  for (const server::ImageRule& r : config->images)
+    rules.push_back({r.match, r.python, r.framework});
   exec::Environments environments(rules, data / "envs", config->python_helpers,
                                   config->config_file.string());
   spdlog::info("trainers for Vertex prebuilt images run with {} ({})", environments.auto_python(),
                environments.auto_reason());
+  // Images in the engine's store run in containers (docs/containers.md).
+  auto engine = exec::DetectContainerEngine(config->container_engine);
+  if (!engine.ok()) {
+    spdlog::error("{}", engine.status().message());
+    return 1;
+  }
+  spdlog::info("containers: {}",
+               engine->usable() ? engine->name + ": " + engine->why : engine->why);
+  environments.UseEngine(*engine);
   spdlog::info("node {}: {} CPUs, {:.1f} GB, {} GPU(s)", node.name, node.cpus,
                node.memory_bytes / double(1ull << 30), node.gpus.size());
 
