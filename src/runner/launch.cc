@@ -47,15 +47,14 @@ std::vector<std::string> ExecCandidates(const std::string& program, const std::s
 
 std::vector<std::string> ContainerRunArgv(const ContainerRun& run) {
   const ContainerSpec& c = *run.container;
-  std::vector<std::string> a = {c.engine,         "run",    "--rm",        "--name", c.name,
-                                "--network=host", "--init", "--pull=never"};
+  std::vector<std::string> a = {c.engine,         "run",         "--rm", "--name", c.name,
+                                "--network=host", "--pull=never"};
   bool podman = std::filesystem::path(c.engine).filename() == "podman";
   // Output goes to the supervisor's pipe directly, not through a log file.
   if (podman) a.push_back("--log-driver=passthrough");
   a.insert(a.end(), run.ulimits.begin(), run.ulimits.end());
   a.push_back("--env-file=" + run.env_file.string());
   for (const std::string& kv : run.env_inline) a.insert(a.end(), {"--env", kv});
-  if (!run.workdir.empty()) a.push_back("--workdir=" + run.workdir.string());
   if (run.run_as) {
     a.push_back("--user=" + std::to_string(run.run_as->uid) + ":" +
                 std::to_string(run.run_as->gid));

@@ -47,7 +47,6 @@ enum class GpuPassing { kNone, kCdi, kDockerGpus };
 struct ContainerRun {
   const ContainerSpec* container = nullptr;
   std::optional<RunAs> run_as;          // unset: the image's own user
-  std::filesystem::path workdir;        // the replica's work/ (mounted)
   std::filesystem::path env_file;       // KEY=VALUE lines (ContainerEnvFile)
   std::vector<std::string> env_inline;  // KEY=VALUE pairs the file cannot hold
   std::vector<std::string> ulimits;     // ContainerUlimitFlags()
@@ -55,9 +54,12 @@ struct ContainerRun {
   GpuPassing gpu_passing = GpuPassing::kNone;
 };
 
-// `engine run ...` for the replica: removed when it ends, named, host
-// network (CLUSTER_SPEC and MASTER_ADDR addresses work unchanged), an init
-// process that forwards SIGTERM, output straight to the supervisor's pipe,
+// `engine run ...` for the replica (in the image's WORKDIR, as Docker runs
+// it; HOME is the replica's work/): removed when it ends, named, host
+// network (CLUSTER_SPEC and MASTER_ADDR addresses work unchanged), the
+// command as PID 1 with SIGTERM forwarded to it (as Kubernetes and so
+// Vertex run it: a trainer that ignores SIGTERM is killed after the grace),
+// output straight to the supervisor's pipe,
 // every mount at its own path, the account's uid:gid and groups with no
 // capabilities and no new privileges, the GPUs, then the image and the
 // command. Environment values never appear here but for env_inline.

@@ -35,6 +35,50 @@ TEST(ReplicaContractTest, ALaunchSpecReadsBackAsWritten) {
   EXPECT_EQ(back->isolation.keep_read_only, std::vector<std::filesystem::path>{"/data/jobs/7"});
 }
 
+TEST(ReplicaContractTest, AContainerReadsBackAsWritten) {
+  LaunchSpec s;
+  s.argv = {"python3", "-m", "trainer.task"};
+  s.container = ContainerSpec{"/usr/bin/podman",
+                              "gcr.io/p/t:v1",
+                              "stoker-7-0-workerpool0-0",
+                              std::vector<std::string>{"python3", "-m", "trainer.task"},
+                              {"--epochs", "2"},
+                              {"/data/buckets"},
+                              {"/data/jobs/7"}};
+  auto back = ParseLaunchSpec(FormatLaunchSpec(s));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_TRUE(back->container.has_value());
+  EXPECT_EQ(back->container->engine, "/usr/bin/podman");
+  EXPECT_EQ(back->container->image, "gcr.io/p/t:v1");
+  EXPECT_EQ(back->container->name, "stoker-7-0-workerpool0-0");
+  EXPECT_EQ(back->container->entrypoint, s.container->entrypoint);
+  EXPECT_EQ(back->container->args, s.container->args);
+  EXPECT_EQ(back->container->mounts, std::vector<std::filesystem::path>{"/data/buckets"});
+  EXPECT_EQ(back->container->mounts_read_only, std::vector<std::filesystem::path>{"/data/jobs/7"});
+  // No entrypoint: the image's own, which is not the same as an empty one.
+  s.container->entrypoint.reset();
+  back = ParseLaunchSpec(FormatLaunchSpec(s));
+  ASSERT_TRUE(back.ok());
+  EXPECT_FALSE(back->container->entrypoint.has_value());
+  // Without a container there is no "container" field.
+  s.container.reset();
+  EXPECT_FALSE(ParseLaunchSpec(FormatLaunchSpec(s))->container.has_value());
+}
+
+TEST(ReplicaContractTest, ABadContainerIsRefusedByName) {
+  for (const char* bad :
+       {R"("x")", R"({"engine": "podman", "image": "i", "name": "n", "args": []})",
+        R"({"engine": "/p", "image": "", "name": "n", "args": []})",
+        R"({"engine": "/p", "image": "i", "name": "n", "args": [1]})",
+        R"({"engine": "/p", "image": "i", "name": "n", "args": [], "entrypoint": []})",
+        R"({"engine": "/p", "image": "i", "name": "n", "args": [], "mounts": ["rel"]})"}) {
+    auto r =
+        ParseLaunchSpec(std::string(R"({"argv": ["x"], "env": {}, "container": )") + bad + "}");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("container"), std::string::npos) << r.status().ToString();
+  }
+}
+
 TEST(ReplicaContractTest, IsolationOffIsNotWritten) {
   LaunchSpec s;
   s.argv = {"true"};
@@ -124,6 +168,34 @@ TEST(ReplicaContractTest, AWarmRequestAndAStartNoteReadBack) {
   TrainerInfo info{7, 7, 5, "warm start: forked"};
   EXPECT_EQ(ParseTrainerInfo(FormatTrainerInfo(info))->start_note, "warm start: forked");
   EXPECT_EQ(ParseTrainerInfo(R"({"pid": 1})")->start_note, "");
+}
+
+TEST(ReplicaContractTest, APythonEnvReadsBackAndIsOptional) {
+  LaunchSpec spec;
+  spec.argv = {"python3"};
+  EXPECT_FALSE(ParseLaunchSpec(FormatLaunchSpec(spec))->python_env.has_value());
+  spec.python_env = PythonEnvSpec{
+      "/data/envs/pip", "/usr/bin/python3", {"/srv/wheels"}, "", {"tinytop>=2", "numpy"}};
+  auto back = ParseLaunchSpec(FormatLaunchSpec(spec));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_TRUE(back->python_env.has_value());
+  EXPECT_EQ(back->python_env->cache_dir, "/data/envs/pip");
+  EXPECT_EQ(back->python_env->python, "/usr/bin/python3");
+  EXPECT_EQ(back->python_env->find_links, std::vector<std::filesystem::path>{"/srv/wheels"});
+  EXPECT_EQ(back->python_env->index_url, "");
+  EXPECT_EQ(back->python_env->requirements, (std::vector<std::string>{"tinytop>=2", "numpy"}));
+
+  for (
+      const char* bad :
+      {R"({"argv": ["p"], "python_env": {"cache_dir": "envs", "python": "/p"}})",
+       R"({"argv": ["p"], "python_env": {"cache_dir": "/e", "python": "/p", "requirements": [1]}})",
+       R"({"argv": ["p"], "python_env": {"cache_dir": "/e", "python": "/p", "find_links": ["w"]}})",
+       R"({"argv": ["p"], "python_env": []})"}) {
+    auto refused = ParseLaunchSpec(bad);
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.status().message().find("launch.json: python_env"), std::string::npos)
+        << refused.status().message();
+  }
 }
 
 }  // namespace

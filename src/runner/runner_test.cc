@@ -105,6 +105,62 @@ TEST(BuildTrainerEnvTest, PutsPackageRootsBeforeTheGivenPythonPath) {
   EXPECT_THAT(BuildTrainerEnv({{"PYTHONPATH", ""}}, {"/r"}), ElementsAre("PYTHONPATH=/r"));
 }
 
+TEST(ContainerRunArgvTest, RunsTheImageWithTheAccountMountsAndGpus) {
+  ContainerSpec c{"/usr/bin/podman",
+                  "gcr.io/p/t:v1",
+                  "stoker-7-0-workerpool0-0",
+                  std::vector<std::string>{"python3", "-m", "t"},
+                  {"--lr", "0.1"},
+                  {"/data/buckets"},
+                  {"/data/jobs/7"}};
+  ContainerRun run;
+  run.container = &c;
+  run.run_as = RunAs{"alice", 1001, 1002, {50}, ""};
+  run.env_file = "/data/jobs/7/workerpool0-0/container.env";
+  run.env_inline = {"NOTE=a\nb"};
+  run.ulimits = {"--ulimit=nofile=1024:20000"};
+  run.gpus = {2, 3};
+  run.gpu_passing = GpuPassing::kCdi;
+  EXPECT_THAT(
+      ContainerRunArgv(run),
+      ElementsAre("/usr/bin/podman", "run", "--rm", "--name", "stoker-7-0-workerpool0-0",
+                  "--network=host", "--pull=never", "--log-driver=passthrough",
+                  "--ulimit=nofile=1024:20000",
+                  "--env-file=/data/jobs/7/workerpool0-0/container.env", "--env", "NOTE=a\nb",
+                  "--user=1001:1002", "--group-add=50", "--cap-drop=all",
+                  "--security-opt=no-new-privileges", "--volume=/data/buckets:/data/buckets",
+                  "--volume=/data/jobs/7:/data/jobs/7:ro", "--device=nvidia.com/gpu=2",
+                  "--device=nvidia.com/gpu=3", R"(--entrypoint=["python3","-m","t"])",
+                  "gcr.io/p/t:v1", "--lr", "0.1"));
+}
+
+TEST(ContainerRunArgvTest, WithoutAnEntrypointTheImagesOwnRunsAndDockerGetsGpusItsWay) {
+  ContainerSpec c{"/usr/bin/docker", "t:1", "n", std::nullopt, {}, {}, {}};
+  ContainerRun run;
+  run.container = &c;
+  run.env_file = "/e";
+  run.gpus = {0};
+  run.gpu_passing = GpuPassing::kDockerGpus;
+  EXPECT_THAT(ContainerRunArgv(run),
+              ElementsAre("/usr/bin/docker", "run", "--rm", "--name", "n", "--network=host",
+                          "--pull=never", "--env-file=/e", R"(--gpus="device=0")", "t:1"));
+}
+
+TEST(ContainerEnvFileTest, PutsValuesWithNewlinesInline) {
+  std::vector<std::string> inline_pairs;
+  EXPECT_EQ(ContainerEnvFile({{"B", " spaced "}, {"A", "x=y"}, {"C", "two\nlines"}}, &inline_pairs),
+            "A=x=y\nB= spaced \n");
+  EXPECT_THAT(inline_pairs, ElementsAre("C=two\nlines"));
+}
+
+TEST(GpuIndexesTest, ReadsIndexListsOnly) {
+  EXPECT_THAT(*GpuIndexes(""), ElementsAre());
+  EXPECT_THAT(*GpuIndexes("0,2"), ElementsAre(0, 2));
+  EXPECT_FALSE(GpuIndexes("GPU-1234").has_value());
+  EXPECT_FALSE(GpuIndexes("0,,1").has_value());
+  EXPECT_FALSE(GpuIndexes("-1").has_value());
+}
+
 TEST(ExecCandidatesTest, SearchesPathOnlyForBareNames) {
   EXPECT_THAT(ExecCandidates("./run.sh", "/usr/bin"), ElementsAre("./run.sh"));
   EXPECT_THAT(ExecCandidates("/bin/sh", "/usr/bin"), ElementsAre("/bin/sh"));

@@ -473,7 +473,6 @@ Result<LaunchSpec> Supervisor::ContainerLaunch(const LaunchSpec& spec,
   ContainerRun run;
   run.container = &kept;
   run.run_as = spec.run_as;
-  run.workdir = dir_ / "work";
   if (auto it = env.find("CUDA_VISIBLE_DEVICES"); it != env.end()) {
     if (auto gpus = GpuIndexes(it->second); gpus && !gpus->empty()) {
       bool docker = fs::path(c.engine).filename() == "docker";
@@ -1039,6 +1038,10 @@ int Supervisor::Run() {
                        " (exit 125; its words are in the replica's log). A missing image: "
                        "build it with `stoker images build -t " +
                        container_->image + " DIR` or import it with `stoker images import`";
+  } else if (container_ && (outcome_.exit_code == 126 || outcome_.exit_code == 127)) {
+    late_log_line_ = "stoker-run: the container's command could not be started (exit " +
+                     std::to_string(*outcome_.exit_code) + "): is it installed in image " +
+                     container_->image + " and on the image's PATH?\n";
   }
   return Finish();
 }

@@ -1,0 +1,271 @@
+"""Jobs whose image is in the node's container engine run in real containers
+(docs/containers.md): the image's ENTRYPOINT/CMD, every Vertex variable,
+buckets and outputs at their own paths, DDP across containers on the host
+network, cancel, kill -9 of stokerd while a container runs, and images that
+lack what the job needs. Needs podman (with runc) and the base image of
+scripts/container-base-image.sh; without them these tests skip (CI, with
+STOKER_TEST_REQUIRE_ALL=1, fails instead)."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import textwrap
+import unittest
+
+from harness import SOURCE, StokerTestCase, read_text, skip_or_fail, wait_for
+
+BASE = "localhost/stoker-base:bookworm"
+TRAINER = "localhost/stoker-e2e/trainer:%d" % os.getpid()
+NO_PYTHON = "localhost/stoker-e2e/no-python:%d" % os.getpid()
+
+TASK = '''
+import json, os, sys
+print("args", json.dumps(sys.argv[1:]))
+print("in image", os.path.exists("/app/trainer/task.py"))
+print("uid", os.getuid())
+cluster = json.loads(os.environ["CLUSTER_SPEC"])
+print("task", cluster["task"]["type"], cluster["task"]["index"])
+print("job id", os.environ["CLOUD_ML_JOB_ID"])
+model = os.environ["AIP_MODEL_DIR"]
+os.makedirs(model, exist_ok=True)
+with open(os.path.join(model, "model.txt"), "w") as f:
+    f.write("trained in a container\\n")
+print("secret", os.environ.get("SECRET_WITH_NEWLINE", "").replace("\\n", "|"))
+'''
+
+DDP = '''
+import os, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+t = torch.tensor([float(dist.get_rank() + 1)])
+dist.all_reduce(t)
+print("rank", dist.get_rank(), "of", dist.get_world_size(), "sum", t.item(), flush=True)
+dist.destroy_process_group()
+'''
+
+DOCKERFILE = '''
+FROM %s
+COPY trainer /app/trainer
+WORKDIR /app
+ENTRYPOINT ["python3", "-m", "trainer.task"]
+CMD ["--from-cmd"]
+''' % BASE
+
+NO_PYTHON_DOCKERFILE = '''
+FROM %s
+RUN rm -f /usr/bin/python3 /usr/bin/python3.11
+''' % BASE
+
+
+def engine_flags():
+    """The same --ulimit flags stoker-run gives (docs/containers.md)."""
+    import resource
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)
+    nproc = [min(v, 32768) if v != resource.RLIM_INFINITY else 32768
+             for v in resource.getrlimit(resource.RLIMIT_NPROC)]
+    return ["--ulimit=nofile=%d:%d" % nofile, "--ulimit=nproc=%d:%d" % tuple(nproc)]
+
+
+def podman(*args, check=True, timeout=600):
+    return subprocess.run(["podman"] + list(args), capture_output=True, text=True,
+                          check=check, timeout=timeout)
+
+
+SETUP_ERROR = None
+
+
+def setUpModule():
+    global SETUP_ERROR
+    if shutil.which("podman") is None:
+        SETUP_ERROR = "podman is not installed (apt-get install podman runc catatonit)"
+        return
+    if podman("info", check=False).returncode != 0:
+        SETUP_ERROR = "podman is installed but `podman info` fails"
+        return
+    if podman("image", "exists", BASE, check=False).returncode != 0:
+        r = subprocess.run([os.path.join(SOURCE, "scripts", "container-base-image.sh"), BASE],
+                           capture_output=True, text=True, timeout=1200)
+        if r.returncode != 0:
+            SETUP_ERROR = "cannot make %s: %s" % (BASE, r.stderr[-2000:])
+            return
+    ctx = tempfile.mkdtemp(prefix="stoker-image-")
+    try:
+        os.makedirs(os.path.join(ctx, "trainer"))
+        for name, text in (("__init__.py", ""), ("task.py", TASK), ("ddp.py", DDP)):
+            with open(os.path.join(ctx, "trainer", name), "w") as f:
+                f.write(textwrap.dedent(text))
+        with open(os.path.join(ctx, "Dockerfile"), "w") as f:
+            f.write(DOCKERFILE)
+        with open(os.path.join(ctx, "NoPython"), "w") as f:
+            f.write(NO_PYTHON_DOCKERFILE)
+        for tag, dockerfile in ((TRAINER, "Dockerfile"), (NO_PYTHON, "NoPython")):
+            r = podman("build", *engine_flags(), "-t", tag, "-f", os.path.join(ctx, dockerfile),
+                       ctx, check=False)
+            if r.returncode != 0:
+                SETUP_ERROR = "podman build of %s failed: %s" % (tag, r.stderr[-2000:])
+                return
+    finally:
+        shutil.rmtree(ctx, ignore_errors=True)
+
+
+def tearDownModule():
+    if shutil.which("podman"):
+        podman("rmi", "--force", TRAINER, NO_PYTHON, check=False)
+
+
+def pool(image, replicas=1, command=None, args=None, env=None, machine="e2-standard-2"):
+    spec = {"imageUri": image}
+    if command is not None:
+        spec["command"] = command
+    if args is not None:
+        spec["args"] = args
+    if env:
+        spec["env"] = [{"name": k, "value": v} for k, v in env.items()]
+    return {"machineSpec": {"machineType": machine}, "replicaCount": replicas,
+            "containerSpec": spec}
+
+
+def job(name, *pools):
+    return {"displayName": name, "jobSpec": {"workerPoolSpecs": list(pools),
+                                             "scheduling": {"maxRetries": 0}}}
+
+
+def containers_of(job_id):
+    r = podman("ps", "--all", "--filter", "name=^stoker-%s-" % job_id, "--format", "{{.Names}}")
+    return r.stdout.split()
+
+
+class ContainerJobTest(StokerTestCase):
+
+    def setUp(self):
+        if SETUP_ERROR:
+            skip_or_fail(self, SETUP_ERROR)
+        super().setUp()
+
+    def logs(self, job_id):
+        return self.stoker("jobs", "logs", job_id).stdout
+
+    def events(self, job_id):
+        return [e["reason"] for e in
+                self.api("GET", self.project_path + "/" + job_id + "/events")[1]["events"]]
+
+    def test_the_images_entrypoint_and_cmd_run_with_the_vertex_environment(self):
+        # No command and no args: the image's ENTRYPOINT and CMD, in the image.
+        plain = self.submit(job("plain", pool(TRAINER, env={"SECRET_WITH_NEWLINE": "a\nb"})))
+        # args replace CMD (Docker's and Vertex's rule), ENTRYPOINT stays.
+        with_args = self.submit(job("args", pool(TRAINER, args=["--epochs", "$(CLOUD_ML_JOB_ID)"])))
+        for j in (plain, with_args):
+            self.assertEqual(self.wait_state(j, timeout=120)["state"], "JOB_STATE_SUCCEEDED",
+                             self.logs(j))
+        out = self.logs(plain)
+        self.assertIn('args ["--from-cmd"]', out)
+        self.assertIn("in image True", out)
+        self.assertIn("task workerpool0 0", out)
+        self.assertIn("job id " + plain, out)
+        self.assertIn("secret a|b", out)  # a value with a newline arrives whole
+        self.assertIn('args ["--epochs", "%s"]' % with_args, self.logs(with_args))
+        # AIP_MODEL_DIR is a bucket path on the host, mounted at the same place.
+        model = os.path.join(self.data, "buckets", "stoker-outputs", plain, "model", "model.txt")
+        wait_for(lambda: os.path.exists(model), 10, "the model file on the host")
+        self.assertEqual(read_text(model), "trained in a container\n")
+        self.assertTrue(any("runs in a container: image " + TRAINER in e
+                            for e in self.events(plain)), self.events(plain))
+        self.assertEqual(containers_of(plain), [])  # removed at the end
+        # The job's variables went to the container through a file only the
+        # supervisor may read, never onto the engine's command line.
+        env_file = os.path.join(self.replica_dir(plain), "container.env")
+        self.assertEqual(os.stat(env_file).st_mode & 0o777, 0o600)
+
+    def test_chief_and_two_workers_train_with_ddp_across_containers(self):
+        ddp = ["python3", "-m", "trainer.ddp"]
+        j = self.submit(job("ddp", pool(TRAINER, command=ddp),
+                            pool(TRAINER, replicas=2, command=ddp)))
+        self.assertEqual(self.wait_state(j, timeout=240)["state"], "JOB_STATE_SUCCEEDED",
+                         self.logs(j))
+        out = self.logs(j)
+        for rank in range(3):
+            self.assertIn("rank %d of 3 sum 6.0" % rank, out)
+
+    def test_cancel_stops_the_container_and_leaves_none(self):
+        j = self.submit(job("long", pool(TRAINER, command=["sleep", "600"])))
+        wait_for(lambda: containers_of(j), 60, "the container to run")
+        self.stoker("jobs", "cancel", j)
+        self.assertEqual(self.wait_state(j, timeout=60)["state"], "JOB_STATE_CANCELLED")
+        self.assertEqual(containers_of(j), [])
+
+    def test_a_container_job_survives_kill_9_of_stokerd_and_ends_once(self):
+        gate = os.path.join(self.data, "buckets", "gate", "open")
+        os.makedirs(os.path.dirname(gate))
+        script = "while [ ! -e %s ]; do sleep 0.1; done; echo passed the gate" % gate
+        j = self.submit(job("gated", pool(TRAINER, command=["sh", "-c", script])))
+        wait_for(lambda: containers_of(j), 60, "the container to run")
+        self.daemon.kill(signal.SIGKILL)
+        self.daemon.start()
+        open(gate, "w").close()
+        self.assertEqual(self.wait_state(j, timeout=60)["state"], "JOB_STATE_SUCCEEDED")
+        self.assertEqual(self.logs(j).count("passed the gate"), 1)
+        self.assertEqual(containers_of(j), [])
+        # One attempt: re-adopted, not started again.
+        self.assertEqual(sorted(os.listdir(os.path.join(self.data, "jobs", j))), ["workerpool0-0"])
+
+    def test_an_image_that_lacks_what_the_job_needs_fails_with_the_engines_words(self):
+        # No Python in the image: the engine cannot start the command.
+        j = self.submit(job("nopy", pool(NO_PYTHON, command=["python3", "-c", "pass"])))
+        done = self.wait_state(j, timeout=60)
+        self.assertEqual(done["state"], "JOB_STATE_FAILED")
+        out = self.logs(j)
+        self.assertRegex(out, "python3.*(not found|no such file)")
+        self.assertEqual(containers_of(j), [])
+        # A module the image does not have: the trainer's own error.
+        j = self.submit(job("nomod", pool(TRAINER, command=["python3", "-m", "no_such_module"])))
+        self.assertEqual(self.wait_state(j, timeout=60)["state"], "JOB_STATE_FAILED")
+        self.assertIn("No module named no_such_module", self.logs(j))
+
+    def test_an_image_the_engine_lacks_is_refused_at_submit_with_the_fix(self):
+        status, body = self.api("POST", self.project_path,
+                                job("missing", pool("gcr.io/nowhere/trainer:v9")))
+        self.assertEqual(status, 400, body)
+        message = body["error"]["message"]
+        self.assertIn("workerPoolSpecs[0].containerSpec.imageUri", message)
+        self.assertIn("not in podman's image store", message)
+        self.assertIn("stoker images build -t gcr.io/nowhere/trainer:v9", message)
+
+
+class PrebuiltImageTest(StokerTestCase):
+    """The fast path: Vertex's prebuilt images map to local interpreters,
+    but only to one that can import the image's framework."""
+
+    def test_a_tensorflow_image_without_tensorflow_is_refused_at_submit(self):
+        r = subprocess.run(["/usr/bin/python3", "-c", "import tensorflow"], capture_output=True)
+        if r.returncode == 0:
+            self.skipTest("this machine's Python has tensorflow")
+        image = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-12.py310:latest"
+        spec = {"executorImageUri": image, "packageUris": ["gs://b/t.tar.gz"],
+                "pythonModule": "trainer.task"}
+        status, body = self.api("POST", self.project_path, {
+            "displayName": "tf", "jobSpec": {"workerPoolSpecs": [{
+                "machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": 1,
+                "pythonPackageSpec": spec}]}})
+        self.assertEqual(status, 400, body)
+        message = body["error"]["message"]
+        self.assertIn("pythonPackageSpec.executorImageUri", message)
+        self.assertIn("needs Python module 'tensorflow'", message)
+        self.assertIn("images:", message)
+
+    def test_a_pytorch_image_runs_with_the_interpreter_and_says_why(self):
+        image = "us-docker.pkg.dev/vertex-ai/training/pytorch-xla.2-1.py310:latest"
+        j = self.submit({"displayName": "pt", "jobSpec": {"workerPoolSpecs": [{
+            "machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": 1,
+            "containerSpec": {"imageUri": image,
+                              "command": ["python3", "-c", "import torch; print('ok')"]}}]}})
+        self.assertEqual(self.wait_state(j, timeout=120)["state"], "JOB_STATE_SUCCEEDED")
+        events = [e["reason"] for e in
+                  self.api("GET", self.project_path + "/" + j + "/events")[1]["events"]]
+        self.assertTrue(any("runs with the interpreter" in e and "pytorch-*" in e
+                            for e in events), events)
+
+
+if __name__ == "__main__":
+    unittest.main()
