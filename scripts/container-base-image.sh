@@ -4,7 +4,7 @@
 # python3, numpy and PyTorch (CPU), imported into podman's store as
 #   localhost/stoker-base:bookworm      (or the name given as $1)
 # Does nothing when the image is already there. Needs root (mmdebstrap,
-# podman) and the packages podman, runc, catatonit, mmdebstrap.
+# podman) and the packages podman, runc and mmdebstrap (scripts/install-deps.sh --test).
 set -euo pipefail
 image=${1:-localhost/stoker-base:bookworm}
 if podman image exists "$image"; then

@@ -13,8 +13,11 @@ packages=(
 # --test: what only the tests need (prometheus: promtool checks /metrics and
 # tests/e2e/test_prometheus.py runs the server scraping stokerd; a headless
 # Chromium drives the web console in tests/e2e/test_console.py).
+# podman with runc and mmdebstrap: tests/e2e/test_containers.py runs jobs
+# in real containers built on an image made offline
+# (scripts/container-base-image.sh).
 if [ "${1:-}" = "--test" ]; then
-  packages+=(prometheus chromium chromium-driver python3-selenium)
+  packages+=(prometheus chromium chromium-driver python3-selenium podman runc mmdebstrap)
 fi
 missing=()
 for p in "${packages[@]}"; do

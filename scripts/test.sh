@@ -4,5 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test
 scripts/build.sh
+# The container tests' base image (made once, offline; needs root).
+if [ "$(id -u)" -eq 0 ]; then scripts/container-base-image.sh; fi
 cd build
 ctest --output-on-failure -j"$(nproc)" --timeout 600

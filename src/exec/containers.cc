@@ -35,13 +35,14 @@ std::string FirstLine(const std::string& text) {
   return text.substr(start, end == std::string::npos ? std::string::npos : end - start);
 }
 
-// Empty when `<client> info` answers; else why not.
+// Empty when `<client> image ls -q` answers (its image store works: what
+// Stoker needs of it; 60 ms, where `info` takes 0.5 s); else why not.
 std::string Unusable(const std::string& client) {
-  auto r = RunCommand({client, "info"}, 20);
+  auto r = RunCommand({client, "image", "ls", "-q"}, 20);
   if (!r.ok()) return r.status().message();
   if (r->exit_code == 0) return "";
   std::string said = FirstLine(r->err.empty() ? r->out : r->err);
-  return "`" + client + " info` failed" + (said.empty() ? "" : ": " + said);
+  return "`" + client + " image ls` failed" + (said.empty() ? "" : ": " + said);
 }
 
 }  // namespace
@@ -56,7 +57,7 @@ Result<ContainerEngine> DetectContainerEngine(const std::string& want) {
     std::string why = client.empty() ? name + " is not installed" : Unusable(client);
     if (why.empty()) {
       return ContainerEngine{name, client,
-                             want == "auto" ? "found " + client + " and it answers `info`"
+                             want == "auto" ? "found " + client + " and its image store answers"
                                             : "containers.engine is " + name};
     }
     if (want != "auto") {

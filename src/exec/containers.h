@@ -18,7 +18,7 @@ struct ContainerEngine {
 };
 
 // `want` is config's containers.engine: "auto" (podman, then docker, each
-// only if `<client> info` answers), "podman", "docker" or "none".
+// only if `<client> image ls` answers), "podman", "docker" or "none".
 // FailedPrecondition, with the engine's own words, when the one named
 // cannot be used; "auto" never fails (the result then says why none).
 Result<ContainerEngine> DetectContainerEngine(const std::string& want);

@@ -52,6 +52,9 @@ std::vector<std::string> ContainerRunArgv(const ContainerRun& run) {
   bool podman = std::filesystem::path(c.engine).filename() == "podman";
   // Output goes to the supervisor's pipe directly, not through a log file.
   if (podman) a.push_back("--log-driver=passthrough");
+  if (podman && !run.conmon_pid_file.empty()) {
+    a.push_back("--conmon-pidfile=" + run.conmon_pid_file.string());
+  }
   a.insert(a.end(), run.ulimits.begin(), run.ulimits.end());
   a.push_back("--env-file=" + run.env_file.string());
   for (const std::string& kv : run.env_inline) a.insert(a.end(), {"--env", kv});

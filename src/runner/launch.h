@@ -50,7 +50,10 @@ struct ContainerRun {
   std::filesystem::path env_file;       // KEY=VALUE lines (ContainerEnvFile)
   std::vector<std::string> env_inline;  // KEY=VALUE pairs the file cannot hold
   std::vector<std::string> ulimits;     // ContainerUlimitFlags()
-  std::vector<int> gpus;                // host indexes (the replica's CUDA_VISIBLE_DEVICES)
+  // podman only: where it writes its monitor's pid (the container's
+  // processes are that monitor's children), for the telemetry sampler.
+  std::filesystem::path conmon_pid_file;
+  std::vector<int> gpus;  // host indexes (the replica's CUDA_VISIBLE_DEVICES)
   GpuPassing gpu_passing = GpuPassing::kNone;
 };
 

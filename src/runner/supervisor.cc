@@ -493,6 +493,7 @@ Result<LaunchSpec> Supervisor::ContainerLaunch(const LaunchSpec& spec,
     }
   }
   run.ulimits = ContainerUlimitFlags();
+  run.conmon_pid_file = dir_ / "container.pid";
   run.env_file = dir_ / "container.env";
   STOKER_RETURN_IF_ERROR(
       WriteFileAtomic(run.env_file, ContainerEnvFile(env, &run.env_inline), Durability::kNoSync));
@@ -872,6 +873,7 @@ void Supervisor::StartSampler(const LaunchSpec& spec) {
                                                 VisibleGpuIndices(visible, uuids),
                                                 warm_.pid > 0 ? warm_.pid : ::getpid(),
                                                 /*include_root=*/warm_.pid > 0);
+  if (container_) sampler_->AlsoSampleBelowPidIn(dir_ / "container.pid");
   sampler_->Start();
 }
 

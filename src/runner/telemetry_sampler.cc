@@ -132,6 +132,14 @@ std::vector<std::pair<pid_t, ProcStat>> TelemetrySampler::Tree() {
   if (include_root_) {
     if (std::optional<ProcStat> st = ReadProcStat(root_)) out.emplace_back(root_, *st);
   }
+  if (!also_pid_file_.empty() && also_root_ <= 0) {
+    std::ifstream in(also_pid_file_);
+    long pid = 0;
+    if (in >> pid && pid > 1) also_root_ = static_cast<pid_t>(pid);
+  }
+  if (also_root_ > 0) {
+    for (auto& p : table_.Below(also_root_)) out.push_back(std::move(p));
+  }
   return out;
 }
 

@@ -64,6 +64,14 @@ class TelemetrySampler {
   TelemetrySampler(const TelemetrySampler&) = delete;
   TelemetrySampler& operator=(const TelemetrySampler&) = delete;
 
+  // Also samples the processes below the pid that `pid_file` will hold
+  // (podman's --conmon-pidfile: a container's processes are the engine
+  // monitor's children, not the supervisor's), read until it appears.
+  // Before Start().
+  void AlsoSampleBelowPidIn(std::filesystem::path pid_file) {
+    also_pid_file_ = std::move(pid_file);
+  }
+
   void Start();
   // Stops and joins the thread; idempotent. No sample is taken after it returns.
   void Stop();
@@ -80,6 +88,8 @@ class TelemetrySampler {
   const std::vector<int> gpu_indices_;
   const pid_t root_;
   const bool include_root_;
+  std::filesystem::path also_pid_file_;  // "" = none
+  pid_t also_root_ = 0;                  // read from also_pid_file_ once it is there
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -271,10 +271,7 @@ int main(int argc, char** argv) {
                environments.auto_reason());
   // Images in the engine's store run in containers (docs/containers.md).
   auto engine = exec::DetectContainerEngine(config->container_engine);
-  if (!engine.ok()) {
-    spdlog::error("{}", engine.status().message());
-    return 1;
-  }
+  if (!engine.ok()) return Fail(engine.status().message());
   spdlog::info("containers: {}",
                engine->usable() ? engine->name + ": " + engine->why : engine->why);
   environments.UseEngine(*engine);

@@ -237,7 +237,14 @@ class StokerTestCase(unittest.TestCase):
                      10, "supervisors to stop")
         except AssertionError:
             subprocess.run(["pkill", "-KILL", "-f", pattern], check=False)
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        # STOKER_TEST_KEEP=1 keeps the data dir (daemon log, replica dirs)
+        # of a failed test for a post-mortem.
+        outcome = getattr(self, "_outcome", None)
+        failed = outcome is not None and not outcome.success
+        if failed and os.environ.get("STOKER_TEST_KEEP") == "1":
+            print("kept " + self.tmp, file=sys.stderr)
+        else:
+            shutil.rmtree(self.tmp, ignore_errors=True)
 
     def stoker(self, *args, check=True, env=None, timeout=120, cwd=None):
         full_env = dict(os.environ)

@@ -15,7 +15,8 @@ import tempfile
 import textwrap
 import unittest
 
-from harness import SOURCE, StokerTestCase, read_text, skip_or_fail, wait_for
+from harness import (DEFAULT_CONFIG, SOURCE, StokerTestCase, read_text, skip_or_fail,
+                     stokerd_refuses, wait_for)
 
 BASE = "localhost/stoker-base:bookworm"
 TRAINER = "localhost/stoker-e2e/trainer:%d" % os.getpid()
@@ -43,6 +44,14 @@ t = torch.tensor([float(dist.get_rank() + 1)])
 dist.all_reduce(t)
 print("rank", dist.get_rank(), "of", dist.get_world_size(), "sum", t.item(), flush=True)
 dist.destroy_process_group()
+'''
+
+TUNE = '''
+import argparse, hypertune
+p = argparse.ArgumentParser()
+p.add_argument("--x", type=float, required=True)
+a = p.parse_args()
+hypertune.HyperTune().report_hyperparameter_tuning_metric("score", a.x, global_step=1)
 '''
 
 DOCKERFILE = '''
@@ -93,7 +102,7 @@ def setUpModule():
     ctx = tempfile.mkdtemp(prefix="stoker-image-")
     try:
         os.makedirs(os.path.join(ctx, "trainer"))
-        for name, text in (("__init__.py", ""), ("task.py", TASK), ("ddp.py", DDP)):
+        for name, text in (("__init__.py", ""), ("task.py", TASK), ("ddp.py", DDP), ("tune.py", TUNE)):
             with open(os.path.join(ctx, "trainer", name), "w") as f:
                 f.write(textwrap.dedent(text))
         with open(os.path.join(ctx, "Dockerfile"), "w") as f:
@@ -138,6 +147,8 @@ def containers_of(job_id):
 
 
 class ContainerJobTest(StokerTestCase):
+
+    config = DEFAULT_CONFIG + "telemetry_seconds: 0.5\n"
 
     def setUp(self):
         if SETUP_ERROR:
@@ -223,6 +234,44 @@ class ContainerJobTest(StokerTestCase):
         self.assertEqual(self.wait_state(j, timeout=60)["state"], "JOB_STATE_FAILED")
         self.assertIn("No module named no_such_module", self.logs(j))
 
+    def test_telemetry_samples_the_containers_processes(self):
+        burn = "import time\nt = time.time()\nwhile time.time() - t < 5: pass\n"
+        j = self.submit(job("burn", pool(TRAINER, command=["python3", "-c", burn])))
+        self.assertEqual(self.wait_state(j, timeout=60)["state"], "JOB_STATE_SUCCEEDED")
+        status, body = self.api("GET", self.project_path + "/" + j + "/telemetry")
+        self.assertEqual(status, 200, body)
+        points = body["replicas"][0]["points"]
+        self.assertGreaterEqual(len([p for p in points if p["cpuPercent"] > 50]), 2, points)
+
+    def test_a_timeout_stops_the_container(self):
+        spec = job("slow", pool(TRAINER, command=["sleep", "600"]))
+        spec["jobSpec"]["scheduling"]["timeout"] = "2s"
+        j = self.submit(spec)
+        done = self.wait_state(j, timeout=60)
+        self.assertEqual(done["state"], "JOB_STATE_FAILED")
+        self.assertIn("timed out after 2s", json.dumps(done))
+        self.assertEqual(containers_of(j), [])
+
+    def test_trials_report_hypertune_metrics_from_containers(self):
+        studies = "/v1/projects/p/locations/l/hyperparameterTuningJobs"
+        status, reply = self.api("POST", studies, {
+            "displayName": "tune", "maxTrialCount": 2, "parallelTrialCount": 2,
+            "studySpec": {"metrics": [{"metricId": "score", "goal": "MAXIMIZE"}],
+                          "parameters": [{"parameterId": "x", "doubleValueSpec": {
+                              "minValue": 0.0, "maxValue": 1.0}}],
+                          "algorithm": "RANDOM_SEARCH"},
+            "trialJobSpec": {"workerPoolSpecs": [
+                pool(TRAINER, command=["python3", "-m", "trainer.tune"])]}})
+        self.assertEqual(status, 200, reply)
+        sid = reply["name"].rsplit("/", 1)[1]
+        study = wait_for(lambda: (lambda s: s if s["state"] == "JOB_STATE_SUCCEEDED" or
+                                  s["state"] == "JOB_STATE_FAILED" else None)(
+            self.api("GET", studies + "/" + sid)[1]), 180, "the study to end")
+        self.assertEqual(study["state"], "JOB_STATE_SUCCEEDED", study)
+        for t in study["trials"]:
+            x = t["parameters"][0]["value"]
+            self.assertAlmostEqual(t["finalMeasurement"]["metrics"][0]["value"], x, places=9)
+
     def test_an_image_the_engine_lacks_is_refused_at_submit_with_the_fix(self):
         status, body = self.api("POST", self.project_path,
                                 job("missing", pool("gcr.io/nowhere/trainer:v9")))
@@ -231,6 +280,60 @@ class ContainerJobTest(StokerTestCase):
         self.assertIn("workerPoolSpecs[0].containerSpec.imageUri", message)
         self.assertIn("not in podman's image store", message)
         self.assertIn("stoker images build -t gcr.io/nowhere/trainer:v9", message)
+
+
+class ContainerAccountTest(StokerTestCase):
+    """A root daemon's trainers run as their account in the container too,
+    without capabilities, writing only where a local trainer may."""
+
+    config = DEFAULT_CONFIG.replace("default_unix_user: root\nallow_root_trainers: true\n",
+                                    "default_unix_user: nobody\n")
+
+    def setUp(self):
+        if SETUP_ERROR:
+            skip_or_fail(self, SETUP_ERROR)
+        if os.getuid() != 0:
+            self.skipTest("needs a root daemon")
+        super().setUp()
+
+    def test_the_trainer_runs_as_nobody_and_cannot_write_the_job_directory(self):
+        script = ("id -u; grep CapEff /proc/self/status; "
+                  "mkdir -p $AIP_MODEL_DIR && echo m > $AIP_MODEL_DIR/m.txt && echo wrote-output; "
+                  "touch %s/jobs/x 2>/dev/null || echo jobs-read-only; "
+                  "ls /root >/dev/null 2>&1 || echo no-root-home") % self.data
+        j = self.submit(job("nobody", pool(TRAINER, command=["sh", "-c", script])))
+        self.assertEqual(self.wait_state(j, timeout=60)["state"], "JOB_STATE_SUCCEEDED")
+        out = self.stoker("jobs", "logs", j).stdout
+        self.assertIn("65534", out)
+        self.assertIn("CapEff:\t0000000000000000", out)
+        self.assertIn("wrote-output", out)
+        self.assertIn("jobs-read-only", out)
+
+
+class EngineConfigTest(StokerTestCase):
+    """containers.engine: a named engine that cannot be used stops the
+    daemon with its words; none turns containers off."""
+
+    config = DEFAULT_CONFIG + "containers: {engine: none}\n"
+
+    def test_an_unusable_engine_named_in_the_config_is_refused_with_its_words(self):
+        # This machine's docker is a client without an engine (or absent).
+        err = stokerd_refuses(os.path.join(self.tmp, "d"),
+                              DEFAULT_CONFIG + "containers: {engine: docker}\n")
+        self.assertIn("containers.engine: docker cannot be used", err)
+        self.assertIn("set containers.engine to auto or none", err)
+        err = stokerd_refuses(os.path.join(self.tmp, "e"),
+                              DEFAULT_CONFIG + "containers: {engine: lxc}\n")
+        self.assertIn("containers.engine", err)
+        self.assertIn("auto, podman, docker, none", err)
+
+    def test_engine_none_runs_nothing_in_containers_and_says_so(self):
+        status, body = self.api("POST", self.project_path,
+                                job("img", pool(TRAINER, command=["true"])))
+        self.assertEqual(status, 400, body)
+        message = body["error"]["message"]
+        self.assertIn("no container engine (containers.engine is none)", message)
+        self.assertIn("images:", message)
 
 
 class PrebuiltImageTest(StokerTestCase):
