@@ -281,6 +281,12 @@ int StorageMb(const Globals& g, const std::string& uri);
 // callbacks read `g` and set `rc` once parsing is done.
 void AddStorageCommands(CLI::App& app, const Globals& g, int& rc);
 
+// Wires `stoker images ...` into `app` (images_commands.cc; docs/images.md):
+// build, list, import, load and rm with the container engine of the machine
+// where the CLI runs (containers.engine in $STOKER_HOME/config.yaml), never
+// through --server.
+void AddImagesCommands(CLI::App& app, const Globals& g, int& rc);
+
 // `stoker admin users ...` (admin_commands.cc): users and tokens.
 struct AdminUserFlags {
   std::string name;

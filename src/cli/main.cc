@@ -511,6 +511,7 @@ int main(int argc, char** argv) {
   }
 
   AddStorageCommands(app, g, rc);  // storage ..., gsutil ... (storage_commands.cc)
+  AddImagesCommands(app, g, rc);   // images build|list|import|load|rm (images_commands.cc)
 
   auto* admin = app.add_subcommand("admin", "Administration (admins only)");
   admin->require_subcommand(1);
