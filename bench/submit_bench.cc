@@ -49,7 +49,7 @@ using nlohmann::json;
 
 constexpr char kUsage[] =
     "usage: stoker-bench MODE [flags]\n"
-    "  start-latency  --server URL --data-dir DIR [--jobs 200] [--trainer-clock]\n"
+    "  start-latency  --server URL --data-dir DIR [--jobs 200] [--trainer-clock] [--image URI]\n"
     "  submit-rate    --server URL [--jobs 5000] [--clients 8] [--gpu-queue]\n"
     "  sbatch-latency --work-dir DIR [--jobs 200]\n"
     "  sbatch-rate    [--jobs 1000] [--clients 8]\n"
@@ -85,6 +85,7 @@ struct Flags {
   int timeout_s = 30;
   bool trainer_clock = false;
   bool gpu_queue = false;
+  std::string image = "bench/trivial";  // start-latency: the job's imageUri
 };
 
 Flags ParseFlags(int argc, char** argv) {
@@ -120,6 +121,7 @@ Flags ParseFlags(int argc, char** argv) {
     else if (a == "--timeout-s") f.timeout_s = integer(i);
     else if (a == "--trainer-clock") f.trainer_clock = true;
     else if (a == "--gpu-queue") f.gpu_queue = true;
+    else if (a == "--image") f.image = value(i);
     else if (a == "-h" || a == "--help") {
       std::cout << kUsage;
       std::exit(0);
@@ -258,7 +260,8 @@ auto PollFor(F probe, int timeout_s, int64_t interval_us = 1000) -> decltype(pro
 
 // ---- Stoker -----------------------------------------------------------------
 
-std::string JobBody(const std::vector<std::string>& command, bool gpu) {
+std::string JobBody(const std::vector<std::string>& command, bool gpu,
+                    const std::string& image = "bench/trivial") {
   json machine = {{"machineType", "e2-standard-2"}};
   if (gpu) {
     machine["acceleratorType"] = "NVIDIA_TESLA_T4";
@@ -269,7 +272,7 @@ std::string JobBody(const std::vector<std::string>& command, bool gpu) {
                 {{"workerPoolSpecs",
                   {{{"machineSpec", machine},
                     {"replicaCount", 1},
-                    {"containerSpec", {{"imageUri", "bench/trivial"}, {"command", command}}}}}}}}};
+                    {"containerSpec", {{"imageUri", image}, {"command", command}}}}}}}}};
   return body.dump();
 }
 
@@ -314,9 +317,10 @@ int StartLatency(const Flags& f) {
   stoker::http::Client client(f.server);
   const std::string path = JobsPath(f);
   std::vector<std::string> command = {"/bin/true"};
-  // (in the trainer's working directory, the replica's work/)
-  if (f.trainer_clock) command = {"/bin/sh", "-c", "date +%s%6N > started"};
-  const std::string body = JobBody(command, false);
+  // Into the replica's work/: the trainer's working directory and HOME (a
+  // container runs in its image's WORKDIR, with HOME the replica's work/).
+  if (f.trainer_clock) command = {"/bin/sh", "-c", "cd \"$HOME\" && date +%s%6N > started"};
+  const std::string body = JobBody(command, false, f.image);
 
   // Per job: client stamps, server stamps, and phase boundaries seen on disk.
   std::vector<double> rtt, sup_lat, tr_lat, ph_queue, ph_launch, ph_spawn, ph_fork, ph_exec,
