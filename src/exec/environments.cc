@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 
 #include "exec/command.h"
@@ -113,7 +114,20 @@ Result<Environment> Environments::ForImage(const std::string& image,
                                            const std::string& field) const {
   std::string no_container = "no container engine (" + engine_.why + ")";
   if (engine_.usable()) {
-    STOKER_ASSIGN_OR_RETURN(bool present, HasImage(engine_, image));
+    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    bool present = false;
+    {
+      std::lock_guard<std::mutex> lock(imports_mu_);
+      auto it = present_until_.find(image);
+      present = it != present_until_.end() && it->second > now;
+    }
+    if (!present) {
+      STOKER_ASSIGN_OR_RETURN(present, HasImage(engine_, image));
+      std::lock_guard<std::mutex> lock(imports_mu_);
+      if (present) present_until_[image] = now + 30000;
+    }
     if (present) {
       Environment env;
       env.python = "python3";

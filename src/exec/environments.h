@@ -50,7 +50,8 @@ class Environments {
   void UseEngine(ContainerEngine engine) { engine_ = std::move(engine); }
   const ContainerEngine& engine() const { return engine_; }
 
-  // A container when the engine holds `image`; else the first rule that
+  // A container when the engine holds `image` (a yes is trusted for 30 s);
+  // else the first rule that
   // matches, whose interpreter must import the rule's framework. Otherwise
   // InvalidArgument naming `field` and the fixes: the config rule to add,
   // and with an engine, how to build or import the image.
@@ -74,6 +75,10 @@ class Environments {
   ContainerEngine engine_;
   mutable std::mutex imports_mu_;
   mutable std::map<std::pair<std::string, std::string>, bool> imports_;  // (python, module)
+  // Images the engine had, and until when (steady clock, ms) that answer
+  // is trusted: a job's launch right after its submission does not ask the
+  // engine again. Absence is never remembered: a new build shows at once.
+  mutable std::map<std::string, int64_t> present_until_;
 };
 
 }  // namespace stoker::exec
