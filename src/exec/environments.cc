@@ -112,6 +112,10 @@ bool Environments::CanImport(const std::string& python, const std::string& modul
 
 Result<Environment> Environments::ForImage(const std::string& image,
                                            const std::string& field) const {
+  if (!image.empty() && image[0] == '-') {
+    // It would reach the engine's command line as an option.
+    return InvalidArgument(field + ": '" + image + "' is not an image name (it starts with '-')");
+  }
   std::string no_container = "no container engine (" + engine_.why + ")";
   if (engine_.usable()) {
     const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -303,7 +303,8 @@ Result<std::optional<ContainerSpec>> ParseContainerSpec(const json& value) {
     }
     *out = f->get<std::string>();
   }
-  if (c.engine[0] != '/') return InvalidArgument(shape);
+  // An image or name starting with '-' would be read as an engine option.
+  if (c.engine[0] != '/' || c.image[0] == '-' || c.name[0] == '-') return InvalidArgument(shape);
   if (value.contains("entrypoint")) {
     c.entrypoint = strings("entrypoint");
     if (!c.entrypoint || c.entrypoint->empty()) return InvalidArgument(shape);

@@ -69,6 +69,7 @@ TEST(ReplicaContractTest, ABadContainerIsRefusedByName) {
   for (const char* bad :
        {R"("x")", R"({"engine": "podman", "image": "i", "name": "n", "args": []})",
         R"({"engine": "/p", "image": "", "name": "n", "args": []})",
+        R"({"engine": "/p", "image": "--privileged", "name": "n", "args": []})",
         R"({"engine": "/p", "image": "i", "name": "n", "args": [1]})",
         R"({"engine": "/p", "image": "i", "name": "n", "args": [], "entrypoint": []})",
         R"({"engine": "/p", "image": "i", "name": "n", "args": [], "mounts": ["rel"]})"}) {

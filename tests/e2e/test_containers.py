@@ -357,6 +357,12 @@ class PrebuiltImageTest(StokerTestCase):
         self.assertIn("needs Python module 'tensorflow'", message)
         self.assertIn("images:", message)
 
+    def test_an_image_name_that_would_be_an_engine_option_is_refused(self):
+        status, body = self.api("POST", self.project_path,
+                                job("opt", pool("--privileged", command=["true"])))
+        self.assertEqual(status, 400, body)
+        self.assertIn("'--privileged' is not an image name", body["error"]["message"])
+
     def test_a_pytorch_image_runs_with_the_interpreter_and_says_why(self):
         image = "us-docker.pkg.dev/vertex-ai/training/pytorch-xla.2-1.py310:latest"
         j = self.submit({"displayName": "pt", "jobSpec": {"workerPoolSpecs": [{
