@@ -189,6 +189,15 @@ class ContainerJobTest(StokerTestCase):
         env_file = os.path.join(self.replica_dir(plain), "container.env")
         self.assertEqual(os.stat(env_file).st_mode & 0o777, 0o600)
 
+    def test_the_gcloud_command_line_runs_an_image_as_built(self):
+        r = self.stoker("ai", "custom-jobs", "create", "--display-name=cli",
+                        "--worker-pool-spec=machine-type=n1-standard-4,replica-count=1,"
+                        "container-image-uri=" + TRAINER)
+        j = [w for w in r.stdout.split() + r.stderr.split() if "customJobs/" in w][0]
+        j = j.rstrip(".]").rsplit("/", 1)[1]
+        self.assertEqual(self.wait_state(j, timeout=120)["state"], "JOB_STATE_SUCCEEDED")
+        self.assertIn('args ["--from-cmd"]', self.logs(j))
+
     def test_chief_and_two_workers_train_with_ddp_across_containers(self):
         ddp = ["python3", "-m", "trainer.ddp"]
         j = self.submit(job("ddp", pool(TRAINER, command=ddp),
