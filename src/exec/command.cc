@@ -3,13 +3,13 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 extern char** environ;
@@ -23,43 +23,99 @@ int64_t MonoMicros() {
       .count();
 }
 
+// Where execve looks for `program`: itself when it holds a '/', else each
+// directory of PATH (the default one when unset), like execvp.
+std::vector<std::string> Candidates(const std::string& program) {
+  if (program.find('/') != std::string::npos) return {program};
+  const char* env = std::getenv("PATH");
+  std::string path = env && *env ? env : "/usr/local/bin:/usr/bin:/bin";
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    out.push_back((dir.empty() ? "." : dir) + "/" + program);
+    start = end + 1;
+  }
+  return out;
+}
+
+// What the intermediate process reports on the status pipe.
+struct Report {
+  int exec_errno = 0;  // the command could not be started
+  int wait_status = 0;
+};
+
 }  // namespace
 
+// The command runs as the grandchild: the child (our direct child, in its
+// own process group) waits for it and writes how it ended into a pipe
+// before exiting. The daemon's controller reaps every child of stokerd
+// (waitpid(-1): it is the subreaper of detached supervisors), so the
+// direct child's own exit status may be collected by another thread before
+// we ask; what the pipe says cannot be. Between fork and exec only
+// async-signal-safe calls are made.
 Result<CommandResult> RunCommand(const std::vector<std::string>& args, double timeout_seconds,
                                  const std::string& start_hint) {
   if (args.empty()) return InvalidArgument("RunCommand: no command given");
-  int out_pipe[2], err_pipe[2];
+  int out_pipe[2], err_pipe[2], status_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) return Internal(std::string("pipe: ") + strerror(errno));
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
     ::close(out_pipe[0]);
     ::close(out_pipe[1]);
     return Internal(std::string("pipe: ") + strerror(errno));
   }
+  if (::pipe2(status_pipe, O_CLOEXEC) != 0) {
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) ::close(fd);
+    return Internal(std::string("pipe: ") + strerror(errno));
+  }
+  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  posix_spawn_file_actions_t files;
-  posix_spawn_file_actions_init(&files);
-  posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&files, out_pipe[1], 1);
-  posix_spawn_file_actions_adddup2(&files, err_pipe[1], 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  pid_t pid;
-  int rc = posix_spawnp(&pid, argv[0], &files, &attr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&files);
-  posix_spawnattr_destroy(&attr);
-  ::close(out_pipe[1]);
-  ::close(err_pipe[1]);
-  if (rc != 0) {
-    ::close(out_pipe[0]);
-    ::close(err_pipe[0]);
-    return FailedPrecondition("cannot run " + args[0] + ": " + std::strerror(rc) + start_hint);
+  const std::vector<std::string> candidates = Candidates(args[0]);
+
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    Report report;
+    pid_t command = ::fork();
+    if (command == 0) {
+      if (null_fd >= 0) ::dup2(null_fd, 0);
+      ::dup2(out_pipe[1], 1);
+      ::dup2(err_pipe[1], 2);
+      int err = ENOENT;
+      for (const std::string& c : candidates) {
+        ::execve(c.c_str(), argv.data(), environ);
+        if (errno != ENOENT && errno != ENOTDIR) err = errno;
+      }
+      report.exec_errno = err;
+      (void)!::write(status_pipe[1], &report, sizeof report);
+      ::_exit(127);
+    }
+    if (command < 0) {
+      report.exec_errno = errno;
+    } else {
+      while (::waitpid(command, &report.wait_status, 0) < 0 && errno == EINTR) {
+      }
+    }
+    // The command's own report (a failed exec) came first, if any.
+    (void)!::write(status_pipe[1], &report, sizeof report);
+    ::_exit(0);
   }
+  for (int fd : {out_pipe[1], err_pipe[1], status_pipe[1], null_fd}) {
+    if (fd >= 0) ::close(fd);
+  }
+  if (pid < 0) {
+    for (int fd : {out_pipe[0], err_pipe[0], status_pipe[0]}) ::close(fd);
+    return Internal(std::string("fork: ") + strerror(errno));
+  }
+  ::setpgid(pid, pid);  // also here, so that kill(-pid) works at once
+
   CommandResult result;
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
   std::string* sinks[2] = {&result.out, &result.err};
@@ -89,11 +145,29 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& args, double ti
   for (pollfd& p : fds) {
     if (p.fd >= 0) ::close(p.fd);
   }
-  if (result.timed_out) ::kill(pid, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  if (result.timed_out) ::kill(-pid, SIGKILL);
+  // Whoever reaps the child, its report is in the pipe (or the pipe is
+  // empty: killed before it could write).
+  Report report;
+  bool reported = false;
+  Report r;
+  ssize_t got;
+  while ((got = ::read(status_pipe[0], &r, sizeof r)) == static_cast<ssize_t>(sizeof r) ||
+         (got < 0 && errno == EINTR)) {
+    if (got < 0) continue;
+    if (!reported || r.exec_errno != 0) report = r;
+    reported = true;
   }
-  if (!result.timed_out && WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  ::close(status_pipe[0]);
+  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  if (reported && report.exec_errno != 0) {
+    return FailedPrecondition("cannot run " + args[0] + ": " + std::strerror(report.exec_errno) +
+                              start_hint);
+  }
+  if (!result.timed_out && reported && WIFEXITED(report.wait_status)) {
+    result.exit_code = WEXITSTATUS(report.wait_status);
+  }
   if (result.timed_out) {
     char secs[32];
     std::snprintf(secs, sizeof secs, "%g", timeout_seconds);

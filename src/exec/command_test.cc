@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <atomic>
 #include <chrono>
+#include <thread>
 
 namespace stoker::exec {
 namespace {
@@ -31,6 +35,27 @@ TEST(RunCommandTest, ACommandThatCannotStartIsFailedPreconditionWithTheHint) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kFailedPrecondition);
   EXPECT_NE(r.status().message().find("(install it)"), std::string::npos);
+}
+
+// stokerd's controller reaps every child (waitpid(-1)) while other threads
+// run commands: the exit code must survive that (it once read as 0).
+TEST(RunCommandTest, TheExitCodeSurvivesAnotherThreadReapingEveryChild) {
+  std::atomic<bool> stop{false};
+  std::thread reaper([&] {
+    while (!stop) {
+      while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+  int wrong = 0;
+  for (int i = 0; i < 40; ++i) {
+    auto r = RunCommand({"sh", "-c", "exit 3"}, 10);
+    if (!r.ok() || r->exit_code != 3) ++wrong;
+  }
+  stop = true;
+  reaper.join();
+  EXPECT_EQ(wrong, 0);
 }
 
 }  // namespace
