@@ -4,8 +4,10 @@
 // create: the flags become a CustomJob through spec/gcloud_flags.h. A local
 // package (local-package-path in the first --worker-pool-spec) is not built
 // into an image, as gcloud does: the directory is packed as an sdist with a
-// generated entry module at its root, staged, and every non-empty pool runs
-// it as a pythonPackageSpec on the executor image.
+// generated entry module at its root and its requirements (requirements=
+// and the directory's own install_requires) as an egg-info's requires.txt,
+// staged, and every non-empty pool runs it as a pythonPackageSpec on the
+// executor image; the node installs the requirements (docs/python-packages.md).
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -14,6 +16,7 @@
 #include "common/files.h"
 #include "common/json_yaml.h"
 #include "http/http.h"
+#include "runner/python_env.h"
 #include "spec/custom_job.h"
 #include "spec/gcloud_flags.h"
 #include "spec/job_state.h"
@@ -76,6 +79,23 @@ std::string SdistName(const std::string& dir) {
   return out;
 }
 
+// What the local package requires: gcloud's requirements= and what the
+// package directory itself declares (its setup.py, setup.cfg or
+// pyproject.toml, read, never run), as the requires.txt of an egg-info in
+// the sdist, which stoker-run reads and installs (docs/python-packages.md).
+std::string RequiresTxt(const spec::LocalPackage& local, const fs::path& root) {
+  runner::DeclaredRequirements declared = runner::ReadDeclaredRequirements(root);
+  if (!declared.note.empty()) {
+    std::cerr << "WARNING: --worker-pool-spec[0]: local-package-path " << root.string() << ": "
+              << declared.note << "\n";
+  }
+  std::vector<std::string> all = declared.requirements;
+  all.insert(all.end(), local.requirements.begin(), local.requirements.end());
+  std::string out;
+  for (const std::string& r : all) out += r + "\n";
+  return out;
+}
+
 // Checks a local package request before anything is uploaded; prints the
 // warnings about what Stoker does not do.
 Status CheckLocalPackage(const spec::LocalPackage& local, const fs::path& root) {
@@ -112,12 +132,9 @@ Status CheckLocalPackage(const spec::LocalPackage& local, const fs::path& root) 
                              "other archives (it puts tar.gz packages on PYTHONPATH)");
     }
   }
-  if (!local.requirements.empty()) {
-    std::string list;
-    for (const std::string& r : local.requirements) list += (list.empty() ? "" : ", ") + r;
-    std::cerr << "WARNING: --worker-pool-spec[0]: requirements are not installed (" << list
-              << "): Stoker has no network to pip install; the environment of "
-              << local.executor_image_uri << " must provide them.\n";
+  if (auto checked = runner::NormaliseRequirements(local.requirements, flag + "requirements: ");
+      !checked.ok()) {
+    return checked.status();
   }
   if (!local.output_image_uri.empty()) {
     std::cerr << "WARNING: --worker-pool-spec[0]: output-image-uri is ignored: Stoker runs the "
@@ -253,9 +270,27 @@ int AiCustomJobsCreate(const Globals& global, const GcloudCreateFlags& f) {
   auto conn = Connect(g);
   if (!conn.ok()) return Report(conn.status());
   if (local) {
+    const std::string sdist_name = SdistName(root.filename().string());
+    std::string requires_txt = RequiresTxt(*local, root);
+    if (!requires_txt.empty()) {
+      auto all = runner::NormaliseRequirements(
+          runner::ParseRequiresTxt(requires_txt),
+          "--worker-pool-spec[0]: local-package-path " + root.string() + ": ");
+      if (!all.ok()) return Report(all.status());
+      std::string list;
+      for (const std::string& r : *all) list += (list.empty() ? "" : ", ") + r;
+      std::cerr << "Requirements [" << list << "] go with the package: the node installs them "
+                << "before the trainer starts (docs/python-packages.md)\n";
+    }
+    // Always written, so that the node reads exactly these (none: an empty
+    // file). The egg-info is on PYTHONPATH: its PKG-INFO makes it a valid
+    // distribution for importlib.metadata.
     std::vector<storage::SdistFile> extra = {
-        {std::string(kEntryModule) + ".py", EntryModule(root.filename().string(), *local)}};
-    auto archive = storage::PackSdist(root, SdistName(root.filename().string()), "0.0.0", extra);
+        {std::string(kEntryModule) + ".py", EntryModule(root.filename().string(), *local)},
+        {sdist_name + ".egg-info/PKG-INFO",
+         "Metadata-Version: 1.0\nName: " + sdist_name + "\nVersion: 0.0.0\n"},
+        {sdist_name + ".egg-info/requires.txt", requires_txt}};
+    auto archive = storage::PackSdist(root, sdist_name, "0.0.0", extra);
     if (!archive.ok()) return Report(archive.status());
     auto staged = (*conn)->Call("POST", "/v1/stoker/staging", *archive);
     if (!staged.ok()) return Report(staged.status());

@@ -3,8 +3,10 @@
 // with the package in it and runs it in the foreground; here the executor
 // image maps to a local interpreter through the same rules a job's replica
 // gets (the `images:` rules of $STOKER_HOME/config.yaml over the built-in
-// ones, exec/environments.h), and the trainer runs in the package directory
-// in the foreground, replacing this process.
+// ones, exec/environments.h), the requirements are installed into a cached
+// environment under $STOKER_HOME/envs/pip (runner/python_env.h), and the
+// trainer runs in the package directory in the foreground, replacing this
+// process.
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +17,7 @@
 #include "cli/commands.h"
 #include "common/files.h"
 #include "exec/environments.h"
+#include "runner/python_env.h"
 #include "server/config.h"
 
 extern char** environ;
@@ -24,23 +27,6 @@ namespace stoker::cli {
 namespace fs = std::filesystem;
 
 namespace {
-
-// The distribution a requirement names: "torch>=2.0" -> "torch".
-std::string DistributionOf(const std::string& requirement) {
-  size_t end = requirement.find_first_of("<>=!~[; @");
-  std::string name = requirement.substr(0, end);
-  while (!name.empty() && name.back() == ' ') name.pop_back();
-  return name;
-}
-
-// Whether `python` has distribution `name` installed (importlib.metadata).
-bool Installed(const std::string& python, const std::string& name) {
-  std::string cmd = "'" + python +
-                    "' -c \"import importlib.metadata as m, sys\ntry: m.version(sys.argv[1])\n"
-                    "except m.PackageNotFoundError: sys.exit(1)\" '" +
-                    name + "' >/dev/null 2>&1";
-  return std::system(cmd.c_str()) == 0;
-}
 
 // Stoker's Python helpers (hypertune), installed or in the source tree.
 fs::path PythonHelpers() {
@@ -94,20 +80,34 @@ int AiCustomJobsLocalRun(const Globals&, const LocalRunFlags& f) {
   auto env = environments.ForImage(f.executor_image_uri, "--executor-image-uri");
   if (!env.ok()) return Report(env.status());
 
-  std::vector<std::string> missing;
-  for (const std::string& r : f.requirements) {
-    std::string name = DistributionOf(r);
-    if (!name.empty() && !Installed(env->python, name)) missing.push_back(name);
-  }
-  if (!missing.empty()) {
-    std::string list;
-    for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
-    return Report(FailedPrecondition(
-        "--requirements: " + list + " not installed for " + env->python + " (the interpreter of " +
-        f.executor_image_uri +
-        "); local-run installs nothing: install them there (apt-get install python3-NAME, or "
-        "pip), or map the image to another interpreter under images: in " +
-        (home / "config.yaml").string()));
+  // The requirements (--requirements and what the package declares) go
+  // into the same kind of cached environment a job's replica gets, under
+  // $STOKER_HOME/envs/pip, from the configured wheelhouse or index.
+  runner::DeclaredRequirements declared = runner::ReadDeclaredRequirements(package);
+  if (!declared.note.empty())
+    std::cerr << "WARNING: " << package.string() << ": " << declared.note << "\n";
+  std::vector<std::string> requirements = declared.requirements;
+  requirements.insert(requirements.end(), f.requirements.begin(), f.requirements.end());
+  std::vector<fs::path> requirement_dirs;
+  fs::path requirement_bin;
+  if (!requirements.empty()) {
+    if (auto checked = runner::NormaliseRequirements(requirements, "--requirements: ");
+        !checked.ok()) {
+      return Report(checked.status());
+    }
+    runner::PythonEnvRequest req;
+    req.cache_dir = home / "envs" / "pip";
+    req.python = env->python;
+    req.find_links = config->python_packages.wheelhouse;
+    req.index_url = config->python_packages.index_url;
+    req.requirements = requirements;
+    req.config_hint = "python_packages in " + (home / "config.yaml").string();
+    std::cerr << "local-run: installing requirements with " << env->python << " ...\n";
+    auto built = runner::EnsurePythonEnv(req, nullptr);
+    if (!built.ok()) return Report(built.status());
+    std::cerr << "local-run: " << runner::DescribePythonEnv(*built) << "\n";
+    requirement_dirs = built->site_dirs;
+    requirement_bin = built->bin_dir;
   }
 
   // The user's environment, with the job's interpreter first on PATH and the
@@ -123,8 +123,11 @@ int AiCustomJobsLocalRun(const Globals&, const LocalRunFlags& f) {
     if (k == "HOME" || k == "USER" || k == "LOGNAME") continue;
     vars[k] = v;
   }
-  vars["PYTHONPATH"] = package.string() +
+  std::string python_path;
+  for (const fs::path& d : requirement_dirs) python_path += d.string() + ":";
+  vars["PYTHONPATH"] = python_path + package.string() +
                        (env->base_env.count("PYTHONPATH") ? ":" + env->base_env["PYTHONPATH"] : "");
+  if (!requirement_bin.empty()) vars["PATH"] += ":" + requirement_bin.string();
   if (!f.gpu) vars["CUDA_VISIBLE_DEVICES"] = "";
   if (!f.service_account_key_file.empty()) {
     vars["GOOGLE_APPLICATION_CREDENTIALS"] = fs::absolute(f.service_account_key_file, ec).string();

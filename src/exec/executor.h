@@ -74,6 +74,9 @@ struct ReplicaLaunch {
   // Set: the trainer runs in this container (docs/containers.md); argv then
   // only shows what runs inside. The executor adds the replica's own mounts.
   std::optional<replica::ContainerSpec> container;
+  // Set: the packages' requirements are installed into a cached
+  // environment before the trainer starts (docs/python-packages.md).
+  std::optional<replica::PythonEnvSpec> python_env;
 };
 
 struct JobLaunch {
@@ -116,6 +119,10 @@ struct ReplicaStatus {
   // job (Slurm's PREEMPTED state). The controller requeues the job as its next
   // attempt; a preemption never counts as a failure or against maxRetries.
   bool preempted = false;
+  // kStarting with a supervisor that claimed the replica and is preparing
+  // its start (installing the packages' requirements; `message` says what):
+  // progressing, so the controller's start limit does not apply.
+  bool preparing = false;
 
   bool Succeeded() const {
     return phase == ReplicaPhase::kEnded && end_state == EndState::kExited && exit_code == 0;

@@ -71,6 +71,7 @@ replica::LaunchSpec LaunchSpecOf(const ReplicaLaunch& r) {
   spec.telemetry = {r.telemetry_seconds, r.cpus, r.memory_bytes};
   spec.warm = r.warm;
   spec.container = r.container;
+  spec.python_env = r.python_env;
   return spec;
 }
 
@@ -117,6 +118,16 @@ ReplicaStatus ReadReplicaStatus(const fs::path& dir, const std::string& name,
   }
   if (SupervisorAlive(dir)) {
     st.phase = st.start_us ? ReplicaPhase::kRunning : ReplicaPhase::kStarting;
+    if (!st.start_us) {
+      // Claimed and preparing (installing requirements): say what for.
+      auto text = ReadOwnFileNoFollow(dir, replica::kPreparingFile, replica::kControlFileMax);
+      auto info = text.ok() ? replica::ParsePreparingInfo(*text)
+                            : Result<replica::PreparingInfo>(text.status());
+      if (info.ok()) {
+        st.preparing = true;
+        st.message = st.name + ": " + info->note;
+      }
+    }
     return st;
   }
   // The lock is free: the supervisor has exited. It writes status.json before

@@ -2,9 +2,11 @@
 // with a replica whose supervisor died without a status.
 #include "exec/replica_files.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -108,6 +110,23 @@ TEST_F(ReplicaFilesTest, AnEndedReplicaIsLeftAlone) {
   pid_t p = SleeperWithCookie(dir_.string());
   EXPECT_EQ(ReadReplicaStatus(dir_, "workerpool0-0").phase, ReplicaPhase::kEnded);
   EXPECT_TRUE(Alive(p));
+}
+
+TEST_F(ReplicaFilesTest, AClaimedReplicaInstallingRequirementsIsPreparingAndSaysWhat) {
+  std::ofstream(dir_ / "claim").close();
+  int lock = ::open((dir_ / "runner.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(lock, 0);
+  ASSERT_EQ(::flock(lock, LOCK_EX), 0);  // a live supervisor (this process)
+  ReplicaStatus st = ReadReplicaStatus(dir_, "workerpool0-0");
+  EXPECT_EQ(st.phase, ReplicaPhase::kStarting);
+  EXPECT_FALSE(st.preparing);
+  std::ofstream(dir_ / "preparing.json")
+      << R"j({"note": "installing requirements [a] (environment 3f2a9c1b4d5e)", "since_us": 1})j";
+  st = ReadReplicaStatus(dir_, "workerpool0-0");
+  EXPECT_EQ(st.phase, ReplicaPhase::kStarting);
+  EXPECT_TRUE(st.preparing);
+  EXPECT_EQ(st.message, "workerpool0-0: installing requirements [a] (environment 3f2a9c1b4d5e)");
+  ::close(lock);
 }
 
 }  // namespace

@@ -274,7 +274,47 @@ Result<LaunchSpec> ParseLaunchSpec(std::string_view text) {
   if (auto it = doc.find("container"); it != doc.end()) {
     STOKER_ASSIGN_OR_RETURN(spec.container, ParseContainerSpec(*it));
   }
+  if (auto it = doc.find("python_env"); it != doc.end()) {
+    STOKER_ASSIGN_OR_RETURN(spec.python_env, ParsePythonEnvSpec(*it));
+  }
   return spec;
+}
+
+Result<std::optional<PythonEnvSpec>> ParsePythonEnvSpec(const json& value) {
+  if (value.is_null()) return std::optional<PythonEnvSpec>();
+  const char* shape =
+      "launch.json: python_env: must be {\"cache_dir\": ABS_PATH, \"python\": PATH, "
+      "\"find_links\": [ABS_PATH...], \"index_url\": URL, \"requirements\": [TEXT...]}";
+  if (!value.is_object()) return InvalidArgument(shape);
+  auto absolute = [&](const char* key) -> std::optional<std::string> {
+    auto f = value.find(key);
+    if (f == value.end() || !f->is_string()) return std::nullopt;
+    std::string s = f->get<std::string>();
+    if (s.empty() || s[0] != '/' || HasNul(s)) return std::nullopt;
+    return s;
+  };
+  PythonEnvSpec p;
+  std::optional<std::string> cache_dir = absolute("cache_dir");
+  auto python = value.find("python");
+  if (!cache_dir || python == value.end() || !python->is_string() ||
+      python->get<std::string>().empty() || HasNul(python->get<std::string>())) {
+    return InvalidArgument(shape);
+  }
+  p.cache_dir = *cache_dir;
+  p.python = python->get<std::string>();
+  STOKER_ASSIGN_OR_RETURN(p.find_links, PathList(value, "find_links", "python_env"));
+  if (auto f = value.find("index_url"); f != value.end() && !f->is_null()) {
+    if (!f->is_string() || HasNul(f->get<std::string>())) return InvalidArgument(shape);
+    p.index_url = f->get<std::string>();
+  }
+  if (auto f = value.find("requirements"); f != value.end() && !f->is_null()) {
+    if (!f->is_array()) return InvalidArgument(shape);
+    for (const json& r : *f) {
+      if (!r.is_string() || HasNul(r.get<std::string>())) return InvalidArgument(shape);
+      p.requirements.push_back(r.get<std::string>());
+    }
+  }
+  return std::optional<PythonEnvSpec>(std::move(p));
 }
 
 Result<std::optional<ContainerSpec>> ParseContainerSpec(const json& value) {
@@ -366,6 +406,14 @@ std::string FormatLaunchSpec(const LaunchSpec& s) {
                         {"mounts_read_only", PathStrings(c.mounts_read_only)}};
     if (c.entrypoint) doc["container"]["entrypoint"] = *c.entrypoint;
   }
+  if (s.python_env) {
+    const PythonEnvSpec& p = *s.python_env;
+    doc["python_env"] = {{"cache_dir", p.cache_dir.string()},
+                         {"python", p.python},
+                         {"find_links", PathStrings(p.find_links)},
+                         {"index_url", p.index_url},
+                         {"requirements", p.requirements}};
+  }
   return doc.dump(2);
 }
 
@@ -446,6 +494,19 @@ std::string FormatRunnerInfo(const RunnerInfo& info) {
 Result<RunnerInfo> ParseRunnerInfo(std::string_view text) {
   STOKER_ASSIGN_OR_RETURN(json doc, ParseObject(text, kRunnerFile));
   return RunnerInfo{IntField(doc, "pid"), IntField(doc, "start_time_us")};
+}
+
+std::string FormatPreparingInfo(const PreparingInfo& info) {
+  json doc = {{"note", info.note}, {"since_us", info.since_us}};
+  return doc.dump() + "\n";
+}
+
+Result<PreparingInfo> ParsePreparingInfo(std::string_view text) {
+  STOKER_ASSIGN_OR_RETURN(json doc, ParseObject(text, kPreparingFile));
+  PreparingInfo info;
+  if (auto n = doc.find("note"); n != doc.end() && n->is_string()) info.note = *n;
+  info.since_us = IntField(doc, "since_us");
+  return info;
 }
 
 }  // namespace stoker::replica

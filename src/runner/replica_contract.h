@@ -38,6 +38,8 @@ inline constexpr char kLogFile[] = "output.log";        // the trainer's output
 inline constexpr char kRunnerLog[] = "runner.log";      // stoker-run --detach's own output
 inline constexpr char kTrainerMetrics[] = "hypertune/output.metrics";  // CLOUD_ML_HP_METRIC_FILE
 inline constexpr char kPushedMetrics[] = "pushed.metrics";  // stokerd: pushed measurements
+// supervisor, while it installs the packages' requirements (PreparingInfo)
+inline constexpr char kPreparingFile[] = "preparing.json";
 // Control files are small: status.json's message is the longest field.
 inline constexpr size_t kControlFileMax = 64 * 1024;
 
@@ -128,6 +130,21 @@ struct WarmSpec {
   double idle_seconds = 600;     // a zygote with nothing to do exits after this long
 };
 
+// "python_env": install the packages' requirements into a cached
+// environment before the trainer starts (runner/python_env.h,
+// docs/python-packages.md). Absent: nothing is installed. The requirements
+// are `requirements` plus those stoker-run reads from the unpacked packages.
+struct PythonEnvSpec {
+  std::filesystem::path cache_dir;  // the shared cache (<data_dir>/envs/pip)
+  // The interpreter that installs and runs: absolute; "python3" in a container.
+  std::string python;
+  std::vector<std::filesystem::path> find_links;  // wheelhouse directories
+  std::string index_url;                          // "" = offline: --no-index
+  std::vector<std::string> requirements;          // given by the daemon
+};
+// Parses the "python_env" value (absent or null: nullopt).
+Result<std::optional<PythonEnvSpec>> ParsePythonEnvSpec(const nlohmann::json& value);
+
 struct LaunchSpec {
   std::vector<std::string> argv;                // non-empty; argv[0] looked up in env's PATH
   std::map<std::string, std::string> env;       // the complete trainer environment
@@ -142,6 +159,7 @@ struct LaunchSpec {
   TelemetrySpec telemetry;  // written only when on
   WarmSpec warm;            // written only when requested
   std::optional<ContainerSpec> container;
+  std::optional<PythonEnvSpec> python_env;
 };
 
 // InvalidArgument naming the offending field ("launch.json: argv[0]: ...").
@@ -200,5 +218,18 @@ struct RunnerInfo {
 };
 std::string FormatRunnerInfo(const RunnerInfo& info);
 Result<RunnerInfo> ParseRunnerInfo(std::string_view json);
+
+// ---- preparing.json ----
+
+// Written by the supervisor when the trainer's start waits on a long
+// preparation (installing the packages' requirements): the replica is
+// claimed and progressing, not stuck, so no start limit applies to it, and
+// `note` says what it waits for ("installing requirements [a, b]").
+struct PreparingInfo {
+  std::string note;
+  int64_t since_us = 0;
+};
+std::string FormatPreparingInfo(const PreparingInfo& info);
+Result<PreparingInfo> ParsePreparingInfo(std::string_view json);
 
 }  // namespace stoker::replica

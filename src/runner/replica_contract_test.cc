@@ -171,5 +171,41 @@ TEST(ReplicaContractTest, AWarmRequestAndAStartNoteReadBack) {
   EXPECT_EQ(ParseTrainerInfo(R"({"pid": 1})")->start_note, "");
 }
 
+TEST(ReplicaContractTest, APreparingNoteReadsBack) {
+  auto back = ParsePreparingInfo(FormatPreparingInfo({"installing requirements [a]", 42}));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->note, "installing requirements [a]");
+  EXPECT_EQ(back->since_us, 42);
+  EXPECT_FALSE(ParsePreparingInfo("[]").ok());
+}
+
+TEST(ReplicaContractTest, APythonEnvReadsBackAndIsOptional) {
+  LaunchSpec spec;
+  spec.argv = {"python3"};
+  EXPECT_FALSE(ParseLaunchSpec(FormatLaunchSpec(spec))->python_env.has_value());
+  spec.python_env = PythonEnvSpec{
+      "/data/envs/pip", "/usr/bin/python3", {"/srv/wheels"}, "", {"tinytop>=2", "numpy"}};
+  auto back = ParseLaunchSpec(FormatLaunchSpec(spec));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_TRUE(back->python_env.has_value());
+  EXPECT_EQ(back->python_env->cache_dir, "/data/envs/pip");
+  EXPECT_EQ(back->python_env->python, "/usr/bin/python3");
+  EXPECT_EQ(back->python_env->find_links, std::vector<std::filesystem::path>{"/srv/wheels"});
+  EXPECT_EQ(back->python_env->index_url, "");
+  EXPECT_EQ(back->python_env->requirements, (std::vector<std::string>{"tinytop>=2", "numpy"}));
+
+  for (
+      const char* bad :
+      {R"({"argv": ["p"], "python_env": {"cache_dir": "envs", "python": "/p"}})",
+       R"({"argv": ["p"], "python_env": {"cache_dir": "/e", "python": "/p", "requirements": [1]}})",
+       R"({"argv": ["p"], "python_env": {"cache_dir": "/e", "python": "/p", "find_links": ["w"]}})",
+       R"({"argv": ["p"], "python_env": []})"}) {
+    auto refused = ParseLaunchSpec(bad);
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.status().message().find("launch.json: python_env"), std::string::npos)
+        << refused.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace stoker::replica

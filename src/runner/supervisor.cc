@@ -30,6 +30,7 @@
 #include "runner/isolation.h"
 #include "runner/launch.h"
 #include "runner/log_rotation.h"
+#include "runner/python_env.h"
 #include "runner/replica_processes.h"
 #include "runner/telemetry_sampler.h"
 #include "runner/warm_start.h"
@@ -117,6 +118,14 @@ class Supervisor {
   // write, and gives them to its account.
   Status MakeTrainerDirs(const LaunchSpec& spec);
   Result<std::vector<fs::path>> UnpackPackages(const LaunchSpec& spec);
+  // For launch.json's "python_env": installs the requirements (the
+  // daemon's and those the unpacked packages under `package_roots`
+  // declare) into the cached environment (python_env.h), or finds it
+  // built; its site directories go first on *python_path, its scripts last
+  // on the trainer's PATH, and one line in output.log says which it was.
+  // Cancelled when a cancel came meanwhile (pip is stopped).
+  Status PreparePythonEnv(LaunchSpec& spec, const std::vector<fs::path>& package_roots,
+                          std::vector<fs::path>* python_path);
   // Reaps on SIGCHLD; true when a cancel (SIGTERM, SIGINT, SIGHUP) came.
   bool DrainSignals();
   void StartTrainer(const LaunchSpec& spec, const std::vector<fs::path>& python_path);
@@ -178,6 +187,10 @@ class Supervisor {
   std::string warm_buffer_;
   std::string late_log_line_;  // written to output.log after the trainer's last byte
   std::optional<replica::ContainerSpec> container_;  // set: the trainer runs in it
+  // A cancel read from sfd_ outside DrainSignals (while pip ran).
+  bool cancel_seen_ = false;
+  // DescribePythonEnv of the requirement environment, for the start note.
+  std::string env_note_;
 };
 
 // The NVIDIA container toolkit's CDI spec, where podman looks for one.
@@ -453,6 +466,87 @@ Result<std::vector<fs::path>> Supervisor::UnpackPackages(const LaunchSpec& spec)
   return roots;
 }
 
+Status Supervisor::PreparePythonEnv(LaunchSpec& spec, const std::vector<fs::path>& package_roots,
+                                    std::vector<fs::path>* python_path) {
+  const replica::PythonEnvSpec& p = *spec.python_env;
+  std::vector<std::string> requirements = p.requirements;
+  std::vector<std::string> sources;
+  for (const fs::path& root : package_roots) {
+    DeclaredRequirements d = ReadDeclaredRequirements(root);
+    std::string rel = root.lexically_relative(dir_ / "packages").string();
+    if (!d.note.empty() && log_) {
+      Status w = log_->Write("stoker-run: package " + rel + ": " + d.note + "\n");
+      if (!w.ok()) Log(w.ToString());
+    }
+    if (d.requirements.empty()) continue;
+    sources.push_back(rel + "/" + d.source);
+    // Checked here so that the message names the file.
+    if (auto checked = NormaliseRequirements(d.requirements, rel + "/" + d.source + ": ");
+        !checked.ok()) {
+      return checked.status();
+    }
+    requirements.insert(requirements.end(), d.requirements.begin(), d.requirements.end());
+  }
+  if (requirements.empty()) return OkStatus();
+  if (spec.container) {
+    // The image's own Python runs the trainer: what the image has is what
+    // the trainer gets. Said in the log and the events, not refused: an
+    // image usually has them (a PyTorch image for install_requires=[torch]).
+    Result<std::vector<std::string>> list = NormaliseRequirements(requirements, "");
+    std::string joined;
+    for (const std::string& r : list.ok() ? *list : requirements) {
+      joined += (joined.empty() ? "" : ", ") + r;
+    }
+    std::string from = sources.empty() ? "launch.json" : sources[0];
+    env_note_ = "requirements [" + joined + "] (" + from +
+                ") are not installed in containers: the image " + spec.container->image +
+                " must have them (RUN pip install ... in its Dockerfile, then `stoker images "
+                "build`)";
+    if (log_) {
+      Status w = log_->Write("stoker-run: " + env_note_ + "\n");
+      if (!w.ok()) Log(w.ToString());
+    }
+    return OkStatus();
+  }
+  PythonEnvRequest req;
+  req.cache_dir = p.cache_dir;
+  req.python = p.python;
+  req.find_links = p.find_links;
+  req.index_url = p.index_url;
+  req.requirements = std::move(requirements);
+  // Polled while pip runs: a cancel is read here, not reaped (pip is
+  // waited for by its own pid).
+  auto cancelled = [this] {
+    signalfd_siginfo si;
+    while (::read(sfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+      if (si.ssi_signo != SIGCHLD) cancel_seen_ = true;
+    }
+    return cancel_seen_ || LockFileRemoved();
+  };
+  // The daemon sees the replica as preparing, not stuck (no start limit).
+  const fs::path preparing = dir_ / replica::kPreparingFile;
+  req.on_slow = [&](const std::string& note) {
+    Status s = WriteFileAtomic(preparing, replica::FormatPreparingInfo({note, NowMicros()}),
+                               Durability::kNoSync);
+    if (!s.ok()) Log(s.ToString());
+  };
+  Result<PythonEnv> built = EnsurePythonEnv(req, cancelled);
+  ::unlink(preparing.c_str());
+  if (!built.ok()) return built.status();
+  const PythonEnv& env = *built;
+  env_note_ = DescribePythonEnv(env);
+  if (log_) {
+    Status w = log_->Write("stoker-run: " + env_note_ + "\n");
+    if (!w.ok()) Log(w.ToString());
+  }
+  python_path->insert(python_path->begin(), env.site_dirs.begin(), env.site_dirs.end());
+  if (!env.bin_dir.empty()) {
+    std::string& path = spec.env["PATH"];
+    path = (path.empty() ? "/usr/local/bin:/usr/bin:/bin" : path) + ":" + env.bin_dir.string();
+  }
+  return OkStatus();
+}
+
 Result<LaunchSpec> Supervisor::ContainerLaunch(const LaunchSpec& spec,
                                                const std::vector<fs::path>& python_path) {
   const replica::ContainerSpec& c = *spec.container;
@@ -696,9 +790,11 @@ void Supervisor::StartTrainer(const LaunchSpec& spec, const std::vector<fs::path
   // its own session before it started).
   if (!warm) ::setpgid(pid, pid);
 
-  Status s =
-      WriteFileAtomic(dir_ / replica::kTrainerFile,
-                      replica::FormatTrainerInfo({pid, pid, outcome_.start_time_us, start_note_}));
+  // The requirement environment's line goes into the job's events too.
+  std::string note = start_note_;
+  if (!env_note_.empty()) note += (note.empty() ? "" : "; ") + env_note_;
+  Status s = WriteFileAtomic(dir_ / replica::kTrainerFile,
+                             replica::FormatTrainerInfo({pid, pid, outcome_.start_time_us, note}));
   if (!s.ok()) Log(s.ToString());
   s = WriteFileAtomic(dir_ / replica::kRunnerFile,
                       replica::FormatRunnerInfo({supervisor, supervisor_start_us_}));
@@ -1000,6 +1096,18 @@ int Supervisor::Run() {
   if (DrainSignals()) {
     outcome_.state = EndState::kCancelled;
     return Finish();
+  }
+  if (spec->python_env) {
+    std::vector<fs::path> roots = *python_path;
+    Status s = PreparePythonEnv(*spec, roots, &*python_path);
+    if (s.code() == Code::kCancelled || cancel_seen_) {
+      outcome_.state = EndState::kCancelled;
+      return Finish();
+    }
+    if (!s.ok()) {
+      outcome_.message = s.message();
+      return Finish();
+    }
   }
 
   if (spec->container) {

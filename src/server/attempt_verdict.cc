@@ -69,7 +69,7 @@ Verdict JudgeAttempt(const std::vector<exec::ReplicaStatus>& replicas, const Att
     }
     if (r.phase == exec::ReplicaPhase::kStarting || r.phase == exec::ReplicaPhase::kRunning) {
       if (r.phase == exec::ReplicaPhase::kStarting && facts.placed_us != 0 &&
-          !facts.executor_places_replicas &&
+          !facts.executor_places_replicas && !r.preparing &&
           facts.now_us - facts.placed_us > facts.start_limit_us) {
         Verdict v;
         v.kind = Verdict::Kind::kNeverStarted;

@@ -12,7 +12,8 @@
 //   outside Stoker is final; anything else may be retried by the job's
 //   retry rules (Controller::Retry);
 // - a replica still starting after `start_limit_us` fails it, unless the
-//   executor places replicas itself (Slurm: it waits as long as its queue);
+//   executor places replicas itself (Slurm: it waits as long as its queue)
+//   or the replica is preparing (its supervisor installs requirements);
 // - every replica ended well but none is the primary: a failure that cannot
 //   happen with a valid spec, reported rather than hanging.
 #pragma once

@@ -106,6 +106,15 @@ TEST(AttemptVerdictTest, AReplicaStartingTooLongFailsUnlessTheExecutorPlacesRepl
   EXPECT_EQ(JudgeAttempt({starting}, facts).kind, Kind::kUndecided);
 }
 
+TEST(AttemptVerdictTest, AReplicaInstallingItsRequirementsIsNeverTooLongToStart) {
+  ReplicaStatus preparing{.name = "workerpool0-0",
+                          .phase = ReplicaPhase::kStarting,
+                          .message = "workerpool0-0: installing requirements [a]",
+                          .preparing = true};
+  AttemptFacts facts{.placed_us = 1'000'000, .now_us = 600'000'000};
+  EXPECT_EQ(JudgeAttempt({preparing}, facts).kind, Kind::kUndecided);
+}
+
 TEST(AttemptVerdictTest, AllEndedWellWithoutAPrimaryIsReported) {
   EXPECT_EQ(JudgeAttempt({Exited("workerpool1-0", 0)}, {}).kind, Kind::kNoPrimary);
   EXPECT_EQ(JudgeAttempt({}, {}).kind, Kind::kUndecided);

@@ -187,6 +187,47 @@ Status ParseMachineTypes(const nlohmann::json& value, const std::string& where,
   return OkStatus();
 }
 
+Status ParsePythonPackages(const nlohmann::json& value, const std::string& where,
+                           PythonPackagesConfig& out) {
+  if (!value.is_object()) {
+    return InvalidArgument(where +
+                           "python_packages: must be a mapping, e.g. {wheelhouse: /srv/wheels, "
+                           "index_url: https://pypi.example.com/simple}");
+  }
+  for (auto& [k, v] : value.items()) {
+    if (k == "wheelhouse") {
+      std::vector<std::string> dirs;
+      if (v.is_string()) {
+        dirs.push_back(v.get<std::string>());
+      } else if (v.is_array()) {
+        for (const auto& d : v) dirs.push_back(d.is_string() ? d.get<std::string>() : d.dump());
+      } else {
+        return InvalidArgument(where +
+                               "python_packages.wheelhouse: must be a directory or a list of them");
+      }
+      out.wheelhouse.clear();
+      for (const std::string& d : dirs) {
+        if (d.empty()) {
+          return InvalidArgument(where + "python_packages.wheelhouse: an empty directory name");
+        }
+        out.wheelhouse.push_back(std::filesystem::absolute(d).lexically_normal());
+      }
+    } else if (k == "index_url") {
+      out.index_url = v.is_string() ? v.get<std::string>() : v.dump();
+      if (!out.index_url.empty() && out.index_url.rfind("https://", 0) != 0 &&
+          out.index_url.rfind("http://", 0) != 0 && out.index_url.rfind("file://", 0) != 0) {
+        return InvalidArgument(where + "python_packages.index_url: '" + out.index_url +
+                               "' is not an http(s):// or file:// URL of a package index "
+                               "(PEP 503 simple API, e.g. https://pypi.org/simple)");
+      }
+    } else {
+      return InvalidArgument(where + "python_packages: unknown key '" + k +
+                             "' (known: wheelhouse, index_url)");
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::filesystem::path& file,
@@ -351,6 +392,8 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
             }
             c.container_engine = e;
           }
+        } else if (key == "python_packages") {
+          STOKER_RETURN_IF_ERROR(ParsePythonPackages(value, where, c.python_packages));
         } else if (key == "warm_starts") {
           c.warm_starts.enabled = value.get<bool>();
         } else if (key == "warm_start_preload") {
@@ -406,7 +449,7 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
               "log_max_bytes, log_max_files, retention, "
               "tls_cert_file, tls_key_file, allow_insecure_http, "
               "default_unix_user, allow_root_trainers, bucket_group, "
-              "job_isolation, containers, warm_starts, warm_start_preload, "
+              "job_isolation, containers, python_packages, warm_starts, warm_start_preload, "
               "warm_start_idle_seconds, preemption, executor, "
               "slurm, cost, gpu_telemetry_seconds, telemetry_seconds, webhooks)");
         }
@@ -422,6 +465,8 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
   }
   c.images = user_rules;
   for (ImageRule& r : DefaultImageRules()) c.images.push_back(std::move(r));
+  if (c.python_packages.wheelhouse.empty())
+    c.python_packages.wheelhouse = {data_dir / "wheelhouse"};
   return c;
 }
 

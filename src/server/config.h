@@ -120,6 +120,16 @@ struct WarmStartConfig {
   double idle_seconds = 600;                              // warm_start_idle_seconds
 };
 
+// The `python_packages:` section (docs/python-packages.md): where pip finds
+// the requirements of jobs' packages (their install_requires, gcloud's
+// requirements=), installed into cached environments under
+// <data_dir>/envs/pip.
+struct PythonPackagesConfig {
+  // Directories of wheels (pip --find-links); default <data_dir>/wheelhouse.
+  std::vector<std::filesystem::path> wheelhouse;
+  std::string index_url;  // "" = offline: the wheelhouse only
+};
+
 struct Config {
   std::filesystem::path data_dir;
   std::filesystem::path config_file;  // "" when none was read
@@ -150,6 +160,7 @@ struct Config {
   std::string job_isolation = "auto";   // auto | required | off
   std::string container_engine = "auto";  // containers.engine: auto | podman | docker | none
   WarmStartConfig warm_starts;
+  PythonPackagesConfig python_packages;
   uint64_t log_max_bytes = 64ull << 20;  // per replica log file; 0 = no rotation
   int log_max_files = 3;                 // rotated files kept, 1..1000
   RetentionPolicy retention;

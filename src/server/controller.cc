@@ -1286,6 +1286,12 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
   }
   in.settings.container_mounts_read_only = {(config_.data_dir / "envs").string(),
                                             config_.python_helpers.string()};
+  in.settings.python_packages.cache_dir =
+      std::filesystem::absolute(config_.data_dir / "envs" / "pip").string();
+  for (const std::filesystem::path& w : config_.python_packages.wheelhouse) {
+    in.settings.python_packages.wheelhouse.push_back(std::filesystem::absolute(w).string());
+  }
+  in.settings.python_packages.index_url = config_.python_packages.index_url;
   in.rewrite_uris = [this](const std::string& s) { return storage::RewriteGsUris(s, buckets_); };
 
   std::string output_uri = OutputUri(a.job, a.rec.id);

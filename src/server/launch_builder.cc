@@ -103,6 +103,17 @@ Result<exec::JobLaunch> BuildJobLaunch(const LaunchInputs& in) {
           auth::TrialPushKey(in.settings.push_secret, std::to_string(rec.study_id), rec.trial_id);
     }
     rl.packages = in.packages.at(pool_index);
+    if (!rl.packages.empty() && !in.settings.python_packages.cache_dir.empty() &&
+        !env.python.empty()) {
+      // The packages' requirements, which stoker-run reads from them.
+      replica::PythonEnvSpec p;
+      p.cache_dir = in.settings.python_packages.cache_dir;
+      p.python = env.python;
+      p.find_links.assign(in.settings.python_packages.wheelhouse.begin(),
+                          in.settings.python_packages.wheelhouse.end());
+      p.index_url = in.settings.python_packages.index_url;
+      rl.python_env = std::move(p);
+    }
     rl.timeout_seconds = spec.scheduling.timeout_seconds;
     rl.grace_seconds = in.settings.grace_seconds;
     if (auto q = requests.find(rl.name); q != requests.end()) {

@@ -49,6 +49,14 @@ struct LaunchSettings {
   // the buckets read-write; the environments and Python helpers read only.
   std::vector<std::string> container_mounts;
   std::vector<std::string> container_mounts_read_only;
+  // Requirement environments (docs/python-packages.md): a replica with
+  // packages gets launch.json's "python_env" with these; empty cache_dir:
+  // none (its packages' requirements are not installed).
+  struct PythonPackages {
+    std::string cache_dir;  // <data_dir>/envs/pip
+    std::vector<std::string> wheelhouse;
+    std::string index_url;
+  } python_packages;
 };
 
 // The label by which a job opts in ("true") or a trial out ("false").
@@ -74,12 +82,14 @@ struct LaunchInputs {
 // limit as STOKER_GPU_FRACTION / STOKER_GPU_MEMORY_LIMIT_BYTES /
 // XLA_PYTHON_CLIENT_MEM_FRACTION, STOKER_ATTEMPT (rec->attempt + 1) and, on
 // a restart, STOKER_RESTART_REASON (rec->restart_reason), STOKER_METRICS_URL
-// for trials, packages, timeout, grace, log limits, the replica's resource
-// ask, and "warm" for study trials and jobs labelled stoker-warm-start:
-// "true" (not for a trial labelled "false") when settings.warm is enabled;
-// the job's labels and priority, and whether it is preemptible
-// (IsPreemptible under settings.preemption, enabled or not).
-// InvalidArgument from BuildReplicaCommand (an expansion over its bounds).
+// for trials, packages (with "python_env" when settings.python_packages
+// has a cache_dir: the interpreter's, or "python3" in a container, which
+// stoker-run refuses when the packages declare requirements), timeout,
+// grace, log limits, the replica's resource ask, and "warm" for study trials and jobs labelled
+// stoker-warm-start: "true" (not for a trial labelled "false") when settings.warm is enabled; the
+// job's labels and priority, and whether it is preemptible (IsPreemptible under
+// settings.preemption, enabled or not). InvalidArgument from BuildReplicaCommand (an expansion over
+// its bounds).
 Result<exec::JobLaunch> BuildJobLaunch(const LaunchInputs& in);
 
 }  // namespace stoker::server

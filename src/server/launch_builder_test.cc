@@ -207,5 +207,25 @@ TEST_F(LaunchBuilderTest, WarmStartsGoToTrialsAndOptedInJobsOnlyWhenEnabled) {
   EXPECT_FALSE(warm_of().requested);  // warm_starts: false
 }
 
+TEST_F(LaunchBuilderTest, ReplicasWithPackagesGetTheirInterpretersRequirementEnvironment) {
+  auto launch = BuildJobLaunch(in_);
+  ASSERT_TRUE(launch.ok()) << launch.status().ToString();
+  EXPECT_FALSE(launch->replicas.at(0).python_env.has_value());  // not configured
+
+  in_.settings.python_packages = {"/data/envs/pip", {"/srv/wheels"}, ""};
+  launch = BuildJobLaunch(in_);
+  ASSERT_TRUE(launch.ok()) << launch.status().ToString();
+  const auto& p = launch->replicas.at(0).python_env;
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->cache_dir, "/data/envs/pip");
+  EXPECT_EQ(p->python, "/usr/bin/python3");
+  EXPECT_EQ(p->find_links, std::vector<std::filesystem::path>{"/srv/wheels"});
+  EXPECT_EQ(p->index_url, "");
+  EXPECT_TRUE(p->requirements.empty());  // stoker-run reads them from the packages
+  // Pool 1 has no packages: nothing to install.
+  EXPECT_FALSE(launch->replicas.at(1).python_env.has_value());
+  EXPECT_FALSE(launch->replicas.at(2).python_env.has_value());
+}
+
 }  // namespace
 }  // namespace stoker::server

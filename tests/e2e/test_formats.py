@@ -147,12 +147,14 @@ scheduling: {timeout: 600s}
         r = self.stoker(
             "ai", "custom-jobs", "create", "--display-name=local-module",
             "--worker-pool-spec=machine-type=e2-standard-2,executor-image-uri=%s,local-package-path=%s,"
-            "python-module=trainer.task,extra-dirs=data,requirements=numpy;pandas,"
+            "python-module=trainer.task,extra-dirs=data,requirements=numpy,"
             "extra-packages=dist/extra-1.0.tar.gz" % (IMAGE, root),
             "--worker-pool-spec=machine-type=e2-standard-2,replica-count=1",
             "--args=--epochs=3,--lr=0.1", "--follow")
         self.assertIn("JOB_STATE_SUCCEEDED", r.stdout)
-        self.assertIn("requirements are not installed (numpy, pandas)", r.stderr)
+        # numpy is the interpreter's own: the environment installs nothing more.
+        self.assertIn("Requirements [numpy] go with the package", r.stderr)
+        self.assertIn("workerpool0-0: stoker-run: requirements [numpy]: environment", r.stdout)
         self.assertIn('workerpool0-0: trainer args: ["--epochs=3", "--lr=0.1"]', r.stdout)
         self.assertIn('workerpool1-0: trainer args: ["--epochs=3", "--lr=0.1"]', r.stdout)
         self.assertIn("workerpool1-0: greeting: hello from data extra ok", r.stdout)

@@ -1,0 +1,704 @@
+#include "runner/python_env.h"
+
+#include <fcntl.h>
+#include <openssl/sha.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "common/files.h"
+#include "common/time.h"
+
+namespace stoker::runner {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// The marker of a finished environment, written last, inside it.
+constexpr char kMarker[] = "stoker-env.json";
+// How many bytes of pip's output are kept for messages (its tail).
+constexpr size_t kOutputKeep = 64 * 1024;
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+std::vector<std::string_view> Lines(std::string_view text) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    out.push_back(line);
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// A line without its comment (`#` to the end).
+std::string_view Uncomment(std::string_view line) {
+  size_t hash = line.find('#');
+  return hash == std::string_view::npos ? line : line.substr(0, hash);
+}
+
+// Parses a literal list of string literals starting at text[*pos] ('[' or
+// '('), Python's or TOML's: quoted strings (' or "), commas, whitespace and
+// # comments. nullopt for anything else (a name, a call, a triple quote).
+std::optional<std::vector<std::string>> ParseStringList(std::string_view text, size_t* pos) {
+  size_t i = *pos;
+  if (i >= text.size() || (text[i] != '[' && text[i] != '(')) return std::nullopt;
+  const char close = text[i] == '[' ? ']' : ')';
+  ++i;
+  std::vector<std::string> out;
+  bool want_item = true;
+  while (i < text.size()) {
+    char c = text[i];
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      ++i;
+    } else if (c == '#') {
+      while (i < text.size() && text[i] != '\n') ++i;
+    } else if (c == close) {
+      *pos = i + 1;
+      return out;
+    } else if (c == ',') {
+      if (want_item) return std::nullopt;
+      want_item = true;
+      ++i;
+    } else if (c == '"' || c == '\'') {
+      if (!want_item) return std::nullopt;
+      if (text.substr(i, 3) == std::string(3, c)) return std::nullopt;
+      std::string s;
+      ++i;
+      while (i < text.size() && text[i] != c && text[i] != '\n') {
+        if (text[i] == '\\' && i + 1 < text.size()) ++i;
+        s += text[i++];
+      }
+      if (i >= text.size() || text[i] != c) return std::nullopt;
+      ++i;
+      out.push_back(std::string(Trim(s)));
+      want_item = false;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string Hex(const unsigned char* d, size_t n) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    out += kDigits[d[i] >> 4];
+    out += kDigits[d[i] & 15];
+  }
+  return out;
+}
+
+std::string Join(const std::vector<std::string>& items, const char* sep) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> CheckRequirement(std::string_view text) {
+  std::string_view r = Trim(text);
+  std::string shown(r.substr(0, 80));
+  if (r.empty()) return InvalidArgument("an empty requirement");
+  if (r.size() > 256) return InvalidArgument("requirement '" + shown + "...' is too long");
+  if (!std::isalnum(static_cast<unsigned char>(r[0]))) {
+    return InvalidArgument("requirement '" + shown +
+                           "' must start with a distribution name (e.g. numpy>=1.24)");
+  }
+  for (char c : r) {
+    if (c == '@' || c == '/' || c == '\\' || c == ':') {
+      return InvalidArgument("requirement '" + shown +
+                             "' is a direct reference (a URL or a path); give a name and "
+                             "version (e.g. numpy>=1.24) and put its wheel in the wheelhouse");
+    }
+    bool ok = std::isalnum(static_cast<unsigned char>(c)) ||
+              std::string_view(" ._-[],<>=!~*+;()'\"").find(c) != std::string_view::npos;
+    if (!ok) {
+      return InvalidArgument("requirement '" + shown + "' holds '" + std::string(1, c) +
+                             "', which no requirement has");
+    }
+  }
+  return std::string(r);
+}
+
+Result<std::vector<std::string>> NormaliseRequirements(const std::vector<std::string>& requirements,
+                                                       const std::string& where) {
+  std::set<std::string> out;
+  for (const std::string& r : requirements) {
+    Result<std::string> checked = CheckRequirement(r);
+    if (!checked.ok()) return InvalidArgument(where + checked.status().message());
+    out.insert(*checked);
+  }
+  return std::vector<std::string>(out.begin(), out.end());
+}
+
+std::vector<std::string> ParseRequiresTxt(std::string_view text) {
+  std::vector<std::string> out;
+  std::string marker;  // of the current section; "-" = an extra's (skipped)
+  for (std::string_view line : Lines(text)) {
+    std::string_view l = Trim(Uncomment(line));
+    if (l.empty()) continue;
+    if (l.front() == '[' && l.back() == ']') {
+      std::string_view section = Trim(l.substr(1, l.size() - 2));
+      marker =
+          section.empty() ? "" : (section.front() == ':' ? std::string(section.substr(1)) : "-");
+      continue;
+    }
+    if (marker == "-") continue;
+    out.push_back(marker.empty() ? std::string(l) : std::string(l) + "; " + marker);
+  }
+  return out;
+}
+
+std::vector<std::string> ParseRequiresDist(std::string_view text) {
+  std::vector<std::string> out;
+  for (std::string_view line : Lines(text)) {
+    if (Trim(line).empty()) break;  // the headers end; the description follows
+    size_t colon = line.find(':');
+    if (colon == std::string_view::npos || Lower(line.substr(0, colon)) != "requires-dist")
+      continue;
+    std::string_view value = Trim(line.substr(colon + 1));
+    size_t semi = value.find(';');
+    if (semi != std::string_view::npos) {
+      std::string marker = Lower(value.substr(semi + 1));
+      marker.erase(std::remove(marker.begin(), marker.end(), ' '), marker.end());
+      if (marker.find("extra==") != std::string::npos) continue;
+    }
+    if (!value.empty()) out.emplace_back(value);
+  }
+  return out;
+}
+
+std::optional<std::vector<std::string>> ParseSetupPyRequires(std::string_view text) {
+  const std::string_view kKey = "install_requires";
+  size_t at = 0;
+  bool named = false;
+  while ((at = text.find(kKey, at)) != std::string_view::npos) {
+    size_t i = at + kKey.size();
+    at = i;
+    // The start of a line up to here must not be a comment.
+    size_t bol = text.rfind('\n', at);
+    bol = bol == std::string_view::npos ? 0 : bol + 1;
+    if (text.substr(bol, at - bol).find('#') != std::string_view::npos) continue;
+    if (i < text.size() && (text[i] == '"' || text[i] == '\'')) ++i;  // a dict key
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+    if (i >= text.size() || (text[i] != '=' && text[i] != ':')) continue;
+    if (text[i] == '=' && i + 1 < text.size() && text[i + 1] == '=') continue;
+    named = true;
+    ++i;
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+    std::optional<std::vector<std::string>> list = ParseStringList(text, &i);
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+    // A literal followed by more (`[...] + extra`) is only part of the list.
+    if (list && (i >= text.size() || (text[i] != '+' && text[i] != '*'))) return list;
+  }
+  if (named) return std::nullopt;
+  return std::vector<std::string>{};
+}
+
+std::vector<std::string> ParseSetupCfgRequires(std::string_view text) {
+  std::vector<std::string> out;
+  bool in_options = false, in_value = false;
+  for (std::string_view line : Lines(text)) {
+    std::string_view l = Trim(line);
+    bool indented = !line.empty() && (line[0] == ' ' || line[0] == '\t');
+    if (in_value) {
+      if (indented || l.empty()) {
+        std::string_view v = Trim(Uncomment(l));
+        if (!v.empty()) out.emplace_back(v);
+        continue;
+      }
+      in_value = false;
+    }
+    if (l.empty() || l[0] == '#' || l[0] == ';') continue;
+    if (l.front() == '[') {
+      in_options = l == "[options]";
+      continue;
+    }
+    if (!in_options || indented) continue;
+    size_t eq = l.find_first_of("=:");
+    if (eq == std::string_view::npos || Trim(l.substr(0, eq)) != "install_requires") continue;
+    std::string_view v = Trim(Uncomment(l.substr(eq + 1)));
+    if (!v.empty()) out.emplace_back(v);
+    in_value = true;
+  }
+  return out;
+}
+
+std::optional<std::vector<std::string>> ParsePyprojectDependencies(std::string_view text) {
+  bool in_project = false;
+  size_t offset = 0;
+  for (std::string_view line : Lines(text)) {
+    size_t line_start = offset;
+    offset += line.size() + 1;
+    std::string_view l = Trim(Uncomment(line));
+    if (l.empty()) continue;
+    if (l.front() == '[') {
+      in_project = l == "[project]";
+      continue;
+    }
+    if (!in_project) continue;
+    size_t eq = l.find('=');
+    if (eq == std::string_view::npos || Trim(l.substr(0, eq)) != "dependencies") continue;
+    size_t i = text.find('=', line_start) + 1;
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+    return ParseStringList(text, &i);
+  }
+  return std::vector<std::string>{};
+}
+
+DeclaredRequirements ReadDeclaredRequirements(const fs::path& root) {
+  DeclaredRequirements out;
+  std::error_code ec;
+  auto read = [](const fs::path& p) -> std::optional<std::string> {
+    std::error_code e;
+    if (!fs::is_regular_file(p, e)) return std::nullopt;
+    Result<std::string> text = ReadFile(p);
+    if (!text.ok()) return std::nullopt;
+    return std::move(*text);
+  };
+  // setuptools' own record of the sdist's metadata.
+  std::vector<fs::path> egg_infos;
+  for (const fs::path& dir : {root, root / "src"}) {
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      if (it->path().extension() == ".egg-info" && it->is_directory(ec)) {
+        egg_infos.push_back(it->path());
+      }
+    }
+  }
+  std::sort(egg_infos.begin(), egg_infos.end());
+  std::vector<std::string> sources;
+  for (const fs::path& e : egg_infos) {
+    if (auto text = read(e / "requires.txt")) {
+      for (std::string& r : ParseRequiresTxt(*text)) out.requirements.push_back(std::move(r));
+      sources.push_back((e / "requires.txt").lexically_relative(root).string());
+    }
+  }
+  if (sources.empty() && !egg_infos.empty()) {
+    // An egg-info without requires.txt: the package requires nothing.
+    out.source = egg_infos[0].lexically_relative(root).string();
+    return out;
+  }
+  if (sources.empty()) {
+    if (auto text = read(root / "PKG-INFO")) {
+      out.requirements = ParseRequiresDist(*text);
+      if (!out.requirements.empty()) sources.push_back("PKG-INFO");
+    }
+  }
+  if (sources.empty()) {
+    if (auto text = read(root / "setup.cfg")) {
+      std::vector<std::string> r = ParseSetupCfgRequires(*text);
+      if (!r.empty()) sources.push_back("setup.cfg");
+      out.requirements.insert(out.requirements.end(), r.begin(), r.end());
+    }
+    if (auto text = read(root / "pyproject.toml")) {
+      std::optional<std::vector<std::string>> r = ParsePyprojectDependencies(*text);
+      if (!r) {
+        out.note = "pyproject.toml's [project] dependencies are not a list of strings";
+      } else if (!r->empty()) {
+        sources.push_back("pyproject.toml");
+        out.requirements.insert(out.requirements.end(), r->begin(), r->end());
+      }
+    }
+    if (auto text = read(root / "setup.py")) {
+      std::optional<std::vector<std::string>> r = ParseSetupPyRequires(*text);
+      if (!r) {
+        out.note =
+            "setup.py's install_requires is not a literal list of strings, and setup.py is "
+            "never run: its requirements are not installed (build the package with `python3 "
+            "setup.py sdist`, whose egg-info lists them, or write them as a literal list)";
+      } else if (!r->empty()) {
+        sources.push_back("setup.py");
+        out.requirements.insert(out.requirements.end(), r->begin(), r->end());
+      }
+    }
+  }
+  out.source = Join(sources, ", ");
+  return out;
+}
+
+std::string EnvKey(const EnvKeyInputs& in) {
+  std::string canon = "stoker-pip-env-v1";
+  for (const std::string* part : {&in.python, &in.python_id, &in.sources}) canon += '\0' + *part;
+  for (const std::string& r : in.requirements) canon += '\0' + r;
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(canon.data()), canon.size(), digest);
+  return Hex(digest, sizeof digest);
+}
+
+std::vector<std::string> PipInstallArgv(const std::string& python, const fs::path& prefix,
+                                        const std::vector<fs::path>& find_links,
+                                        const std::string& index_url,
+                                        const std::vector<std::string>& requirements) {
+  std::vector<std::string> a = {python,
+                                "-s",
+                                "-m",
+                                "pip",
+                                "install",
+                                "--no-input",
+                                "--disable-pip-version-check",
+                                "--no-cache-dir",
+                                "--no-warn-script-location",
+                                "--only-binary=:all:",
+                                "--prefix",
+                                prefix.string()};
+  if (index_url.empty()) {
+    a.push_back("--no-index");
+  } else {
+    a.push_back("--index-url");
+    a.push_back(index_url);
+  }
+  for (const fs::path& dir : find_links) {
+    a.push_back("--find-links");
+    a.push_back(dir.string());
+  }
+  a.push_back("--");
+  a.insert(a.end(), requirements.begin(), requirements.end());
+  return a;
+}
+
+std::string DescribePythonEnv(const PythonEnv& env) {
+  std::string line =
+      "requirements [" + Join(env.requirements, ", ") + "]: environment " + env.key.substr(0, 12);
+  char t[64];
+  if (env.built) {
+    std::snprintf(t, sizeof t, " built in %.1f s", static_cast<double>(env.elapsed_ms) / 1000);
+  } else {
+    std::snprintf(t, sizeof t, " reused in %lld ms", static_cast<long long>(env.elapsed_ms));
+  }
+  line += t;
+  if (env.waited && !env.built) line += " (after waiting for its build by another replica)";
+  return line;
+}
+
+namespace {
+
+// The interpreter's identity for the key: its real path and what changes
+// when it is replaced or upgraded.
+Result<std::string> InterpreterId(const std::string& python) {
+  std::error_code ec;
+  fs::path real = fs::canonical(python, ec);
+  struct stat st = {};
+  if (ec || ::stat(real.c_str(), &st) != 0) {
+    return FailedPrecondition("the interpreter " + python + " does not exist");
+  }
+  return real.string() + ':' + std::to_string(st.st_ino) + ':' + std::to_string(st.st_size) + ':' +
+         std::to_string(st.st_mtim.tv_sec) + '.' + std::to_string(st.st_mtim.tv_nsec);
+}
+
+// The index and what each wheelhouse holds (names and sizes: a wheel's name
+// carries its version), so that adding wheels makes a new environment.
+std::string SourcesId(const std::vector<fs::path>& find_links, const std::string& index_url) {
+  std::string out = "index=" + index_url;
+  for (const fs::path& dir : find_links) {
+    out += "\nlinks=" + dir.string();
+    std::vector<std::string> entries;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      std::error_code e;
+      uintmax_t size = it->is_regular_file(e) ? it->file_size(e) : 0;
+      entries.push_back(it->path().filename().string() + ' ' + std::to_string(size));
+    }
+    if (ec) out += " (unreadable)";
+    std::sort(entries.begin(), entries.end());
+    for (const std::string& e : entries) out += '\n' + e;
+  }
+  return out;
+}
+
+// Reads a finished environment's marker; nullopt when there is none.
+std::optional<PythonEnv> ReadMarker(const fs::path& dir) {
+  Result<std::string> text = ReadFile(dir / kMarker);
+  if (!text.ok()) return std::nullopt;
+  json doc = json::parse(*text, nullptr, false);
+  if (!doc.is_object()) return std::nullopt;
+  PythonEnv env;
+  env.dir = dir;
+  if (auto s = doc.find("site_dirs"); s != doc.end() && s->is_array()) {
+    for (const json& d : *s) {
+      if (d.is_string()) env.site_dirs.push_back(dir / d.get<std::string>());
+    }
+  }
+  if (auto b = doc.find("bin_dir");
+      b != doc.end() && b->is_string() && !b->get<std::string>().empty()) {
+    env.bin_dir = dir / b->get<std::string>();
+  }
+  return env;
+}
+
+// site-packages / dist-packages directories pip made under `prefix`
+// (lib/pythonX.Y/site-packages; Debian's pip: local/lib/pythonX.Y/dist-packages).
+std::vector<std::string> FindSiteDirs(const fs::path& prefix) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(prefix, fs::directory_options::none, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    if (!it->is_directory(ec) || it->is_symlink(ec)) continue;
+    std::string name = it->path().filename().string();
+    if (name == "site-packages" || name == "dist-packages") {
+      out.push_back(it->path().lexically_relative(prefix).string());
+      it.disable_recursion_pending();
+    } else if (it.depth() >= 4) {
+      it.disable_recursion_pending();
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The environment pip gets: none of the caller's PIP_* settings or pip
+// configuration files (the wheelhouse and index are ours to give), nor its
+// PYTHONPATH; certificates and proxies for an index pass through.
+std::vector<std::string> PipEnv(const fs::path& home) {
+  std::vector<std::string> env = {
+      "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home.string(),       "LANG=C.UTF-8",
+      "PIP_CONFIG_FILE=/dev/null",         "PIP_ROOT_USER_ACTION=ignore", "PYTHONNOUSERSITE=1"};
+  for (const char* keep :
+       {"http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
+        "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "PIP_CERT"}) {
+    if (const char* v = std::getenv(keep)) env.push_back(std::string(keep) + "=" + v);
+  }
+  return env;
+}
+
+struct PipRun {
+  int exit_status = -1;  // wait status
+  std::string output;    // its tail (kOutputKeep)
+  bool cancelled = false;
+};
+
+// Runs pip in its own session, reading its output; kills it (and what it
+// started) when `cancelled` says so.
+Result<PipRun> RunPip(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                      const fs::path& cwd, const std::function<bool()>& cancelled) {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) return Internal(std::string("pipe: ") + std::strerror(errno));
+  std::vector<char*> args, envp;
+  std::vector<std::string> a = argv, e = env;
+  for (std::string& s : a) args.push_back(s.data());
+  args.push_back(nullptr);
+  for (std::string& s : e) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  const pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setsid();
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD}) ::signal(sig, SIG_DFL);
+    ::umask(022);  // the environment is read by trainers of every account
+    int in = ::open("/dev/null", O_RDONLY);
+    ::dup2(in, STDIN_FILENO);
+    ::dup2(p[1], STDOUT_FILENO);
+    ::dup2(p[1], STDERR_FILENO);
+    if (::chdir(cwd.c_str()) != 0) ::_exit(127);
+    ::execve(args[0], args.data(), envp.data());
+    dprintf(STDERR_FILENO, "cannot execute %s: %s\n", args[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  ::close(p[1]);
+  if (pid < 0) {
+    ::close(p[0]);
+    return Internal(std::string("cannot fork pip: ") + std::strerror(errno));
+  }
+  PipRun run;
+  char buf[8192];
+  bool open = true;
+  while (open) {
+    pollfd pfd = {p[0], POLLIN, 0};
+    int n = ::poll(&pfd, 1, 100);
+    if (n > 0) {
+      ssize_t got = ::read(p[0], buf, sizeof buf);
+      if (got > 0) {
+        run.output.append(buf, static_cast<size_t>(got));
+        if (run.output.size() > 2 * kOutputKeep)
+          run.output.erase(0, run.output.size() - kOutputKeep);
+      } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+        open = false;
+      }
+    }
+    if (!run.cancelled && cancelled && cancelled()) {
+      run.cancelled = true;
+      ::kill(-pid, SIGKILL);
+    }
+  }
+  ::close(p[0]);
+  int st = 0;
+  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  ::kill(-pid, SIGKILL);  // anything pip left in its session
+  run.exit_status = st;
+  return run;
+}
+
+// The last lines of pip's output that say what went wrong.
+std::string Tail(const std::string& output, size_t lines) {
+  std::vector<std::string> all;
+  for (std::string_view l : Lines(output)) {
+    std::string_view t = Trim(l);
+    if (!t.empty()) all.emplace_back(t.substr(0, 300));
+  }
+  std::vector<std::string> errors;
+  for (const std::string& l : all) {
+    if (l.rfind("ERROR", 0) == 0) errors.push_back(l);
+  }
+  const std::vector<std::string>& from = errors.empty() ? all : errors;
+  size_t start = from.size() > lines ? from.size() - lines : 0;
+  std::string out;
+  for (size_t i = start; i < from.size(); ++i) out += (out.empty() ? "" : "\n") + from[i];
+  return out;
+}
+
+std::string PathList(const std::vector<fs::path>& dirs) {
+  std::string out;
+  for (const fs::path& d : dirs) out += (out.empty() ? "" : ", ") + d.string();
+  return out;
+}
+
+}  // namespace
+
+Result<PythonEnv> EnsurePythonEnv(const PythonEnvRequest& req,
+                                  const std::function<bool()>& cancelled) {
+  const int64_t start_ms = MonotonicMs();
+  STOKER_ASSIGN_OR_RETURN(std::vector<std::string> requirements,
+                          NormaliseRequirements(req.requirements, ""));
+  STOKER_ASSIGN_OR_RETURN(std::string python_id, InterpreterId(req.python));
+  EnvKeyInputs in{req.python, python_id, requirements, SourcesId(req.find_links, req.index_url)};
+  const std::string key = EnvKey(in);
+  const fs::path dir = req.cache_dir / key;
+  auto done = [&](PythonEnv env, bool built, bool waited) {
+    env.key = key;
+    env.dir = dir;
+    env.requirements = requirements;
+    env.built = built;
+    env.waited = waited;
+    env.elapsed_ms = MonotonicMs() - start_ms;
+    return env;
+  };
+  // The common case, without a lock: a finished environment never changes.
+  if (auto env = ReadMarker(dir)) return done(std::move(*env), false, false);
+
+  std::error_code exists_ec;
+  if (!fs::is_directory(req.cache_dir, exists_ec)) {
+    STOKER_RETURN_IF_ERROR(MakeDirs(req.cache_dir));
+    ::chmod(req.cache_dir.c_str(), 0755);  // trainers of every account read environments
+  }
+  fs::path lock_path = req.cache_dir / (key + ".lock");
+  int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (lock < 0) return Internal("cannot open " + lock_path.string() + ": " + std::strerror(errno));
+  const std::string list = "[" + Join(requirements, ", ") + "]";
+  if (req.on_slow) {
+    req.on_slow("installing requirements " + list + " (environment " + key.substr(0, 12) + ")");
+  }
+  bool waited = false;
+  while (::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) {
+      int err = errno;
+      ::close(lock);
+      return Internal("cannot lock " + lock_path.string() + ": " + std::strerror(err));
+    }
+    waited = true;
+    if (cancelled && cancelled()) {
+      ::close(lock);
+      return Status(Code::kCancelled, "cancelled while another replica built the environment");
+    }
+    ::usleep(20000);
+  }
+  struct Unlock {
+    int fd;
+    ~Unlock() { ::close(fd); }
+  } unlock{lock};
+  if (auto env = ReadMarker(dir)) return done(std::move(*env), false, waited);
+
+  // Whatever is there was left by a builder that died: start afresh.
+  STOKER_RETURN_IF_ERROR(RemoveTreeNoFollow(dir));
+  if (::mkdir(dir.c_str(), 0755) != 0 || ::chmod(dir.c_str(), 0755) != 0) {
+    return Internal("cannot create " + dir.string() + ": " + std::strerror(errno));
+  }
+  std::vector<std::string> argv =
+      PipInstallArgv(req.python, dir, req.find_links, req.index_url, requirements);
+  STOKER_ASSIGN_OR_RETURN(PipRun run, RunPip(argv, PipEnv(dir), req.cache_dir, cancelled));
+  // pip's whole output, for whoever wants more than the message's tail.
+  (void)WriteFileAtomic(req.cache_dir / (key + ".log"), run.output, Durability::kNoSync);
+  if (run.cancelled) {
+    (void)RemoveTreeNoFollow(dir);
+    return Status(Code::kCancelled, "cancelled while pip installed requirements " + list);
+  }
+  if (!WIFEXITED(run.exit_status) || WEXITSTATUS(run.exit_status) != 0) {
+    (void)RemoveTreeNoFollow(dir);
+    std::string how = WIFEXITED(run.exit_status)
+                          ? "exited with code " + std::to_string(WEXITSTATUS(run.exit_status))
+                          : "was killed by signal " + std::to_string(WTERMSIG(run.exit_status));
+    if (run.output.find("No module named pip") != std::string::npos) {
+      return FailedPrecondition(
+          "requirements " + list + ": the interpreter " + req.python + " has no pip (`" +
+          req.python +
+          " -m pip --version` fails), which installs them: "
+          "install it for that interpreter (Debian: apt-get install python3-pip), or map the "
+          "image to an interpreter that has pip (images: in the config)");
+    }
+    std::string where = req.find_links.empty()
+                            ? "a wheelhouse directory (python_packages.wheelhouse)"
+                            : "the wheelhouse " + PathList(req.find_links);
+    return FailedPrecondition(
+        "requirements " + list + " could not be installed: pip " + how + ":\n" +
+        Tail(run.output, 6) + "\nFix: put wheels of them and of their dependencies into " + where +
+        " (`pip download --only-binary=:all: -d DIR REQUIREMENT` where there is network; only "
+        "wheels are installed, never built), or set python_packages.index_url (" +
+        req.config_hint + "); pip's whole output is in " +
+        (req.cache_dir / (key + ".log")).string());
+  }
+  std::vector<std::string> site_dirs = FindSiteDirs(dir);
+  std::string bin_dir;
+  std::error_code ec;
+  for (const char* b : {"bin", "local/bin"}) {
+    if (fs::is_directory(dir / b, ec)) bin_dir = b;
+  }
+  json marker = {{"key", key},
+                 {"python", req.python},
+                 {"requirements", requirements},
+                 {"site_dirs", site_dirs},
+                 {"bin_dir", bin_dir},
+                 {"built_us", NowMicros()}};
+  STOKER_RETURN_IF_ERROR(WriteFileAtomic(dir / kMarker, marker.dump(2) + "\n"));
+  ::chmod((dir / kMarker).c_str(), 0644);
+  PythonEnv env;
+  for (const std::string& s : site_dirs) env.site_dirs.push_back(dir / s);
+  if (!bin_dir.empty()) env.bin_dir = dir / bin_dir;
+  return done(std::move(env), true, waited);
+}
+
+}  // namespace stoker::runner
