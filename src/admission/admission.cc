@@ -60,7 +60,7 @@ Status CheckPackage(const storage::Buckets& buckets, const std::string& uri, con
 }  // namespace
 
 Status Admission::CheckJobSpec(const spec::CustomJobSpec& spec, const std::string& prefix,
-                               bool read_packages) const {
+                               bool read_packages, bool frameworks) const {
   for (size_t p = 0; p < spec.worker_pool_specs.size(); ++p) {
     const spec::WorkerPoolSpec& pool = spec.worker_pool_specs[p];
     if (pool.empty) continue;
@@ -70,7 +70,7 @@ Status Admission::CheckJobSpec(const spec::CustomJobSpec& spec, const std::strin
     if (pool.python_package_spec) {
       const spec::PythonPackageSpec& pkg = *pool.python_package_spec;
       auto e = d_.environments->ForImage(pkg.executor_image_uri,
-                                         field + ".pythonPackageSpec.executorImageUri");
+                                         field + ".pythonPackageSpec.executorImageUri", frameworks);
       if (!e.ok()) return e.status();
       for (size_t i = 0; i < pkg.package_uris.size(); ++i) {
         std::string f = field + ".pythonPackageSpec.packageUris[" + std::to_string(i) + "]";
@@ -80,7 +80,8 @@ Status Admission::CheckJobSpec(const spec::CustomJobSpec& spec, const std::strin
       args = &pkg.args;
     } else {
       const spec::ContainerSpec& c = *pool.container_spec;
-      auto e = d_.environments->ForImage(c.image_uri, field + ".containerSpec.imageUri");
+      auto e =
+          d_.environments->ForImage(c.image_uri, field + ".containerSpec.imageUri", frameworks);
       if (!e.ok()) return e.status();
       if (c.command.empty() && e->container_image.empty()) {
         return InvalidArgument(
@@ -124,9 +125,10 @@ Status Admission::CheckJobSpec(const spec::CustomJobSpec& spec, const std::strin
   return scheduler::CheckCanEverFit(requests, {*d_.node}, d_.policy, prefix);
 }
 
-Result<AdmittedJob> Admission::Admit(const spec::CustomJob& job, bool read_packages) const {
+Result<AdmittedJob> Admission::Admit(const spec::CustomJob& job, bool read_packages,
+                                     bool frameworks) const {
   STOKER_RETURN_IF_ERROR(spec::Validate(job));
-  STOKER_RETURN_IF_ERROR(CheckJobSpec(job.job_spec, "jobSpec.", read_packages));
+  STOKER_RETURN_IF_ERROR(CheckJobSpec(job.job_spec, "jobSpec.", read_packages, frameworks));
   AdmittedJob out;
   out.spec = spec::ToJson(job);
   for (const std::string& f : spec::UnhonouredFields(job)) {
@@ -135,17 +137,17 @@ Result<AdmittedJob> Admission::Admit(const spec::CustomJob& job, bool read_packa
   return out;
 }
 
-Result<AdmittedJob> Admission::AdmitJob(const spec::CustomJob& job) const {
-  return Admit(job, /*read_packages=*/true);
+Result<AdmittedJob> Admission::AdmitJob(const spec::CustomJob& job, bool frameworks) const {
+  return Admit(job, /*read_packages=*/true, frameworks);
 }
 
 Result<AdmittedJob> Admission::AdmitTrial(const spec::CustomJob& trial) const {
-  return Admit(trial, /*read_packages=*/false);
+  return Admit(trial, /*read_packages=*/false, /*frameworks=*/false);
 }
 
-Status Admission::AdmitStudy(const spec::HyperparameterTuningJob& job) const {
+Status Admission::AdmitStudy(const spec::HyperparameterTuningJob& job, bool frameworks) const {
   // Every trial runs trialJobSpec: admit it now, as a custom job would be.
-  STOKER_RETURN_IF_ERROR(CheckJobSpec(job.trial_job_spec, "trialJobSpec.", true));
+  STOKER_RETURN_IF_ERROR(CheckJobSpec(job.trial_job_spec, "trialJobSpec.", true, frameworks));
   if (job.study_spec.algorithm == spec::Algorithm::kGridSearch) {
     Status grid = tune::ValidateGridSpace(study::ToTuneSpace(job.study_spec));
     if (!grid.ok()) return InvalidArgument("studySpec.algorithm: " + grid.message());

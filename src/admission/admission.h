@@ -55,11 +55,15 @@ class Admission {
   // env to an existing bucket, the output directory, the machine types; and
   // checks that the job could run at all on the idle cluster.
   // InvalidArgument (or the check's own code) naming the field and the fix.
-  Result<AdmittedJob> AdmitJob(const spec::CustomJob& job) const;
+  // `frameworks`: a prebuilt image's interpreter must import its framework
+  // (exec::ImageMatch); off for AI Platform jobs, whose runtimeVersion maps
+  // to a TensorFlow image but whose runtimes carried scikit-learn and
+  // XGBoost too (a trainer may need none of TensorFlow).
+  Result<AdmittedJob> AdmitJob(const spec::CustomJob& job, bool frameworks = true) const;
 
   // A tuning job: its trialJobSpec is admitted as a custom job would be
   // (errors name trialJobSpec.*), and a grid search must have a finite grid.
-  Status AdmitStudy(const spec::HyperparameterTuningJob& job) const;
+  Status AdmitStudy(const spec::HyperparameterTuningJob& job, bool frameworks = true) const;
 
   // One trial of an admitted study, built by the study driver (trialJobSpec
   // with the trial's arguments and output directory). The same checks as
@@ -71,9 +75,11 @@ class Admission {
  private:
   // The checks of one CustomJobSpec whose fields are named under `prefix`
   // ("jobSpec." or "trialJobSpec.").
+  // `read_packages` false: a trial, whose study was checked; its frameworks
+  // too.
   Status CheckJobSpec(const spec::CustomJobSpec& spec, const std::string& prefix,
-                      bool read_packages) const;
-  Result<AdmittedJob> Admit(const spec::CustomJob& job, bool read_packages) const;
+                      bool read_packages, bool frameworks) const;
+  Result<AdmittedJob> Admit(const spec::CustomJob& job, bool read_packages, bool frameworks) const;
 
   AdmissionDeps d_;
 };

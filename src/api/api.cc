@@ -167,7 +167,9 @@ Result<store::ListOptions> ParseListOptions(const http::Request& req) {
 
 Result<store::JobRecord> CreateCustomJob(const ApiDeps& d, const spec::CustomJob& job,
                                          store::NewJob record) {
-  STOKER_ASSIGN_OR_RETURN(admission::AdmittedJob admitted, d.admission->AdmitJob(job));
+  // An AI Platform job's runtimeVersion image is not held to TensorFlow.
+  STOKER_ASSIGN_OR_RETURN(admission::AdmittedJob admitted,
+                          d.admission->AdmitJob(job, record.legacy_job_id.empty()));
   STOKER_RETURN_IF_ERROR(
       CheckBudgets(d, record.user, record.project, json(job.labels), &admitted.warnings));
   record.display_name = job.display_name;
@@ -341,7 +343,8 @@ class Api {
     if (ec || length <= space.available) return OkStatus();
     return ResourceExhausted("request body of " + cl->second +
                              " bytes is larger than the free space of the data disk (" +
-                             std::to_string(space.available) + " bytes); free some space or "
+                             std::to_string(space.available) +
+                             " bytes); free some space or "
                              "send less");
   }
 

@@ -167,7 +167,7 @@ http::Response CreateLegacyTuningJob(const ApiDeps& d, const std::string& projec
   const std::string job_id = body["jobId"].get<std::string>();
   auto hp = LegacyStudy(job_id, training);
   if (!hp.ok()) return Error(hp.status());
-  if (Status s = d.admission->AdmitStudy(*hp); !s.ok()) return Error(s);
+  if (Status s = d.admission->AdmitStudy(*hp, /*frameworks=*/false); !s.ok()) return Error(s);
   std::vector<std::string> warnings;
   if (Status s =
           CheckBudgets(d, caller.user, project, body.value("labels", json::object()), &warnings);

@@ -15,6 +15,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/local_run_container.h"
 #include "common/files.h"
 #include "exec/environments.h"
 #include "runner/python_env.h"
@@ -37,6 +38,43 @@ fs::path PythonHelpers() {
     if (fs::is_directory(p, ec)) return p;
   }
   return {};
+}
+
+// local-run in the executor image: the package mounted at its own path as
+// the working directory, the command python3 SCRIPT or -m MODULE with ARGS.
+// Requirements are the image's to have (as in a job's container).
+int RunInContainer(const LocalRunFlags& f, const fs::path& package,
+                   const exec::ContainerEngine& engine, const exec::Environment& env) {
+  if (!f.requirements.empty()) {
+    return Report(InvalidArgument(
+        "--requirements: " + f.executor_image_uri +
+        " runs in a container, and nothing is installed into images at run time; add them to "
+        "its Dockerfile (RUN pip install ...) and `stoker images build` it again"));
+  }
+  LocalContainerRun run;
+  run.image = env.container_image;
+  run.package = package;
+  run.gpu = f.gpu;
+  run.command = {"python3"};
+  if (!f.script.empty()) {
+    run.command.push_back(f.script);
+  } else {
+    run.command.insert(run.command.end(), {"-m", f.python_module});
+  }
+  run.command.insert(run.command.end(), f.args.begin(), f.args.end());
+  run.env["PYTHONPATH"] = package.string();
+  run.env["PYTHONUNBUFFERED"] = "1";
+  if (!f.gpu) run.env["CUDA_VISIBLE_DEVICES"] = "";
+  if (!f.service_account_key_file.empty()) {
+    std::error_code ec;
+    fs::path key = fs::absolute(f.service_account_key_file, ec);
+    run.env["GOOGLE_APPLICATION_CREDENTIALS"] = key.string();
+    run.read_only.push_back(key);
+  }
+  std::cerr << "local-run: " << (f.script.empty() ? "-m " + f.python_module : f.script) << " in "
+            << package.string() << " in a container of " << env.container_image << " ("
+            << engine.name << ")\n";
+  return ExecLocalContainer(engine, run);
 }
 
 }  // namespace
@@ -77,8 +115,13 @@ int AiCustomJobsLocalRun(const Globals&, const LocalRunFlags& f) {
     rules.push_back({r.match, r.python, r.framework});
   exec::Environments environments(rules, home / "envs", PythonHelpers(),
                                   config->config_file.string());
+  // An image in the engine's store runs in a container, as a job's would.
+  auto engine = exec::DetectContainerEngine(config->container_engine);
+  if (!engine.ok()) return Report(engine.status());
+  environments.UseEngine(*engine);
   auto env = environments.ForImage(f.executor_image_uri, "--executor-image-uri");
   if (!env.ok()) return Report(env.status());
+  if (!env->container_image.empty()) return RunInContainer(f, package, *engine, *env);
 
   // The requirements (--requirements and what the package declares) go
   // into the same kind of cached environment a job's replica gets, under

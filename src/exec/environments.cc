@@ -110,8 +110,8 @@ bool Environments::CanImport(const std::string& python, const std::string& modul
   return ok;
 }
 
-Result<Environment> Environments::ForImage(const std::string& image,
-                                           const std::string& field) const {
+Result<Environment> Environments::ForImage(const std::string& image, const std::string& field,
+                                           bool check_framework) const {
   if (!image.empty() && image[0] == '-') {
     // It would reach the engine's command line as an option.
     return InvalidArgument(field + ": '" + image + "' is not an image name (it starts with '-')");
@@ -149,7 +149,7 @@ Result<Environment> Environments::ForImage(const std::string& image,
   for (const ImageMatch& r : rules_) {
     if (::fnmatch(r.glob.c_str(), image.c_str(), 0) != 0) continue;
     std::string python = r.python == "auto" ? auto_python_ : r.python;
-    if (!r.framework.empty() && !CanImport(python, r.framework)) {
+    if (check_framework && !r.framework.empty() && !CanImport(python, r.framework)) {
       return InvalidArgument(
           field + ": image '" + image + "' needs Python module '" + r.framework +
           "', but its interpreter " + python + " (images rule '" + r.glob +

@@ -55,7 +55,10 @@ class Environments {
   // matches, whose interpreter must import the rule's framework. Otherwise
   // InvalidArgument naming `field` and the fixes: the config rule to add,
   // and with an engine, how to build or import the image.
-  Result<Environment> ForImage(const std::string& image, const std::string& field) const;
+  // `check_framework` false: the rule's framework is not asked for (a
+  // launch, after its submission was checked; AI Platform runtimes).
+  Result<Environment> ForImage(const std::string& image, const std::string& field,
+                               bool check_framework = true) const;
 
   // What "auto" resolved to, and why (for the startup log).
   const std::string& auto_python() const { return auto_python_; }

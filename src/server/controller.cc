@@ -1365,7 +1365,9 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
     if (pool.empty) continue;
     std::string image = pool.python_package_spec ? pool.python_package_spec->executor_image_uri
                                                  : pool.container_spec->image_uri;
-    STOKER_ASSIGN_OR_RETURN(in.environments.back(), environments_.ForImage(image, field));
+    // The framework was checked when the job was submitted.
+    STOKER_ASSIGN_OR_RETURN(in.environments.back(),
+                            environments_.ForImage(image, field, /*check_framework=*/false));
     // Which path runs the image (a container or an interpreter) and why.
     (void)store_.AddEvent(a.rec.id,
                           "workerpool" + std::to_string(p) + ": " + in.environments.back().note);

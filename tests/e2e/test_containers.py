@@ -198,6 +198,19 @@ class ContainerJobTest(StokerTestCase):
         self.assertEqual(self.wait_state(j, timeout=120)["state"], "JOB_STATE_SUCCEEDED")
         self.assertIn('args ["--from-cmd"]', self.logs(j))
 
+    def test_local_run_runs_the_package_in_the_image(self):
+        pkg = os.path.join(self.tmp, "pkg")
+        os.makedirs(pkg)
+        with open(os.path.join(pkg, "t.py"), "w") as f:
+            f.write("import os, sys\nprint('in image', os.path.exists('/app/trainer/task.py'),"
+                    " 'args', sys.argv[1:], 'gpus', repr(os.environ['CUDA_VISIBLE_DEVICES']))\n"
+                    "open('out.txt', 'w').write('ok')\n")
+        r = self.stoker("ai", "custom-jobs", "local-run", "--executor-image-uri=" + TRAINER,
+                        "--local-package-path=" + pkg, "--script=t.py", "--", "a", "b")
+        self.assertIn("in image True args ['a', 'b'] gpus ''", r.stdout)
+        self.assertIn("in a container of " + TRAINER, r.stderr)
+        self.assertEqual(read_text(os.path.join(pkg, "out.txt")), "ok")
+
     def test_chief_and_two_workers_train_with_ddp_across_containers(self):
         ddp = ["python3", "-m", "trainer.ddp"]
         j = self.submit(job("ddp", pool(TRAINER, command=ddp),
