@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "runner/launch.h"
+
 extern char** environ;
 
 namespace stoker::exec {
@@ -21,24 +23,6 @@ int64_t MonoMicros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-// Where execve looks for `program`: itself when it holds a '/', else each
-// directory of PATH (the default one when unset), like execvp.
-std::vector<std::string> Candidates(const std::string& program) {
-  if (program.find('/') != std::string::npos) return {program};
-  const char* env = std::getenv("PATH");
-  std::string path = env && *env ? env : "/usr/local/bin:/usr/bin:/bin";
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find(':', start);
-    if (end == std::string::npos) end = path.size();
-    std::string dir = path.substr(start, end - start);
-    out.push_back((dir.empty() ? "." : dir) + "/" + program);
-    start = end + 1;
-  }
-  return out;
 }
 
 // What the intermediate process reports on the status pipe.
@@ -74,7 +58,8 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& args, double ti
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  const std::vector<std::string> candidates = Candidates(args[0]);
+  const char* path = std::getenv("PATH");
+  const std::vector<std::string> candidates = runner::ExecCandidates(args[0], path ? path : "");
 
   pid_t pid = ::fork();
   if (pid == 0) {

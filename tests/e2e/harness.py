@@ -178,6 +178,39 @@ def skip_or_fail(case, why):
     case.skipTest(why)
 
 
+BASE_IMAGE = "localhost/stoker-base:bookworm"  # scripts/container-base-image.sh
+
+
+def podman(*args, check=True, timeout=600):
+    return subprocess.run(["podman"] + list(args), capture_output=True, text=True,
+                          check=check, timeout=timeout)
+
+
+def podman_flags():
+    """The --ulimit flags a container needs here (as stoker-run gives them)."""
+    import resource
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)
+    nproc = [min(v, 32768) if v != resource.RLIM_INFINITY else 32768
+             for v in resource.getrlimit(resource.RLIMIT_NPROC)]
+    return ["--ulimit=nofile=%d:%d" % nofile, "--ulimit=nproc=%d:%d" % tuple(nproc)]
+
+
+def podman_setup_error():
+    """None when podman works and has the base image (made here by
+    scripts/container-base-image.sh when missing); else why not."""
+    if shutil.which("podman") is None:
+        return "podman is not installed (apt-get install podman runc)"
+    r = podman("info", check=False)
+    if r.returncode != 0:
+        return "podman is installed but `podman info` fails: " + r.stderr[-500:]
+    if podman("image", "exists", BASE_IMAGE, check=False).returncode != 0:
+        script = os.path.join(SOURCE, "scripts", "container-base-image.sh")
+        r = subprocess.run([script, BASE_IMAGE], capture_output=True, text=True, timeout=1200)
+        if r.returncode != 0:
+            return "cannot make %s: %s" % (BASE_IMAGE, r.stderr[-2000:])
+    return None
+
+
 def others_may_read(path):
     """Whether an account other than the owner's may reach `path` (a
     trainer running as nobody importing Stoker's Python helpers, a daemon

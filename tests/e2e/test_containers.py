@@ -15,10 +15,10 @@ import tempfile
 import textwrap
 import unittest
 
-from harness import (DEFAULT_CONFIG, SOURCE, StokerTestCase, read_text, skip_or_fail,
-                     stokerd_refuses, wait_for)
+from harness import (BASE_IMAGE, DEFAULT_CONFIG, StokerTestCase, podman, podman_flags,
+                     podman_setup_error, read_text, skip_or_fail, stokerd_refuses, wait_for)
 
-BASE = "localhost/stoker-base:bookworm"
+BASE = BASE_IMAGE
 TRAINER = "localhost/stoker-e2e/trainer:%d" % os.getpid()
 NO_PYTHON = "localhost/stoker-e2e/no-python:%d" % os.getpid()
 
@@ -68,37 +68,14 @@ RUN rm -f /usr/bin/python3 /usr/bin/python3.11
 ''' % BASE
 
 
-def engine_flags():
-    """The same --ulimit flags stoker-run gives (docs/containers.md)."""
-    import resource
-    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)
-    nproc = [min(v, 32768) if v != resource.RLIM_INFINITY else 32768
-             for v in resource.getrlimit(resource.RLIMIT_NPROC)]
-    return ["--ulimit=nofile=%d:%d" % nofile, "--ulimit=nproc=%d:%d" % tuple(nproc)]
-
-
-def podman(*args, check=True, timeout=600):
-    return subprocess.run(["podman"] + list(args), capture_output=True, text=True,
-                          check=check, timeout=timeout)
-
-
 SETUP_ERROR = None
 
 
 def setUpModule():
     global SETUP_ERROR
-    if shutil.which("podman") is None:
-        SETUP_ERROR = "podman is not installed (apt-get install podman runc catatonit)"
+    SETUP_ERROR = podman_setup_error()
+    if SETUP_ERROR:
         return
-    if podman("info", check=False).returncode != 0:
-        SETUP_ERROR = "podman is installed but `podman info` fails"
-        return
-    if podman("image", "exists", BASE, check=False).returncode != 0:
-        r = subprocess.run([os.path.join(SOURCE, "scripts", "container-base-image.sh"), BASE],
-                           capture_output=True, text=True, timeout=1200)
-        if r.returncode != 0:
-            SETUP_ERROR = "cannot make %s: %s" % (BASE, r.stderr[-2000:])
-            return
     ctx = tempfile.mkdtemp(prefix="stoker-image-")
     try:
         os.makedirs(os.path.join(ctx, "trainer"))
@@ -110,7 +87,7 @@ def setUpModule():
         with open(os.path.join(ctx, "NoPython"), "w") as f:
             f.write(NO_PYTHON_DOCKERFILE)
         for tag, dockerfile in ((TRAINER, "Dockerfile"), (NO_PYTHON, "NoPython")):
-            r = podman("build", *engine_flags(), "-t", tag, "-f", os.path.join(ctx, dockerfile),
+            r = podman("build", *podman_flags(), "-t", tag, "-f", os.path.join(ctx, dockerfile),
                        ctx, check=False)
             if r.returncode != 0:
                 SETUP_ERROR = "podman build of %s failed: %s" % (tag, r.stderr[-2000:])

@@ -12,7 +12,6 @@ import io
 import json
 import os
 import re
-import resource
 import shutil
 import subprocess
 import tarfile
@@ -20,9 +19,10 @@ import tempfile
 import textwrap
 import unittest
 
-from harness import SOURCE, STOKER, skip_or_fail
+from harness import (BASE_IMAGE, STOKER, podman, podman_flags, podman_setup_error,
+                     skip_or_fail)
 
-BASE = "localhost/stoker-base:bookworm"
+BASE = BASE_IMAGE
 PREFIX = "localhost/stoker-e2e-images/"
 PID = os.getpid()
 
@@ -37,17 +37,7 @@ DOCKERFILE = textwrap.dedent('''
 HELLO = 'cat /greeting.txt; echo "entrypoint args: $*"\n'
 
 
-def podman(*args, check=True, timeout=600):
-    return subprocess.run(["podman"] + list(args), capture_output=True, text=True,
-                          check=check, timeout=timeout)
-
-
-def run_flags():
-    """The --ulimit flags a container needs here (as stoker-run gives them)."""
-    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)
-    nproc = [min(v, 32768) if v != resource.RLIM_INFINITY else 32768
-             for v in resource.getrlimit(resource.RLIMIT_NPROC)]
-    return ["--ulimit=nofile=%d:%d" % nofile, "--ulimit=nproc=%d:%d" % tuple(nproc)]
+run_flags = podman_flags
 
 
 def image_exists(image):
@@ -59,21 +49,7 @@ SETUP_ERROR = None
 
 def setUpModule():
     global SETUP_ERROR
-    if shutil.which("podman") is None:
-        SETUP_ERROR = "podman is not installed (apt-get install podman runc catatonit)"
-        return
-    r = podman("info", check=False)
-    if r.returncode != 0:
-        SETUP_ERROR = "podman is installed but `podman info` fails: " + r.stderr[-500:]
-        return
-    if not image_exists(BASE):
-        script = os.path.join(SOURCE, "scripts", "container-base-image.sh")
-        if not os.path.exists(script):
-            SETUP_ERROR = "%s is missing and there is no %s to make it" % (BASE, script)
-            return
-        r = subprocess.run([script, BASE], capture_output=True, text=True, timeout=1200)
-        if r.returncode != 0:
-            SETUP_ERROR = "cannot make %s: %s" % (BASE, r.stderr[-2000:])
+    SETUP_ERROR = podman_setup_error()
 
 
 class ImagesTestBase(unittest.TestCase):
