@@ -589,9 +589,15 @@ Result<LaunchSpec> Supervisor::ContainerLaunch(const LaunchSpec& spec,
   run.ulimits = ContainerUlimitFlags();
   run.conmon_pid_file = dir_ / "container.pid";
   run.env_file = dir_ / "container.env";
-  STOKER_RETURN_IF_ERROR(
-      WriteFileAtomic(run.env_file, ContainerEnvFile(env, &run.env_inline), Durability::kNoSync));
-  ::chmod(run.env_file.c_str(), 0600);
+  // Made 0600 from the start (the job's variables may be secrets, and the
+  // trainer's group may list DIR); DIR is ours alone, so no link is planted.
+  const std::string text = ContainerEnvFile(env, &run.env_inline);
+  int fd =
+      ::open(run.env_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  bool written = fd >= 0 && ::fchmod(fd, 0600) == 0 &&
+                 ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  if (fd >= 0) ::close(fd);
+  if (!written) return Internal(Errno("cannot write " + run.env_file.string()));
 
   LaunchSpec out = spec;
   out.argv = ContainerRunArgv(run);
