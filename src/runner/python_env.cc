@@ -280,9 +280,11 @@ std::optional<std::vector<std::string>> ParsePyprojectDependencies(std::string_v
 DeclaredRequirements ReadDeclaredRequirements(const fs::path& root) {
   DeclaredRequirements out;
   std::error_code ec;
+  // Root reads these in a package it unpacked: a link is never followed
+  // (the archive rules keep links inside, and this does not rely on them).
   auto read = [](const fs::path& p) -> std::optional<std::string> {
     std::error_code e;
-    if (!fs::is_regular_file(p, e)) return std::nullopt;
+    if (!fs::is_regular_file(fs::symlink_status(p, e))) return std::nullopt;
     Result<std::string> text = ReadFile(p);
     if (!text.ok()) return std::nullopt;
     return std::move(*text);
@@ -291,7 +293,7 @@ DeclaredRequirements ReadDeclaredRequirements(const fs::path& root) {
   std::vector<fs::path> egg_infos;
   for (const fs::path& dir : {root, root / "src"}) {
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-      if (it->path().extension() == ".egg-info" && it->is_directory(ec)) {
+      if (it->path().extension() == ".egg-info" && !it->is_symlink(ec) && it->is_directory(ec)) {
         egg_infos.push_back(it->path());
       }
     }

@@ -151,6 +151,19 @@ TEST(PythonEnvTest, DeclaredRequirementsTrustEggInfoThenPkgInfoThenStaticFiles) 
   EXPECT_EQ(d.note, "");
 }
 
+TEST(PythonEnvTest, DeclaredRequirementsNeverFollowALink) {
+  TempDir t;
+  fs::path root = t.path() / "trainer-0.1";
+  Write(t.path() / "outside" / "requires.txt", "from-outside\n");
+  Write(t.path() / "outside.egg-info" / "requires.txt", "from-outside-dir\n");
+  fs::create_directories(root / "a.egg-info");
+  fs::create_symlink(t.path() / "outside" / "requires.txt", root / "a.egg-info" / "requires.txt");
+  fs::create_directory_symlink(t.path() / "outside.egg-info", root / "b.egg-info");
+  fs::create_symlink(t.path() / "outside" / "requires.txt", root / "PKG-INFO");
+  DeclaredRequirements d = ReadDeclaredRequirements(root);
+  EXPECT_THAT(d.requirements, IsEmpty());
+}
+
 TEST(PythonEnvTest, TheKeyChangesWithEachInput) {
   EnvKeyInputs base{"/usr/bin/python3", "/usr/bin/python3.11:1:2:3", {"a", "b"}, "index="};
   std::string k = EnvKey(base);
