@@ -15,9 +15,11 @@ packages=(
 # Chromium drives the web console in tests/e2e/test_console.py).
 # podman with runc and mmdebstrap: tests/e2e/test_containers.py runs jobs
 # in real containers built on an image made offline
-# (scripts/container-base-image.sh).
+# (scripts/container-base-image.sh); docker-registry and busybox-static:
+# tests/e2e/test_image_pulls.py pulls a small image from a real registry.
 if [ "${1:-}" = "--test" ]; then
-  packages+=(prometheus chromium chromium-driver python3-selenium podman runc mmdebstrap)
+  packages+=(prometheus chromium chromium-driver python3-selenium podman runc mmdebstrap
+    docker-registry busybox-static)
 fi
 missing=()
 for p in "${packages[@]}"; do

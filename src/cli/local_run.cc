@@ -7,6 +7,7 @@
 // environment under $STOKER_HOME/envs/pip (runner/python_env.h), and the
 // trainer runs in the package directory in the foreground, replacing this
 // process.
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,6 +19,7 @@
 #include "cli/local_run_container.h"
 #include "common/files.h"
 #include "exec/environments.h"
+#include "runner/launch.h"
 #include "runner/python_env.h"
 #include "server/config.h"
 
@@ -40,19 +42,72 @@ fs::path PythonHelpers() {
   return {};
 }
 
+// The requirements (--requirements and what the package declares) in a
+// cached environment under $STOKER_HOME/envs/pip, from the configured
+// wheelhouse or index, for `python` (or, with `image`, the image's own
+// Python); nullopt when there are none.
+Result<std::optional<runner::PythonEnv>> RequirementEnv(
+    const LocalRunFlags& f, const fs::path& package, const fs::path& home,
+    const server::Config& config, const std::string& python,
+    std::optional<runner::PythonEnvRequest::Image> image) {
+  runner::DeclaredRequirements declared = runner::ReadDeclaredRequirements(package);
+  if (!declared.note.empty())
+    std::cerr << "WARNING: " << package.string() << ": " << declared.note << "\n";
+  std::vector<std::string> requirements = declared.requirements;
+  requirements.insert(requirements.end(), f.requirements.begin(), f.requirements.end());
+  if (requirements.empty()) return std::optional<runner::PythonEnv>();
+  STOKER_RETURN_IF_ERROR(runner::NormaliseRequirements(requirements, "--requirements: ").status());
+  runner::PythonEnvRequest req;
+  req.cache_dir = home / "envs" / "pip";
+  req.python = python;
+  req.container = std::move(image);
+  req.find_links = config.python_packages.wheelhouse;
+  req.index_url = config.python_packages.index_url;
+  req.requirements = requirements;
+  req.config_hint = "python_packages in " + (home / "config.yaml").string();
+  std::cerr << "local-run: installing requirements with "
+            << (req.container ? "the Python of image " + req.container->image : python) << " ...\n";
+  STOKER_ASSIGN_OR_RETURN(runner::PythonEnv built, runner::EnsurePythonEnv(req, nullptr));
+  std::cerr << "local-run: " << runner::DescribePythonEnv(built) << "\n";
+  return std::optional<runner::PythonEnv>(std::move(built));
+}
+
 // local-run in the executor image: the package mounted at its own path as
 // the working directory, the command python3 SCRIPT or -m MODULE with ARGS.
-// Requirements are the image's to have (as in a job's container).
-int RunInContainer(const LocalRunFlags& f, const fs::path& package,
-                   const exec::ContainerEngine& engine, const exec::Environment& env) {
-  if (!f.requirements.empty()) {
-    return Report(InvalidArgument(
-        "--requirements: " + f.executor_image_uri +
-        " runs in a container, and nothing is installed into images at run time; add them to "
-        "its Dockerfile (RUN pip install ...) and `stoker images build` it again"));
+// Requirements are installed by the image's own pip (as for a job's
+// container), after a pull of an image the engine lacks.
+int RunInContainer(const LocalRunFlags& f, const fs::path& package, const fs::path& home,
+                   const server::Config& config, const exec::ContainerEngine& engine,
+                   const exec::Environment& env) {
+  runner::ContainerSpec image;
+  image.engine = engine.path;
+  image.image = env.container_image;
+  image.tls_verify = !env.insecure_registry;
+  if (env.pull) {
+    std::cerr << "local-run: pulling " << env.container_image << " ...\n";
+    // The user's own engine, with the user's own settings.
+    std::vector<std::string> user_env;
+    for (char** e = environ; *e != nullptr; ++e) user_env.emplace_back(*e);
+    auto pulled = runner::RunCapturing(runner::ContainerPullArgv(image), user_env, "/", nullptr);
+    if (!pulled.ok()) return Report(pulled.status());
+    if (!WIFEXITED(pulled->exit_status) || WEXITSTATUS(pulled->exit_status) != 0) {
+      return Report(FailedPrecondition("--executor-image-uri: " + engine.name + " could not pull " +
+                                       env.container_image + ": " +
+                                       runner::OutputTail(pulled->output, 3) +
+                                       "\nFix: check the name and tag, or "
+                                       "build it with `stoker images build -t " +
+                                       env.container_image + " DIR`"));
+    }
   }
+  auto requirement_env =
+      RequirementEnv(f, package, home, config, "python3",
+                     runner::PythonEnvRequest::Image{engine.path, env.container_image,
+                                                     runner::ContainerUlimitFlags()});
+  if (!requirement_env.ok()) return Report(requirement_env.status());
   LocalContainerRun run;
   run.image = env.container_image;
+  run.pull = env.pull;
+  run.insecure_registry = env.insecure_registry;
   run.package = package;
   run.gpu = f.gpu;
   run.command = {"python3"};
@@ -63,6 +118,12 @@ int RunInContainer(const LocalRunFlags& f, const fs::path& package,
   }
   run.command.insert(run.command.end(), f.args.begin(), f.args.end());
   run.env["PYTHONPATH"] = package.string();
+  if (*requirement_env) {
+    std::string dirs;
+    for (const fs::path& d : (*requirement_env)->site_dirs) dirs += d.string() + ":";
+    run.env["PYTHONPATH"] = dirs + package.string();
+    run.read_only.push_back((*requirement_env)->dir);
+  }
   run.env["PYTHONUNBUFFERED"] = "1";
   if (!f.gpu) run.env["CUDA_VISIBLE_DEVICES"] = "";
   if (!f.service_account_key_file.empty()) {
@@ -119,38 +180,21 @@ int AiCustomJobsLocalRun(const Globals&, const LocalRunFlags& f) {
   auto engine = exec::DetectContainerEngine(config->container_engine);
   if (!engine.ok()) return Report(engine.status());
   environments.UseEngine(*engine);
+  environments.UsePulls(config->container_pull, config->insecure_registries);
   auto env = environments.ForImage(f.executor_image_uri, "--executor-image-uri");
   if (!env.ok()) return Report(env.status());
-  if (!env->container_image.empty()) return RunInContainer(f, package, *engine, *env);
+  if (!env->container_image.empty())
+    return RunInContainer(f, package, home, *config, *engine, *env);
 
   // The requirements (--requirements and what the package declares) go
-  // into the same kind of cached environment a job's replica gets, under
-  // $STOKER_HOME/envs/pip, from the configured wheelhouse or index.
-  runner::DeclaredRequirements declared = runner::ReadDeclaredRequirements(package);
-  if (!declared.note.empty())
-    std::cerr << "WARNING: " << package.string() << ": " << declared.note << "\n";
-  std::vector<std::string> requirements = declared.requirements;
-  requirements.insert(requirements.end(), f.requirements.begin(), f.requirements.end());
+  // into the same kind of cached environment a job's replica gets.
+  auto requirement_env = RequirementEnv(f, package, home, *config, env->python, std::nullopt);
+  if (!requirement_env.ok()) return Report(requirement_env.status());
   std::vector<fs::path> requirement_dirs;
   fs::path requirement_bin;
-  if (!requirements.empty()) {
-    if (auto checked = runner::NormaliseRequirements(requirements, "--requirements: ");
-        !checked.ok()) {
-      return Report(checked.status());
-    }
-    runner::PythonEnvRequest req;
-    req.cache_dir = home / "envs" / "pip";
-    req.python = env->python;
-    req.find_links = config->python_packages.wheelhouse;
-    req.index_url = config->python_packages.index_url;
-    req.requirements = requirements;
-    req.config_hint = "python_packages in " + (home / "config.yaml").string();
-    std::cerr << "local-run: installing requirements with " << env->python << " ...\n";
-    auto built = runner::EnsurePythonEnv(req, nullptr);
-    if (!built.ok()) return Report(built.status());
-    std::cerr << "local-run: " << runner::DescribePythonEnv(*built) << "\n";
-    requirement_dirs = built->site_dirs;
-    requirement_bin = built->bin_dir;
+  if (*requirement_env) {
+    requirement_dirs = (*requirement_env)->site_dirs;
+    requirement_bin = (*requirement_env)->bin_dir;
   }
 
   // The user's environment, with the job's interpreter first on PATH and the

@@ -14,7 +14,10 @@ namespace stoker::cli {
 std::vector<std::string> LocalContainerArgv(const exec::ContainerEngine& engine,
                                             const LocalContainerRun& run,
                                             const std::vector<std::string>& ulimits) {
-  std::vector<std::string> a = {engine.path, "run", "--rm", "--network=host", "--pull=never"};
+  std::vector<std::string> a = {engine.path, "run", "--rm", "--network=host",
+                                run.pull ? "--pull=missing" : "--pull=never"};
+  if (run.pull && run.insecure_registry && engine.name == "podman")
+    a.push_back("--tls-verify=false");
   // Ctrl-C reaches the trainer; a terminal stays a terminal.
   if (::isatty(STDIN_FILENO)) a.insert(a.end(), {"--interactive", "--tty"});
   a.insert(a.end(), ulimits.begin(), ulimits.end());

@@ -17,6 +17,8 @@ struct LocalContainerRun {
   std::filesystem::path package;     // mounted at its own path, the working directory
   std::vector<std::string> command;  // e.g. {"python3", "-m", "trainer.task", ARGS...}
   bool gpu = false;                  // every GPU (CDI / --gpus all); else none
+  bool pull = false;                 // the engine pulls the image first (it lacks it)
+  bool insecure_registry = false;    // ... without TLS verification (podman)
   std::map<std::string, std::string> env;
   std::vector<std::filesystem::path> read_only;  // more files to mount (a key file)
 };

@@ -1,8 +1,18 @@
 #include "exec/containers.h"
 
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
 
 #include "exec/command.h"
 
@@ -82,6 +92,101 @@ Result<bool> HasImage(const ContainerEngine& engine, const std::string& image) {
   if (r.exit_code == 1) return false;
   return FailedPrecondition("cannot ask " + engine.path + " about image " + image + ": " +
                             FirstLine(r.err));
+}
+
+ImageRegistry RegistryOf(const std::string& image) {
+  ImageRegistry r{"docker.io", "registry-1.docker.io", 443};
+  size_t slash = image.find('/');
+  if (slash == std::string::npos) return r;
+  std::string first = image.substr(0, slash);
+  if (first.find_first_of(".:") == std::string::npos && first != "localhost") return r;
+  r.name = first;
+  r.host = first;
+  // host:port, or [v6]:port
+  size_t colon = first.rfind(':');
+  if (colon != std::string::npos && first.find(']', colon) == std::string::npos) {
+    r.host = first.substr(0, colon);
+    r.port = std::atoi(first.c_str() + colon + 1);
+  }
+  if (r.host.size() > 2 && r.host.front() == '[' && r.host.back() == ']') {
+    r.host = r.host.substr(1, r.host.size() - 2);
+  }
+  return r;
+}
+
+std::string ProbeRegistry(const ImageRegistry& registry, int timeout_ms) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  // getaddrinfo has no time limit of its own: it runs on a thread of its
+  // own, which frees the answer itself when nobody waits for it any more.
+  struct Lookup {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    bool abandoned = false;
+    int rc = 0;
+    addrinfo* result = nullptr;
+  };
+  auto lookup = std::make_shared<Lookup>();
+  std::thread([lookup, host = registry.host, port = std::to_string(registry.port)] {
+    addrinfo hints = {};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* result = nullptr;
+    int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &result);
+    std::lock_guard<std::mutex> lock(lookup->mu);
+    if (lookup->abandoned) {
+      if (rc == 0) ::freeaddrinfo(result);
+      return;
+    }
+    lookup->rc = rc;
+    lookup->result = result;
+    lookup->done = true;
+    lookup->cv.notify_all();
+  }).detach();
+  addrinfo* addresses = nullptr;
+  {
+    std::unique_lock<std::mutex> lock(lookup->mu);
+    if (!lookup->cv.wait_until(lock, deadline, [&] { return lookup->done; })) {
+      lookup->abandoned = true;
+      return "cannot resolve " + registry.host + " within " + std::to_string(timeout_ms) + " ms";
+    }
+    if (lookup->rc != 0) {
+      return "cannot resolve " + registry.host + ": " + ::gai_strerror(lookup->rc);
+    }
+    addresses = lookup->result;
+  }
+  std::string why;
+  for (addrinfo* a = addresses; a != nullptr; a = a->ai_next) {
+    char host[NI_MAXHOST] = "?";
+    ::getnameinfo(a->ai_addr, a->ai_addrlen, host, sizeof host, nullptr, 0, NI_NUMERICHOST);
+    std::string where = std::string(host) + ":" + std::to_string(registry.port);
+    int fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    int err = 0;
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      err = errno;
+      if (err == EINPROGRESS) {
+        int left = static_cast<int>(
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
+        pollfd p = {fd, POLLOUT, 0};
+        if (left <= 0 || ::poll(&p, 1, left) != 1) {
+          err = ETIMEDOUT;
+        } else {
+          socklen_t len = sizeof err;
+          ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        }
+      }
+    }
+    ::close(fd);
+    if (err == 0) {
+      ::freeaddrinfo(addresses);
+      return "";
+    }
+    why += (why.empty() ? "" : "; ") + where + ": " + std::strerror(err);
+    if (Clock::now() >= deadline) break;
+  }
+  ::freeaddrinfo(addresses);
+  return why.empty() ? "no address of " + registry.host + " answers" : why;
 }
 
 std::vector<std::string> EngineCommand(const ContainerEngine& engine,

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 
@@ -110,6 +111,32 @@ bool Environments::CanImport(const std::string& python, const std::string& modul
   return ok;
 }
 
+Environment Environments::ContainerEnvironment(const std::string& image) const {
+  Environment env;
+  env.python = "python3";
+  env.container_image = image;
+  env.engine = engine_.path;
+  env.base_env["PYTHONPATH"] = helpers_dir_.string();
+  env.base_env["PYTHONUNBUFFERED"] = "1";
+  return env;
+}
+
+std::string Environments::RegistryUnreachable(const ImageRegistry& registry) const {
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  {
+    std::lock_guard<std::mutex> lock(imports_mu_);
+    auto it = registries_.find(registry.name);
+    if (it != registries_.end() && it->second.first > now) return it->second.second;
+  }
+  // Asked outside the lock: a slow name lookup holds up nobody else's image.
+  std::string why = ProbeRegistry(registry, 1500);
+  std::lock_guard<std::mutex> lock(imports_mu_);
+  registries_[registry.name] = {now + 30000, why};
+  return why;
+}
+
 Result<Environment> Environments::ForImage(const std::string& image, const std::string& field,
                                            bool check_framework) const {
   if (!image.empty() && image[0] == '-') {
@@ -133,12 +160,7 @@ Result<Environment> Environments::ForImage(const std::string& image, const std::
       if (present) present_until_[image] = now + 30000;
     }
     if (present) {
-      Environment env;
-      env.python = "python3";
-      env.container_image = image;
-      env.engine = engine_.path;
-      env.base_env["PYTHONPATH"] = helpers_dir_.string();
-      env.base_env["PYTHONUNBUFFERED"] = "1";
+      Environment env = ContainerEnvironment(image);
       env.note = "runs in a container: image " + image + " is in " + engine_.name + "'s store";
       return env;
     }
@@ -169,8 +191,25 @@ Result<Environment> Environments::ForImage(const std::string& image, const std::
                     ", e.g.\n  images:\n    - match: \"" + image +
                     "\"\n      python: auto   # or a path such as /opt/venv/bin/python";
   if (engine_.usable()) {
+    std::string unreachable = "pulls are off (containers.pull: never)";
+    if (pulls_) {
+      const ImageRegistry registry = RegistryOf(image);
+      unreachable = RegistryUnreachable(registry);
+      if (unreachable.empty()) {
+        Environment env = ContainerEnvironment(image);
+        env.pull = true;
+        env.insecure_registry = std::find(insecure_registries_.begin(), insecure_registries_.end(),
+                                          registry.name) != insecure_registries_.end();
+        env.note = "runs in a container: image " + image + " is not in " + engine_.name +
+                   "'s store and is pulled from " + registry.name;
+        return env;
+      }
+      unreachable =
+          "its registry " + registry.name + " cannot be reached to pull it (" + unreachable + ")";
+    }
     return InvalidArgument(field + ": image '" + image + "' is not in " + engine_.name +
-                           "'s image store and no interpreter rule matches it; build it with "
+                           "'s image store, " + unreachable +
+                           ", and no interpreter rule matches it; build it with "
                            "`stoker images build -t " +
                            image +
                            " DIR`, import a root file "

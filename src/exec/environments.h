@@ -31,6 +31,11 @@ struct Environment {
   // absolute path) instead of on the host.
   std::string container_image;
   std::string engine;
+  // The image is not in the engine's store: the replica's supervisor pulls
+  // it first (its registry answered when this was decided).
+  bool pull = false;
+  bool insecure_registry =
+      false;         // pulled without TLS verification (containers.insecure_registries)
   std::string note;  // which path runs the image and why, for the job's events
 };
 
@@ -50,11 +55,21 @@ class Environments {
   void UseEngine(ContainerEngine engine) { engine_ = std::move(engine); }
   const ContainerEngine& engine() const { return engine_; }
 
+  // Images missing from the engine's store that no rule maps are pulled
+  // from their registry when it answers (containers.pull: missing, the
+  // default); `insecure` names registries ("localhost:5000") pulled from
+  // without TLS verification.
+  void UsePulls(bool enabled, std::vector<std::string> insecure) {
+    pulls_ = enabled;
+    insecure_registries_ = std::move(insecure);
+  }
+
   // A container when the engine holds `image` (a yes is trusted for 30 s);
-  // else the first rule that
-  // matches, whose interpreter must import the rule's framework. Otherwise
-  // InvalidArgument naming `field` and the fixes: the config rule to add,
-  // and with an engine, how to build or import the image.
+  // else the first rule that matches, whose interpreter must import the
+  // rule's framework; else, with pulls on, a container whose image is
+  // pulled when the image's registry answers (asked at most every 30 s).
+  // Otherwise InvalidArgument naming `field` and the fixes: the config rule
+  // to add, and with an engine, how to build, import or reach the image.
   // `check_framework` false: the rule's framework is not asked for (a
   // launch, after its submission was checked; AI Platform runtimes).
   Result<Environment> ForImage(const std::string& image, const std::string& field,
@@ -66,6 +81,9 @@ class Environments {
 
  private:
   Environment Build(const std::string& python) const;
+  Environment ContainerEnvironment(const std::string& image) const;
+  // "" when `registry` answers; else why not. Asked at most every 30 s.
+  std::string RegistryUnreachable(const ImageRegistry& registry) const;
   // Whether `python` can `import module`; asked once per pair.
   bool CanImport(const std::string& python, const std::string& module) const;
 
@@ -82,6 +100,10 @@ class Environments {
   // is trusted: a job's launch right after its submission does not ask the
   // engine again. Absence is never remembered: a new build shows at once.
   mutable std::map<std::string, int64_t> present_until_;
+  bool pulls_ = true;
+  std::vector<std::string> insecure_registries_;
+  // Registry name -> (asked again after, why it cannot be reached or "").
+  mutable std::map<std::string, std::pair<int64_t, std::string>> registries_;
 };
 
 }  // namespace stoker::exec

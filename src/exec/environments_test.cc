@@ -1,6 +1,9 @@
 #include "exec/environments.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -67,6 +70,47 @@ TEST_F(EnvironmentsTest, AnImageWithoutARuleNamesTheFieldAndTheFix) {
   EXPECT_NE(env.status().message().find("jobSpec.workerPoolSpecs[0].containerSpec.imageUri"),
             std::string::npos);
   EXPECT_NE(env.status().message().find("/etc/stoker/config.yaml"), std::string::npos);
+}
+
+TEST(RegistryOfTest, FollowsDockersRuleForTheFirstComponent) {
+  auto is = [](const std::string& image, const std::string& name, const std::string& host,
+               int port) {
+    ImageRegistry r = RegistryOf(image);
+    EXPECT_EQ(r.name, name) << image;
+    EXPECT_EQ(r.host, host) << image;
+    EXPECT_EQ(r.port, port) << image;
+  };
+  is("gcr.io/proj/trainer:v1", "gcr.io", "gcr.io", 443);
+  is("us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4:latest", "us-docker.pkg.dev",
+     "us-docker.pkg.dev", 443);
+  is("localhost:5000/t:1", "localhost:5000", "localhost", 5000);
+  is("localhost/t", "localhost", "localhost", 443);
+  is("127.0.0.1:8080/a/b@sha256:00", "127.0.0.1:8080", "127.0.0.1", 8080);
+  is("[::1]:5000/t", "[::1]:5000", "::1", 5000);
+  // No registry named: Docker Hub.
+  is("ubuntu:22.04", "docker.io", "registry-1.docker.io", 443);
+  is("library/ubuntu", "docker.io", "registry-1.docker.io", 443);
+}
+
+TEST(ProbeRegistryTest, SaysWhetherATcpConnectionOpens) {
+  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int port = ntohs(addr.sin_port);
+  EXPECT_EQ(ProbeRegistry({"127.0.0.1:" + std::to_string(port), "127.0.0.1", port}, 2000), "");
+  ::close(listener);  // nothing listens there now
+  std::string why = ProbeRegistry({"127.0.0.1:" + std::to_string(port), "127.0.0.1", port}, 2000);
+  EXPECT_NE(why.find("127.0.0.1:" + std::to_string(port) + ": Connection refused"),
+            std::string::npos)
+      << why;
+  why = ProbeRegistry({"no-such-host.invalid", "no-such-host.invalid", 443}, 2000);
+  EXPECT_NE(why.find("cannot resolve no-such-host.invalid"), std::string::npos) << why;
 }
 
 }  // namespace

@@ -45,6 +45,15 @@ std::vector<std::string> ExecCandidates(const std::string& program, const std::s
   return out;
 }
 
+std::vector<std::string> ContainerPullArgv(const ContainerSpec& c) {
+  std::vector<std::string> a = {c.engine, "pull"};
+  if (!c.tls_verify && std::filesystem::path(c.engine).filename() == "podman") {
+    a.push_back("--tls-verify=false");
+  }
+  a.push_back(c.image);
+  return a;
+}
+
 std::vector<std::string> ContainerRunArgv(const ContainerRun& run) {
   const ContainerSpec& c = *run.container;
   std::vector<std::string> a = {c.engine,         "run",         "--rm", "--name", c.name,
@@ -56,7 +65,7 @@ std::vector<std::string> ContainerRunArgv(const ContainerRun& run) {
     a.push_back("--conmon-pidfile=" + run.conmon_pid_file.string());
   }
   a.insert(a.end(), run.ulimits.begin(), run.ulimits.end());
-  a.push_back("--env-file=" + run.env_file.string());
+  if (!run.env_file.empty()) a.push_back("--env-file=" + run.env_file.string());
   for (const std::string& kv : run.env_inline) a.insert(a.end(), {"--env", kv});
   if (run.run_as) {
     a.push_back("--user=" + std::to_string(run.run_as->uid) + ":" +

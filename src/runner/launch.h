@@ -47,7 +47,7 @@ enum class GpuPassing { kNone, kCdi, kDockerGpus };
 struct ContainerRun {
   const ContainerSpec* container = nullptr;
   std::optional<RunAs> run_as;          // unset: the image's own user
-  std::filesystem::path env_file;       // KEY=VALUE lines (ContainerEnvFile)
+  std::filesystem::path env_file;       // KEY=VALUE lines (ContainerEnvFile); "" = none
   std::vector<std::string> env_inline;  // KEY=VALUE pairs the file cannot hold
   std::vector<std::string> ulimits;     // ContainerUlimitFlags()
   // podman only: where it writes its monitor's pid (the container's
@@ -67,6 +67,11 @@ struct ContainerRun {
 // capabilities and no new privileges, the GPUs, then the image and the
 // command. Environment values never appear here but for env_inline.
 std::vector<std::string> ContainerRunArgv(const ContainerRun& run);
+
+// `engine pull IMAGE` for a container whose image the engine lacks
+// (podman: `--tls-verify=false` for an insecure registry; docker decides
+// that in its daemon's config). Pure.
+std::vector<std::string> ContainerPullArgv(const ContainerSpec& container);
 
 // `--ulimit=nofile=S:H` and `--ulimit=nproc=S:H` from this process's own
 // limits (the only part here that reads the process): a runtime may not

@@ -21,6 +21,7 @@
 
 #include "common/files.h"
 #include "common/time.h"
+#include "runner/launch.h"
 
 namespace stoker::runner {
 namespace {
@@ -420,6 +421,33 @@ Result<std::string> InterpreterId(const std::string& python) {
 
 // The index and what each wheelhouse holds (names and sizes: a wheel's name
 // carries its version), so that adding wheels makes a new environment.
+// What a container engine's client gets: no variable of the caller's
+// (which could name the engine's own settings) but where to find its
+// programs and its user's files, and proxies for a registry.
+std::vector<std::string> EngineEnv() {
+  std::vector<std::string> env = {
+      "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"};
+  for (const char* keep : {"HOME", "XDG_RUNTIME_DIR", "http_proxy", "https_proxy", "no_proxy",
+                           "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"}) {
+    if (const char* v = std::getenv(keep)) env.push_back(std::string(keep) + "=" + v);
+  }
+  return env;
+}
+
+// What the engine says the image's ID is ("sha256:..." or the bare hex).
+Result<std::string> ImageId(const PythonEnvRequest::Image& c) {
+  STOKER_ASSIGN_OR_RETURN(
+      CapturedRun run, RunCapturing({c.engine, "image", "inspect", "--format", "{{.Id}}", c.image},
+                                    EngineEnv(), "/", nullptr));
+  std::string id(Trim(run.output));
+  if (!WIFEXITED(run.exit_status) || WEXITSTATUS(run.exit_status) != 0 || id.empty() ||
+      id.find('\n') != std::string::npos) {
+    return FailedPrecondition("cannot read the ID of image " + c.image + " from " + c.engine +
+                              ": " + OutputTail(run.output, 2));
+  }
+  return "image " + c.image + " " + id;
+}
+
 std::string SourcesId(const std::vector<fs::path>& find_links, const std::string& index_url) {
   std::string out = "index=" + index_url;
   for (const fs::path& dir : find_links) {
@@ -478,6 +506,33 @@ std::vector<std::string> FindSiteDirs(const fs::path& prefix) {
   return out;
 }
 
+// `engine run ... IMAGE python3 -s -m pip install ...`: pip in the image,
+// root without capabilities (it owns `dir`), host network (an index), the
+// environment's directory writable and the wheelhouses read-only, each at
+// its own path; pip's settings as inline variables (none is secret).
+std::vector<std::string> PipInContainerArgv(const PythonEnvRequest::Image& image,
+                                            const std::string& name, const fs::path& dir,
+                                            const std::vector<fs::path>& find_links,
+                                            const std::vector<std::string>& pip_argv,
+                                            const std::vector<std::string>& pip_env) {
+  ContainerSpec spec;
+  spec.engine = image.engine;
+  spec.image = image.image;
+  spec.name = name;
+  spec.entrypoint = std::vector<std::string>{pip_argv[0]};
+  spec.args.assign(pip_argv.begin() + 1, pip_argv.end());
+  spec.mounts = {dir};
+  spec.mounts_read_only = find_links;
+  ContainerRun run;
+  run.container = &spec;
+  run.run_as = RunAs{.user = "root", .uid = 0, .gid = 0};
+  run.ulimits = image.ulimits;
+  for (const std::string& kv : pip_env) {
+    if (kv.rfind("PATH=", 0) != 0) run.env_inline.push_back(kv);
+  }
+  return ContainerRunArgv(run);
+}
+
 // The environment pip gets: none of the caller's PIP_* settings or pip
 // configuration files (the wheelhouse and index are ours to give), nor its
 // PYTHONPATH; certificates and proxies for an index pass through.
@@ -493,16 +548,17 @@ std::vector<std::string> PipEnv(const fs::path& home) {
   return env;
 }
 
-struct PipRun {
-  int exit_status = -1;  // wait status
-  std::string output;    // its tail (kOutputKeep)
-  bool cancelled = false;
-};
+std::string PathList(const std::vector<fs::path>& dirs) {
+  std::string out;
+  for (const fs::path& d : dirs) out += (out.empty() ? "" : ", ") + d.string();
+  return out;
+}
 
-// Runs pip in its own session, reading its output; kills it (and what it
-// started) when `cancelled` says so.
-Result<PipRun> RunPip(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                      const fs::path& cwd, const std::function<bool()>& cancelled) {
+}  // namespace
+
+Result<CapturedRun> RunCapturing(const std::vector<std::string>& argv,
+                                 const std::vector<std::string>& env, const fs::path& cwd,
+                                 const std::function<bool()>& cancelled) {
   int p[2];
   if (::pipe2(p, O_CLOEXEC) != 0) return Internal(std::string("pipe: ") + std::strerror(errno));
   std::vector<char*> args, envp;
@@ -534,9 +590,9 @@ Result<PipRun> RunPip(const std::vector<std::string>& argv, const std::vector<st
   ::close(p[1]);
   if (pid < 0) {
     ::close(p[0]);
-    return Internal(std::string("cannot fork pip: ") + std::strerror(errno));
+    return Internal("cannot fork " + argv[0] + ": " + std::strerror(errno));
   }
-  PipRun run;
+  CapturedRun run;
   char buf[8192];
   bool open = true;
   while (open) {
@@ -566,8 +622,7 @@ Result<PipRun> RunPip(const std::vector<std::string>& argv, const std::vector<st
   return run;
 }
 
-// The last lines of pip's output that say what went wrong.
-std::string Tail(const std::string& output, size_t lines) {
+std::string OutputTail(const std::string& output, size_t lines) {
   std::vector<std::string> all;
   for (std::string_view l : Lines(output)) {
     std::string_view t = Trim(l);
@@ -584,20 +639,17 @@ std::string Tail(const std::string& output, size_t lines) {
   return out;
 }
 
-std::string PathList(const std::vector<fs::path>& dirs) {
-  std::string out;
-  for (const fs::path& d : dirs) out += (out.empty() ? "" : ", ") + d.string();
-  return out;
-}
-
-}  // namespace
-
 Result<PythonEnv> EnsurePythonEnv(const PythonEnvRequest& req,
                                   const std::function<bool()>& cancelled) {
   const int64_t start_ms = MonotonicMs();
   STOKER_ASSIGN_OR_RETURN(std::vector<std::string> requirements,
                           NormaliseRequirements(req.requirements, ""));
-  STOKER_ASSIGN_OR_RETURN(std::string python_id, InterpreterId(req.python));
+  std::string python_id;
+  if (req.container) {
+    STOKER_ASSIGN_OR_RETURN(python_id, ImageId(*req.container));
+  } else {
+    STOKER_ASSIGN_OR_RETURN(python_id, InterpreterId(req.python));
+  }
   EnvKeyInputs in{req.python, python_id, requirements, SourcesId(req.find_links, req.index_url)};
   const std::string key = EnvKey(in);
   const fs::path dir = req.cache_dir / key;
@@ -652,7 +704,19 @@ Result<PythonEnv> EnsurePythonEnv(const PythonEnvRequest& req,
   }
   std::vector<std::string> argv =
       PipInstallArgv(req.python, dir, req.find_links, req.index_url, requirements);
-  STOKER_ASSIGN_OR_RETURN(PipRun run, RunPip(argv, PipEnv(dir), req.cache_dir, cancelled));
+  std::vector<std::string> pip_env = PipEnv(dir);
+  std::string container_name;
+  if (req.container) {
+    container_name = "stoker-pip-" + key.substr(0, 12) + "-" + std::to_string(::getpid());
+    argv = PipInContainerArgv(*req.container, container_name, dir, req.find_links, argv, pip_env);
+    pip_env = EngineEnv();
+  }
+  STOKER_ASSIGN_OR_RETURN(CapturedRun run, RunCapturing(argv, pip_env, req.cache_dir, cancelled));
+  if (run.cancelled && req.container) {
+    // The client is gone; its container may still run pip.
+    (void)RunCapturing({req.container->engine, "rm", "--force", container_name}, EngineEnv(),
+                       req.cache_dir, nullptr);
+  }
   // pip's whole output, for whoever wants more than the message's tail.
   (void)WriteFileAtomic(req.cache_dir / (key + ".log"), run.output, Durability::kNoSync);
   if (run.cancelled) {
@@ -664,6 +728,18 @@ Result<PythonEnv> EnsurePythonEnv(const PythonEnvRequest& req,
     std::string how = WIFEXITED(run.exit_status)
                           ? "exited with code " + std::to_string(WEXITSTATUS(run.exit_status))
                           : "was killed by signal " + std::to_string(WTERMSIG(run.exit_status));
+    if (req.container && run.output.find("No module named pip") != std::string::npos) {
+      return FailedPrecondition(
+          "requirements " + list + ": image " + req.container->image +
+          " has no pip (`python3 -m pip` fails in it), which installs them: add "
+          "`RUN apt-get update && apt-get install -y python3-pip` (or your base image's way) to "
+          "its Dockerfile and build it again, or install the requirements in the image itself");
+    }
+    if (req.container && WIFEXITED(run.exit_status) && WEXITSTATUS(run.exit_status) >= 125) {
+      return FailedPrecondition("requirements " + list + ": " + req.container->engine +
+                                " could not run pip in image " + req.container->image + " (" + how +
+                                "):\n" + OutputTail(run.output, 4));
+    }
     if (run.output.find("No module named pip") != std::string::npos) {
       return FailedPrecondition(
           "requirements " + list + ": the interpreter " + req.python + " has no pip (`" +
@@ -677,7 +753,8 @@ Result<PythonEnv> EnsurePythonEnv(const PythonEnvRequest& req,
                             : "the wheelhouse " + PathList(req.find_links);
     return FailedPrecondition(
         "requirements " + list + " could not be installed: pip " + how + ":\n" +
-        Tail(run.output, 6) + "\nFix: put wheels of them and of their dependencies into " + where +
+        OutputTail(run.output, 6) + "\nFix: put wheels of them and of their dependencies into " +
+        where +
         " (`pip download --only-binary=:all: -d DIR REQUIREMENT` where there is network; only "
         "wheels are installed, never built), or set python_packages.index_url (" +
         req.config_hint + "); pip's whole output is in " +

@@ -104,12 +104,41 @@ std::vector<std::string> PipInstallArgv(const std::string& python,
 
 // ---- I/O ----
 
+// A command (argv[0] an absolute path) run to its end in a session of its
+// own, stdin /dev/null, umask 022, in `cwd` with exactly `env`.
+struct CapturedRun {
+  int exit_status = -1;  // wait status
+  std::string output;    // stdout and stderr together, their last 64 KiB or so
+  bool cancelled = false;
+};
+// Kills the command's session when `cancelled` (polled every 100 ms) says
+// so. Errors only when it cannot be started.
+Result<CapturedRun> RunCapturing(const std::vector<std::string>& argv,
+                                 const std::vector<std::string>& env,
+                                 const std::filesystem::path& cwd,
+                                 const std::function<bool()>& cancelled);
+
+// The last `lines` non-empty lines of `output` (those starting "ERROR"
+// when there are any: pip's), each cut at 300 characters.
+std::string OutputTail(const std::string& output, size_t lines);
+
 struct PythonEnvRequest {
   std::filesystem::path cache_dir;  // made if missing; environments are <cache_dir>/<key>/
   std::string python;               // absolute
   std::vector<std::filesystem::path> find_links;
   std::string index_url;
   std::vector<std::string> requirements;  // not yet normalised
+  // Set: the environment is for this container image's own Python
+  // (`python` is then "python3", as the image names it): pip runs in the
+  // image, as root without capabilities, with the environment's directory
+  // and the wheelhouses mounted at their own paths; the key names the
+  // image's ID, so a rebuilt image gets a new environment.
+  struct Image {
+    std::string engine;  // absolute path of podman or docker
+    std::string image;
+    std::vector<std::string> ulimits;  // ContainerUlimitFlags()
+  };
+  std::optional<Image> container;
   // Where the fix goes, for messages ("python_packages in /etc/stoker/config.yaml").
   std::string config_hint = "python_packages in the daemon's config";
   // Called (when set) once the environment is found not ready, before

@@ -322,7 +322,7 @@ Result<std::optional<ContainerSpec>> ParseContainerSpec(const json& value) {
   const char* shape =
       "launch.json: container: must be {\"engine\": ABS_PATH, \"image\": NAME, \"name\": "
       "NAME[, \"entrypoint\": [ARG...]], \"args\": [ARG...], \"mounts\": [ABS_PATH...], "
-      "\"mounts_read_only\": [ABS_PATH...]}";
+      "\"mounts_read_only\": [ABS_PATH...][, \"pull\": BOOL, \"tls_verify\": BOOL]}";
   if (!value.is_object()) return InvalidArgument(shape);
   auto strings = [&](const char* key) -> std::optional<std::vector<std::string>> {
     auto f = value.find(key);
@@ -354,6 +354,12 @@ Result<std::optional<ContainerSpec>> ParseContainerSpec(const json& value) {
   c.args = std::move(*args);
   STOKER_ASSIGN_OR_RETURN(c.mounts, PathList(value, "mounts", "container"));
   STOKER_ASSIGN_OR_RETURN(c.mounts_read_only, PathList(value, "mounts_read_only", "container"));
+  for (auto [key, out] : {std::pair{"pull", &c.pull}, {"tls_verify", &c.tls_verify}}) {
+    if (auto f = value.find(key); f != value.end()) {
+      if (!f->is_boolean()) return InvalidArgument(shape);
+      *out = f->get<bool>();
+    }
+  }
   return std::optional<ContainerSpec>(std::move(c));
 }
 
@@ -405,6 +411,8 @@ std::string FormatLaunchSpec(const LaunchSpec& s) {
                         {"mounts", PathStrings(c.mounts)},
                         {"mounts_read_only", PathStrings(c.mounts_read_only)}};
     if (c.entrypoint) doc["container"]["entrypoint"] = *c.entrypoint;
+    if (c.pull) doc["container"]["pull"] = true;
+    if (!c.tls_verify) doc["container"]["tls_verify"] = false;
   }
   if (s.python_env) {
     const PythonEnvSpec& p = *s.python_env;

@@ -102,6 +102,10 @@ struct ContainerSpec {
   // directory and outputs resolve as on the host).
   std::vector<std::filesystem::path> mounts;  // read-write
   std::vector<std::filesystem::path> mounts_read_only;
+  // The engine lacks the image: the supervisor pulls it before anything
+  // else (TLS unverified only for a registry the config calls insecure).
+  bool pull = false;
+  bool tls_verify = true;
 };
 // Parses the "container" value (absent or null: nullopt).
 Result<std::optional<ContainerSpec>> ParseContainerSpec(const nlohmann::json& value);

@@ -55,6 +55,14 @@ TEST(ReplicaContractTest, AContainerReadsBackAsWritten) {
   EXPECT_EQ(back->container->args, s.container->args);
   EXPECT_EQ(back->container->mounts, std::vector<std::filesystem::path>{"/data/buckets"});
   EXPECT_EQ(back->container->mounts_read_only, std::vector<std::filesystem::path>{"/data/jobs/7"});
+  EXPECT_FALSE(back->container->pull);
+  EXPECT_TRUE(back->container->tls_verify);
+  s.container->pull = true;
+  s.container->tls_verify = false;
+  back = ParseLaunchSpec(FormatLaunchSpec(s));
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(back->container->pull);
+  EXPECT_FALSE(back->container->tls_verify);
   // No entrypoint: the image's own, which is not the same as an empty one.
   s.container->entrypoint.reset();
   back = ParseLaunchSpec(FormatLaunchSpec(s));
@@ -72,7 +80,8 @@ TEST(ReplicaContractTest, ABadContainerIsRefusedByName) {
         R"({"engine": "/p", "image": "--privileged", "name": "n", "args": []})",
         R"({"engine": "/p", "image": "i", "name": "n", "args": [1]})",
         R"({"engine": "/p", "image": "i", "name": "n", "args": [], "entrypoint": []})",
-        R"({"engine": "/p", "image": "i", "name": "n", "args": [], "mounts": ["rel"]})"}) {
+        R"({"engine": "/p", "image": "i", "name": "n", "args": [], "mounts": ["rel"]})",
+        R"({"engine": "/p", "image": "i", "name": "n", "args": [], "pull": "yes"})"}) {
     auto r =
         ParseLaunchSpec(std::string(R"({"argv": ["x"], "env": {}, "container": )") + bad + "}");
     ASSERT_FALSE(r.ok()) << bad;

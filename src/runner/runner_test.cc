@@ -146,6 +146,26 @@ TEST(ContainerRunArgvTest, WithoutAnEntrypointTheImagesOwnRunsAndDockerGetsGpusI
                           "--pull=never", "--env-file=/e", R"(--gpus="device=0")", "t:1"));
 }
 
+TEST(ContainerPullArgvTest, PodmanSkipsTlsOnlyForAnInsecureRegistryDockerNever) {
+  ContainerSpec c{"/usr/bin/podman", "localhost:5000/t:1", "n", std::nullopt, {}, {}, {}};
+  EXPECT_THAT(ContainerPullArgv(c), ElementsAre("/usr/bin/podman", "pull", "localhost:5000/t:1"));
+  c.tls_verify = false;
+  EXPECT_THAT(ContainerPullArgv(c),
+              ElementsAre("/usr/bin/podman", "pull", "--tls-verify=false", "localhost:5000/t:1"));
+  c.engine = "/usr/bin/docker";  // its daemon's config decides
+  EXPECT_THAT(ContainerPullArgv(c), ElementsAre("/usr/bin/docker", "pull", "localhost:5000/t:1"));
+}
+
+TEST(ContainerRunArgvTest, NoEnvFileMeansNoFlag) {
+  ContainerSpec c{"/usr/bin/podman", "t:1", "n", std::nullopt, {}, {}, {}};
+  ContainerRun run;
+  run.container = &c;
+  run.env_inline = {"A=b"};
+  EXPECT_THAT(ContainerRunArgv(run),
+              ElementsAre("/usr/bin/podman", "run", "--rm", "--name", "n", "--network=host",
+                          "--pull=never", "--log-driver=passthrough", "--env", "A=b", "t:1"));
+}
+
 TEST(ContainerEnvFileTest, PutsValuesWithNewlinesInline) {
   std::vector<std::string> inline_pairs;
   EXPECT_EQ(ContainerEnvFile({{"B", " spaced "}, {"A", "x=y"}, {"C", "two\nlines"}}, &inline_pairs),

@@ -126,6 +126,15 @@ class Supervisor {
   // Cancelled when a cancel came meanwhile (pip is stopped).
   Status PreparePythonEnv(LaunchSpec& spec, const std::vector<fs::path>& package_roots,
                           std::vector<fs::path>* python_path);
+  // For a container whose image the engine lacks: `engine pull` (its
+  // output into output.log), the replica preparing meanwhile. Cancelled
+  // when a cancel came; FailedPrecondition with the engine's words and the
+  // fix when the pull fails.
+  Status PullImage(const replica::ContainerSpec& container);
+  // Whether a cancel came (read from sfd_ while no trainer runs, so a
+  // SIGCHLD there is only noted) or the daemon removed the claim.
+  bool CancelRequested();
+  void SetPreparing(const std::string& note);
   // Reaps on SIGCHLD; true when a cancel (SIGTERM, SIGINT, SIGHUP) came.
   bool DrainSignals();
   void StartTrainer(const LaunchSpec& spec, const std::vector<fs::path>& python_path);
@@ -191,6 +200,7 @@ class Supervisor {
   bool cancel_seen_ = false;
   // DescribePythonEnv of the requirement environment, for the start note.
   std::string env_note_;
+  std::string pull_note_;  // "pulled image X in 2.1 s", for the start note
 };
 
 // The NVIDIA container toolkit's CDI spec, where podman looks for one.
@@ -488,50 +498,21 @@ Status Supervisor::PreparePythonEnv(LaunchSpec& spec, const std::vector<fs::path
     requirements.insert(requirements.end(), d.requirements.begin(), d.requirements.end());
   }
   if (requirements.empty()) return OkStatus();
-  if (spec.container) {
-    // The image's own Python runs the trainer: what the image has is what
-    // the trainer gets. Said in the log and the events, not refused: an
-    // image usually has them (a PyTorch image for install_requires=[torch]).
-    Result<std::vector<std::string>> list = NormaliseRequirements(requirements, "");
-    std::string joined;
-    for (const std::string& r : list.ok() ? *list : requirements) {
-      joined += (joined.empty() ? "" : ", ") + r;
-    }
-    std::string from = sources.empty() ? "launch.json" : sources[0];
-    env_note_ = "requirements [" + joined + "] (" + from +
-                ") are not installed in containers: the image " + spec.container->image +
-                " must have them (RUN pip install ... in its Dockerfile, then `stoker images "
-                "build`)";
-    if (log_) {
-      Status w = log_->Write("stoker-run: " + env_note_ + "\n");
-      if (!w.ok()) Log(w.ToString());
-    }
-    return OkStatus();
-  }
   PythonEnvRequest req;
   req.cache_dir = p.cache_dir;
   req.python = p.python;
+  if (spec.container) {
+    // The image's own Python runs the trainer: pip runs in the image too.
+    req.python = "python3";
+    req.container = PythonEnvRequest::Image{spec.container->engine, spec.container->image,
+                                            ContainerUlimitFlags()};
+  }
   req.find_links = p.find_links;
   req.index_url = p.index_url;
   req.requirements = std::move(requirements);
-  // Polled while pip runs: a cancel is read here, not reaped (pip is
-  // waited for by its own pid).
-  auto cancelled = [this] {
-    signalfd_siginfo si;
-    while (::read(sfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
-      if (si.ssi_signo != SIGCHLD) cancel_seen_ = true;
-    }
-    return cancel_seen_ || LockFileRemoved();
-  };
-  // The daemon sees the replica as preparing, not stuck (no start limit).
-  const fs::path preparing = dir_ / replica::kPreparingFile;
-  req.on_slow = [&](const std::string& note) {
-    Status s = WriteFileAtomic(preparing, replica::FormatPreparingInfo({note, NowMicros()}),
-                               Durability::kNoSync);
-    if (!s.ok()) Log(s.ToString());
-  };
-  Result<PythonEnv> built = EnsurePythonEnv(req, cancelled);
-  ::unlink(preparing.c_str());
+  req.on_slow = [this](const std::string& note) { SetPreparing(note); };
+  Result<PythonEnv> built = EnsurePythonEnv(req, [this] { return CancelRequested(); });
+  ::unlink((dir_ / replica::kPreparingFile).c_str());
   if (!built.ok()) return built.status();
   const PythonEnv& env = *built;
   env_note_ = DescribePythonEnv(env);
@@ -543,6 +524,63 @@ Status Supervisor::PreparePythonEnv(LaunchSpec& spec, const std::vector<fs::path
   if (!env.bin_dir.empty()) {
     std::string& path = spec.env["PATH"];
     path = (path.empty() ? "/usr/local/bin:/usr/bin:/bin" : path) + ":" + env.bin_dir.string();
+  }
+  return OkStatus();
+}
+
+bool Supervisor::CancelRequested() {
+  signalfd_siginfo si;
+  while (::read(sfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+    if (si.ssi_signo != SIGCHLD) cancel_seen_ = true;
+  }
+  return cancel_seen_ || LockFileRemoved();
+}
+
+// The daemon sees the replica as preparing, not stuck (no start limit).
+void Supervisor::SetPreparing(const std::string& note) {
+  Status s =
+      WriteFileAtomic(dir_ / replica::kPreparingFile,
+                      replica::FormatPreparingInfo({note, NowMicros()}), Durability::kNoSync);
+  if (!s.ok()) Log(s.ToString());
+}
+
+Status Supervisor::PullImage(const replica::ContainerSpec& c) {
+  SetPreparing("pulling image " + c.image);
+  const int64_t start_ms = MonotonicMs();
+  std::vector<std::string> env = {
+      "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"};
+  for (const char* keep : {"HOME", "XDG_RUNTIME_DIR", "http_proxy", "https_proxy", "no_proxy",
+                           "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"}) {
+    if (const char* v = std::getenv(keep)) env.push_back(std::string(keep) + "=" + v);
+  }
+  Result<CapturedRun> run =
+      RunCapturing(ContainerPullArgv(c), env, dir_, [this] { return CancelRequested(); });
+  ::unlink((dir_ / replica::kPreparingFile).c_str());
+  if (!run.ok()) return run.status();
+  if (log_) {
+    Status w = log_->Write("stoker-run: " + c.engine + " pull " + c.image + "\n" + run->output);
+    if (!w.ok()) Log(w.ToString());
+  }
+  if (run->cancelled) return Status(Code::kCancelled, "cancelled while pulling image " + c.image);
+  const int st = run->exit_status;
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    std::string how = WIFEXITED(st) ? "exit " + std::to_string(WEXITSTATUS(st))
+                                    : "signal " + std::to_string(WTERMSIG(st));
+    return FailedPrecondition(
+        c.engine + " could not pull image " + c.image + " (" + how +
+        "): " + OutputTail(run->output, 3) +
+        "\nFix: check the image's name and tag; log the daemon's account in to the registry "
+        "(`" +
+        fs::path(c.engine).filename().string() +
+        " login REGISTRY`); or build it here with `stoker images build -t " + c.image +
+        " DIR` or import it with `stoker images import`");
+  }
+  char took[32];
+  std::snprintf(took, sizeof took, "%.1f", (MonotonicMs() - start_ms) / 1000.0);
+  pull_note_ = "pulled image " + c.image + " in " + took + " s";
+  if (log_) {
+    Status w = log_->Write("stoker-run: " + pull_note_ + "\n");
+    if (!w.ok()) Log(w.ToString());
   }
   return OkStatus();
 }
@@ -798,7 +836,9 @@ void Supervisor::StartTrainer(const LaunchSpec& spec, const std::vector<fs::path
 
   // The requirement environment's line goes into the job's events too.
   std::string note = start_note_;
-  if (!env_note_.empty()) note += (note.empty() ? "" : "; ") + env_note_;
+  for (const std::string* more : {&pull_note_, &env_note_}) {
+    if (!more->empty()) note += (note.empty() ? "" : "; ") + *more;
+  }
   Status s = WriteFileAtomic(dir_ / replica::kTrainerFile,
                              replica::FormatTrainerInfo({pid, pid, outcome_.start_time_us, note}));
   if (!s.ok()) Log(s.ToString());
@@ -1102,6 +1142,17 @@ int Supervisor::Run() {
   if (DrainSignals()) {
     outcome_.state = EndState::kCancelled;
     return Finish();
+  }
+  if (spec->container && spec->container->pull) {
+    Status s = PullImage(*spec->container);
+    if (s.code() == Code::kCancelled || cancel_seen_) {
+      outcome_.state = EndState::kCancelled;
+      return Finish();
+    }
+    if (!s.ok()) {
+      outcome_.message = s.message();
+      return Finish();
+    }
   }
   if (spec->python_env) {
     std::vector<fs::path> roots = *python_path;

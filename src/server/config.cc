@@ -384,13 +384,41 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
           }
           for (auto& [k, v] : value.items()) {
             std::string e = v.is_string() ? v.get<std::string>() : v.dump();
-            if (k != "engine" || (e != "auto" && e != "podman" && e != "docker" && e != "none")) {
+            if (k == "engine") {
+              if (e != "auto" && e != "podman" && e != "docker" && e != "none") {
+                return InvalidArgument(where +
+                                       "containers.engine: must be one of auto, podman, "
+                                       "docker, none; got " +
+                                       v.dump());
+              }
+              c.container_engine = e;
+            } else if (k == "pull") {
+              if (e != "missing" && e != "never") {
+                return InvalidArgument(where +
+                                       "containers.pull: must be missing (pull an image "
+                                       "the engine lacks) or never; got " +
+                                       v.dump());
+              }
+              c.container_pull = e == "missing";
+            } else if (k == "insecure_registries") {
+              bool ok = v.is_array();
+              for (const auto& r : ok ? v : nlohmann::json::array()) {
+                ok = ok && r.is_string() && !r.get<std::string>().empty() &&
+                     r.get<std::string>().find('/') == std::string::npos;
+                if (ok) c.insecure_registries.push_back(r.get<std::string>());
+              }
+              if (!ok) {
+                return InvalidArgument(where +
+                                       "containers.insecure_registries: must be a list "
+                                       "of registries as image names write them, e.g. "
+                                       "[\"localhost:5000\"]; got " +
+                                       v.dump());
+              }
+            } else {
               return InvalidArgument(where + "containers." + k +
-                                     ": the only key is engine, one of auto, podman, docker, "
-                                     "none; got " +
-                                     v.dump());
+                                     ": unknown key; the keys are engine (auto, podman, docker, "
+                                     "none), pull (missing, never) and insecure_registries");
             }
-            c.container_engine = e;
           }
         } else if (key == "python_packages") {
           STOKER_RETURN_IF_ERROR(ParsePythonPackages(value, where, c.python_packages));

@@ -8,6 +8,7 @@
 //       python: /usr/bin/python3            # interpreter; "auto" = one with torch
 //       framework: tensorflow               # optional: a module it must import
 //   containers: {engine: auto}    # auto | podman | docker | none (docs/containers.md)
+//     pull: missing               # missing | never; insecure_registries: [localhost:5000]
 //   buckets: {data: /srv/datasets}           # bucket name -> directory
 //   inventory: {cpus: 8, memory_gb: 32, gpus: [{type: NVIDIA_TESLA_T4, memory_gb: 16}]}
 //   cpu_oversubscription: 4     # local CPUs and memory may be booked this many times over
@@ -159,6 +160,8 @@ struct Config {
   std::string bucket_group = "stoker";  // root daemon: the group that may write buckets
   std::string job_isolation = "auto";   // auto | required | off
   std::string container_engine = "auto";  // containers.engine: auto | podman | docker | none
+  bool container_pull = true;  // containers.pull: missing (true) | never
+  std::vector<std::string> insecure_registries;  // containers.insecure_registries
   WarmStartConfig warm_starts;
   PythonPackagesConfig python_packages;
   uint64_t log_max_bytes = 64ull << 20;  // per replica log file; 0 = no rotation

@@ -71,6 +71,8 @@ Result<exec::JobLaunch> BuildJobLaunch(const LaunchInputs& in) {
       c.mounts.assign(in.settings.container_mounts.begin(), in.settings.container_mounts.end());
       c.mounts_read_only.assign(in.settings.container_mounts_read_only.begin(),
                                 in.settings.container_mounts_read_only.end());
+      c.pull = env.pull;
+      c.tls_verify = !env.insecure_registry;
       if (cmd.argv.empty()) cmd.argv = {c.image};  // what argv shows: the image's own command
       rl.container = std::move(c);
     }

@@ -275,6 +275,7 @@ int main(int argc, char** argv) {
   spdlog::info("containers: {}",
                engine->usable() ? engine->name + ": " + engine->why : engine->why);
   environments.UseEngine(*engine);
+  environments.UsePulls(config->container_pull, config->insecure_registries);
   spdlog::info("node {}: {} CPUs, {:.1f} GB, {} GPU(s)", node.name, node.cpus,
                node.memory_bytes / double(1ull << 30), node.gpus.size());
 

@@ -8,6 +8,7 @@ system Python. local-run builds the same kind of environment.
 Real stokerd, stoker-run, CLI and pip (Debian's /usr/bin/python3)."""
 import base64
 import glob
+import json
 import hashlib
 import os
 import re
@@ -16,7 +17,7 @@ import subprocess
 import tarfile
 import zipfile
 
-from harness import IMAGE, StokerTestCase, read_text, skip_or_fail, wait_for
+from harness import IMAGE, StokerTestCase, podman_flags, read_text, skip_or_fail, wait_for
 
 PYTHON = "/usr/bin/python3"
 JOBS = "/v1/projects/p/locations/l/customJobs"
@@ -245,24 +246,76 @@ class PythonEnvTest(StokerTestCase):
         self.assertIn("into the wheelhouse " + wheels, missing.stderr)
         self.assertIn("python_packages in " + os.path.join(home, "config.yaml"), missing.stderr)
 
-    def test_a_pool_in_a_container_installs_nothing_and_says_the_image_must_have_them(self):
-        base = "localhost/stoker-base:bookworm"  # test_containers.py makes it
+    def test_a_pool_in_a_container_gets_its_requirements_from_the_images_own_pip(self):
+        base = "localhost/stoker-base:bookworm"  # test_containers.py makes it (with pip)
         if (shutil.which("podman") is None or
                 subprocess.run(["podman", "image", "exists", base]).returncode != 0):
-            self.skipTest("podman with %s (scripts/container-base-image.sh) is needed" % base)
-        uri = self.sdist("boxed", ["numpy"])  # the base image has python3-numpy
+            skip_or_fail(self, "podman with %s (scripts/container-base-image.sh) is needed" % base)
+        uri = self.sdist("boxed", ["stoker_e2e_top"])
         pool = self.package_pool(uri)
         pool["pythonPackageSpec"]["executorImageUri"] = base
-        job = self.submit({"displayName": "c", "jobSpec": {"workerPoolSpecs": [pool]}})
+        jobs = []
+        for name in ("first", "second"):
+            job = self.submit({"displayName": name, "jobSpec": {"workerPoolSpecs": [pool]}})
+            jobs.append(job)
+            self.assertEqual(self.wait_state(job, timeout=240)["state"], "JOB_STATE_SUCCEEDED",
+                             self.logs_of_job(job))
+        first, second = (self.logs_of_job(j)[0] for j in jobs)
+        # Installed by pip in the image, into the cache on the host, mounted
+        # read-only into the trainer's container; the second job reuses it.
+        self.assertEqual([e[2] for e in self.env_lines(first)], ["built"], first)
+        self.assertEqual([e[2] for e in self.env_lines(second)], ["reused"], second)
+        self.assertEqual(self.env_lines(first)[0][1], self.env_lines(second)[0][1])
+        key = self.env_lines(first)[0][1]
+        self.assertRegex(first, r"top value 42 from %s/envs/pip/%s[0-9a-f]*/.*stoker_e2e_top\.py"
+                         % (re.escape(self.data), key))
+        # The environment is the image's: the interpreter named in its key is
+        # the image's, not the host's.
+        marker = glob.glob(os.path.join(self.data, "envs", "pip", key + "*", "*.json"))
+        self.assertTrue(marker)
+        self.assertEqual(json.loads(read_text(marker[0]))["python"], "python3")
+        events = json.dumps(self.api("GET", JOBS + "/" + jobs[0] + "/events")[1])
+        self.assertIn("environment " + key, events)
+
+    def test_local_run_in_an_image_installs_requirements_with_the_images_pip(self):
+        base = "localhost/stoker-base:bookworm"
+        if (shutil.which("podman") is None or
+                subprocess.run(["podman", "image", "exists", base]).returncode != 0):
+            skip_or_fail(self, "podman with %s (scripts/container-base-image.sh) is needed" % base)
+        home = os.path.join(self.tmp, "home")
+        write_tree(home, {"config.yaml": "python_packages:\n  wheelhouse: %s\n" % self.wheels})
+        pkg = write_tree(os.path.join(self.tmp, "lrc"), {
+            "task.py": TASK + "print('in image', os.path.exists('/run/.containerenv'))\n"})
+        r = self.stoker("ai", "custom-jobs", "local-run", "--executor-image-uri=" + base,
+                        "--local-package-path=" + pkg, "--script=task.py",
+                        "--requirements=stoker_e2e_top", env={"STOKER_HOME": home})
+        self.assertIn("top value 42 from " + os.path.join(home, "envs", "pip"), r.stdout)
+        self.assertIn("in image True", r.stdout)
+        self.assertIn("local-run: installing requirements with the Python of image " + base,
+                      r.stderr)
+        self.assertIn("in a container of " + base, r.stderr)
+
+    def test_an_image_without_pip_fails_with_the_fix(self):
+        base = "localhost/stoker-base:bookworm"
+        if (shutil.which("podman") is None or
+                subprocess.run(["podman", "image", "exists", base]).returncode != 0):
+            skip_or_fail(self, "podman with %s (scripts/container-base-image.sh) is needed" % base)
+        image = "localhost/stoker-e2e/no-pip:%d" % os.getpid()
+        ctx = write_tree(os.path.join(self.tmp, "nopip"), {
+            "Dockerfile": "FROM %s\nRUN rm -rf /usr/lib/python3/dist-packages/pip\n" % base})
+        flags = [f for f in podman_flags()]
+        r = subprocess.run(["podman", "build", *flags, "-t", image, ctx], capture_output=True,
+                           text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(subprocess.run, ["podman", "rmi", "--force", image], capture_output=True)
+        pool = self.package_pool(self.sdist("nopip", ["stoker_e2e_top"]))
+        pool["pythonPackageSpec"]["executorImageUri"] = image
+        job = self.submit({"displayName": "nopip", "jobSpec": {"workerPoolSpecs": [pool]}})
         done = self.wait_state(job, timeout=180)
-        log = self.logs_of_job(job)[0]
-        self.assertIn("stoker-run: requirements [numpy] (0/boxed-0.1/boxed.egg-info/requires.txt) "
-                      "are not installed in containers: the image " + base + " must have them",
-                      log)
-        self.assertFalse(glob.glob(os.path.join(self.data, "envs", "pip", "*", "")))
-        # The trainer ran in the image and failed on what the image lacks.
         self.assertEqual(done["state"], "JOB_STATE_FAILED")
-        self.assertIn("No module named 'stoker_e2e_top'", log)
+        message = json.dumps(done)
+        self.assertIn("image " + image + " has no pip", message)
+        self.assertIn("apt-get install -y python3-pip", message)
 
 
 if __name__ == "__main__":
