@@ -118,6 +118,9 @@ Environment Environments::ContainerEnvironment(const std::string& image) const {
   env.engine = engine_.path;
   env.base_env["PYTHONPATH"] = helpers_dir_.string();
   env.base_env["PYTHONUNBUFFERED"] = "1";
+  env.pull_if_missing = pulls_;
+  env.insecure_registry = std::find(insecure_registries_.begin(), insecure_registries_.end(),
+                                    RegistryOf(image).name) != insecure_registries_.end();
   return env;
 }
 

@@ -34,6 +34,10 @@ struct Environment {
   // The image is not in the engine's store: the replica's supervisor pulls
   // it first (its registry answered when this was decided).
   bool pull = false;
+  // Pulls are on (containers.pull: missing): should the image be gone from
+  // the store by the time the replica starts (removed since it was seen
+  // there), the engine pulls it rather than failing.
+  bool pull_if_missing = false;
   bool insecure_registry =
       false;         // pulled without TLS verification (containers.insecure_registries)
   std::string note;  // which path runs the image and why, for the job's events

@@ -45,6 +45,19 @@ std::vector<std::string> ExecCandidates(const std::string& program, const std::s
   return out;
 }
 
+std::string EngineOnThisNode(const std::string& wanted,
+                             const std::function<bool(const std::string&)>& executable) {
+  if (executable(wanted)) return wanted;
+  const std::string name = std::filesystem::path(wanted).filename().string();
+  for (const std::string& n : {name, std::string(name == "docker" ? "podman" : "docker")}) {
+    for (const char* dir : {"/usr/local/bin", "/usr/bin", "/bin"}) {
+      std::string candidate = std::string(dir) + "/" + n;
+      if (executable(candidate)) return candidate;
+    }
+  }
+  return "";
+}
+
 std::vector<std::string> ContainerPullArgv(const ContainerSpec& c) {
   std::vector<std::string> a = {c.engine, "pull"};
   if (!c.tls_verify && std::filesystem::path(c.engine).filename() == "podman") {
@@ -56,9 +69,15 @@ std::vector<std::string> ContainerPullArgv(const ContainerSpec& c) {
 
 std::vector<std::string> ContainerRunArgv(const ContainerRun& run) {
   const ContainerSpec& c = *run.container;
-  std::vector<std::string> a = {c.engine,         "run",         "--rm", "--name", c.name,
-                                "--network=host", "--pull=never"};
+  std::vector<std::string> a = {c.engine,
+                                "run",
+                                "--rm",
+                                "--name",
+                                c.name,
+                                "--network=host",
+                                c.pull_if_missing ? "--pull=missing" : "--pull=never"};
   bool podman = std::filesystem::path(c.engine).filename() == "podman";
+  if (c.pull_if_missing && !c.tls_verify && podman) a.push_back("--tls-verify=false");
   // Output goes to the supervisor's pipe directly, not through a log file.
   if (podman) a.push_back("--log-driver=passthrough");
   if (podman && !run.conmon_pid_file.empty()) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -67,6 +68,15 @@ struct ContainerRun {
 // capabilities and no new privileges, the GPUs, then the image and the
 // command. Environment values never appear here but for env_inline.
 std::vector<std::string> ContainerRunArgv(const ContainerRun& run);
+
+// The engine this node runs a container with: `wanted` (the daemon's
+// choice, an absolute path) when `executable` says this node can run it;
+// else the same engine, then the other one of podman and docker, in
+// /usr/local/bin, /usr/bin or /bin (a Slurm node may install it elsewhere
+// than the daemon's machine); "" when the node has none. Pure but for
+// `executable` (access(X_OK) in stoker-run).
+std::string EngineOnThisNode(const std::string& wanted,
+                             const std::function<bool(const std::string&)>& executable);
 
 // `engine pull IMAGE` for a container whose image the engine lacks
 // (podman: `--tls-verify=false` for an insecure registry; docker decides

@@ -322,7 +322,8 @@ Result<std::optional<ContainerSpec>> ParseContainerSpec(const json& value) {
   const char* shape =
       "launch.json: container: must be {\"engine\": ABS_PATH, \"image\": NAME, \"name\": "
       "NAME[, \"entrypoint\": [ARG...]], \"args\": [ARG...], \"mounts\": [ABS_PATH...], "
-      "\"mounts_read_only\": [ABS_PATH...][, \"pull\": BOOL, \"tls_verify\": BOOL]}";
+      "\"mounts_read_only\": [ABS_PATH...][, \"pull\": BOOL, \"pull_if_missing\": BOOL, "
+      "\"tls_verify\": BOOL]}";
   if (!value.is_object()) return InvalidArgument(shape);
   auto strings = [&](const char* key) -> std::optional<std::vector<std::string>> {
     auto f = value.find(key);
@@ -354,7 +355,9 @@ Result<std::optional<ContainerSpec>> ParseContainerSpec(const json& value) {
   c.args = std::move(*args);
   STOKER_ASSIGN_OR_RETURN(c.mounts, PathList(value, "mounts", "container"));
   STOKER_ASSIGN_OR_RETURN(c.mounts_read_only, PathList(value, "mounts_read_only", "container"));
-  for (auto [key, out] : {std::pair{"pull", &c.pull}, {"tls_verify", &c.tls_verify}}) {
+  for (auto [key, out] : {std::pair{"pull", &c.pull},
+                          {"pull_if_missing", &c.pull_if_missing},
+                          {"tls_verify", &c.tls_verify}}) {
     if (auto f = value.find(key); f != value.end()) {
       if (!f->is_boolean()) return InvalidArgument(shape);
       *out = f->get<bool>();
@@ -412,6 +415,7 @@ std::string FormatLaunchSpec(const LaunchSpec& s) {
                         {"mounts_read_only", PathStrings(c.mounts_read_only)}};
     if (c.entrypoint) doc["container"]["entrypoint"] = *c.entrypoint;
     if (c.pull) doc["container"]["pull"] = true;
+    if (c.pull_if_missing) doc["container"]["pull_if_missing"] = true;
     if (!c.tls_verify) doc["container"]["tls_verify"] = false;
   }
   if (s.python_env) {

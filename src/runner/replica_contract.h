@@ -105,6 +105,9 @@ struct ContainerSpec {
   // The engine lacks the image: the supervisor pulls it before anything
   // else (TLS unverified only for a registry the config calls insecure).
   bool pull = false;
+  // `run --pull=missing` instead of never: an image removed from the store
+  // since the daemon saw it there is pulled by the engine.
+  bool pull_if_missing = false;
   bool tls_verify = true;
 };
 // Parses the "container" value (absent or null: nullopt).

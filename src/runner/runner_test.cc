@@ -156,6 +156,32 @@ TEST(ContainerPullArgvTest, PodmanSkipsTlsOnlyForAnInsecureRegistryDockerNever) 
   EXPECT_THAT(ContainerPullArgv(c), ElementsAre("/usr/bin/docker", "pull", "localhost:5000/t:1"));
 }
 
+TEST(EngineOnThisNodeTest, TheDaemonsChoiceThenTheSameEngineThenTheOther) {
+  auto only = [](std::set<std::string> present) {
+    return [present](const std::string& p) { return present.count(p) > 0; };
+  };
+  EXPECT_EQ(EngineOnThisNode("/opt/p/podman", only({"/opt/p/podman", "/usr/bin/podman"})),
+            "/opt/p/podman");
+  EXPECT_EQ(EngineOnThisNode("/opt/p/podman", only({"/usr/bin/docker", "/usr/bin/podman"})),
+            "/usr/bin/podman");
+  EXPECT_EQ(EngineOnThisNode("/usr/bin/podman", only({"/usr/local/bin/docker"})),
+            "/usr/local/bin/docker");
+  EXPECT_EQ(EngineOnThisNode("/usr/bin/docker", only({"/bin/podman"})), "/bin/podman");
+  EXPECT_EQ(EngineOnThisNode("/usr/bin/podman", only({})), "");
+}
+
+TEST(ContainerRunArgvTest, WithPullsOnAnImageGoneFromTheStoreIsPulledByTheEngine) {
+  ContainerSpec c{"/usr/bin/podman", "localhost:5000/t:1", "n", std::nullopt, {}, {}, {}};
+  c.pull_if_missing = true;
+  c.tls_verify = false;
+  ContainerRun run;
+  run.container = &c;
+  EXPECT_THAT(ContainerRunArgv(run),
+              ElementsAre("/usr/bin/podman", "run", "--rm", "--name", "n", "--network=host",
+                          "--pull=missing", "--tls-verify=false", "--log-driver=passthrough",
+                          "localhost:5000/t:1"));
+}
+
 TEST(ContainerRunArgvTest, NoEnvFileMeansNoFlag) {
   ContainerSpec c{"/usr/bin/podman", "t:1", "n", std::nullopt, {}, {}, {}};
   ContainerRun run;

@@ -1143,6 +1143,31 @@ int Supervisor::Run() {
     outcome_.state = EndState::kCancelled;
     return Finish();
   }
+  if (spec->container) {
+    // The daemon chose the engine on its own machine; a Slurm node may
+    // have it elsewhere, or only the other one.
+    replica::ContainerSpec& c = *spec->container;
+    std::string engine = EngineOnThisNode(
+        c.engine, [](const std::string& p) { return ::access(p.c_str(), X_OK) == 0; });
+    if (engine.empty()) {
+      char host[256] = "?";
+      ::gethostname(host, sizeof host - 1);
+      outcome_.message = std::string("node ") + host + " has no container engine to run image " +
+                         c.image + " (" + c.engine +
+                         " is missing, and neither podman nor docker is in /usr/local/bin, "
+                         "/usr/bin or /bin): install podman (apt-get install podman runc) on "
+                         "every node that runs container jobs";
+      return Finish();
+    }
+    if (engine != c.engine && log_) {
+      Status w = log_->Write("stoker-run: this node has no " + c.engine +
+                             "; the container runs "
+                             "with " +
+                             engine + "\n");
+      if (!w.ok()) Log(w.ToString());
+    }
+    c.engine = engine;
+  }
   if (spec->container && spec->container->pull) {
     Status s = PullImage(*spec->container);
     if (s.code() == Code::kCancelled || cancel_seen_) {

@@ -72,6 +72,7 @@ Result<exec::JobLaunch> BuildJobLaunch(const LaunchInputs& in) {
       c.mounts_read_only.assign(in.settings.container_mounts_read_only.begin(),
                                 in.settings.container_mounts_read_only.end());
       c.pull = env.pull;
+      c.pull_if_missing = env.pull_if_missing;
       c.tls_verify = !env.insecure_registry;
       if (cmd.argv.empty()) cmd.argv = {c.image};  // what argv shows: the image's own command
       rl.container = std::move(c);

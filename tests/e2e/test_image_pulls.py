@@ -120,6 +120,12 @@ class ImagePullTest(StokerTestCase):
         again = self.submit(job("again", image, ["true"]))
         self.assertEqual(self.wait_state(again, timeout=60)["state"], "JOB_STATE_SUCCEEDED")
         self.assertNotIn("pulled image", "\n".join(self.events(again)))
+        # Removed from the store while stokerd still remembers it there (for
+        # 30 s): the engine pulls it again instead of failing the job.
+        podman("rmi", "--force", image)
+        gone = self.submit(job("gone", image, ["true"]))
+        self.assertEqual(self.wait_state(gone, timeout=120)["state"], "JOB_STATE_SUCCEEDED",
+                         self.stoker("jobs", "logs", gone).stdout)
 
     def test_an_image_the_registry_lacks_fails_the_job_with_the_engines_words_and_the_fix(self):
         image = REGISTRY + "/e2e/absent:v1"
