@@ -1168,28 +1168,22 @@ int Supervisor::Run() {
     }
     c.engine = engine;
   }
-  if (spec->container && spec->container->pull) {
-    Status s = PullImage(*spec->container);
+  // A preparation step that did not succeed ends the replica: cancelled, or
+  // launch_failed with its message.
+  auto stopped = [this](const Status& s) {
     if (s.code() == Code::kCancelled || cancel_seen_) {
       outcome_.state = EndState::kCancelled;
-      return Finish();
+      return true;
     }
-    if (!s.ok()) {
-      outcome_.message = s.message();
-      return Finish();
-    }
+    if (!s.ok()) outcome_.message = s.message();
+    return !s.ok();
+  };
+  if (spec->container && spec->container->pull && stopped(PullImage(*spec->container))) {
+    return Finish();
   }
   if (spec->python_env) {
     std::vector<fs::path> roots = *python_path;
-    Status s = PreparePythonEnv(*spec, roots, &*python_path);
-    if (s.code() == Code::kCancelled || cancel_seen_) {
-      outcome_.state = EndState::kCancelled;
-      return Finish();
-    }
-    if (!s.ok()) {
-      outcome_.message = s.message();
-      return Finish();
-    }
+    if (stopped(PreparePythonEnv(*spec, roots, &*python_path))) return Finish();
   }
 
   if (spec->container) {
