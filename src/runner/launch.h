@@ -48,6 +48,7 @@ enum class GpuPassing { kNone, kCdi, kDockerGpus };
 struct ContainerRun {
   const ContainerSpec* container = nullptr;
   std::optional<RunAs> run_as;          // unset: the image's own user
+  std::string network = "host";         // --network=: "host" (replicas), "none"
   std::filesystem::path env_file;       // KEY=VALUE lines (ContainerEnvFile); "" = none
   std::vector<std::string> env_inline;  // KEY=VALUE pairs the file cannot hold
   std::vector<std::string> ulimits;     // ContainerUlimitFlags()

@@ -1,6 +1,7 @@
 #include "runner/python_env.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <openssl/sha.h>
 #include <poll.h>
 #include <signal.h>
@@ -506,13 +507,38 @@ std::vector<std::string> FindSiteDirs(const fs::path& prefix) {
   return out;
 }
 
+// The account pip runs as in an image: the image's code is the job
+// submitter's, so not root (which would share the host's uid 0, and with
+// the host network its abstract sockets), and not an account that runs
+// trainers (nobody), which could write the environment while it is built.
+// No account has this uid; `dir` is its own while pip runs, root's after.
+constexpr uint32_t kPipUid = 2147483000;
+
+// Gives `dir` and everything under it (links themselves, never followed;
+// not across mounts) to root, so that no trainer account can change a
+// finished environment.
+Status OwnTreeAsRoot(const fs::path& dir) {
+  static int failed_errno;
+  failed_errno = 0;
+  auto own = [](const char* path, const struct stat*, int, struct FTW*) {
+    if (::lchown(path, 0, 0) != 0) failed_errno = errno;
+    return 0;
+  };
+  if (::nftw(dir.c_str(), own, 32, FTW_PHYS | FTW_MOUNT) != 0 || failed_errno != 0) {
+    return Internal("cannot give " + dir.string() +
+                    " to root: " + std::strerror(failed_errno ? failed_errno : errno));
+  }
+  return OkStatus();
+}
+
 // `engine run ... IMAGE python3 -s -m pip install ...`: pip in the image,
-// root without capabilities (it owns `dir`), host network (an index), the
-// environment's directory writable and the wheelhouses read-only, each at
-// its own path; pip's settings as inline variables (none is secret).
+// as kPipUid without capabilities, the environment's directory writable and
+// the wheelhouses read-only, each at its own path, no network unless an
+// index is used; pip's settings as inline variables (none is secret).
 std::vector<std::string> PipInContainerArgv(const PythonEnvRequest::Image& image,
                                             const std::string& name, const fs::path& dir,
                                             const std::vector<fs::path>& find_links,
+                                            const std::string& index_url,
                                             const std::vector<std::string>& pip_argv,
                                             const std::vector<std::string>& pip_env) {
   ContainerSpec spec;
@@ -525,7 +551,8 @@ std::vector<std::string> PipInContainerArgv(const PythonEnvRequest::Image& image
   spec.mounts_read_only = find_links;
   ContainerRun run;
   run.container = &spec;
-  run.run_as = RunAs{.user = "root", .uid = 0, .gid = 0};
+  run.run_as = RunAs{.user = "stoker-pip", .uid = kPipUid, .gid = kPipUid};
+  run.network = index_url.empty() ? "none" : "host";
   run.ulimits = image.ulimits;
   for (const std::string& kv : pip_env) {
     if (kv.rfind("PATH=", 0) != 0) run.env_inline.push_back(kv);
@@ -708,8 +735,12 @@ Result<PythonEnv> EnsurePythonEnv(const PythonEnvRequest& req,
   std::string container_name;
   if (req.container) {
     container_name = "stoker-pip-" + key.substr(0, 12) + "-" + std::to_string(::getpid());
-    argv = PipInContainerArgv(*req.container, container_name, dir, req.find_links, argv, pip_env);
+    argv = PipInContainerArgv(*req.container, container_name, dir, req.find_links, req.index_url,
+                              argv, pip_env);
     pip_env = EngineEnv();
+    if (::chown(dir.c_str(), kPipUid, kPipUid) != 0) {
+      return Internal("cannot give " + dir.string() + " to pip's account: " + std::strerror(errno));
+    }
   }
   STOKER_ASSIGN_OR_RETURN(CapturedRun run, RunCapturing(argv, pip_env, req.cache_dir, cancelled));
   if (run.cancelled && req.container) {
@@ -760,6 +791,7 @@ Result<PythonEnv> EnsurePythonEnv(const PythonEnvRequest& req,
         req.config_hint + "); pip's whole output is in " +
         (req.cache_dir / (key + ".log")).string());
   }
+  if (req.container) STOKER_RETURN_IF_ERROR(OwnTreeAsRoot(dir));
   std::vector<std::string> site_dirs = FindSiteDirs(dir);
   std::string bin_dir;
   std::error_code ec;

@@ -274,6 +274,14 @@ class PythonEnvTest(StokerTestCase):
         marker = glob.glob(os.path.join(self.data, "envs", "pip", key + "*", "*.json"))
         self.assertTrue(marker)
         self.assertEqual(json.loads(read_text(marker[0]))["python"], "python3")
+        # pip ran as an account of no one's (the image is the submitter's
+        # code); the finished environment is root's, closed to trainers.
+        env_dir = os.path.dirname(marker[0])
+        for root, dirs, files in os.walk(env_dir):
+            for name in dirs + files + [""]:
+                st = os.lstat(os.path.join(root, name))
+                self.assertEqual((st.st_uid, st.st_mode & 0o022), (0, 0),
+                                 os.path.join(root, name))
         events = json.dumps(self.api("GET", JOBS + "/" + jobs[0] + "/events")[1])
         self.assertIn("environment " + key, events)
 
