@@ -3,7 +3,9 @@
 //   POST   /v1/admin/users                      {"name", "role", "unixUser"} -> User
 //   DELETE /v1/admin/users/{name}               removes it and revokes its tokens
 //   POST   /v1/admin/users/{name}/tokens        -> {"id", "user", "token"}: shown once
-//   POST   /v1/admin/tokens/{id}:revoke         -> {}
+//   POST   /v1/admin/users/{name}:setMaxPriority  {"maxPriority": N | null} -> User;
+//                                                  null: back to its role's ceiling
+//   POST   /v1/admin/tokens/{id}:revoke         -> {}; ends the user's console sessions
 // The store (admin only):
 //   POST   /v1/admin/backup                     -> the bytes of a consistent copy
 //                                                  of stoker.db (application/vnd.sqlite3)
@@ -21,12 +23,17 @@ namespace {
 
 using nlohmann::json;
 
-json RenderUser(const auth::User& u, const std::vector<auth::TokenInfo>& tokens) {
-  json j = {{"name", u.name},
-            {"role", auth::RoleName(u.role)},
-            {"unixUser", u.unix_user},
-            {"createTime", FormatRfc3339(u.create_time_us)},
-            {"tokens", json::array()}};
+// A user with its priority ceiling: maxPriority (the one that applies) and
+// maxPrioritySource ("user": set for it by an admin; "role": its role's).
+json RenderUser(const ApiDeps& d, const auth::User& u, const std::vector<auth::TokenInfo>& tokens) {
+  json j = {
+      {"name", u.name},
+      {"role", auth::RoleName(u.role)},
+      {"unixUser", u.unix_user},
+      {"createTime", FormatRfc3339(u.create_time_us)},
+      {"maxPriority", auth::PriorityCeiling(d.auth_policy.max_priority, u.role, u.max_priority)},
+      {"maxPrioritySource", u.max_priority ? "user" : "role"},
+      {"tokens", json::array()}};
   for (const auth::TokenInfo& t : tokens) {
     if (t.user != u.name) continue;
     json tj = {{"id", t.id}, {"createTime", FormatRfc3339(t.create_time_us)}};
@@ -58,7 +65,29 @@ http::Response AddUser(const ApiDeps& d, const std::string& body) {
   if (Status s = d.auth->AddUser(u); !s.ok()) return Error(s);
   auto stored = d.auth->GetUser(u.name);
   if (!stored.ok()) return Error(stored.status());
-  return Json(RenderUser(*stored, {}));
+  return Json(RenderUser(d, *stored, {}));
+}
+
+// {"maxPriority": N} sets the user's own ceiling; {"maxPriority": null}
+// clears it back to its role's.
+http::Response SetMaxPriority(const ApiDeps& d, const std::string& name, const std::string& body) {
+  json j = json::parse(body, nullptr, false);
+  if (!j.is_object() || !j.contains("maxPriority") ||
+      !(j["maxPriority"].is_null() || j["maxPriority"].is_number_integer())) {
+    return Error(InvalidArgument(
+        "maxPriority: expected {\"maxPriority\": N} with N a whole number from -1000 to 1000, or "
+        "{\"maxPriority\": null} for the role's ceiling"));
+  }
+  std::optional<int> ceiling;
+  if (!j["maxPriority"].is_null()) {
+    const int64_t n = j["maxPriority"].get<int64_t>();
+    if (Status s = auth::ValidatePriorityCeiling(n, "maxPriority"); !s.ok()) return Error(s);
+    ceiling = static_cast<int>(n);
+  }
+  if (Status s = d.auth->SetMaxPriority(name, ceiling); !s.ok()) return Error(s);
+  auto u = d.auth->GetUser(name);
+  if (!u.ok()) return Error(u.status());
+  return Json(RenderUser(d, *u, {}));
 }
 
 }  // namespace
@@ -68,6 +97,7 @@ std::optional<http::Response> HandleAdminRoutes(const ApiDeps& d, const http::Re
   static const std::regex kUser(R"(^/v1/admin/users/([^/]+)$)");
   static const std::regex kUserTokens(R"(^/v1/admin/users/([^/]+)/tokens$)");
   static const std::regex kRevoke(R"(^/v1/admin/tokens/([^/:]+):revoke$)");
+  static const std::regex kSetMaxPriority(R"(^/v1/admin/users/([^/:]+):setMaxPriority$)");
   std::smatch m;
   const std::string& path = req.path;
   if (path == "/v1/whoami" && req.method == "GET") {
@@ -88,7 +118,7 @@ std::optional<http::Response> HandleAdminRoutes(const ApiDeps& d, const http::Re
     auto tokens = d.auth->ListTokens();
     if (!tokens.ok()) return Error(tokens.status());
     json out = {{"users", json::array()}};
-    for (const auth::User& u : *users) out["users"].push_back(RenderUser(u, *tokens));
+    for (const auth::User& u : *users) out["users"].push_back(RenderUser(d, u, *tokens));
     return Json(out);
   }
   if (path == "/v1/admin/backup") {
@@ -103,13 +133,17 @@ std::optional<http::Response> HandleAdminRoutes(const ApiDeps& d, const http::Re
     r.body = std::move(*bytes);
     return r;
   }
+  if (std::regex_match(path, m, kSetMaxPriority)) {
+    if (req.method != "POST") return not_supported();
+    return SetMaxPriority(d, m[1], req.body);
+  }
   if (std::regex_match(path, m, kUser)) {
     if (req.method == "GET") {
       auto u = d.auth->GetUser(m[1]);
       if (!u.ok()) return Error(u.status());
       auto tokens = d.auth->ListTokens(u->name);
       if (!tokens.ok()) return Error(tokens.status());
-      return Json(RenderUser(*u, *tokens));
+      return Json(RenderUser(d, *u, *tokens));
     }
     if (req.method != "DELETE") return not_supported();
     if (m[1] == caller.user) {

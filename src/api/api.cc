@@ -165,8 +165,11 @@ Result<store::ListOptions> ParseListOptions(const http::Request& req) {
   return ParseListOptionsImpl(req, /*state_filter=*/true);
 }
 
-Result<store::JobRecord> CreateCustomJob(const ApiDeps& d, const spec::CustomJob& job,
+Result<store::JobRecord> CreateCustomJob(const ApiDeps& d, const spec::CustomJob& submitted,
                                          store::NewJob record) {
+  spec::CustomJob job = submitted;
+  STOKER_ASSIGN_OR_RETURN(std::string lowered, ApplyPriorityCeiling(d, record.user, job.job_spec));
+  if (!lowered.empty()) record.warnings.push_back(lowered);
   // An AI Platform job's runtimeVersion image is not held to TensorFlow.
   STOKER_ASSIGN_OR_RETURN(admission::AdmittedJob admitted,
                           d.admission->AdmitJob(job, record.legacy_job_id.empty()));
@@ -413,6 +416,21 @@ class Api {
     Status status_;
   };
 
+  // The upload session `id` when `caller` may act on it (send a chunk, ask
+  // how far it got, cancel it): the user who started it, or an admin, as
+  // for jobs (auth::CanChange). For anyone else NotFound, the answer for an
+  // id that does not exist, so that trying ids tells nothing.
+  static Result<storage::UploadSession> OwnedUploadSession(const storage::UploadSessions& sessions,
+                                                           const std::string& id,
+                                                           const auth::Principal& caller) {
+    auto session = sessions.Get(id);
+    if (!session.ok()) return session.status();
+    if (!auth::CanChange(caller, session->user)) {
+      return storage::UnknownSession(id);
+    }
+    return session;
+  }
+
   // One chunk of a resumable upload (PUT to the session URI with
   // Content-Range), or, with an empty body, the question how far it got.
   class ChunkSink : public http::BodySink {
@@ -421,12 +439,8 @@ class Api {
                                                 const http::Request& head,
                                                 const auth::Principal& caller) {
       const std::string id = QueryValue(head, "upload_id");
-      auto session = sessions->Get(id);
+      auto session = OwnedUploadSession(*sessions, id, caller);
       if (!session.ok()) return Reject(Error(session.status()));
-      if (!session->user.empty() && session->user != caller.user &&
-          caller.role != auth::Role::kAdmin) {
-        return Reject(Error(NotFound("upload session '" + id + "' does not exist")));
-      }
       // Content-Range: "bytes a-b/total", "bytes a-b/*", "bytes */total" or
       // "bytes */*" (a status question); none: the whole object at once.
       auto it = head.headers.find("content-range");
@@ -547,20 +561,19 @@ class Api {
     static const std::regex kMeasure(
         R"(^/v1/projects/[^/]+/locations/[^/]+/studies/(\d{1,19})/trials/(\d{1,19}):addTrialMeasurement$)");
     auto header = req.headers.find("authorization");
-    std::optional<std::string> token;
+    std::optional<console::Session> session;
     if (header == req.headers.end()) {
-      // The console's session cookie carries a token too; with its
-      // cross-site checks (console_session.h) it is then a bearer token.
+      // The console's session cookie stands for the user who signed in;
+      // with its cross-site checks (console_session.h) it then acts as a
+      // bearer token of that user would.
       auto cookie = req.headers.find("cookie");
-      std::optional<console::Session> session;
       if (cookie != req.headers.end()) session = console::SessionFromCookieHeader(cookie->second);
       if (session) {
         Status s = console::CheckCookieRequest(req, console::CsrfValue(d_.push_secret, *session));
         if (!s.ok()) return Error(s);
-        token = session->token;
       }
     }
-    if (header == req.headers.end() && !token) {
+    if (header == req.headers.end() && !session) {
       // A trainer pushes its trial's measurements with the trial's key (the
       // ?key= of $STOKER_METRICS_URL) instead of a token: no daemon secret
       // reaches a trainer, and the key opens this one trial only.
@@ -580,9 +593,14 @@ class Api {
       }
       return Unauthenticated("this request has no bearer token");
     }
-    if (!token) token = auth::BearerToken(header->second);
-    if (!token) return Unauthenticated("the Authorization header is not 'Bearer <token>'");
-    auto caller = d_.auth->Authenticate(*token);
+    Result<auth::Principal> caller = NotFound("");
+    if (session) {
+      caller = d_.auth->AuthenticateConsoleSession(session->id);
+    } else {
+      std::optional<std::string> token = auth::BearerToken(header->second);
+      if (!token) return Unauthenticated("the Authorization header is not 'Bearer <token>'");
+      caller = d_.auth->Authenticate(*token);
+    }
     if (!caller.ok()) {
       if (caller.status().code() == Code::kNotFound) {
         return Unauthenticated(caller.status().message());
@@ -709,7 +727,10 @@ class Api {
         return StartResumable(req, bucket, caller);
       }
       if (method == "DELETE" && req.query.count("upload_id")) {
-        Status s = sessions_.Cancel(QueryValue(req, "upload_id"));
+        const std::string id = QueryValue(req, "upload_id");
+        auto owned = OwnedUploadSession(sessions_, id, caller);
+        if (!owned.ok()) return Error(owned.status());
+        Status s = sessions_.Cancel(id);
         if (!s.ok()) return Error(s);
         http::Response r;
         r.status = 499;  // what Cloud Storage answers for a cancelled session

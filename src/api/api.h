@@ -33,10 +33,12 @@
 //          ?uploadType=resumable&name=OBJECT: a session, its URI in Location;
 //          PUT {session URI} with Content-Range: bytes a-b/total -> 308 (Range:
 //          bytes=0-N) or 200 and the object; bytes */total asks how far it got;
-//          DELETE {session URI} cancels (docs/storage.md)
+//          DELETE {session URI} cancels (docs/storage.md); a session is its
+//          starter's or an admin's: 404 for anyone else
 //   GET    /v1/whoami                                   (Stoker) the caller
 //   GET    /v1/admin/users, POST /v1/admin/users, DELETE /v1/admin/users/{name}
 //   POST   /v1/admin/users/{name}/tokens, POST /v1/admin/tokens/{id}:revoke
+//   POST   /v1/admin/users/{name}:setMaxPriority        (Stoker) the user's priority ceiling
 //   POST   /v1/admin/backup                             (Stoker) a consistent copy of the store
 //   GET    /v1/usage, /v1/usage:breakEven               (Stoker) usage and cost (docs/cost.md)
 //   POST   /v1/cost:estimate                            (Stoker) a job's price before it runs
@@ -57,6 +59,7 @@
 #include "api/control_plane.h"
 #include "api/daemon_metrics.h"
 #include "auth/auth_store.h"
+#include "auth/policy.h"
 #include "cost/accounting.h"
 #include "exec/executor.h"
 #include "http/http.h"
@@ -87,6 +90,10 @@ struct ApiDeps {
   DaemonMetrics* daemon_metrics = nullptr;
   // The server speaks HTTPS: the web console's cookie is Secure.
   bool tls = false;
+  // The config's `auth:` section: priority ceilings (a submission above its
+  // user's is stored lowered, with a warning event) and console sessions'
+  // lifetime (auth/policy.h).
+  auth::AuthPolicy auth_policy;
 };
 
 // HTTP status of an error code (the one place this mapping lives).

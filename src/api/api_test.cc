@@ -238,5 +238,126 @@ TEST_F(ApiTest, AnAiPlatformJobKeepsItsOwnWarningsBesideAdmissions) {
   EXPECT_NE(reasons.find("trainingInput.runtimeVersion"), std::string::npos) << reasons;
 }
 
+// Upload sessions (docs/security.md): only the user who started one, or an
+// admin, may act on it; anyone else is told it does not exist.
+TEST_F(ApiTest, AnUploadSessionIsCancelledOnlyByItsStarterOrAnAdmin) {
+  ASSERT_TRUE(auth_->AddUser({"bob", auth::Role::kUser, "", 0}).ok());
+  ASSERT_TRUE(auth_->AddUser({"root", auth::Role::kAdmin, "", 0}).ok());
+  const std::string bob = auth_->IssueToken("bob")->token;
+  const std::string root = auth_->IssueToken("root")->token;
+  auto request = [&](const std::string& method, std::map<std::string, std::string> query,
+                     const std::string& token) {
+    http::Request r;
+    r.method = method;
+    r.path = "/upload/storage/v1/b/data/o";
+    r.target = r.path;
+    r.query = std::move(query);
+    r.headers["authorization"] = "Bearer " + token;
+    return handler_(r);
+  };
+  auto start = [&] {
+    http::Response r = request("POST", {{"uploadType", "resumable"}, {"name", "x"}}, ada_);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return Body(r)["uploadId"].get<std::string>();
+  };
+  const std::string id = start();
+  http::Response theirs = request("DELETE", {{"upload_id", id}}, bob);
+  EXPECT_EQ(theirs.status, 404) << theirs.body;
+  // The same answer as for an id that names nothing.
+  http::Response none = request("DELETE", {{"upload_id", std::string(32, '0')}}, bob);
+  EXPECT_EQ(Body(theirs)["error"]["message"].get<std::string>().substr(0, 15),
+            Body(none)["error"]["message"].get<std::string>().substr(0, 15));
+  EXPECT_EQ(request("DELETE", {{"upload_id", id}}, val_).status, 403);  // viewers never write
+  // Still there: its starter cancels it, once.
+  EXPECT_EQ(request("DELETE", {{"upload_id", id}}, ada_).status, 499);
+  EXPECT_EQ(request("DELETE", {{"upload_id", id}}, ada_).status, 404);
+  // An admin may.
+  EXPECT_EQ(request("DELETE", {{"upload_id", start()}}, root).status, 499);
+}
+
+json WithPriority(json job, int priority) {
+  job["jobSpec"]["scheduling"] = {{"priority", priority}};
+  return job;
+}
+
+int StoredPriority(const store::JobRecord& r) {
+  return r.spec["jobSpec"].value("scheduling", json::object()).value("priority", 0);
+}
+
+std::string Reasons(store::Store& store, int64_t job) {
+  std::string reasons;
+  std::vector<store::Event> events = store.Events(job).value();
+  for (const store::Event& e : events) reasons += e.reason + "\n";
+  return reasons;
+}
+
+TEST_F(ApiTest, APriorityAboveTheUsersCeilingIsStoredLoweredWithAWarningEvent) {
+  ASSERT_EQ(Call("POST", kJobs, WithPriority(ContainerJob("true"), 1000), ada_).status, 200);
+  ASSERT_EQ(control_.submitted.size(), 1u);
+  auto lowered = store_->GetJob(control_.submitted[0]);
+  EXPECT_EQ(StoredPriority(*lowered), 100);  // the user role's default ceiling
+  EXPECT_NE(Reasons(*store_, lowered->id)
+                .find("priority 1000 was lowered to 100, the highest user ada may set; an admin "
+                      "can raise it with `stoker admin users set-max-priority ada N`"),
+            std::string::npos)
+      << Reasons(*store_, lowered->id);
+  // At or below the ceiling: kept, no warning.
+  ASSERT_EQ(Call("POST", kJobs, WithPriority(ContainerJob("true"), 100), ada_).status, 200);
+  EXPECT_EQ(StoredPriority(*store_->GetJob(control_.submitted[1])), 100);
+  EXPECT_EQ(Reasons(*store_, control_.submitted[1]).find("lowered"), std::string::npos);
+  // An admin raised ada's ceiling.
+  ASSERT_TRUE(auth_->SetMaxPriority("ada", 1000).ok());
+  ASSERT_EQ(Call("POST", kJobs, WithPriority(ContainerJob("true"), 1000), ada_).status, 200);
+  EXPECT_EQ(StoredPriority(*store_->GetJob(control_.submitted[2])), 1000);
+}
+
+TEST_F(ApiTest, ATuningJobsTrialsAndAnAiPlatformJobAreLoweredToo) {
+  json study = {
+      {"displayName", "s"},
+      {"maxTrialCount", 1},
+      {"studySpec",
+       {{"metrics", {{{"metricId", "m"}, {"goal", "MAXIMIZE"}}}},
+        {"parameters",
+         {{{"parameterId", "x"}, {"doubleValueSpec", {{"minValue", 0}, {"maxValue", 1}}}}}}}},
+      {"trialJobSpec", WithPriority(ContainerJob("true"), 900)["jobSpec"]}};
+  ASSERT_EQ(Call("POST", "/v1/projects/p/locations/l/hyperparameterTuningJobs", study, ada_).status,
+            200);
+  ASSERT_EQ(control_.studies.size(), 1u);
+  json stored = store_->GetStudy(control_.studies[0])->spec;
+  EXPECT_EQ(stored["trialJobSpec"]["scheduling"]["priority"], 100) << stored.dump();
+
+  json legacy = {{"jobId", "legacy_p"},
+                 {"trainingInput",
+                  {{"scaleTier", "BASIC"},
+                   {"masterConfig", {{"imageUri", "local/sh"}, {"containerCommand", {"true"}}}},
+                   {"region", "us-central1"},
+                   {"scheduling", {{"priority", 1000}}}}}};
+  http::Response r = Call("POST", "/v1/projects/p/jobs", legacy, ada_);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto job = store_->GetJob(control_.submitted.back());
+  EXPECT_EQ(StoredPriority(*job), 100);
+  EXPECT_NE(Reasons(*store_, job->id).find("priority 1000 was lowered to 100"), std::string::npos);
+}
+
+TEST_F(ApiTest, AdminsSetAndClearAUsersCeiling) {
+  ASSERT_TRUE(auth_->AddUser({"root", auth::Role::kAdmin, "", 0}).ok());
+  const std::string root = auth_->IssueToken("root")->token;
+  const std::string path = "/v1/admin/users/ada:setMaxPriority";
+  http::Response set = Call("POST", path, {{"maxPriority", 400}}, root);
+  ASSERT_EQ(set.status, 200) << set.body;
+  EXPECT_EQ(Body(set)["maxPriority"], 400);
+  EXPECT_EQ(Body(set)["maxPrioritySource"], "user");
+  EXPECT_EQ(auth_->GetUser("ada")->max_priority, 400);
+  http::Response bad = Call("POST", path, {{"maxPriority", 5000}}, root);
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("maxPriority"), std::string::npos);
+  EXPECT_EQ(Call("POST", path, {{"maxPriority", 1000}}, ada_).status, 403);  // not ada herself
+  http::Response cleared = Call("POST", path, {{"maxPriority", nullptr}}, root);
+  EXPECT_EQ(Body(cleared)["maxPriority"], 100);
+  EXPECT_EQ(Body(cleared)["maxPrioritySource"], "role");
+  EXPECT_EQ(Call("POST", "/v1/admin/users/ghost:setMaxPriority", {{"maxPriority", 1}}, root).status,
+            404);
+}
+
 }  // namespace
 }  // namespace stoker::api

@@ -2,10 +2,11 @@
 //   GET  /, /index.html, /console/{file}  the page, scripts and styles (no token:
 //                                        they hold no data; the data comes from
 //                                        the API with the session cookie)
-//   POST /console/session   body {"token"}: checks the token, sets the cookie,
-//                           answers {"user","role","csrf"}
+//   POST /console/session   body {"token"}: checks the token, opens a session kept
+//                           by stokerd, sets its id in the cookie, answers
+//                           {"user","role","csrf"}
 //   GET  /console/session   with the cookie: {"user","role","csrf"} (a reload)
-//   POST /console/signout   deletes the cookie
+//   POST /console/signout   ends the session and deletes the cookie
 // Every answer carries a Content-Security-Policy that allows only this
 // origin's own script and style files, and forbids framing.
 #include <cctype>
@@ -16,6 +17,7 @@
 #include "api/console_session.h"
 #include "api/routes.h"
 #include "auth/auth.h"
+#include "common/time.h"
 
 namespace stoker::api {
 namespace {
@@ -91,12 +93,6 @@ http::Response Unauthenticated(const std::string& message) {
               401);
 }
 
-// The 32 hex digits of a fresh nonce (a token's randomness, re-used).
-Result<std::string> NewNonce() {
-  STOKER_ASSIGN_OR_RETURN(std::string token, auth::NewToken());
-  return token.substr(auth::kTokenPrefix.size(), 32);
-}
-
 http::Response SessionAnswer(const ApiDeps& d, const auth::Principal& p,
                              const console::Session& s) {
   return Json({{"user", p.user},
@@ -115,12 +111,10 @@ http::Response SignIn(const ApiDeps& d, const http::Request& req, bool secure) {
   if (!body.is_object() || !body["token"].is_string() || body["token"].get<std::string>().empty()) {
     return Error(InvalidArgument("token: paste a Stoker API token (stk_...)"));
   }
-  console::Session session{body["token"].get<std::string>(), ""};
-  while (!session.token.empty() && std::isspace(static_cast<unsigned char>(session.token.back())))
-    session.token.pop_back();
-  while (!session.token.empty() && std::isspace(static_cast<unsigned char>(session.token[0])))
-    session.token.erase(0, 1);
-  if (!auth::LooksLikeToken(session.token)) {
+  std::string token = body["token"].get<std::string>();
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token[0]))) token.erase(0, 1);
+  if (!auth::LooksLikeToken(token)) {
     return Error(InvalidArgument(
         "token: not a Stoker token (stk_ and 64 hex digits); an admin issues one with "
         "'stoker admin users token NAME', and the local admin's is in stokerd's data dir"));
@@ -128,28 +122,44 @@ http::Response SignIn(const ApiDeps& d, const http::Request& req, bool secure) {
   if (d.push_secret.empty()) {
     return Error(FailedPrecondition("this stokerd has no session secret; the console is off"));
   }
-  auto caller = d.auth->Authenticate(session.token);
+  auto caller = d.auth->Authenticate(token);
   if (!caller.ok()) {
     if (caller.status().code() == Code::kNotFound)
       return Unauthenticated(caller.status().message());
     return Error(caller.status());
   }
-  auto nonce = NewNonce();
-  if (!nonce.ok()) return Error(nonce.status());
-  session.nonce = *nonce;
+  const int64_t lifetime = d.auth_policy.console_session_seconds;
+  auto id = d.auth->OpenConsoleSession(*caller, NowMicros() + lifetime * 1'000'000);
+  if (!id.ok()) return Error(id.status());
+  console::Session session{*id};
   http::Response r = SessionAnswer(d, *caller, session);
-  r.headers["Set-Cookie"] = console::SetCookieValue(session, secure);
+  r.headers["Set-Cookie"] = console::SetCookieValue(session, secure, lifetime);
+  return r;
+}
+
+std::optional<console::Session> CookieSession(const http::Request& req) {
+  auto cookie = req.headers.find("cookie");
+  if (cookie == req.headers.end()) return std::nullopt;
+  return console::SessionFromCookieHeader(cookie->second);
+}
+
+// Ends the cookie's session (if any) and deletes the cookie.
+http::Response SignOut(const ApiDeps& d, const http::Request& req, bool secure) {
+  if (Status s = console::CheckSameOrigin(req); !s.ok()) return Error(s);
+  if (auto session = CookieSession(req)) {
+    if (Status s = d.auth->CloseConsoleSession(session->id); !s.ok()) return Error(s);
+  }
+  http::Response r = Json(json::object());
+  r.headers["Set-Cookie"] = console::ClearCookieValue(secure);
   return r;
 }
 
 http::Response CurrentSession(const ApiDeps& d, const http::Request& req) {
-  auto cookie = req.headers.find("cookie");
-  std::optional<console::Session> session;
-  if (cookie != req.headers.end()) session = console::SessionFromCookieHeader(cookie->second);
+  std::optional<console::Session> session = CookieSession(req);
   http::Response unsigned_in = Unauthenticated("not signed in");
   if (!session) return unsigned_in;
   if (Status s = console::CheckCookieRequest(req, ""); !s.ok()) return Error(s);
-  auto caller = d.auth->Authenticate(session->token);
+  auto caller = d.auth->AuthenticateConsoleSession(session->id);
   if (!caller.ok()) return unsigned_in;
   return SessionAnswer(d, *caller, *session);
 }
@@ -166,12 +176,7 @@ std::optional<http::Response> HandleConsoleRoutes(const ApiDeps& d, const http::
   } else if (path == "/console/session" && req.method == "GET") {
     r = CurrentSession(d, req);
   } else if (path == "/console/signout" && req.method == "POST") {
-    if (Status s = console::CheckSameOrigin(req); !s.ok()) {
-      r = Error(s);
-    } else {
-      r = Json(json::object());
-      r.headers["Set-Cookie"] = console::ClearCookieValue(secure);
-    }
+    r = SignOut(d, req, secure);
   } else if (req.method != "GET" && req.method != "HEAD") {
     r = Error(InvalidArgument("method " + req.method + " is not supported on " + path));
   } else if (path == "/" || path == "/index.html") {

@@ -45,25 +45,19 @@ std::optional<Session> SessionFromCookieHeader(std::string_view header) {
     size_t eq = pair.find('=');
     if (eq == std::string_view::npos || Trim(pair.substr(0, eq)) != kCookieName) continue;
     std::string_view value = Trim(pair.substr(eq + 1));
-    size_t dot = value.rfind('.');
-    if (dot == std::string_view::npos) return std::nullopt;
-    Session s{std::string(value.substr(0, dot)), std::string(value.substr(dot + 1))};
-    if (!auth::LooksLikeToken(s.token) || s.nonce.size() != 32 || !IsLowerHex(s.nonce)) {
-      return std::nullopt;
-    }
-    return s;
+    if (value.size() != 64 || !IsLowerHex(value)) return std::nullopt;
+    return Session{std::string(value)};
   }
   return std::nullopt;
 }
 
 std::string CsrfValue(std::string_view secret, const Session& session) {
-  return auth::HmacSha256Hex(secret,
-                             "stoker-console-csrf\n" + session.nonce + "\n" + session.token);
+  return auth::HmacSha256Hex(secret, "stoker-console-csrf\n" + session.id);
 }
 
-std::string SetCookieValue(const Session& session, bool secure) {
-  return std::string(kCookieName) + "=" + session.token + "." + session.nonce +
-         CookieAttributes(secure);
+std::string SetCookieValue(const Session& session, bool secure, int64_t max_age_seconds) {
+  return std::string(kCookieName) + "=" + session.id +
+         "; Max-Age=" + std::to_string(max_age_seconds) + CookieAttributes(secure);
 }
 
 std::string ClearCookieValue(bool secure) {

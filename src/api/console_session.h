@@ -1,24 +1,28 @@
-// The web console's sign-in session (docs/console.md, docs/decisions/0021):
-// how a browser carries a Stoker token in a cookie, and when a request that
-// carries that cookie may act with it. Pure functions: no I/O, no store.
+// The web console's sign-in session (docs/console.md, docs/decisions/0021
+// and 0036): what a browser keeps in its cookie, and when a request that
+// carries that cookie may act. Pure functions: no I/O, no store.
 //
-// The cookie holds "<token>.<nonce>": the user's own API token (so a cookie
-// request passes the same Authenticate and role checks as a bearer request,
-// and revoking the token ends every console session opened with it) and a
-// random nonce drawn at each sign-in. It is HttpOnly (page scripts never see
-// the token), SameSite=Strict (browsers do not send it on requests started
-// by other sites) and Secure when the browser reached stokerd over HTTPS.
+// The cookie holds only a session id: 32 random bytes (getrandom) as 64 hex
+// digits, drawn at sign-in. stokerd keeps the session (its user, the token
+// it was opened with, its expiry) in the store under the id's SHA-256
+// (auth::AuthStore::OpenConsoleSession); the API token never reaches the
+// cookie. Sign-out ends the session; revoking a token of its user, removing
+// the user or the session's expiry end it too. The cookie is HttpOnly
+// (page scripts never see the id), SameSite=Strict (browsers do not send it
+// on requests started by other sites), Secure when the browser reached
+// stokerd over HTTPS, and lasts no longer than the session.
 //
 // Against cross-site requests, on top of SameSite: a cookie request whose
 // Origin header names another host, or whose Sec-Fetch-Site says another
 // site sent it, is refused; a cookie request that changes anything (any
 // method but GET and HEAD) must carry the header X-Stoker-CSRF with the
-// session's CSRF value, HMAC-SHA256(secret, nonce and token), which the page
+// session's CSRF value, HMAC-SHA256(secret, session id), which the page
 // receives from the sign-in answer. A page of another origin can neither
 // read that value (stokerd sends no CORS headers) nor send a custom header
 // cross-origin without a preflight that stokerd never grants.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,8 +36,7 @@ inline constexpr std::string_view kCookieName = "stoker_session";
 inline constexpr std::string_view kCsrfHeader = "x-stoker-csrf";  // lower-cased, as http::Request
 
 struct Session {
-  std::string token;  // the user's API token
-  std::string nonce;  // hex, drawn at sign-in
+  std::string id;  // 64 lower-case hex digits
 };
 
 // The session in a Cookie header value ("a=1; stoker_session=...; b=2");
@@ -41,13 +44,13 @@ struct Session {
 std::optional<Session> SessionFromCookieHeader(std::string_view cookie_header);
 
 // The session's CSRF value: lower-case hex HMAC-SHA256(secret,
-// "stoker-console-csrf\n<nonce>\n<token>").
+// "stoker-console-csrf\n<session id>").
 std::string CsrfValue(std::string_view secret, const Session& session);
 
-// The Set-Cookie value that stores `session` (a browser-session cookie,
-// Path=/, HttpOnly, SameSite=Strict, Secure when `secure`), and the one
-// that deletes it.
-std::string SetCookieValue(const Session& session, bool secure);
+// The Set-Cookie value that stores `session` for `max_age_seconds` (the
+// session's lifetime; Path=/, HttpOnly, SameSite=Strict, Secure when
+// `secure`), and the one that deletes it.
+std::string SetCookieValue(const Session& session, bool secure, int64_t max_age_seconds);
 std::string ClearCookieValue(bool secure);
 
 // Whether the browser reached stokerd over HTTPS: stokerd serves TLS itself

@@ -17,8 +17,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const std::string kToken = "stk_" + std::string(64, 'a');
-const std::string kNonce(32, 'b');
+const std::string kId(64, 'a');
 
 http::Request Req(const std::string& method, std::map<std::string, std::string> headers) {
   http::Request r;
@@ -29,36 +28,39 @@ http::Request Req(const std::string& method, std::map<std::string, std::string> 
 }
 
 TEST(ConsoleSessionTest, ReadsItsCookieAmongOthers) {
-  auto s =
-      console::SessionFromCookieHeader("a=1; stoker_session=" + kToken + "." + kNonce + "; b=2");
+  auto s = console::SessionFromCookieHeader("a=1; stoker_session=" + kId + "; b=2");
   ASSERT_TRUE(s);
-  EXPECT_EQ(s->token, kToken);
-  EXPECT_EQ(s->nonce, kNonce);
+  EXPECT_EQ(s->id, kId);
   EXPECT_FALSE(console::SessionFromCookieHeader("a=1; b=2"));
-  EXPECT_FALSE(console::SessionFromCookieHeader("stoker_session=" + kToken));  // no nonce
-  EXPECT_FALSE(console::SessionFromCookieHeader("stoker_session=stk_x." + kNonce));
-  EXPECT_FALSE(console::SessionFromCookieHeader("stoker_session=" + kToken + ".XYZ"));
+  EXPECT_FALSE(console::SessionFromCookieHeader("stoker_session=" + kId.substr(1)));
+  EXPECT_FALSE(console::SessionFromCookieHeader("stoker_session=" + kId + "0"));
+  EXPECT_FALSE(console::SessionFromCookieHeader("stoker_session=" + std::string(64, 'A')));
+  // The old form (token.nonce) is no session.
+  EXPECT_FALSE(
+      console::SessionFromCookieHeader("stoker_session=stk_" + kId + "." + std::string(32, 'b')));
 }
 
-TEST(ConsoleSessionTest, CookieIsHttpOnlyStrictAndSecureOnlyOverTls) {
-  console::Session s{kToken, kNonce};
-  std::string plain = console::SetCookieValue(s, false);
+TEST(ConsoleSessionTest, CookieIsHttpOnlyStrictLastsTheSessionAndSecureOnlyOverTls) {
+  console::Session s{kId};
+  std::string plain = console::SetCookieValue(s, false, 43200);
+  EXPECT_EQ(plain.rfind("stoker_session=" + kId + ";", 0), 0u);
+  EXPECT_NE(plain.find("Max-Age=43200"), std::string::npos);
   EXPECT_NE(plain.find("HttpOnly"), std::string::npos);
   EXPECT_NE(plain.find("SameSite=Strict"), std::string::npos);
   EXPECT_EQ(plain.find("Secure"), std::string::npos);
-  EXPECT_NE(console::SetCookieValue(s, true).find("; Secure"), std::string::npos);
+  EXPECT_NE(console::SetCookieValue(s, true, 1).find("; Secure"), std::string::npos);
   EXPECT_NE(console::ClearCookieValue(false).find("Max-Age=0"), std::string::npos);
   EXPECT_TRUE(console::SecureRequest(Req("GET", {{"x-forwarded-proto", "https"}}), false));
   EXPECT_FALSE(console::SecureRequest(Req("GET", {}), false));
 }
 
-TEST(ConsoleSessionTest, CsrfValueDependsOnSecretNonceAndToken) {
-  console::Session s{kToken, kNonce};
+TEST(ConsoleSessionTest, CsrfValueDependsOnSecretAndSessionId) {
+  console::Session s{kId};
   std::string v = console::CsrfValue("secret", s);
   EXPECT_EQ(v.size(), 64u);
   EXPECT_EQ(v, console::CsrfValue("secret", s));
   EXPECT_NE(v, console::CsrfValue("other", s));
-  EXPECT_NE(v, console::CsrfValue("secret", {kToken, std::string(32, 'c')}));
+  EXPECT_NE(v, console::CsrfValue("secret", {std::string(64, 'c')}));
 }
 
 TEST(ConsoleSessionTest, WritesNeedTheCsrfHeader) {
@@ -230,10 +232,32 @@ TEST_F(ConsoleHandlerTest, ARevokedTokenEndsItsSessions) {
   EXPECT_EQ(Call("GET", "/v1/projects/p/locations/l/customJobs", {{"cookie", cookie}}).status, 401);
 }
 
-TEST_F(ConsoleHandlerTest, SignOutDeletesTheCookie) {
-  http::Response r = Call("POST", "/console/signout", {});
+TEST_F(ConsoleHandlerTest, TheCookieHoldsASessionIdNeverTheToken) {
+  auto [cookie, csrf] = SignIn(ada_);
+  EXPECT_EQ(cookie.find(ada_.substr(4, 16)), std::string::npos);
+  EXPECT_EQ(cookie.size(), std::string("stoker_session=").size() + 64);
+  // Each sign-in is a session of its own.
+  EXPECT_NE(SignIn(ada_).first, cookie);
+}
+
+TEST_F(ConsoleHandlerTest, SignOutEndsTheSessionAndDeletesTheCookie) {
+  auto [cookie, csrf] = SignIn(ada_);
+  auto [other, other_csrf] = SignIn(ada_);
+  http::Response r =
+      Call("POST", "/console/signout", {{"cookie", cookie}, {"x-stoker-csrf", csrf}});
   EXPECT_EQ(r.status, 200);
   EXPECT_NE(r.headers["Set-Cookie"].find("Max-Age=0"), std::string::npos);
+  // A copy of the old cookie opens nothing; the other session goes on.
+  EXPECT_EQ(Call("GET", "/console/session", {{"cookie", cookie}}).status, 401);
+  EXPECT_EQ(Call("GET", "/v1/projects/p/locations/l/customJobs", {{"cookie", cookie}}).status, 401);
+  EXPECT_EQ(Call("GET", "/v1/projects/p/locations/l/customJobs", {{"cookie", other}}).status, 200);
+  // The bearer token is not revoked by a sign-out.
+  EXPECT_EQ(
+      Call("GET", "/v1/projects/p/locations/l/customJobs", {{"authorization", "Bearer " + ada_}})
+          .status,
+      200);
+  // Without a cookie, signing out only deletes it.
+  EXPECT_EQ(Call("POST", "/console/signout", {}).status, 200);
 }
 
 // The console's jobs list: newest first, paged, filtered by owner.

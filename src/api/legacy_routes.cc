@@ -167,6 +167,10 @@ http::Response CreateLegacyTuningJob(const ApiDeps& d, const std::string& projec
   const std::string job_id = body["jobId"].get<std::string>();
   auto hp = LegacyStudy(job_id, training);
   if (!hp.ok()) return Error(hp.status());
+  // Its trials are stored with the lowered priority; a study has no events.
+  if (auto lowered = ApplyPriorityCeiling(d, caller.user, hp->trial_job_spec); !lowered.ok()) {
+    return Error(lowered.status());
+  }
   if (Status s = d.admission->AdmitStudy(*hp, /*frameworks=*/false); !s.ok()) return Error(s);
   std::vector<std::string> warnings;
   if (Status s =

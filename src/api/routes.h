@@ -31,6 +31,14 @@ Result<store::ListOptions> ParseListOptions(const http::Request& req);
 Result<store::JobRecord> CreateCustomJob(const ApiDeps& d, const spec::CustomJob& job,
                                          store::NewJob record);
 
+// Lowers `spec`'s scheduling.priority to the highest `user` may set (its
+// own ceiling, else its role's: auth/policy.h). Returns the warning to
+// record as an event of the job, "" when the priority was kept; an error
+// only when the user's record cannot be read (a user not found has the
+// user role's ceiling).
+Result<std::string> ApplyPriorityCeiling(const ApiDeps& d, const std::string& user,
+                                         spec::CustomJobSpec& spec);
+
 // A job's (a study's and each trial's) usage and cost as `stoker.usage` of
 // the rendered JSON (cost_routes.cc); nothing when the daemon keeps no ledger.
 void AddJobUsage(const ApiDeps& d, const store::JobRecord& r, nlohmann::json& rendered);

@@ -64,6 +64,10 @@ http::Response Submit(const ApiDeps& d, const std::string& project, const std::s
   }
   auto job = spec::ParseHyperparameterTuningJob(j);
   if (!job.ok()) return Error(job.status());
+  // Its trials are stored with the lowered priority; a study has no events.
+  if (auto lowered = ApplyPriorityCeiling(d, caller.user, job->trial_job_spec); !lowered.ok()) {
+    return Error(lowered.status());
+  }
   if (Status s = d.admission->AdmitStudy(*job); !s.ok()) return Error(s);
   std::vector<std::string> warnings;  // a study has no events: its trials' jobs carry them
   if (Status s =

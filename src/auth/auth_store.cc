@@ -35,7 +35,36 @@ CREATE TABLE IF NOT EXISTS secrets (
   name TEXT PRIMARY KEY,
   value TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS console_sessions (
+  hash TEXT PRIMARY KEY,
+  user TEXT NOT NULL,
+  token_id TEXT NOT NULL,
+  create_time_us INTEGER NOT NULL,
+  expire_time_us INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS console_sessions_by_user ON console_sessions(user);
 )sql";
+
+// Columns added to the tables above since they were first released, for
+// stores made before: (table, column, definition as in ALTER TABLE ADD
+// COLUMN). The store's PRAGMA user_version belongs to src/store, which
+// shares the file, so a column is added when the table lacks it.
+struct AddedColumn {
+  const char* table;
+  const char* column;
+  const char* definition;
+};
+constexpr AddedColumn kAddedColumns[] = {
+    {"users", "max_priority", "INTEGER"},  // NULL = the role's ceiling
+};
+
+bool IsSessionId(std::string_view id) {
+  if (id.size() != 64) return false;
+  for (char c : id) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
 
 Status SqliteError(sqlite3* db, const std::string& what) {
   int code = db ? sqlite3_errcode(db) : SQLITE_ERROR;
@@ -56,12 +85,14 @@ class Stmt {
     sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
   }
   void Bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  void BindNull(int i) { sqlite3_bind_null(stmt_, i); }
   int Step() { return sqlite3_step(stmt_); }
   std::string Text(int col) {
     const unsigned char* t = sqlite3_column_text(stmt_, col);
     return t ? reinterpret_cast<const char*>(t) : "";
   }
   int64_t Int(int col) { return sqlite3_column_int64(stmt_, col); }
+  bool IsNull(int col) { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
   Status Error(const std::string& what) { return SqliteError(db_, what); }
 
  private:
@@ -77,6 +108,7 @@ Result<User> ReadUser(Stmt& s) {
   u.role = *role;
   u.unix_user = s.Text(2);
   u.create_time_us = s.Int(3);
+  if (!s.IsNull(4)) u.max_priority = static_cast<int>(s.Int(4));
   return u;
 }
 
@@ -97,7 +129,25 @@ Result<std::unique_ptr<AuthStore>> AuthStore::Open(const fs::path& db_file) {
   STOKER_RETURN_IF_ERROR(store->Exec("PRAGMA journal_mode=WAL"));
   STOKER_RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=FULL"));
   STOKER_RETURN_IF_ERROR(store->Exec(kSchema));
+  STOKER_RETURN_IF_ERROR(store->Migrate());
   return store;
+}
+
+Status AuthStore::Migrate() {
+  for (const AddedColumn& c : kAddedColumns) {
+    Stmt info(
+        db_,
+        (std::string("SELECT 1 FROM pragma_table_info('") + c.table + "') WHERE name = ?").c_str());
+    if (!info.ok()) return info.Error("auth store migration");
+    info.Bind(1, std::string(c.column));
+    int rc = info.Step();
+    if (rc == SQLITE_ROW) continue;
+    if (rc != SQLITE_DONE) return info.Error("auth store migration");
+    const std::string sql =
+        std::string("ALTER TABLE ") + c.table + " ADD COLUMN " + c.column + " " + c.definition;
+    STOKER_RETURN_IF_ERROR(Exec(sql.c_str()));
+  }
+  return OkStatus();
 }
 
 AuthStore::~AuthStore() { sqlite3_close(db_); }
@@ -132,7 +182,8 @@ Status AuthStore::AddUser(const User& user) {
 
 Result<User> AuthStore::GetUser(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt s(db_, "SELECT name, role, unix_user, create_time_us FROM users WHERE name = ?");
+  Stmt s(db_,
+         "SELECT name, role, unix_user, create_time_us, max_priority FROM users WHERE name = ?");
   if (!s.ok()) return s.Error("cannot read user");
   s.Bind(1, name);
   int rc = s.Step();
@@ -145,7 +196,8 @@ Result<User> AuthStore::GetUser(const std::string& name) {
 
 Result<std::vector<User>> AuthStore::ListUsers() {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt s(db_, "SELECT name, role, unix_user, create_time_us FROM users ORDER BY name");
+  Stmt s(db_,
+         "SELECT name, role, unix_user, create_time_us, max_priority FROM users ORDER BY name");
   if (!s.ok()) return s.Error("cannot list users");
   std::vector<User> out;
   int rc;
@@ -186,6 +238,11 @@ Status AuthStore::RemoveUser(const std::string& name) {
     revoke.Bind(2, name);
     if (revoke.Step() != SQLITE_DONE)
       return rollback(revoke.Error("cannot revoke tokens of " + name));
+    Stmt end(db_, "DELETE FROM console_sessions WHERE user = ?");
+    if (!end.ok()) return rollback(end.Error("cannot end console sessions"));
+    end.Bind(1, name);
+    if (end.Step() != SQLITE_DONE)
+      return rollback(end.Error("cannot end the console sessions of " + name));
   }
   return Exec("COMMIT");
 }
@@ -219,6 +276,88 @@ Status AuthStore::RevokeToken(const std::string& id) {
   if (sqlite3_changes(db_) == 0) {
     return NotFound("token '" + id + "' does not exist (see 'stoker admin users list')");
   }
+  // Whoever holds a revoked token may have opened console sessions with it,
+  // under any of the user's sessions: all of them end.
+  Stmt end(db_, "DELETE FROM console_sessions WHERE user = (SELECT user FROM tokens WHERE id = ?)");
+  if (!end.ok()) return end.Error("cannot end console sessions");
+  end.Bind(1, id);
+  if (end.Step() != SQLITE_DONE) return end.Error("cannot end the console sessions of token " + id);
+  return OkStatus();
+}
+
+Status AuthStore::SetMaxPriority(const std::string& name, std::optional<int> max_priority) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_, "UPDATE users SET max_priority = ? WHERE name = ?");
+  if (!s.ok()) return s.Error("cannot set max_priority");
+  if (max_priority) {
+    s.Bind(1, static_cast<int64_t>(*max_priority));
+  } else {
+    s.BindNull(1);
+  }
+  s.Bind(2, name);
+  if (s.Step() != SQLITE_DONE) return s.Error("cannot set max_priority of " + name);
+  if (sqlite3_changes(db_) == 0) {
+    return NotFound("user '" + name + "' does not exist (see 'stoker admin users list')");
+  }
+  return OkStatus();
+}
+
+Result<std::string> AuthStore::OpenConsoleSession(const Principal& who, int64_t expire_time_us) {
+  STOKER_ASSIGN_OR_RETURN(std::string random, NewToken());  // 32 bytes from getrandom, as hex
+  const std::string id = random.substr(kTokenPrefix.size());
+  const int64_t now = NowMicros();
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt expired(db_, "DELETE FROM console_sessions WHERE expire_time_us <= ?");
+  if (!expired.ok()) return expired.Error("cannot remove expired console sessions");
+  expired.Bind(1, now);
+  if (expired.Step() != SQLITE_DONE) return expired.Error("cannot remove expired console sessions");
+  Stmt s(db_,
+         "INSERT INTO console_sessions(hash, user, token_id, create_time_us, expire_time_us) "
+         "VALUES (?, ?, ?, ?, ?)");
+  if (!s.ok()) return s.Error("cannot open a console session");
+  s.Bind(1, Sha256Hex(id));
+  s.Bind(2, who.user);
+  s.Bind(3, who.token_id);
+  s.Bind(4, now);
+  s.Bind(5, expire_time_us);
+  if (s.Step() != SQLITE_DONE) return s.Error("cannot open a console session for " + who.user);
+  return id;
+}
+
+Result<Principal> AuthStore::AuthenticateConsoleSession(std::string_view session_id) {
+  const Status denied = NotFound(
+      "the console session is not valid (signed out, expired, or its token was revoked); "
+      "sign in again");
+  if (!IsSessionId(session_id)) return denied;
+  std::lock_guard<std::mutex> lock(mu_);
+  // The session's token must still be valid and its user still exist.
+  Stmt s(db_,
+         "SELECT u.name, u.role, u.unix_user, c.token_id FROM console_sessions c "
+         "JOIN tokens t ON t.id = c.token_id AND t.user = c.user AND t.revoke_time_us = 0 "
+         "JOIN users u ON u.name = c.user WHERE c.hash = ? AND c.expire_time_us > ?");
+  if (!s.ok()) return s.Error("cannot check the console session");
+  s.Bind(1, Sha256Hex(session_id));
+  s.Bind(2, NowMicros());
+  int rc = s.Step();
+  if (rc == SQLITE_DONE) return denied;
+  if (rc != SQLITE_ROW) return s.Error("cannot check the console session");
+  Principal p;
+  p.user = s.Text(0);
+  auto role = ParseRole(s.Text(1), "users.role of " + p.user);
+  if (!role.ok()) return Internal(role.status().message());
+  p.role = *role;
+  p.unix_user = s.Text(2);
+  p.token_id = s.Text(3);
+  return p;
+}
+
+Status AuthStore::CloseConsoleSession(std::string_view session_id) {
+  if (!IsSessionId(session_id)) return OkStatus();
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_, "DELETE FROM console_sessions WHERE hash = ?");
+  if (!s.ok()) return s.Error("cannot end the console session");
+  s.Bind(1, Sha256Hex(session_id));
+  if (s.Step() != SQLITE_DONE) return s.Error("cannot end the console session");
   return OkStatus();
 }
 

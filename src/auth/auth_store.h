@@ -11,7 +11,9 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "auth/auth.h"
@@ -26,6 +28,9 @@ struct User {
   Role role = Role::kUser;
   std::string unix_user;  // "" = none mapped
   int64_t create_time_us = 0;
+  // The highest job priority an admin let this user set; nullopt = its
+  // role's ceiling from the config (auth/policy.h).
+  std::optional<int> max_priority;
 };
 
 struct TokenInfo {
@@ -42,8 +47,10 @@ struct IssuedToken {
 
 class AuthStore {
  public:
-  // Opens `db_file` (the store's stoker.db; created if missing) and creates
-  // the users and tokens tables if they do not exist.
+  // Opens `db_file` (the store's stoker.db; created if missing), creates
+  // the users, tokens, secrets and console_sessions tables if they do not
+  // exist, and adds the columns later versions added (users.max_priority)
+  // to a store made before them.
   static Result<std::unique_ptr<AuthStore>> Open(const std::filesystem::path& db_file);
   ~AuthStore();
   AuthStore(const AuthStore&) = delete;
@@ -53,14 +60,20 @@ class AuthStore {
   Status AddUser(const User& user);
   Result<User> GetUser(const std::string& name);
   Result<std::vector<User>> ListUsers();
-  // Removes the user and revokes every token of it. NotFound if absent.
+  // Removes the user, revokes every token of it and ends its console
+  // sessions. NotFound if absent.
   Status RemoveUser(const std::string& name);
   Result<int64_t> CountUsers();
+  // Sets (or, with nullopt, clears back to its role's) the user's priority
+  // ceiling. NotFound if there is no such user; the value is checked by
+  // the caller (ValidatePriorityCeiling).
+  Status SetMaxPriority(const std::string& name, std::optional<int> max_priority);
 
   // A new token for `user` (NotFound if there is no such user).
   Result<IssuedToken> IssueToken(const std::string& user);
-  // Revokes a token by id. NotFound when no token has that id; revoking a
-  // revoked token is fine (idempotent).
+  // Revokes a token by id, and ends every console session of its user (a
+  // revoked token may have leaked: its user signs in again). NotFound when
+  // no token has that id; revoking a revoked token is fine (idempotent).
   Status RevokeToken(const std::string& id);
   // Tokens of `user`, or of everyone when `user` is "".
   Result<std::vector<TokenInfo>> ListTokens(const std::string& user = "");
@@ -70,6 +83,22 @@ class AuthStore {
   // user is gone; the message never echoes the token.
   Result<Principal> Authenticate(std::string_view token);
 
+  // ---- web console sessions (docs/console.md) ----
+  // A session is a random id (32 bytes from getrandom, 64 hex digits) that
+  // the browser keeps in its cookie; the table holds only its SHA-256, the
+  // user, the token it was opened with and when it expires.
+
+  // Opens a session for `who` (authenticated with its token, whose id is
+  // who.token_id), valid until `expire_time_us`. Returns the session id,
+  // shown only now. Expired sessions of everyone are removed on the way.
+  Result<std::string> OpenConsoleSession(const Principal& who, int64_t expire_time_us);
+  // The principal of a session id. NotFound (fit for a 401, never echoing
+  // the id) when the id is malformed, unknown, signed out, expired, or its
+  // token was revoked or its user removed.
+  Result<Principal> AuthenticateConsoleSession(std::string_view session_id);
+  // Ends a session (sign-out). Ending an unknown session is fine.
+  Status CloseConsoleSession(std::string_view session_id);
+
   // The secret behind trial push keys (TrialPushKey): 32 random bytes as hex,
   // made on first use and kept in the `secrets` table, so keys handed to
   // running trials stay valid across restarts.
@@ -78,6 +107,7 @@ class AuthStore {
  private:
   explicit AuthStore(sqlite3* db) : db_(db) {}
   Status Exec(const char* sql);
+  Status Migrate();
 
   std::mutex mu_;
   sqlite3* db_;

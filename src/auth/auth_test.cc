@@ -1,6 +1,7 @@
 #include "auth/auth.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 
 #include "auth/auth_store.h"
 #include "common/files.h"
+#include "common/time.h"
 
 namespace stoker::auth {
 namespace {
@@ -280,6 +282,119 @@ TEST_F(AuthStoreTest, NoLocalTokenWhenTheAdminsChoseOtherUsers) {
   ASSERT_TRUE(wrote.ok());
   EXPECT_FALSE(*wrote);
   EXPECT_FALSE(fs::exists(file));
+}
+
+TEST_F(AuthStoreTest, AUsersPriorityCeilingIsSetAndClearedBackToItsRoles) {
+  ASSERT_TRUE(store_->AddUser({"alice", Role::kUser, ""}).ok());
+  EXPECT_EQ(store_->GetUser("alice")->max_priority, std::nullopt);
+  ASSERT_TRUE(store_->SetMaxPriority("alice", 500).ok());
+  EXPECT_EQ(store_->GetUser("alice")->max_priority, 500);
+  EXPECT_EQ((*store_->ListUsers())[0].max_priority, 500);
+  ASSERT_TRUE(store_->SetMaxPriority("alice", std::nullopt).ok());
+  EXPECT_EQ(store_->GetUser("alice")->max_priority, std::nullopt);
+  EXPECT_EQ(store_->SetMaxPriority("ghost", 1).code(), Code::kNotFound);
+}
+
+// A store written before users had a priority ceiling gains the column and
+// keeps its users and tokens.
+TEST(AuthStoreMigrationTest, AStoreWithoutMaxPriorityGainsTheColumn) {
+  TempDir dir;
+  const fs::path db_file = dir.path() / "stoker.db";
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(db_file.c_str(), &db), SQLITE_OK);
+    const char* old_schema = R"sql(
+      CREATE TABLE users (name TEXT PRIMARY KEY, role TEXT NOT NULL,
+                          unix_user TEXT NOT NULL DEFAULT '', create_time_us INTEGER NOT NULL);
+      INSERT INTO users VALUES ('alice', 'user', '', 1);
+    )sql";
+    ASSERT_EQ(sqlite3_exec(db, old_schema, nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto store = AuthStore::Open(db_file);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto alice = (*store)->GetUser("alice");
+  ASSERT_TRUE(alice.ok()) << alice.status().ToString();
+  EXPECT_EQ(alice->max_priority, std::nullopt);
+  ASSERT_TRUE((*store)->SetMaxPriority("alice", 7).ok());
+  // Opening it again (the column is there now) changes nothing.
+  store->reset();
+  auto again = AuthStore::Open(db_file);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ((*again)->GetUser("alice")->max_priority, 7);
+}
+
+class ConsoleSessionStoreTest : public AuthStoreTest {
+ protected:
+  void SetUp() override {
+    AuthStoreTest::SetUp();
+    ASSERT_TRUE(store_->AddUser({"alice", Role::kUser, "alice_unix"}).ok());
+    token_ = store_->IssueToken("alice")->token;
+    alice_ = *store_->Authenticate(token_);
+  }
+  std::string Open(int64_t lifetime_us = 3'600'000'000) {
+    auto id = store_->OpenConsoleSession(alice_, NowMicros() + lifetime_us);
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    return id.ok() ? *id : "";
+  }
+  std::string token_;
+  Principal alice_;
+};
+
+TEST_F(ConsoleSessionStoreTest, ASessionIdIsRandomAndStandsForItsUser) {
+  std::string a = Open(), b = Open();
+  EXPECT_EQ(a.size(), 64u);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a.find(token_.substr(4)), std::string::npos);
+  auto p = store_->AuthenticateConsoleSession(a);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->user, "alice");
+  EXPECT_EQ(p->role, Role::kUser);
+  EXPECT_EQ(p->unix_user, "alice_unix");
+  EXPECT_EQ(p->token_id, TokenId(token_));
+  EXPECT_EQ(store_->AuthenticateConsoleSession(std::string(64, '0')).status().code(),
+            Code::kNotFound);
+  EXPECT_EQ(store_->AuthenticateConsoleSession("short").status().code(), Code::kNotFound);
+}
+
+TEST_F(ConsoleSessionStoreTest, OnlyTheHashOfASessionIdIsStored) {
+  std::string id = Open();
+  std::string all;
+  for (const char* name : {"stoker.db", "stoker.db-wal"}) {
+    auto bytes = ReadFile(dir_.path() / name);
+    if (bytes.ok()) all += *bytes;
+  }
+  EXPECT_EQ(all.find(id), std::string::npos);
+  EXPECT_NE(all.find(Sha256Hex(id)), std::string::npos);
+}
+
+TEST_F(ConsoleSessionStoreTest, SignOutAndExpiryEndASession) {
+  std::string id = Open(), other = Open();
+  ASSERT_TRUE(store_->CloseConsoleSession(id).ok());
+  EXPECT_EQ(store_->AuthenticateConsoleSession(id).status().code(), Code::kNotFound);
+  EXPECT_TRUE(store_->AuthenticateConsoleSession(other).ok());  // only that one
+  EXPECT_TRUE(store_->CloseConsoleSession(id).ok());            // again: fine
+  std::string expired = Open(/*lifetime_us=*/-1);
+  EXPECT_EQ(store_->AuthenticateConsoleSession(expired).status().code(), Code::kNotFound);
+}
+
+TEST_F(ConsoleSessionStoreTest, RevokingAnyTokenOfTheUserEndsAllItsSessions) {
+  std::string id = Open();
+  // A second token of alice's, and bob's session beside hers.
+  auto second = store_->IssueToken("alice");
+  ASSERT_TRUE(store_->AddUser({"bob", Role::kUser, ""}).ok());
+  std::string bob_token = store_->IssueToken("bob")->token;
+  auto bob =
+      store_->OpenConsoleSession(*store_->Authenticate(bob_token), NowMicros() + 1'000'000'000);
+  ASSERT_TRUE(bob.ok());
+  ASSERT_TRUE(store_->RevokeToken(second->id).ok());
+  EXPECT_EQ(store_->AuthenticateConsoleSession(id).status().code(), Code::kNotFound);
+  EXPECT_TRUE(store_->AuthenticateConsoleSession(*bob).ok());
+  // Removing a user ends its sessions too.
+  ASSERT_TRUE(store_->RemoveUser("bob").ok());
+  EXPECT_FALSE(store_->AuthenticateConsoleSession(*bob).ok());
+  ASSERT_TRUE(store_->AddUser({"bob", Role::kUser, ""}).ok());
+  EXPECT_FALSE(store_->AuthenticateConsoleSession(*bob).ok());
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -32,17 +33,22 @@ int AdminUsersList(const Globals& g) {
   return CallAndPrint(
       g, [](Connection& c) { return c.Call("GET", "/v1/admin/users"); },
       [](const json& out) {
-        std::printf("%-20s %-7s %-16s %s\n", "NAME", "ROLE", "UNIX_USER", "TOKENS");
+        std::printf("%-20s %-7s %-16s %-12s %s\n", "NAME", "ROLE", "UNIX_USER", "MAX_PRIORITY",
+                    "TOKENS");
         for (const json& u : out.value("users", json::array())) {
           std::string tokens;
           for (const json& t : u.value("tokens", json::array())) {
             if (!tokens.empty()) tokens += " ";
             tokens += t.value("id", "") + (t.contains("revokeTime") ? "(revoked)" : "");
           }
-          std::printf("%-20s %-7s %-16s %s\n", u.value("name", "").c_str(),
+          // The role's ceiling is marked as such; a user's own is shown bare.
+          std::string max_priority =
+              u.contains("maxPriority") ? u["maxPriority"].dump() : std::string("-");
+          if (u.value("maxPrioritySource", "") == "role") max_priority += " (role)";
+          std::printf("%-20s %-7s %-16s %-12s %s\n", u.value("name", "").c_str(),
                       u.value("role", "").c_str(),
                       u.value("unixUser", "").empty() ? "-" : u.value("unixUser", "").c_str(),
-                      tokens.empty() ? "-" : tokens.c_str());
+                      max_priority.c_str(), tokens.empty() ? "-" : tokens.c_str());
         }
       });
 }
@@ -77,6 +83,34 @@ int AdminTokensRevoke(const Globals& g, const std::string& token_id) {
         return c.Call("POST", "/v1/admin/tokens/" + http::UrlEncode(token_id) + ":revoke");
       },
       [&](const json&) { std::cout << "Revoked token " << token_id << ".\n"; });
+}
+
+int AdminUsersSetMaxPriority(const Globals& g, const std::string& name, const std::string& value) {
+  json body;
+  if (value == "role") {
+    body["maxPriority"] = nullptr;
+  } else {
+    char* end = nullptr;
+    long long n = std::strtoll(value.c_str(), &end, 10);
+    if (value.empty() || *end != '\0') {
+      return Report(InvalidArgument("N: '" + value +
+                                    "' is not a priority; give a whole number from -1000 to "
+                                    "1000, or 'role' for the role's ceiling"));
+    }
+    body["maxPriority"] = n;
+  }
+  return CallAndPrint(
+      g,
+      [&](Connection& c) {
+        return c.Call("POST", "/v1/admin/users/" + http::UrlEncode(name) + ":setMaxPriority",
+                      body.dump());
+      },
+      [](const json& u) {
+        std::cout << "User " << u.value("name", "") << " may now set priorities up to "
+                  << u.value("maxPriority", 0)
+                  << (u.value("maxPrioritySource", "") == "role" ? " (its role's ceiling)" : "")
+                  << "; a job above it is stored at it, with a warning event.\n";
+      });
 }
 
 int AdminWhoami(const Globals& g) {

@@ -298,6 +298,8 @@ int AdminUsersList(const Globals& g);
 int AdminUsersRemove(const Globals& g, const std::string& name);
 int AdminUsersToken(const Globals& g, const std::string& name);
 int AdminTokensRevoke(const Globals& g, const std::string& token_id);
+// `value`: a priority (-1000..1000), or "role" to clear back to the role's ceiling.
+int AdminUsersSetMaxPriority(const Globals& g, const std::string& name, const std::string& value);
 int AdminWhoami(const Globals& g);
 // `stoker admin backup FILE`: a consistent copy of the daemon's store,
 // written to FILE (mode 0600, replaced atomically) or to stdout for "-".

@@ -539,6 +539,15 @@ int main(int argc, char** argv) {
   auto* users_revoke = users->add_subcommand("revoke", "Revoke a token by its id");
   users_revoke->add_option("TOKEN_ID", token_id)->required();
   users_revoke->callback([&] { rc = AdminTokensRevoke(g, token_id); });
+  std::string max_priority;
+  auto* users_max_priority = users->add_subcommand(
+      "set-max-priority", "Set the highest job priority a user may set (N, or 'role')");
+  users_max_priority->add_option("NAME", user_name)->required();
+  users_max_priority
+      ->add_option("N", max_priority,
+                   "-1000..1000, or 'role' for the role's ceiling (config auth:)")
+      ->required();
+  users_max_priority->callback([&] { rc = AdminUsersSetMaxPriority(g, user_name, max_priority); });
   auto* whoami = admin->add_subcommand("whoami", "Show the user the token belongs to");
   whoami->callback([&] { rc = AdminWhoami(g); });
   std::string backup_file;

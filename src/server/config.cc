@@ -458,6 +458,8 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
           STOKER_RETURN_IF_ERROR(ParseSlurmConfig(value, where, c.slurm));
         } else if (key == "preemption") {
           STOKER_RETURN_IF_ERROR(ParsePreemption(value, where, c.preemption));
+        } else if (key == "auth") {
+          STOKER_RETURN_IF_ERROR(auth::ParseAuthPolicy(value, where + "auth", c.auth));
         } else if (key == "webhooks") {
           auto hooks = ParseWebhooks(value);
           if (!hooks.ok()) return InvalidArgument(where + hooks.status().message());
@@ -478,7 +480,7 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
               "tls_cert_file, tls_key_file, allow_insecure_http, "
               "default_unix_user, allow_root_trainers, bucket_group, "
               "job_isolation, containers, python_packages, warm_starts, warm_start_preload, "
-              "warm_start_idle_seconds, preemption, executor, "
+              "warm_start_idle_seconds, preemption, auth, executor, "
               "slurm, cost, gpu_telemetry_seconds, telemetry_seconds, webhooks)");
         }
       }

@@ -52,6 +52,10 @@
 //     min_run_seconds: 300      # an attempt younger than this is never preempted
 //     preemptible_below: 0      # jobs with a priority below this are preemptible (a band);
 //                               # besides SPOT jobs and label stoker-preemptible: "true"
+//   auth:                       # docs/security.md
+//     max_priority: {user: 100, admin: 1000}  # highest job priority per role (per user:
+//                               # stoker admin users set-max-priority); above it, lowered
+//     console_session_hours: 12 # a web console session ends this long after sign-in
 //   executor: local             # local | slurm (docs/slurm.md)
 //   slurm:                      # only with executor: slurm
 //     partition: gpu            # default --partition (label slurm-partition overrides)
@@ -75,6 +79,7 @@
 #include <string>
 #include <vector>
 
+#include "auth/policy.h"
 #include "common/status.h"
 #include "cost/catalog.h"
 #include "resources/resources.h"
@@ -168,6 +173,7 @@ struct Config {
   int log_max_files = 3;                 // rotated files kept, 1..1000
   RetentionPolicy retention;
   PreemptionConfig preemption;
+  auth::AuthPolicy auth;  // `auth:`: priority ceilings, console sessions (auth/policy.h)
   std::string executor = "local";  // local | slurm
   SlurmConfig slurm;
   cost::Catalog catalog = cost::Catalog::BuiltIn();  // with the `cost:` section applied

@@ -357,6 +357,7 @@ int main(int argc, char** argv) {
                     &controller,  users->get(), config->push_secret, &accountant};
   deps.daemon_metrics = &daemon_metrics;
   deps.tls = !config->tls_cert_file.empty();
+  deps.auth_policy = config->auth;
   // Object uploads and package staging stream through the router, outside
   // the server's body limit (which stays for JSON requests).
   api::ApiHandlers handlers = api::MakeHandlers(deps);

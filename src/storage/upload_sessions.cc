@@ -17,18 +17,18 @@ namespace stoker::storage {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+Status UnknownSession(const std::string& id) {
+  return NotFound("upload session '" + id +
+                  "' does not exist (finished, cancelled, or older than 7 days); start the "
+                  "upload again");
+}
+
 namespace {
 
 constexpr auto kExpiry = std::chrono::hours(24 * 7);
 
 bool IsSessionId(const std::string& id) {
   return id.size() == 32 && id.find_first_not_of("0123456789abcdef") == std::string::npos;
-}
-
-Status UnknownSession(const std::string& id) {
-  return NotFound("upload session '" + id +
-                  "' does not exist (finished, cancelled, or older than 7 days); start the "
-                  "upload again");
 }
 
 int64_t NowUs() {

@@ -41,6 +41,11 @@ struct UploadSession {
   uint64_t received = 0;
 };
 
+// The NotFound for an id that names no session. The API answers it too to
+// a caller who may not use a session that exists (another user's), so
+// that trying ids tells nothing.
+Status UnknownSession(const std::string& id);
+
 class UploadSessions {
  public:
   UploadSessions(std::filesystem::path dir, Buckets* buckets);
@@ -49,8 +54,9 @@ class UploadSessions {
   // is checked now). `size` -1 when not yet known.
   Result<UploadSession> Start(const std::string& bucket, const std::string& object, int64_t size,
                               const std::string& user);
-  // The session and its progress. NotFound for an unknown, finished or
-  // expired id.
+  // The session and its progress. NotFound (UnknownSession) for an
+  // unknown, finished or expired id. Whether a caller may use it (its
+  // `user`, or an admin) is the API's check, on every route that names it.
   Result<UploadSession> Get(const std::string& id) const;
   // Removes a session and its bytes. NotFound as Get.
   Status Cancel(const std::string& id);

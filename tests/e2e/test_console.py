@@ -210,10 +210,14 @@ class ConsoleTest(harness.StokerTestCase):
             raise
         self.shot(d, "job-cancelled")
 
-        # Sign out: the cookie is gone and the API refuses the browser.
+        # Sign out: the cookie is gone, and the session with it: a copy of
+        # the cookie taken before (a thief's) opens nothing.
+        stolen, _ = self.session_of(d)
+        self.assertNotIn(ada[4:], stolen)  # a session id, never the token
         d.find_element(By.ID, "signout").click()
         self.until(d, lambda d: d.find_element(By.ID, "token"), "the sign-in form after sign-out")
         self.assertIsNone(d.get_cookie("stoker_session"))
+        self.assertEqual(self.raw("GET", self.project_path, {"Cookie": stolen})[0], 401)
 
     def test_a_viewer_sees_but_cannot_cancel(self):
         viewer = self.add_user("val", "viewer")
