@@ -13,11 +13,11 @@
 
 #include "api/console_session.h"
 #include "api/list_filter.h"
+#include "api/resumable_uploads.h"
 #include "api/routes.h"
 #include "common/time.h"
 #include "spec/custom_job.h"
 #include "storage/archive.h"
-#include "storage/upload_sessions.h"
 
 namespace stoker::api {
 
@@ -157,6 +157,45 @@ Result<store::ListOptions> ParseListOptionsImpl(const http::Request& req, bool s
 
 }  // namespace
 
+std::string QueryValue(const http::Request& req, const std::string& key) {
+  auto it = req.query.find(key);
+  return it == req.query.end() ? "" : it->second;
+}
+
+namespace {
+
+// Answers `response` to an upload without taking its body.
+class RejectSink : public http::BodySink {
+ public:
+  explicit RejectSink(http::Response r) : response_(std::move(r)) {}
+  bool Write(std::string_view) override { return false; }
+  bool Accepting() const override { return false; }
+  http::Response Finish() override { return std::move(response_); }
+
+ private:
+  http::Response response_;
+};
+
+}  // namespace
+
+std::unique_ptr<http::BodySink> RejectBody(http::Response response) {
+  return std::make_unique<RejectSink>(std::move(response));
+}
+
+json ObjectJson(const std::string& bucket, const storage::ObjectInfo& o) {
+  json j{{"kind", "storage#object"},
+         {"bucket", bucket},
+         {"name", o.name},
+         {"id", bucket + "/" + o.name},
+         {"size", std::to_string(o.size)},
+         {"contentType", "application/octet-stream"},
+         {"timeCreated", FormatRfc3339(o.mtime_us)},
+         {"updated", FormatRfc3339(o.mtime_us)}};
+  if (!o.crc32c.empty()) j["crc32c"] = o.crc32c;
+  if (!o.md5.empty()) j["md5Hash"] = o.md5;
+  return j;
+}
+
 Status NotVisible(const std::string& what) {
   return NotFound(what + " does not exist (or belongs to another user)");
 }
@@ -274,8 +313,7 @@ auth::Action ActionOf(const http::Request& req) {
 
 class Api {
  public:
-  explicit Api(ApiDeps deps)
-      : d_(deps), sessions_(deps.buckets->DataDir() / "uploads", deps.buckets) {}
+  explicit Api(ApiDeps deps) : d_(deps), uploads_(deps.buckets, deps.tls) {}
 
   // Authentication and the role check, then the routes.
   http::Response Handle(const http::Request& req) {
@@ -299,36 +337,36 @@ class Api {
                        QueryValue(head, "uploadType") != "multipart";
     if (!staging && !chunk && !media) return nullptr;
     auth::Principal caller;
-    if (auto r = Authenticate(head, &caller)) return Reject(std::move(*r));
-    if (Status s = CheckRequestBounds(head); !s.ok()) return Reject(Error(s));
-    if (Status s = CheckRoomFor(head); !s.ok()) return Reject(Error(s));
+    if (auto r = Authenticate(head, &caller)) return RejectBody(std::move(*r));
+    if (Status s = CheckRequestBounds(head); !s.ok()) return RejectBody(Error(s));
+    if (Status s = CheckRoomFor(head); !s.ok()) return RejectBody(Error(s));
     if (staging) {
       auto w = d_.buckets->StageWriter();
-      if (!w.ok()) return Reject(Error(w.status()));
+      if (!w.ok()) return RejectBody(Error(w.status()));
       return std::make_unique<WriterSink>(std::move(*w), d_.buckets, storage::kStagingBucket,
                                           /*made_bucket=*/false, /*staging=*/true);
     }
     const std::string bucket = m[1];
-    if (chunk) return ChunkSink::Open(&sessions_, head, caller);
+    if (chunk) return uploads_.OpenChunk(head, caller);
     auto name = QueryValue(head, "name");
     if (name.empty()) {
-      return Reject(
+      return RejectBody(
           Error(InvalidArgument("name: the object name is required (?name=path/in/bucket)")));
     }
     auto parsed = storage::ParseGsUri("gs://" + bucket + "/" + name, "name");
-    if (!parsed.ok()) return Reject(Error(parsed.status()));
+    if (!parsed.ok()) return RejectBody(Error(parsed.status()));
     // An upload into a missing bucket makes it (as `stoker storage cp`
     // always did), and takes it away again if the upload fails.
     bool made = false;
     if (!d_.buckets->Exists(bucket)) {
       Status s = d_.buckets->Create(bucket);
-      if (!s.ok()) return Reject(Error(s));
+      if (!s.ok()) return RejectBody(Error(s));
       made = true;
     }
     auto w = d_.buckets->OpenWriter(bucket, parsed->object);
     if (!w.ok()) {
       if (made) d_.buckets->RemoveIfEmpty(bucket);
-      return Reject(Error(w.status()));
+      return RejectBody(Error(w.status()));
     }
     return std::make_unique<WriterSink>(std::move(*w), d_.buckets, bucket, made,
                                         /*staging=*/false);
@@ -349,26 +387,6 @@ class Api {
                              std::to_string(space.available) +
                              " bytes); free some space or "
                              "send less");
-  }
-
-  static std::string QueryValue(const http::Request& req, const std::string& key) {
-    auto it = req.query.find(key);
-    return it == req.query.end() ? "" : it->second;
-  }
-
-  // Answers `response` to an upload without taking its body.
-  class RejectSink : public http::BodySink {
-   public:
-    explicit RejectSink(http::Response r) : response_(std::move(r)) {}
-    bool Write(std::string_view) override { return false; }
-    bool Accepting() const override { return false; }
-    http::Response Finish() override { return std::move(response_); }
-
-   private:
-    http::Response response_;
-  };
-  static std::unique_ptr<http::BodySink> Reject(http::Response r) {
-    return std::make_unique<RejectSink>(std::move(r));
   }
 
   // A simple upload (or a staged package): the body streams into an
@@ -415,140 +433,6 @@ class Api {
     bool done_ = false;
     Status status_;
   };
-
-  // The upload session `id` when `caller` may act on it (send a chunk, ask
-  // how far it got, cancel it): the user who started it, or an admin, as
-  // for jobs (auth::CanChange). For anyone else NotFound, the answer for an
-  // id that does not exist, so that trying ids tells nothing.
-  static Result<storage::UploadSession> OwnedUploadSession(const storage::UploadSessions& sessions,
-                                                           const std::string& id,
-                                                           const auth::Principal& caller) {
-    auto session = sessions.Get(id);
-    if (!session.ok()) return session.status();
-    if (!auth::CanChange(caller, session->user)) {
-      return storage::UnknownSession(id);
-    }
-    return session;
-  }
-
-  // One chunk of a resumable upload (PUT to the session URI with
-  // Content-Range), or, with an empty body, the question how far it got.
-  class ChunkSink : public http::BodySink {
-   public:
-    static std::unique_ptr<http::BodySink> Open(storage::UploadSessions* sessions,
-                                                const http::Request& head,
-                                                const auth::Principal& caller) {
-      const std::string id = QueryValue(head, "upload_id");
-      auto session = OwnedUploadSession(*sessions, id, caller);
-      if (!session.ok()) return Reject(Error(session.status()));
-      // Content-Range: "bytes a-b/total", "bytes a-b/*", "bytes */total" or
-      // "bytes */*" (a status question); none: the whole object at once.
-      auto it = head.headers.find("content-range");
-      uint64_t length = 0;
-      if (auto cl = head.headers.find("content-length"); cl != head.headers.end()) {
-        length = std::strtoull(cl->second.c_str(), nullptr, 10);
-      }
-      uint64_t first = session->received;
-      int64_t total = -1;
-      if (it == head.headers.end()) {
-        first = 0;
-        total = static_cast<int64_t>(length);
-      } else {
-        auto range = ParseContentRange(it->second, length);
-        if (!range.ok()) return Reject(Error(range.status()));
-        if (range->first >= 0) first = static_cast<uint64_t>(range->first);
-        total = range->total;
-      }
-      auto chunk = sessions->OpenChunk(id, first, length, total);
-      if (!chunk.ok()) {
-        if (chunk.status().code() == Code::kFailedPrecondition) {
-          // Out of order: say where the session stands, as Cloud Storage does.
-          auto now = sessions->Get(id);
-          if (now.ok()) return Reject(Incomplete(*now));
-        }
-        return Reject(Error(chunk.status()));
-      }
-      return std::unique_ptr<http::BodySink>(new ChunkSink(std::move(*chunk)));
-    }
-
-    bool Write(std::string_view bytes) override {
-      status_ = chunk_->Append(bytes);
-      return status_.ok();
-    }
-    http::Response Finish() override {
-      if (!status_.ok()) return Error(status_);
-      auto outcome = chunk_->Finish();
-      if (!outcome.ok()) return Error(outcome.status());
-      if (!outcome->object) return Incomplete(outcome->session);
-      return Json(ObjectJson(outcome->session.bucket, *outcome->object));
-    }
-
-   private:
-    explicit ChunkSink(std::unique_ptr<storage::UploadSessions::Chunk> c) : chunk_(std::move(c)) {}
-
-    struct ContentRange {
-      int64_t first = -1;  // -1: "*"
-      int64_t total = -1;  // -1: "*"
-    };
-    static Result<ContentRange> ParseContentRange(const std::string& v, uint64_t length) {
-      const Status bad = InvalidArgument(
-          "Content-Range: '" + v +
-          "' is not 'bytes FIRST-LAST/TOTAL', 'bytes FIRST-LAST/*' or 'bytes */TOTAL'");
-      if (v.rfind("bytes ", 0) != 0) return bad;
-      std::string rest = v.substr(6);
-      size_t slash = rest.find('/');
-      if (slash == std::string::npos) return bad;
-      std::string span = rest.substr(0, slash), total = rest.substr(slash + 1);
-      ContentRange out;
-      auto number = [](const std::string& t, int64_t* n) {
-        if (t.empty() || t.size() > 18 || t.find_first_not_of("0123456789") != std::string::npos)
-          return false;
-        *n = std::stoll(t);
-        return true;
-      };
-      if (total != "*" && !number(total, &out.total)) return bad;
-      if (span == "*") {
-        if (length != 0) return bad;
-        return out;
-      }
-      size_t dash = span.find('-');
-      int64_t last = 0;
-      if (dash == std::string::npos || !number(span.substr(0, dash), &out.first) ||
-          !number(span.substr(dash + 1), &last) || last < out.first) {
-        return bad;
-      }
-      if (static_cast<uint64_t>(last - out.first + 1) != length) {
-        return InvalidArgument("Content-Range: '" + v + "' covers " +
-                               std::to_string(last - out.first + 1) + " bytes but the body has " +
-                               std::to_string(length));
-      }
-      return out;
-    }
-
-    // 308 with how much the session has, as Cloud Storage answers.
-    static http::Response Incomplete(const storage::UploadSession& s) {
-      http::Response r = Json({{"uploadId", s.id}, {"received", std::to_string(s.received)}}, 308);
-      if (s.received > 0) r.headers["Range"] = "bytes=0-" + std::to_string(s.received - 1);
-      return r;
-    }
-
-    std::unique_ptr<storage::UploadSessions::Chunk> chunk_;
-    Status status_;
-  };
-
-  static json ObjectJson(const std::string& bucket, const storage::ObjectInfo& o) {
-    json j{{"kind", "storage#object"},
-           {"bucket", bucket},
-           {"name", o.name},
-           {"id", bucket + "/" + o.name},
-           {"size", std::to_string(o.size)},
-           {"contentType", "application/octet-stream"},
-           {"timeCreated", FormatRfc3339(o.mtime_us)},
-           {"updated", FormatRfc3339(o.mtime_us)}};
-    if (!o.crc32c.empty()) j["crc32c"] = o.crc32c;
-    if (!o.md5.empty()) j["md5Hash"] = o.md5;
-    return j;
-  }
 
  public:
   // Who is calling: nullopt with `*out` set when the request may go on to
@@ -724,19 +608,9 @@ class Api {
       std::string bucket = m[1];
       if (method == "POST" && QueryValue(req, "uploadType") == "resumable" &&
           !req.query.count("upload_id")) {
-        return StartResumable(req, bucket, caller);
+        return uploads_.Start(req, bucket, caller);
       }
-      if (method == "DELETE" && req.query.count("upload_id")) {
-        const std::string id = QueryValue(req, "upload_id");
-        auto owned = OwnedUploadSession(sessions_, id, caller);
-        if (!owned.ok()) return Error(owned.status());
-        Status s = sessions_.Cancel(id);
-        if (!s.ok()) return Error(s);
-        http::Response r;
-        r.status = 499;  // what Cloud Storage answers for a cancelled session
-        r.body = "{}";
-        return r;
-      }
+      if (method == "DELETE" && req.query.count("upload_id")) return uploads_.Cancel(req, caller);
       if (method == "POST" && !req.query.count("upload_id") &&
           QueryValue(req, "uploadType") != "multipart") {
         return UploadCollected(req, bucket);  // without the stream router (tests)
@@ -795,52 +669,6 @@ class Api {
     auto info = (*w)->Commit();
     if (!info.ok()) return Error(info.status());
     return Json(ObjectJson(bucket, *info));
-  }
-
-  // POST .../o?uploadType=resumable&name=N: a session for object N (the
-  // name may also come in the JSON body); its URI in Location.
-  http::Response StartResumable(const http::Request& req, const std::string& bucket,
-                                const auth::Principal& caller) {
-    std::string name = QueryValue(req, "name");
-    if (name.empty() && !req.body.empty()) {
-      json body = json::parse(req.body, nullptr, false);
-      if (body.is_object() && body.contains("name") && body["name"].is_string()) {
-        name = body["name"];
-      }
-    }
-    if (name.empty()) {
-      return Error(InvalidArgument(
-          "name: the object name is required (?name=path/in/bucket or {\"name\": ...})"));
-    }
-    auto parsed = storage::ParseGsUri("gs://" + bucket + "/" + name, "name");
-    if (!parsed.ok()) return Error(parsed.status());
-    int64_t size = -1;
-    if (auto it = req.headers.find("x-upload-content-length"); it != req.headers.end()) {
-      const std::string& v = it->second;
-      if (v.empty() || v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos) {
-        return Error(InvalidArgument("X-Upload-Content-Length: '" + v + "' is not a byte count"));
-      }
-      size = std::stoll(v);
-    }
-    bool made = false;
-    if (!d_.buckets->Exists(bucket)) {
-      Status s = d_.buckets->Create(bucket);
-      if (!s.ok()) return Error(s);
-      made = true;
-    }
-    auto session = sessions_.Start(bucket, parsed->object, size, caller.user);
-    if (!session.ok()) {
-      if (made) d_.buckets->RemoveIfEmpty(bucket);
-      return Error(session.status());
-    }
-    std::string target = "/upload/storage/v1/b/" + http::UrlEncode(bucket) +
-                         "/o?uploadType=resumable&upload_id=" + session->id;
-    auto host = req.headers.find("host");
-    http::Response r = Json({{"uploadId", session->id}, {"sessionUri", target}});
-    r.headers["Location"] = host == req.headers.end()
-                                ? target
-                                : (d_.tls ? "https://" : "http://") + host->second + target;
-    return r;
   }
 
   // GET .../o/OBJ?alt=media: the bytes, from the file (never read into
@@ -1105,7 +933,7 @@ class Api {
   }
 
   ApiDeps d_;
-  storage::UploadSessions sessions_;
+  ResumableUploads uploads_;  // resumable upload sessions (resumable_uploads.h)
 };
 
 }  // namespace

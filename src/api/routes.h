@@ -3,8 +3,10 @@
 // hyperparameterTuningJobs). Internal to src/api.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 
 #include "api/api.h"
 #include "auth/auth.h"
@@ -18,6 +20,13 @@ http::Response Json(const nlohmann::json& j, int status = 200);
 // A Google API error body {"error": {code, message, status}} with the HTTP
 // status of the code.
 http::Response Error(const Status& s);
+// The value of query parameter `key` of `req`, "" when absent.
+std::string QueryValue(const http::Request& req, const std::string& key);
+// A body sink that takes no byte of a streamed body and answers `response`
+// (a streamed request refused before its body).
+std::unique_ptr<http::BodySink> RejectBody(http::Response response);
+// Cloud Storage's JSON of object `o` in `bucket` (storage#object).
+nlohmann::json ObjectJson(const std::string& bucket, const storage::ObjectInfo& o);
 // The Vertex CustomJob JSON of a stored job.
 nlohmann::json RenderJob(const store::JobRecord& r);
 
