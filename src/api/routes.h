@@ -27,6 +27,20 @@ std::string QueryValue(const http::Request& req, const std::string& key);
 std::unique_ptr<http::BodySink> RejectBody(http::Response response);
 // Cloud Storage's JSON of object `o` in `bucket` (storage#object).
 nlohmann::json ObjectJson(const std::string& bucket, const storage::ObjectInfo& o);
+// Buckets and objects (bucket_routes.cc): the /storage/v1/b routes, and
+// nullopt for other paths.
+std::optional<http::Response> HandleBucketRoutes(const ApiDeps& d, const http::Request& req);
+// The streamed body of a simple upload (POST /upload/storage/v1/b/{bucket}/o
+// ?name=OBJECT) and of a staged package (POST /v1/stoker/staging): written
+// to a temp file and committed when the body ends; a missing bucket is made,
+// and removed again when the upload fails.
+std::unique_ptr<http::BodySink> OpenObjectUpload(const ApiDeps& d, const http::Request& head,
+                                                 const std::string& bucket);
+std::unique_ptr<http::BodySink> OpenStagingUpload(const ApiDeps& d);
+// A simple upload whose body was collected (a server without the stream
+// router): the same writer, fed at once.
+http::Response UploadCollected(const ApiDeps& d, const http::Request& req,
+                               const std::string& bucket);
 // The Vertex CustomJob JSON of a stored job.
 nlohmann::json RenderJob(const store::JobRecord& r);
 
