@@ -1,5 +1,6 @@
 #include "exec/containers.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
@@ -55,6 +56,16 @@ std::string Unusable(const std::string& client) {
   return "`" + client + " image ls` failed" + (said.empty() ? "" : ": " + said);
 }
 
+// `a`'s address as digits ("127.0.0.1", "::1"); "" when unreadable.
+std::string NumericHost(const addrinfo* a) {
+  char host[NI_MAXHOST] = "";
+  if (::getnameinfo(a->ai_addr, a->ai_addrlen, host, sizeof host, nullptr, 0, NI_NUMERICHOST) !=
+      0) {
+    return "";
+  }
+  return host;
+}
+
 }  // namespace
 
 Result<ContainerEngine> DetectContainerEngine(const std::string& want) {
@@ -81,7 +92,8 @@ Result<ContainerEngine> DetectContainerEngine(const std::string& want) {
       "no usable container engine (" + reasons + "); images run through interpreter rules only"};
 }
 
-Result<bool> HasImage(const ContainerEngine& engine, const std::string& image) {
+Result<bool> HasImage(const ContainerEngine& engine, const ImageReference& ref) {
+  const std::string image = ref.ToString();
   std::vector<std::string> args =
       engine.name == "podman"
           ? std::vector<std::string>{engine.path, "image", "exists", "--", image}
@@ -94,27 +106,40 @@ Result<bool> HasImage(const ContainerEngine& engine, const std::string& image) {
                             FirstLine(r.err));
 }
 
-ImageRegistry RegistryOf(const std::string& image) {
-  ImageRegistry r{"docker.io", "registry-1.docker.io", 443};
-  size_t slash = image.find('/');
-  if (slash == std::string::npos) return r;
-  std::string first = image.substr(0, slash);
-  if (first.find_first_of(".:") == std::string::npos && first != "localhost") return r;
-  r.name = first;
-  r.host = first;
-  // host:port, or [v6]:port
-  size_t colon = first.rfind(':');
-  if (colon != std::string::npos && first.find(']', colon) == std::string::npos) {
-    r.host = first.substr(0, colon);
-    r.port = std::atoi(first.c_str() + colon + 1);
+std::string NonPublicAddressKind(const std::string& numeric) {
+  // getnameinfo writes a link-local IPv6 address with its zone: "fe80::1%eth0".
+  const std::string address = numeric.substr(0, numeric.find('%'));
+  unsigned char v6[16];
+  uint32_t v4 = 0;
+  in_addr a4;
+  if (::inet_pton(AF_INET, address.c_str(), &a4) == 1) {
+    v4 = ntohl(a4.s_addr);
+  } else if (::inet_pton(AF_INET6, address.c_str(), v6) == 1) {
+    static const unsigned char kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (std::memcmp(v6, kMapped, 12) != 0) {
+      static const unsigned char kZero[16] = {};
+      if (std::memcmp(v6, kZero, 16) == 0) return "unspecified";
+      if (std::memcmp(v6, kZero, 15) == 0 && v6[15] == 1) return "loopback";
+      if (v6[0] == 0xfe && (v6[1] & 0xc0) == 0x80) return "link-local";
+      if ((v6[0] & 0xfe) == 0xfc) return "private";
+      if (v6[0] == 0xff) return "multicast";
+      return "";
+    }
+    v4 = (uint32_t{v6[12]} << 24) | (uint32_t{v6[13]} << 16) | (uint32_t{v6[14]} << 8) | v6[15];
+  } else {
+    return "";
   }
-  if (r.host.size() > 2 && r.host.front() == '[' && r.host.back() == ']') {
-    r.host = r.host.substr(1, r.host.size() - 2);
-  }
-  return r;
+  auto in = [v4](uint32_t net, int bits) { return (v4 >> (32 - bits)) == (net >> (32 - bits)); };
+  if (in(0x00000000, 8)) return "unspecified";
+  if (in(0x7f000000, 8)) return "loopback";
+  if (in(0xa9fe0000, 16)) return "link-local";
+  if (in(0x0a000000, 8) || in(0xac100000, 12) || in(0xc0a80000, 16)) return "private";
+  if (in(0xe0000000, 4)) return "multicast";
+  if (v4 == 0xffffffff) return "broadcast";
+  return "";
 }
 
-std::string ProbeRegistry(const ImageRegistry& registry, int timeout_ms) {
+RegistryProbe ProbeRegistry(const ImageReference& image, bool allow_private, int timeout_ms) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   // getaddrinfo has no time limit of its own: it runs on a thread of its
@@ -128,7 +153,7 @@ std::string ProbeRegistry(const ImageRegistry& registry, int timeout_ms) {
     addrinfo* result = nullptr;
   };
   auto lookup = std::make_shared<Lookup>();
-  std::thread([lookup, host = registry.host, port = std::to_string(registry.port)] {
+  std::thread([lookup, host = image.ConnectHost(), port = std::to_string(image.ConnectPort())] {
     addrinfo hints = {};
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* result = nullptr;
@@ -148,18 +173,28 @@ std::string ProbeRegistry(const ImageRegistry& registry, int timeout_ms) {
     std::unique_lock<std::mutex> lock(lookup->mu);
     if (!lookup->cv.wait_until(lock, deadline, [&] { return lookup->done; })) {
       lookup->abandoned = true;
-      return "cannot resolve " + registry.host + " within " + std::to_string(timeout_ms) + " ms";
+      return {false, "cannot resolve " + image.ConnectHost() + " within " +
+                         std::to_string(timeout_ms) + " ms"};
     }
     if (lookup->rc != 0) {
-      return "cannot resolve " + registry.host + ": " + ::gai_strerror(lookup->rc);
+      return {false, "cannot resolve " + image.ConnectHost() + ": " + ::gai_strerror(lookup->rc)};
     }
     addresses = lookup->result;
   }
+  // Every address is checked before any is connected to.
+  for (addrinfo* a = addresses; a != nullptr && !allow_private; a = a->ai_next) {
+    std::string host = NumericHost(a);
+    std::string kind = NonPublicAddressKind(host);
+    if (host.empty()) kind = "unreadable";
+    if (!kind.empty()) {
+      ::freeaddrinfo(addresses);
+      return {true, (host.empty() ? "an address" : host) + ", a" +
+                        (kind == "unspecified" ? "n " : " ") + kind + " address"};
+    }
+  }
   std::string why;
   for (addrinfo* a = addresses; a != nullptr; a = a->ai_next) {
-    char host[NI_MAXHOST] = "?";
-    ::getnameinfo(a->ai_addr, a->ai_addrlen, host, sizeof host, nullptr, 0, NI_NUMERICHOST);
-    std::string where = std::string(host) + ":" + std::to_string(registry.port);
+    std::string where = NumericHost(a) + ":" + std::to_string(image.ConnectPort());
     int fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) continue;
     int err = 0;
@@ -180,13 +215,13 @@ std::string ProbeRegistry(const ImageRegistry& registry, int timeout_ms) {
     ::close(fd);
     if (err == 0) {
       ::freeaddrinfo(addresses);
-      return "";
+      return {};
     }
     why += (why.empty() ? "" : "; ") + where + ": " + std::strerror(err);
     if (Clock::now() >= deadline) break;
   }
   ::freeaddrinfo(addresses);
-  return why.empty() ? "no address of " + registry.host + " answers" : why;
+  return {false, why.empty() ? "no address of " + image.ConnectHost() + " answers" : why};
 }
 
 std::vector<std::string> EngineCommand(const ContainerEngine& engine,

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/image_reference.h"
 #include "common/status.h"
 
 namespace stoker::exec {
@@ -24,23 +25,36 @@ struct ContainerEngine {
 Result<ContainerEngine> DetectContainerEngine(const std::string& want);
 
 // Whether the engine's store holds `image` (`podman image exists`,
-// `docker image inspect`). FailedPrecondition when the client cannot answer.
-Result<bool> HasImage(const ContainerEngine& engine, const std::string& image);
+// `docker image inspect`), asked with its parsed form after "--".
+// FailedPrecondition when the client cannot answer.
+Result<bool> HasImage(const ContainerEngine& engine, const ImageReference& image);
 
-// The registry an image reference names, by Docker's rule: the part
-// before the first '/' when it has a '.' or a ':' or is "localhost";
-// otherwise Docker Hub. Pure.
-struct ImageRegistry {
-  std::string name;  // as written, e.g. "gcr.io", "localhost:5000"; "docker.io" when implied
-  std::string host;  // what is connected to ("registry-1.docker.io" for Docker Hub)
-  int port = 443;    // as written, else 443
+// Whether `address` (numeric IPv4 or IPv6, as getnameinfo writes it) is
+// one a registry must not be at unless the config trusts it: "loopback",
+// "link-local", "private", "unspecified", "multicast" or "broadcast" (an
+// IPv4-mapped IPv6 address as its IPv4 address); "" for a public address
+// (or text that is no address). Pure.
+std::string NonPublicAddressKind(const std::string& address);
+
+// What ProbeRegistry found.
+struct RegistryProbe {
+  // A looked-up address is not public (NonPublicAddressKind) and private
+  // addresses were not allowed: nothing was connected to.
+  bool refused = false;
+  // "" when a TCP connection opened; else why not, e.g. "cannot resolve
+  // gcr.io", "127.0.0.1:5000: Connection refused", or for `refused`
+  // "127.0.0.1, a loopback address".
+  std::string why;
 };
-ImageRegistry RegistryOf(const std::string& image);
 
-// "" when a TCP connection to the registry opens within `timeout_ms`
-// (name lookup included); else why not, e.g. "cannot resolve gcr.io" or
-// "127.0.0.1:5000: Connection refused". Says nothing of credentials.
-std::string ProbeRegistry(const ImageRegistry& registry, int timeout_ms);
+// Looks up `image`'s registry (ImageReference::ConnectHost/ConnectPort)
+// and opens a TCP connection to it within `timeout_ms` (lookup included).
+// Every address the lookup returns is checked before any connection:
+// unless `allow_private` (the registry is in containers.insecure_registries)
+// one that is not public refuses the registry, so that a job cannot make
+// stokerd or root's engine connect to the node's own or its network's
+// services. Says nothing of credentials.
+RegistryProbe ProbeRegistry(const ImageReference& image, bool allow_private, int timeout_ms);
 
 // The engine's client line for a `stoker images` verb, e.g.
 // {path, "build", "-t", tag, "-f", file, dir}: what the CLI runs in the

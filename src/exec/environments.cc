@@ -111,41 +111,82 @@ bool Environments::CanImport(const std::string& python, const std::string& modul
   return ok;
 }
 
-Environment Environments::ContainerEnvironment(const std::string& image) const {
+bool Environments::Insecure(const ImageReference& image) const {
+  return std::find(insecure_registries_.begin(), insecure_registries_.end(), image.Registry()) !=
+         insecure_registries_.end();
+}
+
+Environment Environments::ContainerEnvironment(const ImageReference& image) const {
   Environment env;
   env.python = "python3";
-  env.container_image = image;
+  env.container_image = image.ToString();
   env.engine = engine_.path;
   env.base_env["PYTHONPATH"] = helpers_dir_.string();
   env.base_env["PYTHONUNBUFFERED"] = "1";
   env.pull_if_missing = pulls_;
-  env.insecure_registry = std::find(insecure_registries_.begin(), insecure_registries_.end(),
-                                    RegistryOf(image).name) != insecure_registries_.end();
+  env.insecure_registry = Insecure(image);
   return env;
 }
 
-std::string Environments::RegistryUnreachable(const ImageRegistry& registry) const {
+RegistryProbe Environments::ProbeCached(const ImageReference& image) const {
   const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::steady_clock::now().time_since_epoch())
                           .count();
+  const std::string registry = image.Registry();
   {
     std::lock_guard<std::mutex> lock(imports_mu_);
-    auto it = registries_.find(registry.name);
+    auto it = registries_.find(registry);
     if (it != registries_.end() && it->second.first > now) return it->second.second;
   }
   // Asked outside the lock: a slow name lookup holds up nobody else's image.
-  std::string why = ProbeRegistry(registry, 1500);
+  RegistryProbe probe = ProbeRegistry(image, Insecure(image), 1500);
   std::lock_guard<std::mutex> lock(imports_mu_);
-  registries_[registry.name] = {now + 30000, why};
-  return why;
+  registries_[registry] = {now + 30000, probe};
+  return probe;
 }
 
-Result<Environment> Environments::ForImage(const std::string& image, const std::string& field,
-                                           bool check_framework) const {
-  if (!image.empty() && image[0] == '-') {
-    // It would reach the engine's command line as an option.
-    return InvalidArgument(field + ": '" + image + "' is not an image name (it starts with '-')");
+Result<Environment> Environments::PullOrRefuse(const ImageReference& ref, const std::string& field,
+                                               const std::string& fix) const {
+  const std::string image = ref.ToString();
+  const std::string registry = ref.Registry();
+  std::string unreachable = "pulls are off (containers.pull: never)";
+  if (pulls_) {
+    RegistryProbe probe = ProbeCached(ref);
+    if (probe.refused) {
+      std::string where =
+          config_file_.empty() ? "the daemon's config file (stokerd --config FILE)" : config_file_;
+      return InvalidArgument(field + ": image '" + image + "': its registry " + registry +
+                             " resolves to " + probe.why +
+                             ", which stokerd does not pull from unless told to trust it; if it "
+                             "is your own registry, list it in containers.insecure_registries in " +
+                             where + ", e.g. containers: {insecure_registries: [\"" + registry +
+                             "\"]}");
+    }
+    if (probe.why.empty()) {
+      Environment env = ContainerEnvironment(ref);
+      env.pull = true;
+      env.note = "runs in a container: image " + image + " is not in " + engine_.name +
+                 "'s store and is pulled from " + registry;
+      return env;
+    }
+    unreachable = "its registry " + registry + " cannot be reached to pull it (" + probe.why + ")";
   }
+  return InvalidArgument(field + ": image '" + image + "' is not in " + engine_.name +
+                         "'s image store, " + unreachable +
+                         ", and no interpreter rule matches it; build it with "
+                         "`stoker images build -t " +
+                         image +
+                         " DIR`, import a root file "
+                         "system with `stoker images import FILE.tar " +
+                         image + "`, or " + fix);
+}
+
+Result<Environment> Environments::ForImage(const std::string& name, const std::string& field,
+                                           bool check_framework) const {
+  // From here on only the parsed form is used: it cannot be an option or
+  // a transport to the engine.
+  STOKER_ASSIGN_OR_RETURN(ImageReference ref, ParseImageReference(name, field));
+  const std::string image = ref.ToString();
   std::string no_container = "no container engine (" + engine_.why + ")";
   if (engine_.usable()) {
     const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -158,12 +199,12 @@ Result<Environment> Environments::ForImage(const std::string& image, const std::
       present = it != present_until_.end() && it->second > now;
     }
     if (!present) {
-      STOKER_ASSIGN_OR_RETURN(present, HasImage(engine_, image));
+      STOKER_ASSIGN_OR_RETURN(present, HasImage(engine_, ref));
       std::lock_guard<std::mutex> lock(imports_mu_);
       if (present) present_until_[image] = now + 30000;
     }
     if (present) {
-      Environment env = ContainerEnvironment(image);
+      Environment env = ContainerEnvironment(ref);
       env.note = "runs in a container: image " + image + " is in " + engine_.name + "'s store";
       return env;
     }
@@ -193,32 +234,7 @@ Result<Environment> Environments::ForImage(const std::string& image, const std::
   std::string fix = "add a rule under 'images:' in " + where +
                     ", e.g.\n  images:\n    - match: \"" + image +
                     "\"\n      python: auto   # or a path such as /opt/venv/bin/python";
-  if (engine_.usable()) {
-    std::string unreachable = "pulls are off (containers.pull: never)";
-    if (pulls_) {
-      const ImageRegistry registry = RegistryOf(image);
-      unreachable = RegistryUnreachable(registry);
-      if (unreachable.empty()) {
-        Environment env = ContainerEnvironment(image);
-        env.pull = true;
-        env.insecure_registry = std::find(insecure_registries_.begin(), insecure_registries_.end(),
-                                          registry.name) != insecure_registries_.end();
-        env.note = "runs in a container: image " + image + " is not in " + engine_.name +
-                   "'s store and is pulled from " + registry.name;
-        return env;
-      }
-      unreachable =
-          "its registry " + registry.name + " cannot be reached to pull it (" + unreachable + ")";
-    }
-    return InvalidArgument(field + ": image '" + image + "' is not in " + engine_.name +
-                           "'s image store, " + unreachable +
-                           ", and no interpreter rule matches it; build it with "
-                           "`stoker images build -t " +
-                           image +
-                           " DIR`, import a root file "
-                           "system with `stoker images import FILE.tar " +
-                           image + "`, or " + fix);
-  }
+  if (engine_.usable()) return PullOrRefuse(ref, field, fix);
   return InvalidArgument(field + ": no environment is configured for image '" + image + "' (" +
                          no_container + "); " + fix);
 }

@@ -68,10 +68,14 @@ class Environments {
     insecure_registries_ = std::move(insecure);
   }
 
+  // `image` is parsed first (common/image_reference.h): a name that is not
+  // an image reference is InvalidArgument naming `field`, and only the
+  // parsed form reaches the engine or the result.
   // A container when the engine holds `image` (a yes is trusted for 30 s);
   // else the first rule that matches, whose interpreter must import the
   // rule's framework; else, with pulls on, a container whose image is
-  // pulled when the image's registry answers (asked at most every 30 s).
+  // pulled when the image's registry answers (asked at most every 30 s) at
+  // a public address, or at any address when it is an insecure registry.
   // Otherwise InvalidArgument naming `field` and the fixes: the config rule
   // to add, and with an engine, how to build, import or reach the image.
   // `check_framework` false: the rule's framework is not asked for (a
@@ -85,9 +89,14 @@ class Environments {
 
  private:
   Environment Build(const std::string& python) const;
-  Environment ContainerEnvironment(const std::string& image) const;
-  // "" when `registry` answers; else why not. Asked at most every 30 s.
-  std::string RegistryUnreachable(const ImageRegistry& registry) const;
+  Environment ContainerEnvironment(const ImageReference& image) const;
+  bool Insecure(const ImageReference& image) const;
+  // ProbeRegistry for `image`'s registry, asked at most every 30 s.
+  RegistryProbe ProbeCached(const ImageReference& image) const;
+  // The end of ForImage for an image neither the store nor a rule has:
+  // a pull when its registry may be and can be reached; else the error.
+  Result<Environment> PullOrRefuse(const ImageReference& image, const std::string& field,
+                                   const std::string& fix) const;
   // Whether `python` can `import module`; asked once per pair.
   bool CanImport(const std::string& python, const std::string& module) const;
 
@@ -106,8 +115,8 @@ class Environments {
   mutable std::map<std::string, int64_t> present_until_;
   bool pulls_ = true;
   std::vector<std::string> insecure_registries_;
-  // Registry name -> (asked again after, why it cannot be reached or "").
-  mutable std::map<std::string, std::pair<int64_t, std::string>> registries_;
+  // Registry name -> (asked again after, what the probe found).
+  mutable std::map<std::string, std::pair<int64_t, RegistryProbe>> registries_;
 };
 
 }  // namespace stoker::exec

@@ -10,6 +10,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
 
 namespace stoker::exec {
 namespace {
@@ -72,45 +75,151 @@ TEST_F(EnvironmentsTest, AnImageWithoutARuleNamesTheFieldAndTheFix) {
   EXPECT_NE(env.status().message().find("/etc/stoker/config.yaml"), std::string::npos);
 }
 
-TEST(RegistryOfTest, FollowsDockersRuleForTheFirstComponent) {
-  auto is = [](const std::string& image, const std::string& name, const std::string& host,
-               int port) {
-    ImageRegistry r = RegistryOf(image);
-    EXPECT_EQ(r.name, name) << image;
-    EXPECT_EQ(r.host, host) << image;
-    EXPECT_EQ(r.port, port) << image;
-  };
-  is("gcr.io/proj/trainer:v1", "gcr.io", "gcr.io", 443);
-  is("us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4:latest", "us-docker.pkg.dev",
-     "us-docker.pkg.dev", 443);
-  is("localhost:5000/t:1", "localhost:5000", "localhost", 5000);
-  is("localhost/t", "localhost", "localhost", 443);
-  is("127.0.0.1:8080/a/b@sha256:00", "127.0.0.1:8080", "127.0.0.1", 8080);
-  is("[::1]:5000/t", "[::1]:5000", "::1", 5000);
-  // No registry named: Docker Hub.
-  is("ubuntu:22.04", "docker.io", "registry-1.docker.io", 443);
-  is("library/ubuntu", "docker.io", "registry-1.docker.io", 443);
+// A stand-in engine client: writes its arguments, one a line, to `log`
+// and says the image is not in its store (exit 1).
+ContainerEngine FakeEngine(const fs::path& dir) {
+  fs::path client = dir / "podman";
+  std::ofstream(client) << "#!/bin/sh\nfor a in \"$@\"; do echo \"$a\"; done >> " +
+                               (dir / "engine.log").string() + "\nexit 1\n";
+  fs::permissions(client, fs::perms::owner_all);
+  return ContainerEngine{"podman", client.string(), "test"};
+}
+
+std::string ReadAll(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// A listening socket on 127.0.0.1; `port` is its port.
+struct Listener {
+  Listener() {
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_in addr = {};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    EXPECT_EQ(::listen(fd, 4), 0);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    port = ntohs(addr.sin_port);
+  }
+  ~Listener() { Close(); }
+  void Close() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+  // Whether a connection is waiting to be accepted (never blocks).
+  bool Connected() const {
+    int c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c >= 0) ::close(c);
+    return c >= 0;
+  }
+  int fd = -1;
+  int port = 0;
+};
+
+TEST_F(EnvironmentsTest, ANameThatIsNoImageReferenceNeverReachesTheEngine) {
+  Environments envs({{"*", "/usr/bin/python3"}}, dir_ / "shims", dir_ / "helpers", "");
+  envs.UseEngine(FakeEngine(dir_));
+  for (const std::string& name : {"containers-storage:[overlay@" + (dir_ / "store").string() + "+" +
+                                      (dir_ / "run").string() + "]localhost/x:1",
+                                  std::string("docker://ubuntu"), std::string("oci-archive:/tmp/x"),
+                                  std::string("-v"), std::string("oci:x"), std::string("A/b")}) {
+    auto env = envs.ForImage(name, "jobSpec.workerPoolSpecs[0].containerSpec.imageUri");
+    ASSERT_FALSE(env.ok()) << name;
+    EXPECT_EQ(env.status().code(), Code::kInvalidArgument);
+    EXPECT_EQ(
+        env.status().message().rfind("jobSpec.workerPoolSpecs[0].containerSpec.imageUri: '", 0), 0u)
+        << env.status().message();
+    EXPECT_NE(env.status().message().find("is not an image reference"), std::string::npos);
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "engine.log"));  // the engine was never asked
+  EXPECT_FALSE(fs::exists(dir_ / "store"));
+  // A reference reaches the engine after "--", as parsed.
+  ASSERT_TRUE(envs.ForImage("local/x:1", "f").ok());
+  EXPECT_EQ(ReadAll(dir_ / "engine.log"), "image\nexists\n--\nlocal/x:1\n");
+}
+
+TEST_F(EnvironmentsTest, ARegistryOnALoopbackAddressIsRefusedUnlessInsecure) {
+  Listener registry;
+  const std::string image = "127.0.0.1:" + std::to_string(registry.port) + "/e2e/x:1";
+  Environments envs({}, dir_ / "shims", dir_ / "helpers", "/etc/stoker/config.yaml");
+  envs.UseEngine(FakeEngine(dir_));
+  envs.UsePulls(true, {});
+  auto refused = envs.ForImage(image, "f");
+  ASSERT_FALSE(refused.ok());
+  const std::string& m = refused.status().message();
+  EXPECT_NE(m.find("f: image '" + image + "': its registry 127.0.0.1:" +
+                   std::to_string(registry.port) + " resolves to 127.0.0.1, a loopback address"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("containers.insecure_registries in /etc/stoker/config.yaml"), std::string::npos)
+      << m;
+  EXPECT_FALSE(registry.Connected());  // refused before any connection
+
+  Environments trusting({}, dir_ / "shims", dir_ / "helpers", "");
+  trusting.UseEngine(FakeEngine(dir_));
+  trusting.UsePulls(true, {"127.0.0.1:" + std::to_string(registry.port)});
+  auto pulled = trusting.ForImage(image, "f");
+  ASSERT_TRUE(pulled.ok()) << pulled.status().message();
+  EXPECT_TRUE(pulled->pull);
+  EXPECT_TRUE(pulled->insecure_registry);
+  EXPECT_EQ(pulled->container_image, image);
+  EXPECT_TRUE(registry.Connected());
+}
+
+TEST(NonPublicAddressKindTest, NamesEveryAddressARegistryMustNotBeAt) {
+  for (const auto& [address, kind] : std::vector<std::pair<std::string, std::string>>{
+           {"127.0.0.1", "loopback"},
+           {"127.255.0.9", "loopback"},
+           {"::1", "loopback"},
+           {"::ffff:127.0.0.1", "loopback"},
+           {"169.254.169.254", "link-local"},
+           {"fe80::1", "link-local"},
+           {"fe80::1%eth0", "link-local"},
+           {"10.1.2.3", "private"},
+           {"172.16.0.1", "private"},
+           {"172.31.255.255", "private"},
+           {"192.168.1.1", "private"},
+           {"fc00::1", "private"},
+           {"fd12:3456::1", "private"},
+           {"0.0.0.0", "unspecified"},
+           {"::", "unspecified"},
+           {"224.0.0.1", "multicast"},
+           {"ff02::1", "multicast"},
+           {"255.255.255.255", "broadcast"},
+           {"8.8.8.8", ""},
+           {"172.32.0.1", ""},
+           {"172.15.255.255", ""},
+           {"2001:4860:4860::8888", ""},
+           {"::ffff:8.8.8.8", ""},
+           {"192.169.0.1", ""},
+       }) {
+    EXPECT_EQ(NonPublicAddressKind(address), kind) << address;
+  }
 }
 
 TEST(ProbeRegistryTest, SaysWhetherATcpConnectionOpens) {
-  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(listener, 0);
-  sockaddr_in addr = {};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(::listen(listener, 4), 0);
-  socklen_t len = sizeof addr;
-  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
-  const int port = ntohs(addr.sin_port);
-  EXPECT_EQ(ProbeRegistry({"127.0.0.1:" + std::to_string(port), "127.0.0.1", port}, 2000), "");
-  ::close(listener);  // nothing listens there now
-  std::string why = ProbeRegistry({"127.0.0.1:" + std::to_string(port), "127.0.0.1", port}, 2000);
-  EXPECT_NE(why.find("127.0.0.1:" + std::to_string(port) + ": Connection refused"),
+  Listener listener;
+  const int port = listener.port;
+  const ImageReference image =
+      ParseImageReference("127.0.0.1:" + std::to_string(port) + "/x", "f").value();
+  EXPECT_EQ(ProbeRegistry(image, /*allow_private=*/true, 2000).why, "");
+  EXPECT_TRUE(listener.Connected());
+  RegistryProbe refused = ProbeRegistry(image, /*allow_private=*/false, 2000);
+  EXPECT_TRUE(refused.refused);
+  EXPECT_EQ(refused.why, "127.0.0.1, a loopback address");
+  EXPECT_FALSE(listener.Connected());
+  listener.Close();  // nothing listens there now
+  RegistryProbe closed = ProbeRegistry(image, true, 2000);
+  EXPECT_FALSE(closed.refused);
+  EXPECT_NE(closed.why.find("127.0.0.1:" + std::to_string(port) + ": Connection refused"),
             std::string::npos)
-      << why;
-  why = ProbeRegistry({"no-such-host.invalid", "no-such-host.invalid", 443}, 2000);
-  EXPECT_NE(why.find("cannot resolve no-such-host.invalid"), std::string::npos) << why;
+      << closed.why;
+  RegistryProbe unknown =
+      ProbeRegistry(ParseImageReference("no-such-host.invalid/x", "f").value(), false, 2000);
+  EXPECT_NE(unknown.why.find("cannot resolve no-such-host.invalid"), std::string::npos)
+      << unknown.why;
 }
 
 }  // namespace
