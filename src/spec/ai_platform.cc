@@ -206,7 +206,7 @@ ReplicaConfig ParseReplicaConfig(const json& v, const std::string& path, Problem
       c.accelerator_count = count.value_or(c.accelerator_type.empty() ? 0 : 1);
     }
   }
-  ReadString(v, "imageUri", path, p, &c.image_uri);
+  ReadImageReference(v, "imageUri", path, p, &c.image_uri);
   c.command = ReadOptionalStringList(v, "containerCommand", path, p);
   c.args = ReadOptionalStringList(v, "containerArgs", path, p);
   if (const json* d = Get(v, "diskConfig")) {

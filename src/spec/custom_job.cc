@@ -199,7 +199,7 @@ ContainerSpec ParseContainer(const json& v, const std::string& path, Problems& p
             {{"executorImageUri", "it belongs in pythonPackageSpec"},
              {"packageUris", "it belongs in pythonPackageSpec"},
              {"pythonModule", "it belongs in pythonPackageSpec"}});
-  ReadString(v, "imageUri", path, p, &c.image_uri);
+  ReadImageReference(v, "imageUri", path, p, &c.image_uri);
   ReadStringList(v, "command", path, p, &c.command);
   ReadStringList(v, "args", path, p, &c.args);
   c.env = ParseEnv(v, path, p);
@@ -217,7 +217,7 @@ PythonPackageSpec ParsePython(const json& v, const std::string& path, Problems& 
       v, path, kPythonFields, p,
       {{"imageUri", "a pythonPackageSpec names its image as 'executorImageUri'"},
        {"command", "a pythonPackageSpec runs 'pythonModule'; use containerSpec for a command"}});
-  ReadString(v, "executorImageUri", path, p, &py.executor_image_uri);
+  ReadImageReference(v, "executorImageUri", path, p, &py.executor_image_uri);
   ReadStringList(v, "packageUris", path, p, &py.package_uris);
   ReadString(v, "pythonModule", path, p, &py.python_module);
   ReadStringList(v, "args", path, p, &py.args);

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <utility>
 
+#include "common/image_reference.h"
 #include "spec/json_fields.h"
 
 namespace stoker::spec {
@@ -214,6 +215,9 @@ Result<WorkerPoolFlag> ParseWorkerPoolSpecFlag(const std::string& value, int ind
       p.Add(
           "'executor-image-uri' is required with 'local-package-path': it is the base image "
           "the package is built on");
+    } else if (auto ref = ParseImageReference(kv["executor-image-uri"], "'executor-image-uri'");
+               !ref.ok()) {
+      p.Add(ref.status().message());
     }
     if (has("container-image-uri")) {
       p.Add(
@@ -253,11 +257,13 @@ Result<WorkerPoolFlag> ParseWorkerPoolSpecFlag(const std::string& value, int ind
           "'python-module' is required with 'executor-image-uri', such as "
           "python-module=trainer.task");
     }
-    if (container && kv["container-image-uri"].empty()) {
-      p.Add("'container-image-uri' must name an image");
-    }
-    if (python && kv["executor-image-uri"].empty()) {
-      p.Add("'executor-image-uri' must name an image");
+    for (const char* key : {"container-image-uri", "executor-image-uri"}) {
+      if (!has(key)) continue;
+      if (kv[key].empty()) {
+        p.Add("'" + std::string(key) + "' must name an image");
+      } else if (auto ref = ParseImageReference(kv[key], "'" + std::string(key) + "'"); !ref.ok()) {
+        p.Add(ref.status().message());
+      }
     }
     if (container) {
       out.pool["containerSpec"] = {{"imageUri", kv["container-image-uri"]}};

@@ -82,6 +82,16 @@ TEST(WorkerPoolSpecFlagTest, ParsesAContainerPoolWithOneReplicaByDefault) {
                             "containerSpec": {"imageUri": "gcr.io/p/trainer:1"}})"));
 }
 
+TEST(WorkerPoolSpecFlagTest, AnImageThatIsNoImageReferenceIsRefusedByKey) {
+  EXPECT_THAT(SpecError("machine-type=n1-standard-4,container-image-uri=oci-archive:/tmp/x"),
+              HasSubstr("'container-image-uri': 'oci-archive:/tmp/x' is not an image reference"));
+  EXPECT_THAT(SpecError("machine-type=n1-standard-4,executor-image-uri=-v,python-module=t"),
+              HasSubstr("'executor-image-uri': '-v' is not an image reference"));
+  EXPECT_THAT(SpecError("machine-type=n1-standard-4,executor-image-uri=A/b,"
+                        "local-package-path=/p,script=t.py"),
+              HasSubstr("'executor-image-uri': 'A/b' is not an image reference"));
+}
+
 TEST(WorkerPoolSpecFlagTest, ParsesAPythonPoolWithAcceleratorsAndReplicas) {
   json pool = Pool(
       "machine-type=n1-standard-8,replica-count=3,accelerator-type=NVIDIA_TESLA_T4,"
@@ -128,7 +138,8 @@ TEST(WorkerPoolSpecFlagTest, RefusesAcceleratorCountWithoutAcceleratorType) {
 
 TEST(WorkerPoolSpecFlagTest, TakesGcloudSpellingsOfTheAcceleratorTypeAndRefusesOthers) {
   for (const char* t : {"nvidia-tesla-t4", "nvidia_tesla_t4", "NVIDIA_TESLA_T4"}) {
-    json pool = Pool(std::string("machine-type=m,accelerator-type=") + t + ",container-image-uri=i");
+    json pool =
+        Pool(std::string("machine-type=m,accelerator-type=") + t + ",container-image-uri=i");
     EXPECT_EQ(pool["machineSpec"]["acceleratorType"], "NVIDIA_TESLA_T4") << t;
   }
   EXPECT_THAT(SpecError("machine-type=m,accelerator-type=T4,container-image-uri=i"),

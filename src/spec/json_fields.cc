@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/image_reference.h"
 #include "common/time.h"
 
 namespace stoker::spec::internal {
@@ -167,6 +168,17 @@ bool ReadString(const json& obj, const char* key, const std::string& path, Probl
     p.Add(Join(path, key), "must be a string, got " + TypeName(*v) + QuoteHint(*v));
   } else {
     *out = v->get<std::string>();
+  }
+  return true;
+}
+
+bool ReadImageReference(const json& obj, const char* key, const std::string& path, Problems& p,
+                        std::string* out) {
+  if (!ReadString(obj, key, path, p, out)) return false;
+  if (!out->empty()) {
+    if (auto ref = ParseImageReference(*out, ""); !ref.ok()) {
+      p.Add(Join(path, key), ref.status().message());
+    }
   }
   return true;
 }

@@ -134,6 +134,11 @@ const nlohmann::json* Get(const nlohmann::json& obj, const char* key);
 // Returns whether `key` was given.
 bool ReadString(const nlohmann::json& obj, const char* key, const std::string& path, Problems& p,
                 std::string* out);
+// ReadString for an image's name: a non-empty value that is not an image
+// reference (common/image_reference.h) is a problem at path.key naming the
+// grammar, so that no such name is accepted, wherever it is given.
+bool ReadImageReference(const nlohmann::json& obj, const char* key, const std::string& path,
+                        Problems& p, std::string* out);
 // Checks that `v` (at `path`) is a list of strings; appends them to `out` when not null,
 // with "" for a wrong element so that indices stay aligned. Returns whether `v` is a list.
 bool CheckStringList(const nlohmann::json& v, const std::string& path, Problems& p,

@@ -73,6 +73,22 @@ std::vector<std::string> Lines(const std::string& s) {
   return out;
 }
 
+TEST(CustomJobTest, AnImageFieldThatIsNoImageReferenceIsRefusedByPath) {
+  json j = MinimalJob();
+  j["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["imageUri"] =
+      "containers-storage:[overlay@/tmp/x+/tmp/y]localhost/x:1";
+  EXPECT_THAT(ErrorOf(j), HasSubstr("jobSpec.workerPoolSpecs[0].containerSpec.imageUri: "
+                                    "'containers-storage:[overlay@/tmp/x+/tmp/y]localhost/x:1' is "
+                                    "not an image reference"));
+  j = MinimalJob();
+  j["jobSpec"]["workerPoolSpecs"][0].erase("containerSpec");
+  j["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"] = {{"executorImageUri", "docker://x"},
+                                                             {"packageUris", {"gs://b/p.tar.gz"}},
+                                                             {"pythonModule", "t"}};
+  EXPECT_THAT(ErrorOf(j), HasSubstr("pythonPackageSpec.executorImageUri: 'docker://x' is not an "
+                                    "image reference"));
+}
+
 TEST(CustomJobTest, ParsesTheReferenceExample) {
   auto r = ParseCustomJob(json::parse(kReferenceExample));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
