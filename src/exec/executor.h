@@ -65,6 +65,9 @@ struct ReplicaLaunch {
   double cpus = 0;
   uint64_t memory_bytes = 0;
   int gpus = 0;
+  // The pool's machine type ("n1-standard-4"): named when the replica
+  // exceeds memory_bytes, which its cgroup holds it to.
+  std::string machine_type;
   // stoker-run samples the replica's resource use this often into its
   // telemetry.jsonl (src/telemetry); 0 = not at all.
   double telemetry_seconds = 0;
@@ -109,6 +112,9 @@ struct ReplicaStatus {
   std::optional<int> exit_code;
   std::optional<int> signal;
   std::string message;
+  // kEnded: the kernel killed a process of it for exceeding its memory
+  // limit (`message` says the limit and the machine type).
+  bool oom_killed = false;
   int64_t start_us = 0;  // trainer start; 0 if not started
   int64_t end_us = 0;
   // How the supervisor started the trainer, once it knows ("warm start: ...",

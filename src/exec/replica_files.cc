@@ -35,6 +35,7 @@ bool ReadFinalStatus(const fs::path& dir, ReplicaStatus& st) {
   st.exit_code = s->exit_code;
   st.signal = s->signal;
   st.message = std::move(s->message);
+  st.oom_killed = s->oom_killed;
   st.start_us = s->start_time_us;
   st.end_us = s->end_time_us;
   return true;
@@ -69,6 +70,7 @@ replica::LaunchSpec LaunchSpecOf(const ReplicaLaunch& r) {
   spec.run_as = r.run_as;
   spec.isolation = r.isolation;
   spec.telemetry = {r.telemetry_seconds, r.cpus, r.memory_bytes};
+  spec.limits = {r.memory_bytes, r.machine_type};
   spec.warm = r.warm;
   spec.container = r.container;
   spec.python_env = r.python_env;

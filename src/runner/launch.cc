@@ -84,6 +84,11 @@ std::vector<std::string> ContainerRunArgv(const ContainerRun& run) {
     a.push_back("--conmon-pidfile=" + run.conmon_pid_file.string());
   }
   a.insert(a.end(), run.ulimits.begin(), run.ulimits.end());
+  if (!run.cgroup_parent.empty()) a.push_back("--cgroup-parent=" + run.cgroup_parent);
+  if (run.memory_bytes > 0) {
+    a.push_back("--memory=" + std::to_string(run.memory_bytes));
+    a.push_back("--memory-swap=" + std::to_string(run.memory_bytes));
+  }
   if (!run.env_file.empty()) a.push_back("--env-file=" + run.env_file.string());
   for (const std::string& kv : run.env_inline) a.insert(a.end(), {"--env", kv});
   if (run.run_as) {
@@ -159,7 +164,17 @@ std::string SignalName(int sig) {
   return std::string("SIG") + abbrev;
 }
 
+namespace {
+std::string DescribeEnd(const Outcome& o);
+}  // namespace
+
 std::string DescribeOutcome(const Outcome& o) {
+  if (o.oom_killed) return o.message + " (" + DescribeEnd(o) + ")";
+  return DescribeEnd(o);
+}
+
+namespace {
+std::string DescribeEnd(const Outcome& o) {
   auto stopped = [&o]() {
     std::string s = "stopped with " + SignalName(o.stop_signal);
     if (o.stop_signal == SIGKILL) s += " after " + FormatDuration(o.grace_seconds) + " grace";
@@ -182,10 +197,11 @@ std::string DescribeOutcome(const Outcome& o) {
   }
   return o.message;
 }
+}  // namespace
 
 std::string FormatStatusJson(const Outcome& o) {
-  return replica::FormatStatus(
-      {o.state, o.exit_code, o.signal, o.start_time_us, o.end_time_us, DescribeOutcome(o)});
+  return replica::FormatStatus({o.state, o.exit_code, o.signal, o.start_time_us, o.end_time_us,
+                               DescribeOutcome(o), o.oom_killed});
 }
 
 }  // namespace stoker::runner

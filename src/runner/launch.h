@@ -57,6 +57,10 @@ struct ContainerRun {
   std::filesystem::path conmon_pid_file;
   std::vector<int> gpus;  // host indexes (the replica's CUDA_VISIBLE_DEVICES)
   GpuPassing gpu_passing = GpuPassing::kNone;
+  // podman's --cgroup-parent: the replica's cgroup (ReplicaCgroup::
+  // ContainerParent), so that killing it kills the container; "" = none.
+  std::string cgroup_parent;
+  uint64_t memory_bytes = 0;  // --memory and --memory-swap; 0 = no limit
 };
 
 // `engine run ...` for the replica (in the image's WORKDIR, as Docker runs
@@ -117,6 +121,10 @@ struct Outcome {
   double timeout_seconds = 0;
   double grace_seconds = 0;
   std::string message;  // for kLaunchFailed: why the launch failed
+  // The kernel killed a process of the replica for exceeding its memory
+  // limit; `message` then says which limit ("workerpool0-0 used more than
+  // its 15 GB (n1-standard-4) ...").
+  bool oom_killed = false;
 };
 
 // "SIGKILL" for 9; "signal 70" for numbers without a name.

@@ -585,7 +585,8 @@ std::string PathList(const std::vector<fs::path>& dirs) {
 
 Result<CapturedRun> RunCapturing(const std::vector<std::string>& argv,
                                  const std::vector<std::string>& env, const fs::path& cwd,
-                                 const std::function<bool()>& cancelled) {
+                                 const std::function<bool()>& cancelled,
+                                 const std::vector<int>& cgroup_fds) {
   int p[2];
   if (::pipe2(p, O_CLOEXEC) != 0) return Internal(std::string("pipe: ") + std::strerror(errno));
   std::vector<char*> args, envp;
@@ -597,6 +598,9 @@ Result<CapturedRun> RunCapturing(const std::vector<std::string>& argv,
   const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid == 0) {
+    for (int fd : cgroup_fds) {
+      if (::write(fd, "0", 1) != 1) ::_exit(127);
+    }
     ::setsid();
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);
@@ -742,7 +746,8 @@ Result<PythonEnv> EnsurePythonEnv(const PythonEnvRequest& req,
       return Internal("cannot give " + dir.string() + " to pip's account: " + std::strerror(errno));
     }
   }
-  STOKER_ASSIGN_OR_RETURN(CapturedRun run, RunCapturing(argv, pip_env, req.cache_dir, cancelled));
+  STOKER_ASSIGN_OR_RETURN(CapturedRun run,
+                          RunCapturing(argv, pip_env, req.cache_dir, cancelled, req.cgroup_fds));
   if (run.cancelled && req.container) {
     // The client is gone; its container may still run pip.
     (void)RunCapturing({req.container->engine, "rm", "--force", container_name}, EngineEnv(),

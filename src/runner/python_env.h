@@ -112,11 +112,14 @@ struct CapturedRun {
   bool cancelled = false;
 };
 // Kills the command's session when `cancelled` (polled every 100 ms) says
-// so. Errors only when it cannot be started.
+// so. `cgroup_fds` (ReplicaCgroup::OpenJoinFds): the command joins the
+// replica's cgroup before it execs, so that it dies with the replica.
+// Errors only when it cannot be started.
 Result<CapturedRun> RunCapturing(const std::vector<std::string>& argv,
                                  const std::vector<std::string>& env,
                                  const std::filesystem::path& cwd,
-                                 const std::function<bool()>& cancelled);
+                                 const std::function<bool()>& cancelled,
+                                 const std::vector<int>& cgroup_fds = {});
 
 // The last `lines` non-empty lines of `output` (those starting "ERROR"
 // when there are any: pip's), each cut at 300 characters.
@@ -145,6 +148,9 @@ struct PythonEnvRequest {
   // waiting for another builder or running pip, with what it waits for:
   // "installing requirements [a, b] (environment 3f2a9c1b4d5e)".
   std::function<void(const std::string&)> on_slow;
+  // pip (or the engine's client) joins the replica's cgroup through these
+  // (RunCapturing); empty: it stays where the caller is.
+  std::vector<int> cgroup_fds;
 };
 
 struct PythonEnv {

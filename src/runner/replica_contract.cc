@@ -242,6 +242,17 @@ Result<LaunchSpec> ParseLaunchSpec(std::string_view text) {
       spec.telemetry.memory_bytes = m->get<uint64_t>();
     }
   }
+  if (auto it = doc.find("limits"); it != doc.end() && !it->is_null()) {
+    auto m = it->is_object() ? it->find("memory_bytes") : it->end();
+    if (!it->is_object() || m == it->end() || !m->is_number_unsigned()) {
+      return InvalidArgument(
+          "launch.json: limits: must be {\"memory_bytes\": N, \"machine_type\": NAME}");
+    }
+    spec.limits.memory_bytes = m->get<uint64_t>();
+    if (auto t = it->find("machine_type"); t != it->end() && t->is_string()) {
+      spec.limits.machine_type = t->get<std::string>();
+    }
+  }
   if (auto it = doc.find("warm"); it != doc.end() && !it->is_null()) {
     const char* shape =
         "launch.json: warm: must be {\"preload\": [MODULE...], \"dir\": ABS_PATH, "
@@ -394,6 +405,10 @@ std::string FormatLaunchSpec(const LaunchSpec& s) {
                         {"cpus", s.telemetry.cpus},
                         {"memory_bytes", s.telemetry.memory_bytes}};
   }
+  if (s.limits.memory_bytes > 0) {
+    doc["limits"] = {{"memory_bytes", s.limits.memory_bytes},
+                     {"machine_type", s.limits.machine_type}};
+  }
   if (s.warm.requested) {
     if (!s.warm.cold_reason.empty()) {
       doc["warm"] = {{"cold_reason", s.warm.cold_reason}};
@@ -462,6 +477,7 @@ std::string FormatStatus(const FinalStatus& s) {
       {"end_time_us", s.end_time_us},
       {"message", s.message},
   };
+  if (s.oom_killed) doc["oom_killed"] = true;
   return doc.dump(2) + "\n";
 }
 
@@ -482,6 +498,7 @@ Result<FinalStatus> ParseStatus(std::string_view text) {
   s.start_time_us = IntField(doc, "start_time_us");
   s.end_time_us = IntField(doc, "end_time_us");
   if (auto m = doc.find("message"); m != doc.end() && m->is_string()) s.message = *m;
+  if (auto o = doc.find("oom_killed"); o != doc.end() && o->is_boolean()) s.oom_killed = *o;
   return s;
 }
 

@@ -123,6 +123,15 @@ struct TelemetrySpec {
   uint64_t memory_bytes = 0;
 };
 
+// "limits": what the replica's cgroup holds it to (runner/replica_cgroup.h):
+// its machine type's memory clamped to the node (what the scheduler booked;
+// 0 = no limit), and the machine type's name for the message when it is
+// exceeded. Written only when memory_bytes > 0.
+struct LimitsSpec {
+  uint64_t memory_bytes = 0;
+  std::string machine_type;
+};
+
 // "warm": start the trainer from a warm interpreter (docs/warm-starts.md,
 // runner/warm_start.h). Absent: a cold start, and nothing said about it.
 // Present with a `cold_reason`: the daemon wanted a warm start but cannot
@@ -164,6 +173,7 @@ struct LaunchSpec {
   std::optional<RunAs> run_as;
   IsolationSpec isolation;  // written only when the mode is not off
   TelemetrySpec telemetry;  // written only when on
+  LimitsSpec limits;        // written only when memory_bytes > 0
   WarmSpec warm;            // written only when requested
   std::optional<ContainerSpec> container;
   std::optional<PythonEnvSpec> python_env;
@@ -198,6 +208,9 @@ struct FinalStatus {
   int64_t start_time_us = 0;  // trainer start (supervisor start if none started)
   int64_t end_time_us = 0;
   std::string message;  // "exited with code 3", "launch failed: ..."
+  // The kernel killed a process of the replica for exceeding its memory
+  // limit (the message then says the limit and the machine type).
+  bool oom_killed = false;
 };
 std::string FormatStatus(const FinalStatus& status);
 // InvalidArgument for anything but an object with a known "state" (missing

@@ -31,6 +31,7 @@
 #include "runner/launch.h"
 #include "runner/log_rotation.h"
 #include "runner/python_env.h"
+#include "runner/replica_cgroup.h"
 #include "runner/replica_processes.h"
 #include "runner/telemetry_sampler.h"
 #include "runner/warm_start.h"
@@ -201,6 +202,16 @@ class Supervisor {
   // DescribePythonEnv of the requirement environment, for the start note.
   std::string env_note_;
   std::string pull_note_;  // "pulled image X in 2.1 s", for the start note
+  // The replica's cgroup (replica_cgroup.h), made before anything of the
+  // replica runs; unset where none can be made (cgroup_note_ says why, and
+  // the clean up falls back to the process tree and the cookie).
+  std::optional<ReplicaCgroup> cgroup_;
+  std::string cgroup_note_;
+  replica::LimitsSpec limits_;
+  // Makes cgroup_ for the replica (its memory limit from launch.json).
+  void MakeCgroup(const LaunchSpec& spec);
+  // The cgroup's join fds for a child about to be forked (none without one).
+  std::vector<int> CgroupJoinFds() const { return cgroup_ ? cgroup_->OpenJoinFds() : std::vector<int>{}; }
 };
 
 // The NVIDIA container toolkit's CDI spec, where podman looks for one.
@@ -319,6 +330,28 @@ std::string TrustedInterpreter(const std::vector<std::string>& candidates,
     if (p == p.root_path()) break;
   }
   return found;
+}
+
+// Closes the fds it holds when it goes.
+struct ScopedFds {
+  std::vector<int> fds;
+  ~ScopedFds() {
+    for (int fd : fds) ::close(fd);
+  }
+};
+
+void Supervisor::MakeCgroup(const LaunchSpec& spec) {
+  limits_ = spec.limits;
+  const CgroupLayout layout = DetectCgroupLayout();
+  Result<ReplicaCgroup> cg =
+      ReplicaCgroup::Create(layout, ReplicaCgroupName(cookie_), spec.limits.memory_bytes);
+  if (!cg.ok()) {
+    cgroup_note_ = "not contained in a cgroup (" + cg.status().message() +
+                   "): its processes are found by process tree and environment instead";
+    Log(cgroup_note_);
+    return;
+  }
+  cgroup_ = std::move(*cg);
 }
 
 bool Supervisor::Claim(int* exit_code) {
@@ -511,6 +544,8 @@ Status Supervisor::PreparePythonEnv(LaunchSpec& spec, const std::vector<fs::path
   req.index_url = p.index_url;
   req.requirements = std::move(requirements);
   req.on_slow = [this](const std::string& note) { SetPreparing(note); };
+  ScopedFds join{CgroupJoinFds()};
+  req.cgroup_fds = join.fds;
   Result<PythonEnv> built = EnsurePythonEnv(req, [this] { return CancelRequested(); });
   ::unlink((dir_ / replica::kPreparingFile).c_str());
   if (!built.ok()) return built.status();
@@ -553,8 +588,9 @@ Status Supervisor::PullImage(const replica::ContainerSpec& c) {
                            "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"}) {
     if (const char* v = std::getenv(keep)) env.push_back(std::string(keep) + "=" + v);
   }
-  Result<CapturedRun> run =
-      RunCapturing(ContainerPullArgv(c), env, dir_, [this] { return CancelRequested(); });
+  ScopedFds join{CgroupJoinFds()};
+  Result<CapturedRun> run = RunCapturing(
+      ContainerPullArgv(c), env, dir_, [this] { return CancelRequested(); }, join.fds);
   ::unlink((dir_ / replica::kPreparingFile).c_str());
   if (!run.ok()) return run.status();
   if (log_) {
@@ -625,6 +661,12 @@ Result<LaunchSpec> Supervisor::ContainerLaunch(const LaunchSpec& spec,
     }
   }
   run.ulimits = ContainerUlimitFlags();
+  if (cgroup_) {
+    // The container's processes under the replica's cgroup (podman with the
+    // cgroupfs manager; docker decides in its daemon), held to its memory.
+    if (fs::path(c.engine).filename() == "podman") run.cgroup_parent = cgroup_->ContainerParent();
+    run.memory_bytes = cgroup_->memory_limit();
+  }
   run.conmon_pid_file = dir_ / "container.pid";
   run.env_file = dir_ / "container.env";
   // Made 0600 from the start (the job's variables may be secrets, and the
@@ -753,11 +795,19 @@ void Supervisor::StartTrainer(const LaunchSpec& spec, const std::vector<fs::path
                                        pipe_fds[1], isolation, &reason);
     if (!warm) start_note_ = "cold start: " + reason;
   }
+  ScopedFds join{warm ? std::vector<int>{} : CgroupJoinFds()};
+  const std::vector<int>& join_fds = join.fds;
   pid_t pid = warm ? warm_.pid : ::fork();
   if (pid == 0) {
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != supervisor) ::_exit(127);  // the supervisor died before prctl
+    // Into the replica's cgroup before anything else: what it starts stays there.
+    if (!ReplicaCgroup::JoinFromChild(join_fds)) {
+      dprintf(STDERR_FILENO, "stoker-run: cannot join the replica's cgroup: %s\n",
+              std::strerror(errno));
+      ::_exit(127);
+    }
     struct sigaction dfl = {};
     dfl.sa_handler = SIG_DFL;
     for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
@@ -836,7 +886,7 @@ void Supervisor::StartTrainer(const LaunchSpec& spec, const std::vector<fs::path
 
   // The requirement environment's line goes into the job's events too.
   std::string note = start_note_;
-  for (const std::string* more : {&pull_note_, &env_note_}) {
+  for (const std::string* more : {&pull_note_, &env_note_, &cgroup_note_}) {
     if (!more->empty()) note += (note.empty() ? "" : "; ") + *more;
   }
   Status s = WriteFileAtomic(dir_ / replica::kTrainerFile,
@@ -898,6 +948,16 @@ bool Supervisor::StartWarm(const LaunchSpec& spec, const std::vector<std::string
     return false;
   }
   warm_ = *child;
+  // The child runs nothing before its go byte: moved now, nothing it
+  // starts can be outside the replica's cgroup.
+  if (Status in = cgroup_ ? cgroup_->Add(warm_.pid) : OkStatus(); !in.ok()) {
+    ::close(warm_.go);  // the child exits unstarted
+    ::close(warm_.conn);
+    ::close(warm_.pidfd);
+    warm_ = WarmChild{};
+    *cold_reason = in.message();
+    return false;
+  }
   if (Status go = StartWarmChild(&warm_); !go.ok()) {
     // The child never got its go byte: it exits without running anything.
     ::close(warm_.conn);
@@ -1016,24 +1076,35 @@ void Supervisor::StartSampler(const LaunchSpec& spec) {
                                                 warm_.pid > 0 ? warm_.pid : ::getpid(),
                                                 /*include_root=*/warm_.pid > 0);
   if (container_) sampler_->AlsoSampleBelowPidIn(dir_ / "container.pid");
+  if (cgroup_) sampler_->UseCgroup(&*cgroup_);
   sampler_->Start();
 }
 
 void Supervisor::KillEverythingLeft() {
   const int64_t give_up = MonotonicMs() + kCleanupLimitMs;
-  // Processes that left our tree (re-parented to another subreaper, say)
-  // are found by the cookie they inherited.
-  ProcessSweep marked(cookie_);
+  // With a cgroup: every process the replica started, wherever it went and
+  // whatever its environment, killed as a unit; the process-tree pass below
+  // then only reaps. Without one (no root, no hierarchy): processes that
+  // left our tree are found by the cookie they inherited (those that
+  // dropped it escape: cgroup_note_ says so in the start note).
+  std::optional<ProcessSweep> marked;
+  if (cgroup_) {
+    if (cgroup_->KillAll(kCleanupLimitMs) < 0) {
+      Log("giving up on process(es) in cgroup " + cgroup_->name() + " that would not die");
+    }
+  } else {
+    marked.emplace(cookie_);
+  }
   while (true) {
     ReapChildren();
     std::vector<pid_t> left = Descendants(::getpid());
-    int outside = marked.KillPass();
-    if (left.empty() && outside == 0 && marked.complete()) {
+    int outside = marked ? marked->KillPass() : 0;
+    if (left.empty() && outside == 0 && (!marked || marked->complete())) {
       // No process below us: nothing to reap either once waitpid says so.
       // Those killed outside our tree are reaped by others: wait for their
       // exits, so that none is alive once status.json says the replica ended.
       if (::waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD) {
-        if (!marked.WaitForExits(std::max<int64_t>(give_up - MonotonicMs(), 0)))
+        if (marked && !marked->WaitForExits(std::max<int64_t>(give_up - MonotonicMs(), 0)))
           Log("giving up on process(es) carrying " + cookie_ + " that would not die");
         return;
       }
@@ -1054,6 +1125,12 @@ void Supervisor::KillEverythingLeft() {
 }
 
 int Supervisor::Finish() {
+  if (cgroup_) {
+    // Whatever a preparation step left (its own clean up ran), then the
+    // cgroup itself.
+    (void)cgroup_->KillAll(kCleanupLimitMs);
+    if (Status r = cgroup_->Remove(); !r.ok()) Log(r.ToString());
+  }
   // Every byte the trainer wrote is in output.log before status.json says
   // it ended, so whoever reads the log's tail on that signal sees the end.
   if (pump_) pump_->Finish(kLogDrainMs);
@@ -1129,6 +1206,7 @@ int Supervisor::Run() {
     outcome_.message = s.message();
     return Finish();
   }
+  MakeCgroup(*spec);
   timeout_seconds_ = spec->timeout_seconds;
   grace_seconds_ = spec->grace_seconds;
   outcome_.timeout_seconds = timeout_seconds_;
@@ -1204,6 +1282,7 @@ int Supervisor::Run() {
   if (sampler_) sampler_->Stop();
   KillEverythingLeft();
   RemoveContainer();
+  const bool oom_killed = cgroup_ && cgroup_->OomKilled();
 
   int st = *trainer_status_;
   if (WIFEXITED(st)) {
@@ -1216,6 +1295,13 @@ int Supervisor::Run() {
   if (stop_reason_) {
     outcome_.state = *stop_reason_;
     outcome_.stop_signal = stop_signal_;
+  } else if (oom_killed) {
+    // As Slurm's cgroup plugin says it: which limit, and what to do.
+    outcome_.oom_killed = true;
+    outcome_.message =
+        dir_.filename().string() + " used more than its " + MemoryAmount(cgroup_->memory_limit()) +
+        (limits_.machine_type.empty() ? "" : " (" + limits_.machine_type + ")") +
+        " and the kernel killed it; ask for a larger machine type";
   } else if (container_ && outcome_.exit_code == 125) {
     // The engine's own failure (docker and podman both say 125): nothing of
     // the trainer ran. Its words are in the log just above.

@@ -128,6 +128,13 @@ TelemetrySampler::TelemetrySampler(fs::path file, replica::TelemetrySpec spec,
       include_root_(include_root) {}
 
 std::vector<std::pair<pid_t, ProcStat>> TelemetrySampler::Tree() {
+  if (cgroup_) {
+    std::vector<std::pair<pid_t, ProcStat>> members;
+    for (pid_t pid : cgroup_->Pids()) {
+      if (std::optional<ProcStat> st = ReadProcStat(pid)) members.emplace_back(pid, *st);
+    }
+    return members;
+  }
   std::vector<std::pair<pid_t, ProcStat>> out = table_.Below(root_);
   if (include_root_) {
     if (std::optional<ProcStat> st = ReadProcStat(root_)) out.emplace_back(root_, *st);
@@ -165,6 +172,7 @@ void TelemetrySampler::Loop() {
   // The CPU counters need a first reading to take differences from.
   for (const auto& [pid, st] : Tree()) last_tree_ticks_ += st.cpu_ticks;
   have_tree_ticks_ = true;
+  if (cgroup_) last_cgroup_ns_ = cgroup_->CpuNanos().value_or(0);
   double wait = std::min(1.0, spec_.interval_seconds);
   std::unique_lock<std::mutex> lock(mu_);
   while (!cv_.wait_for(lock, std::chrono::duration<double>(wait), [this] { return stop_; })) {
@@ -203,6 +211,13 @@ telemetry::Point TelemetrySampler::Sample() {
         100.0 * static_cast<double>(ticks - last_tree_ticks_) / static_cast<double>(kTicks) / p.dt;
   }
   last_tree_ticks_ = ticks;
+  if (std::optional<uint64_t> ns = cgroup_ ? cgroup_->CpuNanos() : std::nullopt) {
+    // The cgroup's own account: members that exited since are in it too.
+    if (*ns >= last_cgroup_ns_ && p.dt > 0) {
+      p.cpu_percent = 100.0 * static_cast<double>(*ns - last_cgroup_ns_) / 1e9 / p.dt;
+    }
+    last_cgroup_ns_ = *ns;
+  }
   p.rss_bytes = p.rss_max_bytes = rss_pages * static_cast<uint64_t>(kPage > 0 ? kPage : 4096);
 
   auto [busy, total] = MachineCpu();

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "runner/replica_cgroup.h"
 #include "runner/replica_contract.h"
 #include "runner/replica_processes.h"
 #include "telemetry/telemetry.h"
@@ -72,6 +73,12 @@ class TelemetrySampler {
     also_pid_file_ = std::move(pid_file);
   }
 
+  // Samples the processes in `cgroup` (replica_cgroup.h) instead of those
+  // below the root: a process that left the tree is still the replica's,
+  // and the CPU time of members that have exited is counted. `cgroup`
+  // outlives the sampler. Before Start().
+  void UseCgroup(const ReplicaCgroup* cgroup) { cgroup_ = cgroup; }
+
   void Start();
   // Stops and joins the thread; idempotent. No sample is taken after it returns.
   void Stop();
@@ -90,6 +97,8 @@ class TelemetrySampler {
   const bool include_root_;
   std::filesystem::path also_pid_file_;  // "" = none
   pid_t also_root_ = 0;                  // read from also_pid_file_ once it is there
+  const ReplicaCgroup* cgroup_ = nullptr;
+  uint64_t last_cgroup_ns_ = 0;  // the cgroup's CPU time at the previous sample
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -31,6 +31,10 @@ Verdict Failure(const exec::ReplicaStatus& r, const AttemptFacts& facts) {
   } else if (r.end_state == exec::EndState::kLaunchFailed) {
     v.what = "The replica " + r.name + " could not start: " + r.message + ".";
     v.error_code = spec::kRpcInternal;
+  } else if (r.oom_killed) {
+    // The supervisor's sentence names the limit and the machine type.
+    v.what = "The replica " + r.name + " ran out of memory: " + r.message + ".";
+    v.error_code = spec::kRpcResourceExhausted;
   } else if (r.signal) {
     v.what = "The replica " + r.name + " was killed by signal " + std::to_string(*r.signal) + " (" +
              SignalName(*r.signal) + ").";
@@ -41,8 +45,9 @@ Verdict Failure(const exec::ReplicaStatus& r, const AttemptFacts& facts) {
     v.what = "The replica " + r.name + " exited with a non-zero status of " +
              std::to_string(r.exit_code.value_or(-1)) + ".";
   }
-  v.retriable =
-      r.end_state != exec::EndState::kTimeout && r.end_state != exec::EndState::kCancelled;
+  // A memory limit exceeded once is exceeded again: not retried.
+  v.retriable = r.end_state != exec::EndState::kTimeout &&
+                r.end_state != exec::EndState::kCancelled && !r.oom_killed;
   v.infrastructure =
       r.phase == exec::ReplicaPhase::kLost || r.end_state == exec::EndState::kLaunchFailed;
   return v;

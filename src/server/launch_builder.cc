@@ -122,6 +122,7 @@ Result<exec::JobLaunch> BuildJobLaunch(const LaunchInputs& in) {
     if (auto q = requests.find(rl.name); q != requests.end()) {
       rl.cpus = q->second->ask.cpus;
       rl.memory_bytes = q->second->ask.memory_bytes;
+      rl.machine_type = spec.worker_pool_specs[pool_index].machine_spec.machine_type;
       rl.gpus = static_cast<int>(std::ceil(q->second->ask.gpus));
     }
     rl.log_max_bytes = in.settings.log_max_bytes;

@@ -24,6 +24,7 @@ inline constexpr int kRpcCancelled = 1;
 inline constexpr int kRpcUnknown = 2;
 inline constexpr int kRpcDeadlineExceeded = 4;
 inline constexpr int kRpcFailedPrecondition = 9;
+inline constexpr int kRpcResourceExhausted = 8;
 inline constexpr int kRpcInternal = 13;
 
 inline std::string_view JobStateName(JobState s) {
