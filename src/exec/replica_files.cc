@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
+#include "runner/replica_cgroup.h"
 #include "runner/replica_processes.h"
 
 namespace stoker::exec {
@@ -151,7 +152,18 @@ ReplicaStatus ReadReplicaStatus(const fs::path& dir, const std::string& name,
     if (auto t = ReadTrainerInfo(dir); t && t->pgid > 1) {
       ::kill(-static_cast<pid_t>(t->pgid), SIGKILL);
     }
-    if (runner::KillReplicaProcesses(runner::ReplicaCookie(dir), kOrphanKillMs) < 0) {
+    // The replica's cgroup (the supervisor made it in stokerd's own
+    // hierarchy position, runner/replica_cgroup.h) holds every process it
+    // started, those without the cookie too.
+    const std::string cookie = runner::ReplicaCookie(dir);
+    if (auto cg = runner::ReplicaCgroup::Open(runner::DetectCgroupLayout(),
+                                              runner::ReplicaCgroupName(cookie))) {
+      if (cg->KillAll(kOrphanKillMs) < 0) {
+        st.message += " (some of its processes in cgroup " + cg->name() + " did not stop within " +
+                      std::to_string(kOrphanKillMs / 1000) + "s of SIGKILL)";
+      }
+      (void)cg->Remove();
+    } else if (runner::KillReplicaProcesses(runner::ReplicaCookie(dir), kOrphanKillMs) < 0) {
       st.message += " (some of its processes did not stop within " +
                     std::to_string(kOrphanKillMs / 1000) + "s of SIGKILL; see " +
                     std::string(runner::kReplicaCookieVar) + "=" + runner::ReplicaCookie(dir) +

@@ -123,6 +123,16 @@ Result<IsolationSpec> ParseIsolationSpec(const json& value) {
 
 Result<LaunchSpec> ParseLaunchSpec(std::string_view text) {
   json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+bool IsWarmStartupVar(std::string_view name) {
+  if (name == "LANG" || name == "LC_ALL" || name == "LC_CTYPE" || name == "PYTHONHASHSEED") {
+    return true;
+  }
+  for (std::string_view prefix : {"OMP_", "GOMP_", "KMP_", "MKL_", "OPENBLAS_"}) {
+    if (name.substr(0, prefix.size()) == prefix) return true;
+  }
+  return false;
+}
+
   if (doc.is_discarded()) return InvalidArgument("launch.json: not valid JSON");
   if (!doc.is_object()) return InvalidArgument("launch.json: must be a JSON object");
   LaunchSpec spec;
@@ -279,6 +289,27 @@ Result<LaunchSpec> ParseLaunchSpec(std::string_view text) {
     STOKER_ASSIGN_OR_RETURN(w.idle_seconds, ParseSeconds(*it, "idle_seconds", 600));
     if (w.cold_reason.empty() && (!w.dir.is_absolute() || !w.zygote.is_absolute() ||
                                   w.python.empty() || w.python[0] != '/')) {
+    if (auto u = str("user")) w.user = *u;
+    if (auto d = it->find("defaults"); d != it->end() && !d->is_null()) {
+      if (!d->is_object()) return InvalidArgument("launch.json: warm.defaults: must be an object");
+      for (const auto& [k, v] : d->items()) {
+        if (!v.is_string() || !IsWarmStartupVar(k) || HasNul(v.get<std::string>())) {
+          return InvalidArgument("launch.json: warm.defaults." + k +
+                                 ": must be a start-up variable with a string value");
+        }
+        w.defaults[k] = v.get<std::string>();
+      }
+    }
+    for (auto [key, field] : {std::pair<const char*, int*>{"max_per_user", &w.max_per_user},
+                              {"max_total", &w.max_total}}) {
+      auto f = it->find(key);
+      if (f == it->end()) continue;
+      if (!f->is_number_integer() || f->get<int64_t>() < 1 || f->get<int64_t>() > 100000) {
+        return InvalidArgument(std::string("launch.json: warm.") + key +
+                               ": must be an integer of at least 1");
+      }
+      *field = f->get<int>();
+    }
       return InvalidArgument(shape);
     }
   }
@@ -417,7 +448,11 @@ std::string FormatLaunchSpec(const LaunchSpec& s) {
                      {"dir", s.warm.dir.string()},
                      {"zygote", s.warm.zygote.string()},
                      {"python", s.warm.python},
-                     {"idle_seconds", s.warm.idle_seconds}};
+                     {"idle_seconds", s.warm.idle_seconds},
+                     {"user", s.warm.user},
+                     {"defaults", s.warm.defaults},
+                     {"max_per_user", s.warm.max_per_user},
+                     {"max_total", s.warm.max_total}};
     }
   }
   if (s.container) {

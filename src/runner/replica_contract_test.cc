@@ -171,6 +171,10 @@ TEST(ReplicaContractTest, AWarmRequestAndAStartNoteReadBack) {
   EXPECT_EQ(ParseLaunchSpec(FormatLaunchSpec(spec))->warm.cold_reason, "no");
 
   auto relative = ParseLaunchSpec(
+  spec.warm.user = "alice";
+  spec.warm.defaults = {{"LANG", "C.UTF-8"}};
+  spec.warm.max_per_user = 3;
+  spec.warm.max_total = 5;
       R"({"argv": ["python3"], "warm": {"dir": "warm", "zygote": "/z.py", "python": "/p"}})");
   ASSERT_FALSE(relative.ok());
   EXPECT_NE(relative.status().message().find("launch.json: warm"), std::string::npos);
@@ -179,6 +183,10 @@ TEST(ReplicaContractTest, AWarmRequestAndAStartNoteReadBack) {
   EXPECT_EQ(ParseTrainerInfo(FormatTrainerInfo(info))->start_note, "warm start: forked");
   EXPECT_EQ(ParseTrainerInfo(R"({"pid": 1})")->start_note, "");
 }
+  EXPECT_EQ(back->warm.user, "alice");
+  EXPECT_EQ(back->warm.defaults, spec.warm.defaults);
+  EXPECT_EQ(back->warm.max_per_user, 3);
+  EXPECT_EQ(back->warm.max_total, 5);
 
 TEST(ReplicaContractTest, APreparingNoteReadsBack) {
   auto back = ParsePreparingInfo(FormatPreparingInfo({"installing requirements [a]", 42}));
@@ -190,6 +198,18 @@ TEST(ReplicaContractTest, APreparingNoteReadsBack) {
 
 TEST(ReplicaContractTest, APythonEnvReadsBackAndIsOptional) {
   LaunchSpec spec;
+  // Only start-up variables may be defaults (anything else would reach the
+  // zygote's environment), and the limits are at least 1.
+  auto not_startup = ParseLaunchSpec(
+      R"({"argv": ["python3"], "warm": {"dir": "/w", "zygote": "/z.py", "python": "/p",)"
+      R"( "defaults": {"LD_PRELOAD": "/x.so"}}})");
+  ASSERT_FALSE(not_startup.ok());
+  EXPECT_NE(not_startup.status().message().find("warm.defaults.LD_PRELOAD"), std::string::npos);
+  auto zero = ParseLaunchSpec(
+      R"({"argv": ["python3"], "warm": {"dir": "/w", "zygote": "/z.py", "python": "/p",)"
+      R"( "max_total": 0}})");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.status().message().find("warm.max_total"), std::string::npos);
   spec.argv = {"python3"};
   EXPECT_FALSE(ParseLaunchSpec(FormatLaunchSpec(spec))->python_env.has_value());
   spec.python_env = PythonEnvSpec{

@@ -8,6 +8,7 @@ parent link to the supervisor, no STOKER_REPLICA cookie). Cold, warm and
 container trainers; real stokerd, stoker-run, zygote and podman. Needs root
 (cgroups) and, for the container case, podman and the base image."""
 
+import json
 import os
 import random
 import subprocess
@@ -130,6 +131,23 @@ class ContainmentTest(StokerTestCase):
             ["/bin/sh", "-c", ESCAPE_SH % {"marker": m, "marker2": self.marker()}],
             image=BASE_IMAGE)))
         self.cancel_and_check_gone(job, m)
+
+    def test_a_killed_supervisors_escaped_grandchild_dies_when_stokerd_finds_it_lost(self):
+        m = self.marker()
+        job = self.submit(self.make_job(self.pool(
+            ["/bin/sh", "-c", ESCAPE_SH % {"marker": m, "marker2": self.marker()}])))
+        wait_for(lambda: pids_of(m), 120, "the escaped grandchild `sleep %d`" % m)
+        runner = os.path.join(self.replica_dir(job), "runner.json")
+        supervisor = wait_for(lambda: os.path.exists(runner) and json.loads(read_text(runner))["pid"],
+                              30, "runner.json")
+        os.kill(supervisor, 9)
+        # A lost replica is the infrastructure's fault: the job is retried,
+        # after stokerd killed what was left of the lost one.
+        wait_for(lambda: "died without reporting" in json.dumps(self.api(
+            "GET", self.project_path + "/" + job + "/events")[1]), 60, "the replica to be found lost")
+        self.assertEqual(pids_of(m), [], "the grandchild outlived its lost supervisor")
+        self.stoker("jobs", "cancel", job)
+        self.wait_state(job, timeout=60)
 
     def test_an_escaped_grandchild_dies_when_the_trainer_ends_on_its_own(self):
         m = self.marker()
