@@ -1,25 +1,35 @@
 # Stoker's warm interpreter (a "zygote"): docs/warm-starts.md,
-# docs/decisions/0026-warm-starts.md.
+# docs/decisions/0026-warm-starts.md, docs/decisions/0035-warm-interpreters-per-user.md.
 #
-# stoker-run starts one per (interpreter, trainer account, preload list,
-# start-up variables) and leaves it running for later trials:
+# stoker-run starts one per (submitting user, interpreter, preload list,
+# trainer account), as that account (never as root for another account),
+# and leaves it running for later trials:
 #
-#   python3 stoker_zygote.py --socket PATH --preload torch,numpy --idle SECONDS --ready-fd N
+#   python3 stoker_zygote.py --socket PATH --listen-fd 4 --dir-fd 5 --client-uid UID
+#                            --preload torch,numpy --idle SECONDS --ready-fd 3
 #
-# It imports the preload modules first (before anything of its own, so that
-# what it imports for itself can be told apart and dropped in the children),
-# then listens on the Unix socket PATH (bound under a temporary name and
-# renamed into place, so that a connect succeeds only once it is ready),
-# writes one JSON line to the ready fd and closes it.
+# It makes itself non-dumpable first (so that no other process of its account
+# can trace it or read its memory), imports the preload modules (before
+# anything of its own, so that what it imports for itself can be told apart
+# and dropped in the children), listens on the Unix socket stoker-run bound
+# at PATH and passed as --listen-fd (the path is in stoker-run's directory,
+# which this account cannot even enter), writes one JSON line to the ready
+# fd and closes it. --dir-fd is that directory (O_PATH): once it is removed
+# (a deleted data dir) the zygote exits. SIGTERM (stoker-run ending an idle
+# zygote to make room for another): it stops accepting and exits once its
+# children have ended.
 #
 # Protocol, one connection per trainer (stoker-run is the only client; the
-# peer must have this process's uid, SO_PEERCRED):
-#   client -> zygote  a 4-byte big-endian length and that many bytes of JSON
-#                     {"mode": "module"|"script", "target", "args", "env",
-#                      "cwd", "unbuffered", "run_as": {"uid", "gid",
-#                      "groups", "umask"}|null, "fds": [NAME...]}, with the
-#                     fds named in "fds" (stdin, out, go, and userns/mntns
-#                     when the trainer is isolated) passed by SCM_RIGHTS.
+# peer must have the uid --client-uid, SO_PEERCRED):
+#   client -> zygote  a 4-byte big-endian length and that many bytes of a
+#                     JSON header {"fds": [NAME...], "home": PATH|null}, with
+#                     the fds named in "fds" (stdin, out, go, and userns/mntns
+#                     when the trainer is isolated) passed by SCM_RIGHTS; then
+#                     a 4-byte length and a JSON body {"mode": "module"|
+#                     "script", "target", "args", "python", "flag_u", "env",
+#                     "cwd", "run_as": {"uid", "gid", "umask"}}. The zygote
+#                     never decodes the body: it reads it into a buffer that it
+#                     zeroes right after the fork; only the child parses it.
 #   zygote -> client  one line: {"pid": N, "preloaded": [...], "skipped":
 #                     {...}} once the child is forked, or {"error": TEXT} when
 #                     none was (the client may then start the trainer cold).
@@ -35,15 +45,35 @@
 #
 # The child becomes exactly what a cold `python3 -m mod args` (or
 # `python3 script.py args`) would have been: own session and process group,
-# the parent-death signal, the account, the isolated view (by joining the
-# namespaces stoker-run prepared: one implementation of isolation, in C++),
-# umask, cwd, argv, environment, fds 0-2, fresh sys.stdout/stderr, default
-# signal handlers, sys.path as a fresh run computes it, and sys.modules of a
-# fresh interpreter plus the preloaded modules (everything this file imported
-# for itself is dropped). CUDA is never initialised here: a request finding
+# the parent-death signal, the isolated view (by joining the namespaces the
+# trainer's account made: one implementation of isolation, in C++), umask,
+# cwd, argv, environment, fds 0-2, fresh sys.stdout/stderr, default signal
+# handlers, sys.path as a fresh run computes it, and sys.modules of a fresh
+# interpreter plus the preloaded modules (everything this file imported for
+# itself is dropped). CUDA is never initialised here: a request finding
 # torch.cuda initialised is refused.
+#
+# What wiping can and cannot do in Python: the body's bytes exist once in
+# this process, in a bytearray filled by recv_into and zeroed after the fork.
+# The zygote makes no str, bytes or dict of it (json.loads would: freed
+# objects keep their bytes until reused, and strs may be interned), so no
+# later child inherits an earlier trainer's argv or environment. The header
+# (fd names, the account's home) is not secret. Kernel socket buffers are
+# not this process's memory.
 import sys
 
+
+def _not_dumpable():
+    """PR_SET_DUMPABLE 0 through ctypes, leaving no trace of ctypes in
+    sys.modules (a child must see what a fresh interpreter has)."""
+    before = set(sys.modules)
+    import ctypes
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
+    for name in set(sys.modules) - before:
+        del sys.modules[name]
+
+
+_not_dumpable()
 _FRESH_MODULES = set(sys.modules)
 _BASE_PATH = list(sys.path[1:])  # without path0 (this file's directory)
 
@@ -86,6 +116,7 @@ _PR_SET_MM_MAP = 14
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
 _KEEP_ALIVE = []  # buffers /proc/self/cmdline and environ point into
+_ZYGOTE_FDS = []  # the zygote's own fds that no child keeps
 
 
 def _log(msg):
@@ -185,10 +216,11 @@ def _strip_own_frames(tb):
     return tb
 
 
-def _child(req, fds, zygote_pid, close_zygote):
+def _child(body, fds, zygote_pid, close_zygote):
     """In the forked child. Never returns: ends in os._exit or by raising
     SystemExit to the top of this file, so that the interpreter's own exit
-    (threads joined, atexit, stdio flushed) runs as in a cold run."""
+    (threads joined, atexit, stdio flushed) runs as in a cold run. `body`:
+    the request's buffer, this process's own copy (its parent zeroes its)."""
     os.setsid()
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != zygote_pid:
@@ -212,6 +244,11 @@ def _child(req, fds, zygote_pid, close_zygote):
         os._exit(0)
     os.close(fds["go"])
 
+    try:
+        req = json.loads(body)
+    except ValueError as e:
+        _fail(out_fd, "the warm start request is not JSON: %s" % e)
+    del body
     env = req["env"]
     argv = [req["python"]] + (["-u"] if req.get("flag_u") else []) + (
         ["-m", req["target"]] if req["mode"] == "module" else [req["target"]]) + req["args"]
@@ -223,39 +260,16 @@ def _child(req, fds, zygote_pid, close_zygote):
                 _fail(out_fd, "cannot enter the trainer's isolated view (setns %s): %s" %
                       (name, os.strerror(ctypes.get_errno())))
             os.close(fds[name])
-    run_as = req.get("run_as")
-    if run_as:
-        step = None
-        try:
-            step = "setgroups"
-            os.setgroups(run_as["groups"])
-            step = "setgid"
-            os.setgid(run_as["gid"])
-            step = "setuid"
-            os.setuid(run_as["uid"])
-            step = "checking the ids after setuid"
-            if os.getresuid() != (run_as["uid"],) * 3 or os.getresgid() != (run_as["gid"],) * 3:
-                raise OSError(0, "ids differ")
-            if run_as["uid"] != 0:
-                step = "checking that root cannot be regained"
-                try:
-                    os.setuid(0)
-                except OSError:
-                    pass
-                else:
-                    raise OSError(0, "root regained")
-        except OSError as e:
-            _fail(out_fd, "cannot run the trainer as uid %d gid %d: %s: %s" %
-                  (run_as["uid"], run_as["gid"], step, e.strerror))
-        os.umask(run_as.get("umask", 0o22))
-        # A change of credentials clears the parent-death signal, and makes
-        # the process undumpable (an exec would make it dumpable again; the
-        # trainer's memory holds nothing of root's: the zygote runs with a
-        # minimal environment and no secrets).
-        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        _prctl(_PR_SET_DUMPABLE, 1)
-        if os.getppid() != zygote_pid:
-            os._exit(127)
+    # The zygote already runs as the trainer's account (stoker-run started it
+    # so): check, as the cold path checks after its setuid.
+    run_as = req["run_as"]
+    if os.getresuid() != (run_as["uid"],) * 3 or os.getresgid() != (run_as["gid"],) * 3:
+        _fail(out_fd, "the warm interpreter runs as uid %d gid %d, not the trainer's uid %d "
+              "gid %d" % (os.geteuid(), os.getegid(), run_as["uid"], run_as["gid"]))
+    os.umask(run_as.get("umask", 0o22))
+    # Traceable and readable in /proc by its own account again, as after an
+    # exec: only now, inside its view (the zygote itself stays non-dumpable).
+    _prctl(_PR_SET_DUMPABLE, 1)
     if os.geteuid() != 0:
         _drop_capabilities()
     try:
@@ -321,37 +335,70 @@ def _child(req, fds, zygote_pid, close_zygote):
     raise SystemExit(0)
 
 
-def _user_site(env):
-    """The user site-packages directory a fresh run would add, if any."""
-    home = env.get("HOME")
-    if not home or env.get("PYTHONNOUSERSITE"):
+def _user_site(home):
+    """The user site-packages directory a fresh run would add, if any (`home`:
+    the trainer's HOME; None when it has none or sets PYTHONNOUSERSITE)."""
+    if not home:
         return None
     path = os.path.join(home, ".local", "lib", "python%d.%d" % sys.version_info[:2],
                         "site-packages")
     return path if os.path.isdir(path) else None
 
 
-def _read_request(conn):
-    conn.settimeout(10)
-    data, fds, _, _ = socket.recv_fds(conn, 1 << 16, 8)
-    if len(data) < 4:
-        raise ValueError("short request")
-    (n,) = struct.unpack(">I", data[:4])
-    if n > (64 << 20):
-        raise ValueError("request too large")
-    body = bytearray(data[4:])
-    while len(body) < n:
-        more = conn.recv(min(1 << 20, n - len(body)))
+def _recv_exact(conn, n):
+    data = b""
+    while len(data) < n:
+        more = conn.recv(n - len(data))
         if not more:
             raise ValueError("request cut short")
-        body += more
-    req = json.loads(bytes(body))
-    names = req.get("fds", [])
-    if len(names) != len(fds):
+        data += more
+    return data
+
+
+def _read_request(conn):
+    """(header, fds, body): the header decoded, the body a bytearray never
+    decoded here (the caller zeroes it)."""
+    conn.settimeout(10)
+    data, fds, _, _ = socket.recv_fds(conn, 4, 8)
+    try:
+        data += _recv_exact(conn, 4 - len(data))
+        (n,) = struct.unpack(">I", data)
+        if n > (1 << 20):
+            raise ValueError("header too large")
+        header = json.loads(_recv_exact(conn, n))
+        names = header.get("fds", []) if isinstance(header, dict) else None
+        if names is None or len(names) != len(fds):
+            raise ValueError("%d fds for %s" % (len(fds), names))
+        (m,) = struct.unpack(">I", _recv_exact(conn, 4))
+        if m > (64 << 20):
+            raise ValueError("request too large")
+    except (OSError, ValueError):
         for fd in fds:
             os.close(fd)
-        raise ValueError("%d fds for %d names" % (len(fds), len(names)))
-    return req, dict(zip(names, fds))
+        raise
+    body = bytearray(m)
+    view = memoryview(body)
+    try:
+        got = 0
+        while got < m:
+            k = conn.recv_into(view[got:], m - got)
+            if not k:
+                raise ValueError("request cut short")
+            got += k
+    except (OSError, ValueError):
+        view.release()
+        _wipe(body)
+        for fd in fds:
+            os.close(fd)
+        raise
+    view.release()
+    return header, dict(zip(names, fds)), body
+
+
+def _wipe(buf):
+    """Zeroes a bytearray in place (no copy of it is made)."""
+    if len(buf):
+        ctypes.memset((ctypes.c_char * len(buf)).from_buffer(buf), 0, len(buf))
 
 
 def _send(conn, obj):
@@ -366,33 +413,39 @@ def main():
     sock_path = _arg("--socket")
     idle = float(_arg("--idle", "600"))
     ready_fd = int(_arg("--ready-fd", "-1"))
+    dir_fd = int(_arg("--dir-fd", "-1"))
+    if dir_fd >= 0:
+        os.set_inheritable(dir_fd, False)
+        _ZYGOTE_FDS.append(dir_fd)
+    client_uid = int(_arg("--client-uid", "0"))
     zygote_pid = os.getpid()
-    tmp = "%s.%d.tmp" % (sock_path, zygote_pid)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        os.unlink(tmp)
-    except FileNotFoundError:
-        pass
-    old_umask = os.umask(0o077)
-    listener.bind(tmp)
-    os.umask(old_umask)
+    # Bound by stoker-run; listening here, so that its SO_PEERCRED is ours.
+    listener = socket.socket(fileno=int(_arg("--listen-fd")))
     listener.listen(64)
-    os.rename(tmp, sock_path)
-    my_ino = os.stat(sock_path).st_ino
     listener.setblocking(False)
-    _log("ready: preloaded %s%s" % (", ".join(_PRELOADED) or "nothing",
-                                    "".join("; %s not: %s" % kv for kv in _SKIPPED.items())))
+    _log("ready at %s as uid %d: preloaded %s%s" % (
+        sock_path, os.geteuid(), ", ".join(_PRELOADED) or "nothing",
+        "".join("; %s not: %s" % kv for kv in _SKIPPED.items())))
     if ready_fd >= 0:
         try:
-            os.write(ready_fd, (json.dumps({"ready": True, "preloaded": _PRELOADED,
+            os.write(ready_fd, (json.dumps({"ready": True, "pid": zygote_pid,
+                                            "preloaded": _PRELOADED,
                                             "skipped": _SKIPPED}) + "\n").encode())
         except OSError:
             pass
         os.close(ready_fd)
 
+    def dir_removed():
+        try:
+            return dir_fd >= 0 and os.fstat(dir_fd).st_nlink == 0
+        except OSError:
+            return True
+
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
+    ending = []
+    signal.signal(signal.SIGTERM, lambda *_: ending.append(True))
     sel = selectors.DefaultSelector()
     sel.register(listener, selectors.EVENT_READ, "accept")
     sel.register(wake_r, selectors.EVENT_READ, "wake")
@@ -413,17 +466,15 @@ def main():
         conn.close()
 
     while True:
-        try:
-            replaced = os.stat(sock_path).st_ino != my_ino
-        except OSError:
-            replaced = True  # removed, with its directory (a daemon's data dir deleted)
+        if ending and listener.fileno() >= 0:  # no new requests; the running ones finish
+            sel.unregister(listener)
+            listener.close()
+        gone = dir_removed()
         if children:
             last_busy = time.monotonic()
-        elif replaced or time.monotonic() - last_busy >= idle:
-            if not replaced:
-                os.unlink(sock_path)
-            _log("%s: exiting" % ("no longer at " + sock_path if replaced else
-                                  "idle for %.0fs" % idle))
+        elif ending or gone or time.monotonic() - last_busy >= idle:
+            _log("exiting: %s" % ("asked to (SIGTERM)" if ending else
+                                  "its directory is gone" if gone else "idle for %.0fs" % idle))
             return
         for key, _ in sel.select(timeout=max(0.5, min(idle, 2.0))):
             what = key.data
@@ -461,7 +512,8 @@ def main():
                     continue
                 last_busy = time.monotonic()
                 try:
-                    _serve(conn, zygote_pid, listener, wake_r, wake_w, conns, children, sel)
+                    _serve(conn, zygote_pid, client_uid, listener, wake_r, wake_w, conns,
+                           children, sel)
                 except Exception as e:  # noqa: BLE001 - one bad request must not end the others
                     _log("serving a request failed: %s: %s" % (type(e).__name__, e))
                     conn.close()
@@ -485,25 +537,35 @@ def main():
                     conns.pop(conn.fileno(), None)
 
 
-def _serve(conn, zygote_pid, listener, wake_r, wake_w, conns, children, sel):
+def _serve(conn, zygote_pid, client_uid, listener, wake_r, wake_w, conns, children, sel):
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     _, peer_uid, _ = struct.unpack("3i", creds)
-    if peer_uid != os.geteuid():
+    if peer_uid != client_uid:
         _log("refused a connection from uid %d" % peer_uid)
         conn.close()
         return
     try:
-        req, fds = _read_request(conn)
+        header, fds, body = _read_request(conn)
     except (OSError, ValueError) as e:
         _send(conn, {"error": "bad request: %s" % e})
         conn.close()
         return
+    try:
+        _fork_child(conn, header, fds, body, zygote_pid, listener, wake_r, wake_w, conns,
+                    children, sel)
+    finally:
+        _wipe(body)  # in this process: the child has its own copy
+        del body
+
+
+def _fork_child(conn, header, fds, body, zygote_pid, listener, wake_r, wake_w, conns, children,
+                sel):
     missing = [n for n in ("stdin", "out", "go") if n not in fds]
-    if missing or req.get("mode") not in ("module", "script"):
-        err = "bad request: missing %s" % (missing or "mode")
-    elif _user_site(req.get("env", {})):
+    if missing:
+        err = "bad request: missing %s" % missing
+    elif _user_site(header.get("home")):
         err = ("the trainer's account has a user site-packages directory %s, which a fresh run "
-               "puts on sys.path" % _user_site(req.get("env", {})))
+               "puts on sys.path" % _user_site(header.get("home")))
     elif _cuda_initialised():
         err = "CUDA was initialised in the warm interpreter by its preload"
     else:
@@ -525,10 +587,12 @@ def _serve(conn, zygote_pid, listener, wake_r, wake_w, conns, children, sel):
         listener.close()
         os.close(wake_r)
         os.close(wake_w)
+        for fd in _ZYGOTE_FDS:
+            os.close(fd)
 
     pid = os.fork()
     if pid == 0:
-        _child(req, fds, zygote_pid, close_zygote)
+        _child(body, fds, zygote_pid, close_zygote)
         os._exit(127)  # not reached
     for fd in fds.values():
         os.close(fd)

@@ -121,8 +121,6 @@ Result<IsolationSpec> ParseIsolationSpec(const json& value) {
   return spec;
 }
 
-Result<LaunchSpec> ParseLaunchSpec(std::string_view text) {
-  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
 bool IsWarmStartupVar(std::string_view name) {
   if (name == "LANG" || name == "LC_ALL" || name == "LC_CTYPE" || name == "PYTHONHASHSEED") {
     return true;
@@ -133,6 +131,8 @@ bool IsWarmStartupVar(std::string_view name) {
   return false;
 }
 
+Result<LaunchSpec> ParseLaunchSpec(std::string_view text) {
+  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return InvalidArgument("launch.json: not valid JSON");
   if (!doc.is_object()) return InvalidArgument("launch.json: must be a JSON object");
   LaunchSpec spec;
@@ -287,8 +287,6 @@ bool IsWarmStartupVar(std::string_view name) {
     if (auto z = str("zygote")) w.zygote = *z;
     if (auto py = str("python")) w.python = *py;
     STOKER_ASSIGN_OR_RETURN(w.idle_seconds, ParseSeconds(*it, "idle_seconds", 600));
-    if (w.cold_reason.empty() && (!w.dir.is_absolute() || !w.zygote.is_absolute() ||
-                                  w.python.empty() || w.python[0] != '/')) {
     if (auto u = str("user")) w.user = *u;
     if (auto d = it->find("defaults"); d != it->end() && !d->is_null()) {
       if (!d->is_object()) return InvalidArgument("launch.json: warm.defaults: must be an object");
@@ -310,6 +308,8 @@ bool IsWarmStartupVar(std::string_view name) {
       }
       *field = f->get<int>();
     }
+    if (w.cold_reason.empty() && (!w.dir.is_absolute() || !w.zygote.is_absolute() ||
+                                  w.python.empty() || w.python[0] != '/')) {
       return InvalidArgument(shape);
     }
   }
@@ -448,11 +448,12 @@ std::string FormatLaunchSpec(const LaunchSpec& s) {
                      {"dir", s.warm.dir.string()},
                      {"zygote", s.warm.zygote.string()},
                      {"python", s.warm.python},
-                     {"idle_seconds", s.warm.idle_seconds},
-                     {"user", s.warm.user},
-                     {"defaults", s.warm.defaults},
-                     {"max_per_user", s.warm.max_per_user},
-                     {"max_total", s.warm.max_total}};
+                     {"idle_seconds", s.warm.idle_seconds}};
+      json& w = doc["warm"];
+      w["user"] = s.warm.user;
+      w["defaults"] = s.warm.defaults;
+      w["max_per_user"] = s.warm.max_per_user;
+      w["max_total"] = s.warm.max_total;
     }
   }
   if (s.container) {

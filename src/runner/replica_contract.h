@@ -144,7 +144,22 @@ struct WarmSpec {
   std::filesystem::path zygote;  // the zygote program (stoker_zygote.py)
   std::string python;            // the environment's interpreter (absolute)
   double idle_seconds = 600;     // a zygote with nothing to do exits after this long
+  // Who submitted the job (the store's user; "" = the local user of a store
+  // made before users existed): zygotes are per submitting user, and counted
+  // against `max_per_user`.
+  std::string user;
+  // The node's values of the start-up variables (IsWarmStartupVar) that the
+  // daemon gives every trainer (its LANG, LC_ALL): the zygote runs with
+  // exactly these; a trainer whose start-up variables differ starts cold.
+  std::map<std::string, std::string> defaults;
+  int max_per_user = 2;  // live zygotes per submitting user on this node
+  int max_total = 8;     // live zygotes on this node
 };
+// A variable read once, when the interpreter or a preloaded library (OpenMP,
+// MKL, OpenBLAS) starts, which a forked child cannot change for itself:
+// LANG, LC_ALL, LC_CTYPE, PYTHONHASHSEED and OMP_*, GOMP_*, KMP_*, MKL_*,
+// OPENBLAS_*.
+bool IsWarmStartupVar(std::string_view name);
 
 // "python_env": install the packages' requirements into a cached
 // environment before the trainer starts (runner/python_env.h,

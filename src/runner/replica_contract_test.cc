@@ -155,6 +155,10 @@ TEST(ReplicaContractTest, AWarmRequestAndAStartNoteReadBack) {
   spec.warm.zygote = "/usr/share/stoker/python/stoker_zygote.py";
   spec.warm.python = "/usr/bin/python3";
   spec.warm.idle_seconds = 30;
+  spec.warm.user = "alice";
+  spec.warm.defaults = {{"LANG", "C.UTF-8"}};
+  spec.warm.max_per_user = 3;
+  spec.warm.max_total = 5;
   auto back = ParseLaunchSpec(FormatLaunchSpec(spec));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_TRUE(back->warm.requested);
@@ -163,6 +167,10 @@ TEST(ReplicaContractTest, AWarmRequestAndAStartNoteReadBack) {
   EXPECT_EQ(back->warm.zygote, spec.warm.zygote);
   EXPECT_EQ(back->warm.python, spec.warm.python);
   EXPECT_EQ(back->warm.idle_seconds, 30);
+  EXPECT_EQ(back->warm.user, "alice");
+  EXPECT_EQ(back->warm.defaults, spec.warm.defaults);
+  EXPECT_EQ(back->warm.max_per_user, 3);
+  EXPECT_EQ(back->warm.max_total, 5);
 
   spec.warm = WarmSpec{};
   EXPECT_FALSE(ParseLaunchSpec(FormatLaunchSpec(spec))->warm.requested);
@@ -171,33 +179,9 @@ TEST(ReplicaContractTest, AWarmRequestAndAStartNoteReadBack) {
   EXPECT_EQ(ParseLaunchSpec(FormatLaunchSpec(spec))->warm.cold_reason, "no");
 
   auto relative = ParseLaunchSpec(
-  spec.warm.user = "alice";
-  spec.warm.defaults = {{"LANG", "C.UTF-8"}};
-  spec.warm.max_per_user = 3;
-  spec.warm.max_total = 5;
       R"({"argv": ["python3"], "warm": {"dir": "warm", "zygote": "/z.py", "python": "/p"}})");
   ASSERT_FALSE(relative.ok());
   EXPECT_NE(relative.status().message().find("launch.json: warm"), std::string::npos);
-
-  TrainerInfo info{7, 7, 5, "warm start: forked"};
-  EXPECT_EQ(ParseTrainerInfo(FormatTrainerInfo(info))->start_note, "warm start: forked");
-  EXPECT_EQ(ParseTrainerInfo(R"({"pid": 1})")->start_note, "");
-}
-  EXPECT_EQ(back->warm.user, "alice");
-  EXPECT_EQ(back->warm.defaults, spec.warm.defaults);
-  EXPECT_EQ(back->warm.max_per_user, 3);
-  EXPECT_EQ(back->warm.max_total, 5);
-
-TEST(ReplicaContractTest, APreparingNoteReadsBack) {
-  auto back = ParsePreparingInfo(FormatPreparingInfo({"installing requirements [a]", 42}));
-  ASSERT_TRUE(back.ok());
-  EXPECT_EQ(back->note, "installing requirements [a]");
-  EXPECT_EQ(back->since_us, 42);
-  EXPECT_FALSE(ParsePreparingInfo("[]").ok());
-}
-
-TEST(ReplicaContractTest, APythonEnvReadsBackAndIsOptional) {
-  LaunchSpec spec;
   // Only start-up variables may be defaults (anything else would reach the
   // zygote's environment), and the limits are at least 1.
   auto not_startup = ParseLaunchSpec(
@@ -210,6 +194,22 @@ TEST(ReplicaContractTest, APythonEnvReadsBackAndIsOptional) {
       R"( "max_total": 0}})");
   ASSERT_FALSE(zero.ok());
   EXPECT_NE(zero.status().message().find("warm.max_total"), std::string::npos);
+
+  TrainerInfo info{7, 7, 5, "warm start: forked"};
+  EXPECT_EQ(ParseTrainerInfo(FormatTrainerInfo(info))->start_note, "warm start: forked");
+  EXPECT_EQ(ParseTrainerInfo(R"({"pid": 1})")->start_note, "");
+}
+
+TEST(ReplicaContractTest, APreparingNoteReadsBack) {
+  auto back = ParsePreparingInfo(FormatPreparingInfo({"installing requirements [a]", 42}));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->note, "installing requirements [a]");
+  EXPECT_EQ(back->since_us, 42);
+  EXPECT_FALSE(ParsePreparingInfo("[]").ok());
+}
+
+TEST(ReplicaContractTest, APythonEnvReadsBackAndIsOptional) {
+  LaunchSpec spec;
   spec.argv = {"python3"};
   EXPECT_FALSE(ParseLaunchSpec(FormatLaunchSpec(spec))->python_env.has_value());
   spec.python_env = PythonEnvSpec{

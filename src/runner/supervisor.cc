@@ -912,25 +912,34 @@ bool Supervisor::StartWarm(const LaunchSpec& spec, const std::vector<std::string
     size_t eq = kv.find('=');
     req.env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  if (std::string problem = WarmEnvProblem(req.env); !problem.empty()) {
-    *cold_reason = problem;
-    return false;
-  }
-  req.python_path = TrustedInterpreter(candidates, spec.warm.python, cold_reason);
-  if (req.python_path.empty()) return false;
+  *cold_reason = WarmEnvProblem(req.env);
+  if (cold_reason->empty()) *cold_reason = StartupVarProblem(req.env, spec.warm.defaults);
+  if (!cold_reason->empty()) return false;
+  ZygoteIdentity& id = req.zygote;
+  id.python_path = TrustedInterpreter(candidates, spec.warm.python, cold_reason);
+  if (id.python_path.empty()) return false;
+  id.preload = spec.warm.preload;
+  id.defaults = spec.warm.defaults;
+  id.user = spec.warm.user;
   req.cwd = (dir_ / "work").string();
   req.stdin_fd = null_fd_;
   req.out_fd = out_fd;
-  uint32_t uid = ::geteuid(), gid = ::getegid();
+  req.umask = umask;
+  id.uid = ::geteuid();
+  id.gid = ::getegid();
   if (spec.run_as) {
-    req.switch_account = true;
-    uid = req.uid = spec.run_as->uid;
-    gid = req.gid = spec.run_as->gid;
-    req.groups.assign(groups.begin(), groups.end());
-    req.umask = umask;
+    // The zygote runs as the trainer's account, never as root for another's.
+    id.uid = spec.run_as->uid;
+    id.gid = spec.run_as->gid;
+    id.groups.assign(groups.begin(), groups.end());
+    req.switch_account = ::geteuid() == 0;  // else it is stoker-run's own (launch.cc checks)
   }
   if (spec.isolation.mode != IsolationMode::kOff) {
-    Result<std::pair<int, int>> view = PrepareIsolatedView(isolation);
+    // A zygote of stoker-run's own account joins the view stoker-run makes;
+    // one of another account joins only a view that account made itself.
+    Result<std::pair<int, int>> view = id.uid == ::geteuid()
+                                           ? PrepareIsolatedView(isolation)
+                                           : PrepareAccountView(spec.isolation, id);
     if (!view.ok()) {
       *cold_reason = view.status().message();
       return false;
@@ -938,8 +947,7 @@ bool Supervisor::StartWarm(const LaunchSpec& spec, const std::vector<std::string
     req.userns_fd = view->first;
     req.mntns_fd = view->second;
   }
-  const std::string key = ZygoteKey(req.python_path, spec.warm.preload, uid, gid, req.env);
-  Result<WarmChild> child = ForkWarm(spec.warm, key, req);
+  Result<WarmChild> child = ForkWarm(spec.warm, ZygoteKey(id), req);
   for (int fd : {req.userns_fd, req.mntns_fd}) {
     if (fd >= 0) ::close(fd);
   }
@@ -966,7 +974,7 @@ bool Supervisor::StartWarm(const LaunchSpec& spec, const std::vector<std::string
     *cold_reason = go.message();
     return false;
   }
-  start_note_ = WarmStartNote(warm_.preloaded, warm_.skipped, warm_.fork_ms);
+  start_note_ = WarmStartNote(warm_, spec.warm.user);
   return true;
 }
 

@@ -1,8 +1,8 @@
 #include "runner/warm_start.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
-#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -17,8 +17,11 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "common/files.h"
 #include "common/time.h"
+#include "runner/isolation.h"
 #include "runner/replica_processes.h"
+#include "runner/warm_start_registry.h"
 
 namespace stoker::runner {
 namespace {
@@ -92,15 +95,8 @@ int ConnectUnix(const fs::path& path) {
   return fd;
 }
 
-// Sends a 4-byte length and `body`, with `fds` attached to the first bytes.
-bool SendRequest(int fd, const std::string& body, const std::vector<int>& fds) {
-  std::string data(4, '\0');
-  uint32_t n = static_cast<uint32_t>(body.size());
-  data[0] = static_cast<char>(n >> 24);
-  data[1] = static_cast<char>(n >> 16);
-  data[2] = static_cast<char>(n >> 8);
-  data[3] = static_cast<char>(n);
-  data += body;
+// Sends `data` with `fds` attached to its first bytes.
+bool SendRequest(int fd, std::string data, const std::vector<int>& fds) {
   std::vector<char> control(CMSG_SPACE(sizeof(int) * fds.size()));
   iovec iov = {data.data(), data.size()};
   msghdr msg = {};
@@ -141,42 +137,110 @@ Status CheckWarmDir(const fs::path& dir) {
   return OkStatus();
 }
 
-// Takes flock(LOCK_EX) on `path` within `timeout_ms`; the fd, or -1.
-int LockFile(const fs::path& path, int64_t timeout_ms) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+// Drops the calling process (a child of stoker-run's) to the zygote's
+// account exactly as the cold path drops a trainer (supervisor.cc): groups,
+// gid, uid, each checked, and root can never be regained. nullptr, or the
+// step that failed (errno set).
+const char* DropTo(const ZygoteIdentity& a) {
+  std::vector<gid_t> groups(a.groups.begin(), a.groups.end());
+  uid_t ru, eu, su;
+  gid_t rg, eg, sg;
+  if (::setgroups(groups.size(), groups.data()) != 0) return "setgroups";
+  if (::setgid(a.gid) != 0) return "setgid";
+  if (::setuid(a.uid) != 0) return "setuid";
+  if (::getresuid(&ru, &eu, &su) != 0 || ::getresgid(&rg, &eg, &sg) != 0 || ru != a.uid ||
+      eu != a.uid || su != a.uid || rg != a.gid || eg != a.gid || sg != a.gid) {
+    return "checking the ids after setuid";
+  }
+  if (a.uid != 0 && ::setuid(0) == 0) return "checking that root cannot be regained";
+  return nullptr;
+}
+
+// A Unix socket bound (not listening) at `path`: the zygote listens on it, so
+// that SO_PEERCRED names the zygote; only stoker-run's account can reach the
+// path (the warm dir is its own, mode 0700). -1 with errno on failure.
+int BindUnix(const fs::path& path) {
+  sockaddr_un addr = {};
+  addr.sun_family = AF_UNIX;
+  if (path.string().size() >= sizeof addr.sun_path) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  std::strcpy(addr.sun_path, path.c_str());
+  ::unlink(path.c_str());
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
-  const int64_t deadline = MonotonicMs() + timeout_ms;
-  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    if ((errno != EWOULDBLOCK && errno != EINTR) || MonotonicMs() > deadline) {
-      ::close(fd);
-      return -1;
-    }
-    ::usleep(20'000);
+  mode_t old = ::umask(077);
+  int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  ::umask(old);
+  if (rc != 0) {
+    int err = errno;
+    ::close(fd);
+    errno = err;
+    return -1;
   }
   return fd;
 }
 
+// Under zygotes.lock: makes room for one more zygote of `user` (ending
+// least recently used idle ones) and records `key` as being started by this
+// process. FailedPrecondition with the reason when there is no room.
+Status ReserveZygote(const replica::WarmSpec& spec, const std::string& key) {
+  const fs::path lock_path = spec.dir / "zygotes.lock";
+  int lock = LockWarmFile(lock_path, kZygoteReadyMs);
+  if (lock < 0) return Unavailable(Errno("cannot lock " + lock_path.string()));
+  std::vector<ZygoteRecord> live = ListLiveZygotes(spec.dir);
+  // This key's own zygote, if alive, no longer answers: it is being replaced.
+  std::erase_if(live, [&](const ZygoteRecord& r) { return r.key == key; });
+  SpawnPlan plan = PlanZygoteSpawn(live, spec.user, spec.max_per_user, spec.max_total);
+  Status s = OkStatus();
+  if (plan.refusal.empty()) {
+    for (const ZygoteRecord& r : live) {
+      if (std::find(plan.end.begin(), plan.end.end(), r.key) != plan.end.end()) {
+        EndZygote(spec.dir, r);
+      }
+    }
+    ZygoteRecord mine;
+    mine.key = key;
+    mine.user = spec.user;
+    mine.spawner = ::getpid();
+    s = WriteFileAtomic(spec.dir / (key + ".json"), FormatZygoteRecord(mine), Durability::kNoSync);
+  }
+  ::close(lock);
+  if (!plan.refusal.empty()) return FailedPrecondition(plan.refusal);
+  return s;
+}
+
 // Starts the zygote for `key`, detached (own session, not below this
-// subreaper), and waits until it is ready. OK once its socket accepts.
+// subreaper), as the request's account, and waits until it is ready; then
+// puts its socket in place and completes its record. OK once its socket
+// accepts.
 Status SpawnZygote(const replica::WarmSpec& spec, const std::string& key,
                    const WarmRequest& request) {
   const fs::path sock = spec.dir / (key + ".sock");
+  const fs::path tmp = spec.dir / (key + "." + std::to_string(::getpid()) + ".tmp");
   const fs::path log = spec.dir / (key + ".log");
   std::string preload;
   for (const std::string& m : spec.preload) preload += (preload.empty() ? "" : ",") + m;
   char idle[32];
   std::snprintf(idle, sizeof idle, "%.0f", spec.idle_seconds);
-  std::vector<std::string> args = {request.python_path,
+  std::vector<std::string> args = {request.zygote.python_path,
                                    spec.zygote.string(),
                                    "--socket",
                                    sock.string(),
+                                   "--listen-fd",
+                                   "4",
+                                   "--dir-fd",
+                                   "5",
+                                   "--client-uid",
+                                   std::to_string(::geteuid()),
                                    "--preload",
                                    preload,
                                    "--idle",
                                    idle,
                                    "--ready-fd",
                                    "3"};
-  std::vector<std::string> env = ZygoteEnv(request.env, spec.dir.string());
+  std::vector<std::string> env = ZygoteEnv(request.zygote.defaults, spec.dir.string());
   std::vector<char*> argv_p, env_p;
   for (auto& a : args) argv_p.push_back(a.data());
   argv_p.push_back(nullptr);
@@ -185,14 +249,22 @@ Status SpawnZygote(const replica::WarmSpec& spec, const std::string& key,
 
   int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
   int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  int dir_fd = ::open(spec.dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);  // no listing
+  int listen_fd = BindUnix(tmp);
   int ready[2] = {-1, -1};
-  if (log_fd < 0 || null_fd < 0 || ::pipe2(ready, O_CLOEXEC) != 0) {
-    Status s = Internal(Errno("cannot prepare the warm interpreter's start"));
-    for (int fd : {log_fd, null_fd, ready[0], ready[1]}) {
+  auto close_all = [&] {
+    for (int fd : {log_fd, null_fd, dir_fd, listen_fd, ready[0], ready[1]}) {
       if (fd >= 0) ::close(fd);
     }
+  };
+  if (log_fd < 0 || null_fd < 0 || dir_fd < 0 || listen_fd < 0 || ::pipe2(ready, O_CLOEXEC) != 0) {
+    Status s = Internal(Errno("cannot prepare the warm interpreter's start"));
+    close_all();
+    ::unlink(tmp.c_str());
     return s;
   }
+  const bool drop = request.switch_account;
+  const ZygoteIdentity& account = request.zygote;
   // The zygote must outlive this supervisor and never be taken for one of
   // its replica's processes: while it is orphaned (its parent below exits),
   // this process is no subreaper, so it goes to init.
@@ -204,12 +276,20 @@ Status SpawnZygote(const replica::WarmSpec& spec, const std::string& key,
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     if (::fork() == 0) {
-      ::dup2(null_fd, 0);
-      ::dup2(null_fd, 1);
-      ::dup2(log_fd, 2);
-      ::dup2(ready[1], 3);
-      ::syscall(SYS_close_range, 4u, ~0u, 0u);
+      // fds 0-5 as the zygote expects them, whatever numbers they had.
+      const int from[6] = {null_fd, null_fd, log_fd, ready[1], listen_fd, dir_fd};
+      int high[6];
+      for (int i = 0; i < 6; ++i) high[i] = ::fcntl(from[i], F_DUPFD, 64);
+      for (int i = 0; i < 6; ++i) ::dup2(high[i], i);
+      ::syscall(SYS_close_range, 6u, ~0u, 0u);
       ::chdir("/");
+      if (drop) {
+        if (const char* step = DropTo(account)) {
+          dprintf(2, "stoker-run: cannot start the warm interpreter as uid %u gid %u: %s: %s\n",
+                  account.uid, account.gid, step, std::strerror(errno));
+          ::_exit(127);
+        }
+      }
       ::execve(argv_p[0], argv_p.data(), env_p.data());
       dprintf(2, "stoker-run: cannot execute %s: %s\n", argv_p[0], std::strerror(errno));
       ::_exit(127);
@@ -219,20 +299,77 @@ Status SpawnZygote(const replica::WarmSpec& spec, const std::string& key,
   if (mid > 0) ::waitpid(mid, nullptr, 0);
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   ::close(ready[1]);
-  ::close(log_fd);
-  ::close(null_fd);
+  ready[1] = -1;
+  int reader = ready[0];
+  ready[0] = -1;
+  close_all();
   if (mid < 0) {
-    ::close(ready[0]);
+    ::close(reader);
+    ::unlink(tmp.c_str());
     return Internal(Errno("cannot fork the warm interpreter"));
   }
-  std::optional<std::string> line = ReadLine(ready[0], kZygoteReadyMs);
-  ::close(ready[0]);
+  std::optional<std::string> line = ReadLine(reader, kZygoteReadyMs);
+  ::close(reader);
   json j = line ? json::parse(*line, nullptr, false) : json();
-  if (!j.is_object() || !j.value("ready", false)) {
-    return Unavailable("the warm interpreter " + request.python_path + " did not start (see " +
-                       log.string() + ")");
+  pid_t pid = j.is_object() ? j.value("pid", 0) : 0;
+  if (!j.is_object() || !j.value("ready", false) || pid <= 0 ||
+      ::rename(tmp.c_str(), sock.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    return Unavailable("the warm interpreter " + request.zygote.python_path +
+                       " did not start (see " + log.string() + ")");
   }
-  return OkStatus();
+  ZygoteRecord record;
+  record.key = key;
+  record.user = spec.user;
+  record.pid = pid;
+  record.start_ticks = ProcessStartTicks(pid);
+  return WriteFileAtomic(spec.dir / (key + ".json"), FormatZygoteRecord(record),
+                         Durability::kNoSync);
+}
+
+// Connects to the zygote of `key`, starting it when none answers: under the
+// key's lock (concurrent supervisors start one), within the node's limits.
+Result<int> ConnectOrSpawn(const replica::WarmSpec& spec, const std::string& key,
+                           const WarmRequest& request) {
+  const fs::path sock = spec.dir / (key + ".sock");
+  int conn = ConnectUnix(sock);
+  if (conn >= 0) {
+    TouchZygote(spec.dir, key);
+    return conn;
+  }
+  const fs::path lock_path = spec.dir / (key + ".lock");
+  int lock = LockWarmFile(lock_path, kZygoteReadyMs);
+  if (lock < 0) return Unavailable(Errno("cannot lock " + lock_path.string()));
+  conn = ConnectUnix(sock);  // another supervisor may have started it meanwhile
+  Status spawned = OkStatus();
+  if (conn < 0) {
+    spawned = ReserveZygote(spec, key);
+    if (spawned.ok()) spawned = SpawnZygote(spec, key, request);
+    if (!spawned.ok()) {
+      std::error_code ec;
+      fs::remove(spec.dir / (key + ".json"), ec);
+    }
+    if (spawned.ok()) conn = ConnectUnix(sock);
+  }
+  ::close(lock);
+  if (!spawned.ok()) return spawned;
+  if (conn < 0) return Unavailable(Errno("cannot connect to the warm interpreter"));
+  return conn;
+}
+
+// The request's wire form: a 4-byte big-endian length and a header the
+// zygote reads itself (the fds' names and what it checks before forking:
+// nothing secret), then a 4-byte length and the body, which only the
+// forked child decodes (the zygote wipes its copy after the fork).
+std::string Frame(const json& header, const std::string& body) {
+  std::string head = header.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string out;
+  for (const std::string* part : std::initializer_list<const std::string*>{&head, &body}) {
+    uint32_t n = static_cast<uint32_t>(part->size());
+    for (int shift : {24, 16, 8, 0}) out.push_back(static_cast<char>((n >> shift) & 0xff));
+    out += *part;
+  }
+  return out;
 }
 
 // One try at the zygote: connect (starting it when none answers), send the
@@ -242,26 +379,14 @@ Result<WarmChild> TryFork(const replica::WarmSpec& spec, const std::string& key,
   *retry = false;
   const fs::path sock = spec.dir / (key + ".sock");
   const int64_t start_ms = MonotonicMs();
-  int conn = ConnectUnix(sock);
-  if (conn < 0) {
-    int lock = LockFile(spec.dir / (key + ".lock"), kZygoteReadyMs);
-    if (lock < 0) return Unavailable(Errno("cannot lock " + (spec.dir / (key + ".lock")).string()));
-    conn = ConnectUnix(sock);  // another supervisor may have started it meanwhile
-    Status spawned = OkStatus();
-    if (conn < 0) {
-      spawned = SpawnZygote(spec, key, request);
-      if (spawned.ok()) conn = ConnectUnix(sock);
-    }
-    ::close(lock);
-    if (!spawned.ok()) return spawned;
-    if (conn < 0) return Unavailable(Errno("cannot connect to the warm interpreter"));
-  }
+  STOKER_ASSIGN_OR_RETURN(int conn, ConnectOrSpawn(spec, key, request));
+  const uint32_t zygote_uid = request.switch_account ? request.zygote.uid : ::geteuid();
   ucred peer = {};
   socklen_t len = sizeof peer;
-  if (::getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || peer.uid != ::geteuid()) {
+  if (::getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || peer.uid != zygote_uid) {
     ::close(conn);
     return PermissionDenied("the warm interpreter's socket " + sock.string() +
-                            " belongs to another account");
+                            " is not served by uid " + std::to_string(zygote_uid));
   }
   int go[2];
   if (::pipe2(go, O_CLOEXEC) != 0) {
@@ -269,19 +394,20 @@ Result<WarmChild> TryFork(const replica::WarmSpec& spec, const std::string& key,
     return Internal(Errno("cannot make the go pipe"));
   }
   std::vector<int> fds = {request.stdin_fd, request.out_fd, go[0]};
-  json names = {"stdin", "out", "go"};
+  json header = {{"fds", {"stdin", "out", "go"}}, {"home", nullptr}};
+  if (auto h = request.env.find("HOME");
+      h != request.env.end() && !request.env.count("PYTHONNOUSERSITE")) {
+    header["home"] = h->second;
+  }
   if (request.userns_fd >= 0) {
     fds.push_back(request.userns_fd);
-    names.push_back("userns");
+    header["fds"].push_back("userns");
   }
   if (request.mntns_fd >= 0) {
     fds.push_back(request.mntns_fd);
-    names.push_back("mntns");
+    header["fds"].push_back("mntns");
   }
-  // The body without "fds" was built once; splice the names in.
-  std::string full = body;
-  full.insert(full.size() - 1, ",\"fds\":" + names.dump());
-  bool sent = SendRequest(conn, full, fds);
+  bool sent = SendRequest(conn, Frame(header, body), fds);
   ::close(go[0]);
   auto fail = [&](Status s) -> Result<WarmChild> {
     ::close(go[1]);  // a child forked for this request exits unstarted
@@ -305,6 +431,7 @@ Result<WarmChild> TryFork(const replica::WarmSpec& spec, const std::string& key,
   WarmChild child;
   if (auto p = reply.find("pid"); p != reply.end() && p->is_number_integer()) child.pid = *p;
   child.zygote_pid = peer.pid;
+  child.zygote_uid = peer.uid;
   child.fork_ms = MonotonicMs() - start_ms;
   if (auto p = reply.find("preloaded"); p != reply.end() && p->is_array()) {
     for (const json& m : *p) {
@@ -324,12 +451,14 @@ Result<WarmChild> TryFork(const replica::WarmSpec& spec, const std::string& key,
     return fail(Internal("the warm interpreter's child " + std::to_string(child.pid) +
                          " is gone before it started"));
   }
+  if (std::optional<ProcStat> z = ReadProcStat(child.zygote_pid)) {
+    child.zygote_rss_bytes = z->rss_pages * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  }
   ::fcntl(conn, F_SETFL, ::fcntl(conn, F_GETFL) | O_NONBLOCK);
   child.conn = conn;
   child.go = go[1];
   return child;
 }
-
 }  // namespace
 
 Result<WarmInvocation> ParseWarmInvocation(const std::vector<std::string>& argv) {
@@ -381,27 +510,33 @@ std::string WarmEnvProblem(const std::map<std::string, std::string>& env) {
   return "";
 }
 
-const std::vector<std::string>& ZygoteKeyVars() {
-  static const std::vector<std::string> vars = {"LANG",
-                                                "LC_ALL",
-                                                "LC_CTYPE",
-                                                "OMP_NUM_THREADS",
-                                                "MKL_NUM_THREADS",
-                                                "OPENBLAS_NUM_THREADS",
-                                                "PYTHONHASHSEED"};
-  return vars;
+std::string StartupVarProblem(const std::map<std::string, std::string>& env,
+                              const std::map<std::string, std::string>& defaults) {
+  const std::string why = " (read at interpreter start-up, which a warm start skips)";
+  auto shown = [](const std::string& v) { return v.size() > 64 ? v.substr(0, 64) + "..." : v; };
+  for (const auto& [k, v] : env) {
+    if (!replica::IsWarmStartupVar(k)) continue;
+    auto d = defaults.find(k);
+    if (d == defaults.end()) {
+      return k + "=" + shown(v) + " differs from the warm interpreter's, which has none" + why;
+    }
+    if (d->second != v) {
+      return k + "=" + shown(v) + " differs from the warm interpreter's " + shown(d->second) + why;
+    }
+  }
+  for (const auto& [k, v] : defaults) {
+    if (!env.count(k)) return k + " is not set, the warm interpreter's is " + shown(v) + why;
+  }
+  return "";
 }
 
-std::string ZygoteKey(const std::string& python_path, const std::vector<std::string>& preload,
-                      uint32_t uid, uint32_t gid, const std::map<std::string, std::string>& env) {
-  std::string canon = python_path + '\0';
-  for (const std::string& m : preload) canon += m + ',';
-  canon += '\0' + std::to_string(uid) + '\0' + std::to_string(gid) + '\0';
-  for (const std::string& k : ZygoteKeyVars()) {
-    auto it = env.find(k);
-    canon += it == env.end() ? k + '\1' : k + '=' + it->second;
-    canon += '\0';
-  }
+std::string ZygoteKey(const ZygoteIdentity& id) {
+  std::string canon = id.python_path + '\0';
+  for (const std::string& m : id.preload) canon += m + ',';
+  canon += '\0';
+  for (const auto& [k, v] : id.defaults) canon += k + '=' + v + '\0';
+  canon += '\1' + id.user + '\0' + std::to_string(id.uid) + '\0' + std::to_string(id.gid) + '\0';
+  for (uint32_t g : id.groups) canon += std::to_string(g) + ',';
   uint64_t h = 1469598103934665603ull;  // FNV-1a
   for (unsigned char c : canon) {
     h ^= c;
@@ -412,23 +547,106 @@ std::string ZygoteKey(const std::string& python_path, const std::vector<std::str
   return buf;
 }
 
-std::vector<std::string> ZygoteEnv(const std::map<std::string, std::string>& env,
+std::vector<std::string> ZygoteEnv(const std::map<std::string, std::string>& defaults,
                                    const std::string& home) {
   std::vector<std::string> out = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home};
-  for (const std::string& k : ZygoteKeyVars()) {
-    if (auto it = env.find(k); it != env.end()) out.push_back(k + "=" + it->second);
+  for (const auto& [k, v] : defaults) {
+    if (replica::IsWarmStartupVar(k)) out.push_back(k + "=" + v);
   }
   return out;
 }
 
-std::string WarmStartNote(const std::vector<std::string>& preloaded,
-                          const std::vector<std::string>& skipped, int64_t fork_ms) {
+std::string WarmStartNote(const WarmChild& child, const std::string& user) {
   std::string list;
-  for (const std::string& m : preloaded) list += (list.empty() ? "" : ", ") + m;
+  for (const std::string& m : child.preloaded) list += (list.empty() ? "" : ", ") + m;
   std::string note = "warm start: forked from the warm interpreter (" +
                      (list.empty() ? "nothing" : list) + " preloaded";
-  for (const std::string& s : skipped) note += "; not " + s.substr(0, 200);
-  return note + ") in " + std::to_string(fork_ms) + " ms";
+  for (const std::string& s : child.skipped) note += "; not " + s.substr(0, 200);
+  note += ") in " + std::to_string(child.fork_ms) + " ms";
+  char mb[32];
+  std::snprintf(mb, sizeof mb, "%.0f MB", static_cast<double>(child.zygote_rss_bytes) / 1e6);
+  return note + "; it runs as uid " + std::to_string(child.zygote_uid) + " (pid " +
+         std::to_string(child.zygote_pid) + ", " + mb + " resident, kept for " +
+         (user.empty() ? "the local user" : user) + ")";
+}
+
+Result<std::pair<int, int>> PrepareAccountView(const replica::IsolationSpec& spec,
+                                               const ZygoteIdentity& account) {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) return Internal(Errno("pipe"));
+  const pid_t supervisor = ::getpid();
+  pid_t h = ::fork();
+  if (h == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != supervisor) ::_exit(1);
+    std::string msg;
+    if (const char* step = DropTo(account)) {
+      msg = std::string("-cannot become uid ") + std::to_string(account.uid) + ": " + step;
+    } else {
+      // Made as the account: a user namespace it owns, mapping its own ids.
+      Isolation isolation(spec, account.uid == 0);
+      int note[2] = {-1, -1};
+      if (::pipe2(note, O_CLOEXEC | O_NONBLOCK) != 0) ::_exit(1);
+      // A setuid without exec left it non-dumpable, and so its own
+      // /proc/self/uid_map root's: writable by it only while dumpable.
+      ::prctl(PR_SET_DUMPABLE, 1);
+      const char* error = isolation.Enter(note[1]);
+      ::prctl(PR_SET_DUMPABLE, 0);
+      char buf[600] = {};
+      ssize_t n = ::read(note[0], buf, sizeof buf - 1);
+      msg = error ? std::string("-") + error
+                  : "+" + std::string(buf, n > 0 ? static_cast<size_t>(n) : 0);
+    }
+    ssize_t n = ::write(p[1], msg.data(), msg.size());
+    (void)n;
+    ::close(p[1]);
+    while (true) ::pause();  // holds the namespaces until the supervisor took them
+  }
+  ::close(p[1]);
+  if (h < 0) {
+    ::close(p[0]);
+    return Internal(Errno("cannot fork the isolation helper"));
+  }
+  char buf[1200];
+  ssize_t n;
+  do {
+    n = ::read(p[0], buf, sizeof buf);
+  } while (n < 0 && errno == EINTR);
+  ::close(p[0]);
+  Result<std::pair<int, int>> out = Internal("the isolation helper died");
+  if (n > 0 && buf[0] == '-') {
+    out = FailedPrecondition("isolation: " + std::string(buf + 1, static_cast<size_t>(n - 1)));
+  } else if (n > 0) {
+    std::string note(buf + 1, static_cast<size_t>(n - 1));
+    int fds[2] = {-1, -1};
+    const char* names[2] = {"user", "mnt"};
+    for (int i = 0; i < 2; ++i) {
+      std::string theirs = "/proc/" + std::to_string(h) + "/ns/" + names[i];
+      std::string ours = std::string("/proc/self/ns/") + names[i];
+      struct stat a = {}, b = {};
+      if (::stat(theirs.c_str(), &a) == 0 && ::stat(ours.c_str(), &b) == 0 &&
+          (a.st_ino != b.st_ino || a.st_dev != b.st_dev)) {
+        fds[i] = ::open(theirs.c_str(), O_RDONLY | O_CLOEXEC);
+      }
+    }
+    if (fds[0] >= 0 && fds[1] >= 0) {
+      out = std::pair<int, int>{fds[0], fds[1]};
+    } else {
+      for (int fd : fds) {
+        if (fd >= 0) ::close(fd);
+      }
+      while (!note.empty() && note.back() == '\n') note.pop_back();
+      // A cold trainer would be isolated by root's namespace; a warm one,
+      // whose zygote is the account's, cannot join that one.
+      out = FailedPrecondition(
+          "the trainer's account cannot make its isolated view itself here" +
+          (note.empty() ? std::string() : " (" + note + ")") +
+          ", and a warm interpreter, which runs as that account, can join no other");
+    }
+  }
+  ::kill(h, SIGKILL);
+  ::waitpid(h, nullptr, 0);
+  return out;
 }
 
 Result<WarmChild> ForkWarm(const replica::WarmSpec& spec, const std::string& key,
@@ -442,13 +660,10 @@ Result<WarmChild> ForkWarm(const replica::WarmSpec& spec, const std::string& key
                {"flag_u", inv.flag_u},
                {"env", request.env},
                {"cwd", request.cwd},
-               {"run_as", nullptr}};
-  if (request.switch_account) {
-    body["run_as"] = {{"uid", request.uid},
-                      {"gid", request.gid},
-                      {"groups", request.groups},
-                      {"umask", request.umask}};
-  }
+               {"run_as",
+                {{"uid", request.switch_account ? request.zygote.uid : ::geteuid()},
+                 {"gid", request.switch_account ? request.zygote.gid : ::getegid()},
+                 {"umask", request.umask}}}};
   std::string text = body.dump(-1, ' ', false, json::error_handler_t::replace);
   bool retry = false;
   Result<WarmChild> child = TryFork(spec, key, request, text, &retry);

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -46,36 +47,50 @@ Result<WarmInvocation> ParseWarmInvocation(const std::vector<std::string>& argv)
 // cannot give: "PYTHONHOME is set (read at interpreter start-up)").
 std::string WarmEnvProblem(const std::map<std::string, std::string>& env);
 
-// Variables read at start-up that the zygote can give by being started with
-// them: they are part of its key, and it gets them from the trainer's env.
-const std::vector<std::string>& ZygoteKeyVars();
+// "" when the trainer's start-up variables (replica::IsWarmStartupVar: read
+// once by the interpreter or a preloaded library) are exactly the node's
+// `defaults`, the zygote's; else why not ("OMP_NUM_THREADS=3 differs from
+// the warm interpreter's 2 (read at interpreter start-up)").
+std::string StartupVarProblem(const std::map<std::string, std::string>& env,
+                              const std::map<std::string, std::string>& defaults);
 
 // Which zygote serves a trainer: the interpreter as exec'd (`python_path`:
 // the resolved argv[0], not its realpath, so a virtual environment stays
-// one), the preload list, the trainer's uid/gid and ZygoteKeyVars' values.
-// 16 hex digits, stable across processes and versions of this binary.
-std::string ZygoteKey(const std::string& python_path, const std::vector<std::string>& preload,
-                      uint32_t uid, uint32_t gid, const std::map<std::string, std::string>& env);
+// one), the preload list, the node's start-up variables, the submitting
+// user and the account it runs as (uid, gid, groups). Nothing a job chooses
+// beyond its interpreter. 16 hex digits, stable across processes and
+// versions of this binary.
+struct ZygoteIdentity {
+  std::string python_path;
+  std::vector<std::string> preload;
+  std::map<std::string, std::string> defaults;
+  std::string user;
+  uint32_t uid = 0, gid = 0;
+  std::vector<uint32_t> groups;
+};
+std::string ZygoteKey(const ZygoteIdentity& id);
 
-// The zygote's whole environment: ZygoteKeyVars from `env`, a fixed PATH and
-// HOME=`home` (no user site-packages, nothing of the daemon's).
-std::vector<std::string> ZygoteEnv(const std::map<std::string, std::string>& env,
+// The zygote's whole environment: the node's start-up variables, a fixed
+// PATH and HOME=`home` (no user site-packages, nothing of the daemon's or
+// of any job's).
+std::vector<std::string> ZygoteEnv(const std::map<std::string, std::string>& defaults,
                                    const std::string& home);
 
 // The start note for the job's events: what the zygote preloaded and, from
-// `skipped` ("module: why"), what it could not.
-std::string WarmStartNote(const std::vector<std::string>& preloaded,
-                          const std::vector<std::string>& skipped, int64_t fork_ms);
+// `skipped` ("module: why"), what it could not; then the zygote's pid,
+// account and resident memory, and whom it is counted to.
+struct WarmChild;
+std::string WarmStartNote(const WarmChild& child, const std::string& user);
 
 // What the child gets, beyond the invocation.
 struct WarmRequest {
   WarmInvocation invocation;
-  std::string python_path;  // the interpreter to run the zygote with (resolved argv[0])
+  ZygoteIdentity zygote;  // which zygote, and the account it runs as
+  // The zygote is started as zygote.uid/gid/groups (stoker-run drops to
+  // them before it execs Python); false: as stoker-run's own account.
+  bool switch_account = false;
   std::map<std::string, std::string> env;  // the complete trainer environment
   std::string cwd;
-  bool switch_account = false;  // the fields below apply
-  uint32_t uid = 0, gid = 0;
-  std::vector<uint32_t> groups;
   int umask = 022;
   int stdin_fd = -1, out_fd = -1;     // the trainer's fd 0 and fds 1/2
   int userns_fd = -1, mntns_fd = -1;  // the isolated view to join; -1 = none
@@ -91,15 +106,25 @@ struct WarmChild {
   std::vector<std::string> preloaded;
   std::vector<std::string> skipped;  // "module: why it could not be imported"
   int64_t fork_ms = 0;               // from the request to the child's pid
+  uint32_t zygote_uid = 0;
+  uint64_t zygote_rss_bytes = 0;  // the zygote's resident memory after the fork
 };
 
+// For a zygote that runs as the trainer's account when stoker-run does not
+// (root): the trainer's isolated view, made by that account itself in a
+// helper process (a user namespace it owns, mapping its own uid and gid, and
+// the mounts of runner/isolation.h), so that the zygote's child may join it
+// with setns. Returns the namespaces' fds; FailedPrecondition when the view
+// cannot be made this way (the trainer then starts cold and isolated).
+Result<std::pair<int, int>> PrepareAccountView(const replica::IsolationSpec& spec,
+                                               const ZygoteIdentity& account);
+
 // Finds the zygote for `key` in `spec.dir` (starting one when none answers,
-// under a lock so that concurrent supervisors start one), and has it fork a
-// child for `request`. The calling process must be single-threaded (it may
-// fork) and a child subreaper whose status this restores.
-// Error: why the trainer must start cold; no child of this request will run
-// anything (it was never forked, or it exits once `go` closes, which this
-// does before returning).
+// under a lock so that concurrent supervisors start one, within the limits
+// of warm_start_registry.h), and has it fork a child for `request`. The calling process must be
+// single-threaded (it may fork) and a child subreaper whose status this restores. Error: why the
+// trainer must start cold; no child of this request will run anything (it was never forked, or it
+// exits once `go` closes, which this does before returning).
 Result<WarmChild> ForkWarm(const replica::WarmSpec& spec, const std::string& key,
                            const WarmRequest& request);
 

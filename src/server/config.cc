@@ -448,6 +448,19 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
           if (!(c.warm_starts.idle_seconds >= 1)) {
             return InvalidArgument(where + "warm_start_idle_seconds: must be at least 1");
           }
+        } else if (key == "warm_start_max_per_user" || key == "warm_start_max_total") {
+          int n = value.is_number_integer() ? value.get<int>() : 0;
+          if (n < 1 || n > 10000) {
+            return InvalidArgument(where + key +
+                                   ": must be a whole number from 1 to 10000 (live warm "
+                                   "interpreters), got " +
+                                   value.dump());
+          }
+          if (key == "warm_start_max_total") {
+            c.warm_starts.max_total = n;
+          } else {
+            c.warm_starts.max_per_user = n;
+          }
         } else if (key == "executor") {
           c.executor = value.get<std::string>();
           if (c.executor != "local" && c.executor != "slurm") {
@@ -480,7 +493,8 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
               "tls_cert_file, tls_key_file, allow_insecure_http, "
               "default_unix_user, allow_root_trainers, bucket_group, "
               "job_isolation, containers, python_packages, warm_starts, warm_start_preload, "
-              "warm_start_idle_seconds, preemption, auth, executor, "
+              "warm_start_idle_seconds, warm_start_max_per_user, warm_start_max_total, "
+              "preemption, auth, executor, "
               "slurm, cost, gpu_telemetry_seconds, telemetry_seconds, webhooks)");
         }
       }

@@ -39,6 +39,9 @@
 //                               # missing; "" = buckets writable by root only)
 //   job_isolation: auto         # auto | required | off: each trainer sees only its job's
 //                               # files of the data dir (docs/security.md)
+//   warm_starts: true           # study trials start from a warm interpreter (docs/warm-starts.md)
+//   warm_start_max_per_user: 2  # live warm interpreters per submitting user on a node
+//   warm_start_max_total: 8     # ... and in all (least recently used idle ones are ended)
 //   log_max_bytes: 67108864   # a replica's output.log is rotated past this size (0 = never)
 //   log_max_files: 3          # rotated files kept per replica (output.log.1 ... .3)
 //   retention:                # finished jobs' replica dirs (<data>/jobs/<id>/); buckets untouched
@@ -124,6 +127,12 @@ struct WarmStartConfig {
   bool enabled = true;                                    // warm_starts
   std::vector<std::string> preload = {"torch", "numpy"};  // warm_start_preload
   double idle_seconds = 600;                              // warm_start_idle_seconds
+  // Live warm interpreters on a node (one per submitting user, interpreter
+  // and preload): at most this many per submitting user, and in all; past
+  // either, the least recently used idle one is ended, or the trainer
+  // starts cold when every one is busy.
+  int max_per_user = 2;  // warm_start_max_per_user
+  int max_total = 8;     // warm_start_max_total
 };
 
 // The `python_packages:` section (docs/python-packages.md): where pip finds

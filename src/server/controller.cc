@@ -1271,9 +1271,13 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
   in.settings = {config_.cancel_grace_seconds, config_.log_max_bytes,
                  config_.log_max_files,        config_.api_url,
                  config_.push_secret,          config_.telemetry_seconds};
-  in.settings.warm = {config_.warm_starts.enabled, config_.warm_starts.preload,
-                      config_.warm_starts.idle_seconds, (config_.data_dir / "warm").string(),
-                      (config_.python_helpers / "stoker_zygote.py").string()};
+  in.settings.warm = {config_.warm_starts.enabled,
+                      config_.warm_starts.preload,
+                      config_.warm_starts.idle_seconds,
+                      (config_.data_dir / "warm").string(),
+                      (config_.python_helpers / "stoker_zygote.py").string(),
+                      config_.warm_starts.max_per_user,
+                      config_.warm_starts.max_total};
   // A preemptible job's SIGTERM -> SIGKILL grace is the preemption grace
   // (for a user's cancel too): the time it has to save a checkpoint.
   if (config_.preemption.enabled && IsPreemptible(a.job, config_.preemption)) {

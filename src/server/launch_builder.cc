@@ -140,6 +140,14 @@ Result<exec::JobLaunch> BuildJobLaunch(const LaunchInputs& in) {
         rl.warm.dir = in.settings.warm.dir;
         rl.warm.zygote = in.settings.warm.zygote;
         rl.warm.python = env.python;
+        rl.warm.user = rec.user;
+        rl.warm.max_per_user = in.settings.warm.max_per_user;
+        rl.warm.max_total = in.settings.warm.max_total;
+        // The node's start-up variables (the daemon's LANG, LC_ALL): the
+        // zygote runs with these, never with a job's.
+        for (const auto& [k, v] : env.base_env) {
+          if (replica::IsWarmStartupVar(k)) rl.warm.defaults[k] = v;
+        }
       }
     }
     launch.replicas.push_back(std::move(rl));

@@ -37,8 +37,10 @@ struct LaunchSettings {
     bool enabled = false;
     std::vector<std::string> preload;
     double idle_seconds = 600;
-    std::string dir;     // zygote sockets: under the data dir, hidden from trainers
-    std::string zygote;  // stoker_zygote.py among the Python helpers
+    std::string dir;       // zygote sockets: under the data dir, hidden from trainers
+    std::string zygote;    // stoker_zygote.py among the Python helpers
+    int max_per_user = 2;  // live warm interpreters per submitting user on a node
+    int max_total = 8;     // ... and in all
   } warm;
   // The `preemption:` section, for IsPreemptible: JobLaunch::preemptible
   // tells executors whose own scheduler preempts (Slurm) where to put the

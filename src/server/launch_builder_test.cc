@@ -185,9 +185,13 @@ TEST_F(LaunchBuilderTest, WarmStartsGoToTrialsAndOptedInJobsOnlyWhenEnabled) {
     EXPECT_TRUE(launch.ok()) << launch.status().ToString();
     return launch->replicas.at(0).warm;
   };
-  in_.settings.warm = {true, {"torch", "numpy"}, 120, "/data/warm", "/share/stoker_zygote.py"};
+  in_.settings.warm = {true, {"torch", "numpy"}, 120, "/data/warm", "/share/stoker_zygote.py", 3,
+                       7};
   EXPECT_FALSE(warm_of().requested);  // neither a trial nor labelled
   job_.labels[kWarmStartLabel] = "true";
+  rec_.user = "alice";
+  in_.environments[0].base_env["LANG"] = "C.UTF-8";
+  in_.environments[0].base_env["TZ"] = "UTC";
   replica::WarmSpec w = warm_of();
   EXPECT_TRUE(w.requested);
   EXPECT_EQ(w.cold_reason, "");
@@ -196,6 +200,11 @@ TEST_F(LaunchBuilderTest, WarmStartsGoToTrialsAndOptedInJobsOnlyWhenEnabled) {
   EXPECT_EQ(w.zygote, "/share/stoker_zygote.py");
   EXPECT_EQ(w.python, "/usr/bin/python3");
   EXPECT_EQ(w.idle_seconds, 120);
+  // Whose zygote, how many, and the node's start-up variables (not TZ).
+  EXPECT_EQ(w.user, "alice");
+  EXPECT_EQ(w.max_per_user, 3);
+  EXPECT_EQ(w.max_total, 7);
+  EXPECT_EQ(w.defaults, (std::map<std::string, std::string>{{"LANG", "C.UTF-8"}}));
   job_.labels.erase(kWarmStartLabel);
   rec_.study_id = 3;
   rec_.trial_id = "2";
