@@ -25,6 +25,7 @@
 
 #include "cli/commands.h"
 #include "common/files.h"
+#include "common/image_reference.h"
 #include "exec/command.h"
 #include "exec/containers.h"
 #include "runner/launch.h"
@@ -166,6 +167,8 @@ int ImagesBuild(const BuildFlags& f) {
   } else if (Status s = CheckPath("-f", dockerfile, /*directory=*/false); !s.ok()) {
     return Report(s);
   }
+  auto tag = ParseImageReference(f.tag, "-t");
+  if (!tag.ok()) return Report(tag.status());
   for (const std::string& a : f.build_args) {
     if (a.empty() || a[0] == '=') {
       return Report(InvalidArgument("--build-arg " + a + ": give NAME=VALUE (or NAME, for " +
@@ -183,10 +186,10 @@ int ImagesBuild(const BuildFlags& f) {
   if (engine->name == "podman") {
     for (const std::string& u : runner::ContainerUlimitFlags()) args.push_back(u);
   }
-  args.push_back("--tag=" + f.tag);
+  args.push_back("--tag=" + tag->ToString());
   args.push_back("--file=" + dockerfile);
   for (const std::string& a : f.build_args) args.push_back("--build-arg=" + a);
-  args.push_back(f.dir);
+  args.insert(args.end(), {"--", f.dir});
 
   auto start = std::chrono::steady_clock::now();
   int code = RunEngine(*engine, "build", args, [&](int c) -> std::string {
@@ -365,12 +368,13 @@ int ImagesImport(const std::string& file, const std::string& image,
   if (!url && file != "-") {
     if (Status s = CheckPath("FILE", file, /*directory=*/false); !s.ok()) return Report(s);
   }
+  auto ref = ParseImageReference(image, "IMAGE");
+  if (!ref.ok()) return Report(ref.status());
   auto engine = EngineForCli();
   if (!engine.ok()) return Report(engine.status());
   std::vector<std::string> args = {"import"};
   for (const std::string& c : changes) args.push_back("--change=" + c);
-  args.push_back(file);
-  args.push_back(image);
+  args.insert(args.end(), {"--", file, ref->ToString()});
   int code = RunEngine(*engine, "import", args, [&](int) -> std::string {
     return "its words are above; FILE must be a tar archive of a root file system (e.g. from "
            "mmdebstrap or `" +
@@ -392,12 +396,19 @@ int ImagesLoad(const std::string& file) {
   });
 }
 
+// IMAGE may be a name or an image id; an id (hex digits, or sha256:HEX)
+// is a reference too, so every one is parsed and passed after "--".
 int ImagesRemove(const std::vector<std::string>& images, bool force) {
-  auto engine = EngineForCli();
-  if (!engine.ok()) return Report(engine.status());
   std::vector<std::string> args = {"rmi"};
   if (force) args.push_back("--force");
-  args.insert(args.end(), images.begin(), images.end());
+  args.push_back("--");
+  for (const std::string& image : images) {
+    auto ref = ParseImageReference(image, "IMAGE");
+    if (!ref.ok()) return Report(ref.status());
+    args.push_back(ref->ToString());
+  }
+  auto engine = EngineForCli();
+  if (!engine.ok()) return Report(engine.status());
   return RunEngine(*engine, "rmi", args, [&](int) -> std::string {
     return std::string("its words are above; `stoker images list` shows the images here") +
            (force ? "" : ", and --force removes one that containers still use");
@@ -439,33 +450,32 @@ void AddImagesCommands(CLI::App& app, const Globals& g, int& rc) {
   auto import_file = std::make_shared<std::string>();
   auto import_image = std::make_shared<std::string>();
   auto changes = std::make_shared<std::vector<std::string>>();
-  auto* import = images->add_subcommand(
+  auto* import_cmd = images->add_subcommand(
       "import",
       "Make IMAGE from a tarball of a root file system (mmdebstrap, `podman export`) on this "
       "machine");
-  import->add_option("FILE", *import_file, "The tarball (- for stdin, or an http(s) URL)")
+  import_cmd->add_option("FILE", *import_file, "The tarball (- for stdin, or an http(s) URL)")
       ->required();
-  import->add_option("IMAGE", *import_image, "The new image's name, e.g. localhost/base:1")
+  import_cmd->add_option("IMAGE", *import_image, "The new image's name, e.g. localhost/base:1")
       ->required();
-  import
+  import_cmd
       ->add_option("-c,--change", *changes,
                    "A Dockerfile instruction to apply, e.g. 'ENTRYPOINT [\"/bin/sh\"]' (repeat)")
       ->allow_extra_args(false);
-  import->callback([=, &rc] { rc = ImagesImport(*import_file, *import_image, *changes);
-});
+  import_cmd->callback([=, &rc] { rc = ImagesImport(*import_file, *import_image, *changes); });
 
-auto load_file = std::make_shared<std::string>();
-auto* load = images->add_subcommand(
-    "load", "Load the images of an archive from `docker save` or `podman save` on this machine");
-load->add_option("-i,--input", *load_file, "The archive")->required();
-load->callback([=, &rc] { rc = ImagesLoad(*load_file); });
+  auto load_file = std::make_shared<std::string>();
+  auto* load = images->add_subcommand(
+      "load", "Load the images of an archive from `docker save` or `podman save` on this machine");
+  load->add_option("-i,--input", *load_file, "The archive")->required();
+  load->callback([=, &rc] { rc = ImagesLoad(*load_file); });
 
-auto rm_images = std::make_shared<std::vector<std::string>>();
-auto rm_force = std::make_shared<bool>(false);
-auto* rm = images->add_subcommand("rm", "Remove images from this machine (the engine's rmi)");
-rm->add_option("IMAGE", *rm_images, "Names or ids")->required();
-rm->add_flag("--force", *rm_force, "Also remove the containers that use them");
-rm->callback([=, &rc] { rc = ImagesRemove(*rm_images, *rm_force); });
-}  // namespace stoker::cli
+  auto rm_images = std::make_shared<std::vector<std::string>>();
+  auto rm_force = std::make_shared<bool>(false);
+  auto* rm = images->add_subcommand("rm", "Remove images from this machine (the engine's rmi)");
+  rm->add_option("IMAGE", *rm_images, "Names or ids")->required();
+  rm->add_flag("--force", *rm_force, "Also remove the containers that use them");
+  rm->callback([=, &rc] { rc = ImagesRemove(*rm_images, *rm_force); });
+}
 
 }  // namespace stoker::cli

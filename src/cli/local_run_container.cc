@@ -37,7 +37,8 @@ std::vector<std::string> LocalContainerArgv(const exec::ContainerEngine& engine,
     }
   }
   a.push_back("--entrypoint=" + nlohmann::json::array({run.command[0]}).dump());
-  a.push_back(run.image);
+  // run.image is Environments::ForImage's parsed form; "--" ends the options.
+  a.insert(a.end(), {"--", run.image});
   a.insert(a.end(), run.command.begin() + 1, run.command.end());
   return a;
 }

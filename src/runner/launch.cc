@@ -3,9 +3,12 @@
 #include <sys/resource.h>
 
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "common/image_reference.h"
 #include "common/time.h"
 
 namespace stoker::runner {
@@ -58,12 +61,28 @@ std::string EngineOnThisNode(const std::string& wanted,
   return "";
 }
 
+namespace {
+// The image as the engine gets it: its parsed form, after "--" so that it
+// is never read as an option or a transport (common/image_reference.h).
+// launch.json's container is parsed before anything is run
+// (ParseContainerSpec), so a name that is no reference here is a broken
+// invariant: stoker-run stops rather than hand it to root's engine.
+std::string EngineImage(const std::string& image) {
+  Result<ImageReference> ref = ParseImageReference(image, "launch.json: container.image");
+  if (!ref.ok()) {
+    std::fprintf(stderr, "stoker-run: %s\n", ref.status().message().c_str());
+    std::abort();
+  }
+  return ref->ToString();
+}
+}  // namespace
+
 std::vector<std::string> ContainerPullArgv(const ContainerSpec& c) {
   std::vector<std::string> a = {c.engine, "pull"};
   if (!c.tls_verify && std::filesystem::path(c.engine).filename() == "podman") {
     a.push_back("--tls-verify=false");
   }
-  a.push_back(c.image);
+  a.insert(a.end(), {"--", EngineImage(c.image)});
   return a;
 }
 
@@ -112,7 +131,7 @@ std::vector<std::string> ContainerRunArgv(const ContainerRun& run) {
     // A JSON array: every element one argv string, as Docker reads it.
     a.push_back("--entrypoint=" + nlohmann::json(*c.entrypoint).dump());
   }
-  a.push_back(c.image);
+  a.insert(a.end(), {"--", EngineImage(c.image)});
   a.insert(a.end(), c.args.begin(), c.args.end());
   return a;
 }

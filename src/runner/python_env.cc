@@ -21,6 +21,7 @@
 #include <set>
 
 #include "common/files.h"
+#include "common/image_reference.h"
 #include "common/time.h"
 #include "runner/launch.h"
 
@@ -436,10 +437,14 @@ std::vector<std::string> EngineEnv() {
 }
 
 // What the engine says the image's ID is ("sha256:..." or the bare hex).
+// The engine is asked with the image's parsed form after "--" only.
 Result<std::string> ImageId(const PythonEnvRequest::Image& c) {
+  STOKER_ASSIGN_OR_RETURN(ImageReference ref,
+                          ParseImageReference(c.image, "launch.json: container.image"));
   STOKER_ASSIGN_OR_RETURN(
-      CapturedRun run, RunCapturing({c.engine, "image", "inspect", "--format", "{{.Id}}", c.image},
-                                    EngineEnv(), "/", nullptr));
+      CapturedRun run,
+      RunCapturing({c.engine, "image", "inspect", "--format", "{{.Id}}", "--", ref.ToString()},
+                   EngineEnv(), "/", nullptr));
   std::string id(Trim(run.output));
   if (!WIFEXITED(run.exit_status) || WEXITSTATUS(run.exit_status) != 0 || id.empty() ||
       id.find('\n') != std::string::npos) {

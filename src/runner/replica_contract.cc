@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "common/image_reference.h"
+
 namespace stoker::replica {
 namespace {
 
@@ -386,8 +388,14 @@ Result<std::optional<ContainerSpec>> ParseContainerSpec(const json& value) {
     }
     *out = f->get<std::string>();
   }
-  // An image or name starting with '-' would be read as an engine option.
-  if (c.engine[0] != '/' || c.image[0] == '-' || c.name[0] == '-') return InvalidArgument(shape);
+  // A name starting with '-' would be read as an engine option.
+  if (c.engine[0] != '/' || c.name[0] == '-') return InvalidArgument(shape);
+  // The image is parsed again here, whatever stokerd checked, and only its
+  // parsed form is kept: the engine never reads a transport or an option
+  // in it (common/image_reference.h).
+  Result<ImageReference> image = ParseImageReference(c.image, "launch.json: container.image");
+  if (!image.ok()) return image.status();
+  c.image = image->ToString();
   if (value.contains("entrypoint")) {
     c.entrypoint = strings("entrypoint");
     if (!c.entrypoint || c.entrypoint->empty()) return InvalidArgument(shape);

@@ -89,6 +89,22 @@ TEST(ReplicaContractTest, ABadContainerIsRefusedByName) {
   }
 }
 
+TEST(ReplicaContractTest, AContainerImageThatIsNoImageReferenceIsRefused) {
+  for (const char* image : {"containers-storage:[overlay@/tmp/x+/tmp/xrun]localhost/x:1",
+                            "docker://ubuntu", "oci-archive:/tmp/x", "-v", "A/b", "a b"}) {
+    nlohmann::json c = {{"engine", "/usr/bin/podman"},
+                        {"image", image},
+                        {"name", "n"},
+                        {"args", nlohmann::json::array()}};
+    nlohmann::json doc = {{"argv", {"x"}}, {"env", nlohmann::json::object()}, {"container", c}};
+    auto r = ParseLaunchSpec(doc.dump());
+    ASSERT_FALSE(r.ok()) << image;
+    EXPECT_NE(r.status().message().find("launch.json: container.image: '"), std::string::npos)
+        << r.status().message();
+    EXPECT_NE(r.status().message().find("is not an image reference"), std::string::npos);
+  }
+}
+
 TEST(ReplicaContractTest, IsolationOffIsNotWritten) {
   LaunchSpec s;
   s.argv = {"true"};

@@ -130,7 +130,7 @@ TEST(ContainerRunArgvTest, RunsTheImageWithTheAccountMountsAndGpus) {
                   "--user=1001:1002", "--group-add=50", "--cap-drop=all",
                   "--security-opt=no-new-privileges", "--volume=/data/buckets:/data/buckets",
                   "--volume=/data/jobs/7:/data/jobs/7:ro", "--device=nvidia.com/gpu=2",
-                  "--device=nvidia.com/gpu=3", R"(--entrypoint=["python3","-m","t"])",
+                  "--device=nvidia.com/gpu=3", R"(--entrypoint=["python3","-m","t"])", "--",
                   "gcr.io/p/t:v1", "--lr", "0.1"));
 }
 
@@ -143,17 +143,19 @@ TEST(ContainerRunArgvTest, WithoutAnEntrypointTheImagesOwnRunsAndDockerGetsGpusI
   run.gpu_passing = GpuPassing::kDockerGpus;
   EXPECT_THAT(ContainerRunArgv(run),
               ElementsAre("/usr/bin/docker", "run", "--rm", "--name", "n", "--network=host",
-                          "--pull=never", "--env-file=/e", R"(--gpus="device=0")", "t:1"));
+                          "--pull=never", "--env-file=/e", R"(--gpus="device=0")", "--", "t:1"));
 }
 
 TEST(ContainerPullArgvTest, PodmanSkipsTlsOnlyForAnInsecureRegistryDockerNever) {
   ContainerSpec c{"/usr/bin/podman", "localhost:5000/t:1", "n", std::nullopt, {}, {}, {}};
-  EXPECT_THAT(ContainerPullArgv(c), ElementsAre("/usr/bin/podman", "pull", "localhost:5000/t:1"));
-  c.tls_verify = false;
   EXPECT_THAT(ContainerPullArgv(c),
-              ElementsAre("/usr/bin/podman", "pull", "--tls-verify=false", "localhost:5000/t:1"));
+              ElementsAre("/usr/bin/podman", "pull", "--", "localhost:5000/t:1"));
+  c.tls_verify = false;
+  EXPECT_THAT(ContainerPullArgv(c), ElementsAre("/usr/bin/podman", "pull", "--tls-verify=false",
+                                                "--", "localhost:5000/t:1"));
   c.engine = "/usr/bin/docker";  // its daemon's config decides
-  EXPECT_THAT(ContainerPullArgv(c), ElementsAre("/usr/bin/docker", "pull", "localhost:5000/t:1"));
+  EXPECT_THAT(ContainerPullArgv(c),
+              ElementsAre("/usr/bin/docker", "pull", "--", "localhost:5000/t:1"));
 }
 
 TEST(EngineOnThisNodeTest, TheDaemonsChoiceThenTheSameEngineThenTheOther) {
@@ -178,7 +180,7 @@ TEST(ContainerRunArgvTest, WithPullsOnAnImageGoneFromTheStoreIsPulledByTheEngine
   run.container = &c;
   EXPECT_THAT(ContainerRunArgv(run),
               ElementsAre("/usr/bin/podman", "run", "--rm", "--name", "n", "--network=host",
-                          "--pull=missing", "--tls-verify=false", "--log-driver=passthrough",
+                          "--pull=missing", "--tls-verify=false", "--log-driver=passthrough", "--",
                           "localhost:5000/t:1"));
 }
 
@@ -189,7 +191,7 @@ TEST(ContainerRunArgvTest, NoEnvFileMeansNoFlag) {
   run.env_inline = {"A=b"};
   EXPECT_THAT(ContainerRunArgv(run),
               ElementsAre("/usr/bin/podman", "run", "--rm", "--name", "n", "--network=host",
-                          "--pull=never", "--log-driver=passthrough", "--env", "A=b", "t:1"));
+                          "--pull=never", "--log-driver=passthrough", "--env", "A=b", "--", "t:1"));
 }
 
 TEST(ContainerEnvFileTest, PutsValuesWithNewlinesInline) {
