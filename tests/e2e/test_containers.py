@@ -360,7 +360,7 @@ class PrebuiltImageTest(StokerTestCase):
         status, body = self.api("POST", self.project_path,
                                 job("opt", pool("--privileged", command=["true"])))
         self.assertEqual(status, 400, body)
-        self.assertIn("'--privileged' is not an image name", body["error"]["message"])
+        self.assertIn("'--privileged' is not an image reference", body["error"]["message"])
 
     def test_a_pytorch_image_runs_with_the_interpreter_and_says_why(self):
         image = "us-docker.pkg.dev/vertex-ai/training/pytorch-xla.2-1.py310:latest"

@@ -19,6 +19,7 @@ from harness import (DEFAULT_CONFIG, StokerTestCase, podman, podman_flags, skip_
 
 SETUP_ERROR = None
 REGISTRY = None  # "127.0.0.1:PORT"
+CLOSED = None  # "127.0.0.1:PORT" where nothing listens
 REGISTRY_PROCESS = None
 WORK = None
 LOCAL = "localhost/stoker-e2e/pulled:%d" % os.getpid()
@@ -31,7 +32,7 @@ def free_port():
 
 
 def setUpModule():
-    global SETUP_ERROR, REGISTRY, REGISTRY_PROCESS, WORK
+    global SETUP_ERROR, REGISTRY, REGISTRY_PROCESS, WORK, CLOSED
     for tool, package in (("podman", "podman runc"), ("docker-registry", "docker-registry"),
                           ("busybox", "busybox-static")):
         if shutil.which(tool) is None:
@@ -40,6 +41,7 @@ def setUpModule():
     WORK = tempfile.mkdtemp(prefix="stoker-registry-")
     port = free_port()
     REGISTRY = "127.0.0.1:%d" % port
+    CLOSED = "127.0.0.1:%d" % free_port()
     config = os.path.join(WORK, "registry.yml")
     with open(config, "w") as f:
         f.write("version: 0.1\nlog: {level: warn}\nstorage:\n  filesystem:\n"
@@ -96,8 +98,10 @@ class ImagePullTest(StokerTestCase):
     def setUp(self):
         if SETUP_ERROR:
             skip_or_fail(self, SETUP_ERROR)
-        # The registry speaks plain HTTP: named insecure in the config.
-        self.config = DEFAULT_CONFIG + 'containers: {insecure_registries: ["%s"]}\n' % REGISTRY
+        # The registry speaks plain HTTP and is on a loopback address: named
+        # insecure in the config (so is the closed one, to be tried at all).
+        self.config = DEFAULT_CONFIG + 'containers: {insecure_registries: ["%s", "%s"]}\n' % (
+            REGISTRY, CLOSED)
         super().setUp()
 
     def events(self, job_id):
@@ -140,7 +144,7 @@ class ImagePullTest(StokerTestCase):
                                 "--format", "{{.Names}}").stdout.split(), [])
 
     def test_a_registry_that_cannot_be_reached_is_refused_at_submit(self):
-        closed = "127.0.0.1:%d" % free_port()  # nothing listens there
+        closed = CLOSED  # nothing listens there
         status, body = self.api("POST", self.project_path,
                                 job("nowhere", closed + "/e2e/busybox:v1", ["true"]))
         self.assertEqual(status, 400, body)
