@@ -27,6 +27,7 @@
 #include "runner/in_child_for_test.h"
 #include "runner/launch.h"
 #include "runner/log_rotation.h"
+#include "runner/replica_cgroup.h"
 #include "runner/replica_processes.h"
 #include "runner/supervisor.h"
 
@@ -36,6 +37,11 @@ namespace stoker::runner {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Whether stoker-run makes replica cgroups here (root, a hierarchy).
+bool ReplicaCgroupsHere() {
+  return ::geteuid() == 0 && DetectCgroupLayout().kind != CgroupLayout::Kind::kNone;
+}
 using nlohmann::json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -594,10 +600,19 @@ TEST_F(StokerRunTest, StopsProcessesOutsideItsTreeThatCarryTheCookie) {
   ASSERT_TRUE(WaitFor([&] { return FindReplicaProcesses(dir_.string()).size() == 1; }));
   WriteLaunch({{"argv", {"true"}}});
   EXPECT_EQ(RunToEnd()["exit_code"], 0);
-  EXPECT_FALSE(Alive(outside));
+  if (ReplicaCgroupsHere()) {
+    // With a cgroup the replica's processes are its members (decision
+    // 0034): a process it did not start is left alone, whatever its
+    // environment says (anyone can set the variable).
+    EXPECT_TRUE(Alive(outside));
+  } else {
+    EXPECT_FALSE(Alive(outside));
+  }
   EXPECT_TRUE(Alive(other));  // another replica's cookie, a prefix of ours: not ours
-  ::kill(other, SIGKILL);
-  for (pid_t p : {outside, other}) ::waitpid(p, nullptr, 0);
+  for (pid_t p : {outside, other}) {
+    ::kill(p, SIGKILL);
+    ::waitpid(p, nullptr, 0);
+  }
 }
 
 // The gap the cookie closes: a supervisor killed with SIGKILL takes its
@@ -617,6 +632,15 @@ TEST_F(StokerRunTest, AGrandchildThatEscapedAKilledSupervisorIsFoundByItsCookie)
   EXPECT_EQ(Wait(sup), -1);
   EXPECT_TRUE(WaitFor([&] { return !Alive(trainer); }));
   EXPECT_TRUE(Alive(gc)) << "the grandchild should have outlived its supervisor";
+  if (auto cg = ReplicaCgroup::Open(DetectCgroupLayout(), ReplicaCgroupName(ReplicaCookie(dir_)))) {
+    // What stokerd does first (exec/replica_files.cc): the replica's cgroup.
+    EXPECT_EQ(cg->Pids(), std::vector<pid_t>{gc});
+    EXPECT_EQ(cg->KillAll(5000), 1);
+    EXPECT_FALSE(Alive(gc));
+    EXPECT_TRUE(cg->Remove().ok());
+    fs::remove(dir_ / "runner.json");
+    return;
+  }
   EXPECT_EQ(FindReplicaProcesses(ReplicaCookie(dir_)), std::vector<pid_t>{gc});
   EXPECT_EQ(KillReplicaProcesses(ReplicaCookie(dir_), 5000), 1);
   EXPECT_FALSE(Alive(gc));
