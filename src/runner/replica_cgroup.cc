@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/fnv1a.h"
 #include "common/time.h"
 
 namespace stoker::runner {
@@ -179,13 +180,7 @@ CgroupLayout DetectCgroupLayout() {
 }
 
 std::string ReplicaCgroupName(std::string_view cookie) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (unsigned char c : cookie) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  const std::string hex = Fnv1aHex(cookie);
   std::string last = fs::path(std::string(cookie)).filename().string();
   std::string tail;
   for (char c : last) {

@@ -18,6 +18,7 @@
 #include <optional>
 
 #include "common/files.h"
+#include "common/fnv1a.h"
 #include "common/time.h"
 #include "runner/isolation.h"
 #include "runner/replica_processes.h"
@@ -537,14 +538,7 @@ std::string ZygoteKey(const ZygoteIdentity& id) {
   for (const auto& [k, v] : id.defaults) canon += k + '=' + v + '\0';
   canon += '\1' + id.user + '\0' + std::to_string(id.uid) + '\0' + std::to_string(id.gid) + '\0';
   for (uint32_t g : id.groups) canon += std::to_string(g) + ',';
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (unsigned char c : canon) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
+  return Fnv1aHex(canon);
 }
 
 std::vector<std::string> ZygoteEnv(const std::map<std::string, std::string>& defaults,
