@@ -16,8 +16,8 @@
 namespace stoker::spec {
 namespace {
 
-using internal::CanonicalAcceleratorType;
 using internal::At;
+using internal::CanonicalAcceleratorType;
 using internal::CheckDisplayName;
 using internal::CheckKeys;
 using internal::CheckLabels;
@@ -40,6 +40,7 @@ using internal::Problems;
 using internal::QuoteHint;
 using internal::ReadBool;
 using internal::ReadDuration;
+using internal::ReadEnumName;
 using internal::ReadInteger;
 using internal::ReadString;
 using internal::ReadStringList;
@@ -60,14 +61,20 @@ constexpr size_t kMaxPackageUris = 100;
 constexpr size_t kMaxArgBytes = 128 * 1024 - 1;
 constexpr size_t kMaxCommandLineBytes = 1024 * 1024;
 
-// Reference §1.7, without STRATEGY_UNSPECIFIED (which means STANDARD).
-const Names kStrategies = {"STANDARD", "SPOT", "FLEX_START", "ON_DEMAND", "LOW_COST"};
+// Reference §1.7, without STRATEGY_UNSPECIFIED (which means STANDARD); the
+// deprecated ON_DEMAND and LOW_COST last, so that advice starts with the others.
+const Names kStrategies = [] {
+  Names names = EnumNames(kStrategyEnum, /*with_zero=*/false);
+  std::stable_partition(names.begin(), names.end(),
+                        [](std::string_view n) { return n != "ON_DEMAND" && n != "LOW_COST"; });
+  return names;
+}();
 
 const Names kJobFields = {"displayName", "jobSpec", "labels", "encryptionSpec"};
 // Output-only CustomJob fields: accepted and dropped, so `describe` output can be resubmitted.
 // `stoker` is Stoker's own output block (user, attempt, waitReason).
-const Names kJobOutputOnly = {"name",         "state",       "createTime", "startTime",
-                              "endTime",      "updateTime",  "error",      "webAccessUris",
+const Names kJobOutputOnly = {"name",         "state",        "createTime", "startTime",
+                              "endTime",      "updateTime",   "error",      "webAccessUris",
                               "satisfiesPzs", "satisfiesPzi", "stoker"};
 const Names kSpecFields = {"workerPoolSpecs",       "scheduling",
                            "serviceAccount",        "network",
@@ -84,9 +91,8 @@ const Names kMachineFields = {"machineType",      "acceleratorType", "accelerato
 const Names kContainerFields = {"imageUri", "command", "args", "env"};
 const Names kPythonFields = {"executorImageUri", "packageUris", "pythonModule", "args", "env"};
 const Names kEnvFields = {"name", "value"};
-const Names kSchedulingFields = {"timeout",         "restartJobOnWorkerRestart",
-                                 "strategy",        "disableRetries",
-                                 "maxWaitDuration", "priority",
+const Names kSchedulingFields = {"timeout",        "restartJobOnWorkerRestart", "strategy",
+                                 "disableRetries", "maxWaitDuration",           "priority",
                                  "maxRetries"};
 constexpr int64_t kMaxPriority = 1000;
 constexpr int64_t kMaxRetries = 100;
@@ -155,7 +161,7 @@ const std::vector<Shape>& MachineVerbatim() {
       {"tpuTopology", Kind::kString},
       {"reservationAffinity",
        Kind::kObject,
-       {{"reservationAffinityType", Kind::kString},
+       {{"reservationAffinityType", Kind::kEnum, {}, {}, &kReservationAffinityTypeEnum},
         {"key", Kind::kString},
         {"values", Kind::kStrings}}},
   };
@@ -234,7 +240,7 @@ MachineSpec ParseMachine(const json& v, const std::string& path, Problems& p) {
   }
   CheckKeys(v, path, kMachineFields, p);
   ReadString(v, "machineType", path, p, &m.machine_type);
-  ReadString(v, "acceleratorType", path, p, &m.accelerator_type);
+  ReadEnumName(v, "acceleratorType", path, kAcceleratorTypeEnum, p, &m.accelerator_type);
   m.accelerator_type = CanonicalAcceleratorType(m.accelerator_type);
   if (m.accelerator_type == "ACCELERATOR_TYPE_UNSPECIFIED") m.accelerator_type.clear();
   if (const json* c = Get(v, "acceleratorCount")) {
@@ -306,7 +312,7 @@ Scheduling ParseScheduling(const json& v, const std::string& path, Problems& p) 
   CheckKeys(v, path, kSchedulingFields, p);
   if (auto t = ReadDuration(v, "timeout", path, p)) s.timeout_seconds = *t;
   ReadBool(v, "restartJobOnWorkerRestart", path, p, &s.restart_job_on_worker_restart);
-  ReadString(v, "strategy", path, p, &s.strategy);
+  ReadEnumName(v, "strategy", path, kStrategyEnum, p, &s.strategy);
   if (s.strategy == "STRATEGY_UNSPECIFIED") s.strategy.clear();
   ReadBool(v, "disableRetries", path, p, &s.disable_retries);
   s.max_wait_seconds = ReadDuration(v, "maxWaitDuration", path, p);
@@ -820,8 +826,8 @@ std::vector<std::string> AcceptGcloudForms(json& j) {
     if (it == j.end() || !it->is_object()) return {nullptr, ""};
     return {&*it, std::string(key) + "."};
   };
-  for (auto [spec, prefix] : {spec_at("jobSpec"), spec_at("trialJobSpec"),
-                              std::pair<json*, std::string>{&j, ""}}) {
+  for (auto [spec, prefix] :
+       {spec_at("jobSpec"), spec_at("trialJobSpec"), std::pair<json*, std::string>{&j, ""}}) {
     if (spec == nullptr) continue;
     auto pools = spec->find("workerPoolSpecs");
     if (pools == spec->end() || !pools->is_object()) continue;

@@ -13,24 +13,7 @@ namespace stoker::spec::internal {
 
 using nlohmann::json;
 
-const Names kAcceleratorTypes = {"NVIDIA_TESLA_K80",
-                                 "NVIDIA_TESLA_P100",
-                                 "NVIDIA_TESLA_V100",
-                                 "NVIDIA_TESLA_P4",
-                                 "NVIDIA_TESLA_T4",
-                                 "TPU_V2",
-                                 "TPU_V3",
-                                 "NVIDIA_TESLA_A100",
-                                 "NVIDIA_A100_80GB",
-                                 "TPU_V4_POD",
-                                 "NVIDIA_L4",
-                                 "TPU_V5_LITEPOD",
-                                 "NVIDIA_H100_80GB",
-                                 "NVIDIA_H100_MEGA_80GB",
-                                 "NVIDIA_H200_141GB",
-                                 "NVIDIA_B200",
-                                 "NVIDIA_GB200",
-                                 "NVIDIA_RTX_PRO_6000"};
+const Names kAcceleratorTypes = EnumNames(kAcceleratorTypeEnum, /*with_zero=*/false);
 
 bool Contains(const Names& names, std::string_view s) {
   return std::find(names.begin(), names.end(), s) != names.end();
@@ -218,6 +201,31 @@ std::optional<std::vector<std::string>> ReadOptionalStringList(const json& obj, 
   return out;
 }
 
+std::optional<std::string> EnumValueName(const json& v, const std::string& path, const EnumType& e,
+                                         Problems& p) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer()) {
+    int64_t n = v.get<int64_t>();
+    if (auto name = EnumName(e, n)) return std::string(*name);
+    p.Add(path, std::to_string(n) + " is not a number of enum " + std::string(e.name) +
+                    "; use one of " + DescribeEnum(e) + " (the name or the number)");
+    return std::nullopt;
+  }
+  p.Add(path, "must be a " + std::string(e.name) + " name or number (one of " + DescribeEnum(e) +
+                  "), got " + TypeName(v));
+  return std::nullopt;
+}
+
+bool ReadEnumName(const json& obj, const char* key, const std::string& path, const EnumType& e,
+                  Problems& p, std::string* out) {
+  const json* v = Get(obj, key);
+  if (v == nullptr) return false;
+  auto name = EnumValueName(*v, Join(path, key), e, p);
+  if (!name) return false;
+  *out = std::move(*name);
+  return true;
+}
+
 void ReadBool(const json& obj, const char* key, const std::string& path, Problems& p, bool* out) {
   const json* v = Get(obj, key);
   if (v == nullptr) return;
@@ -316,6 +324,29 @@ std::string FormatSeconds(double seconds) {
 
 namespace {
 
+// `v` (checked against `s`) with each enum number replaced by its name.
+json WithEnumNames(const json& v, const Shape& s) {
+  if (s.kind == Kind::kEnum && v.is_number_integer()) {
+    if (auto name = EnumName(*s.enum_type, v.get<int64_t>())) return std::string(*name);
+    return v;
+  }
+  if (s.kind != Kind::kObject && s.kind != Kind::kObjects) return v;
+  json out = v;
+  auto fix = [&s](json& obj) {
+    if (!obj.is_object()) return;
+    for (const auto& f : s.fields) {
+      std::string key(f.name);
+      if (obj.contains(key)) obj[key] = WithEnumNames(obj[key], f);
+    }
+  };
+  if (s.kind == Kind::kObject) {
+    fix(out);
+  } else if (out.is_array()) {
+    for (json& e : out) fix(e);
+  }
+  return out;
+}
+
 void CheckObjectShape(const json& v, const Shape& s, const std::string& path, Problems& p) {
   if (!v.is_object()) {
     p.Add(path, "must be an object, got " + TypeName(v));
@@ -338,6 +369,13 @@ void CheckObjectShape(const json& v, const Shape& s, const std::string& path, Pr
 
 void CheckShape(const json& v, const Shape& s, const std::string& path, Problems& p) {
   switch (s.kind) {
+    case Kind::kEnum:
+      if (auto name = EnumValueName(v, path, *s.enum_type, p);
+          name && !EnumNumber(*s.enum_type, *name)) {
+        p.Add(path, "'" + *name + "' is not a " + std::string(s.enum_type->name) + "; use one of " +
+                        DescribeEnum(*s.enum_type));
+      }
+      break;
     case Kind::kString:
       if (!v.is_string()) p.Add(path, "must be a string, got " + TypeName(v) + QuoteHint(v));
       break;
@@ -386,7 +424,7 @@ void ReadVerbatim(const json& obj, const std::string& path, const std::vector<Sh
       // Deep values never get here: the API and ParseYamlOrJson refuse
       // documents nested deeper than 64 levels before parsing.
       CheckShape(*v, s, Join(path, key), p);
-      (*out)[key] = *v;
+      (*out)[key] = WithEnumNames(*v, s);
     }
   }
 }

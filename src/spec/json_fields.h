@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "spec/enums.h"
 
 namespace stoker::spec::internal {
 
@@ -51,7 +52,7 @@ std::string QuoteHint(const nlohmann::json& v);
 // UTF-8 code points, as Vertex counts length limits.
 size_t Utf8Length(const std::string& s);
 std::string SnakeToCamel(std::string_view key);
-// Vertex AcceleratorType names (reference §1.8) without
+// Vertex AcceleratorType names (enums.h) without
 // ACCELERATOR_TYPE_UNSPECIFIED, which means "none".
 extern const Names kAcceleratorTypes;
 // gcloud's spellings of an accelerator type: `nvidia-tesla-t4` (the enum name
@@ -152,6 +153,16 @@ std::optional<std::vector<std::string>> ReadOptionalStringList(const nlohmann::j
                                                                const char* key,
                                                                const std::string& path,
                                                                Problems& p);
+// An enum value `v` (at `path`) of enum `e`: a string comes back as given (the
+// caller checks it against the names it takes, with its own advice); an
+// integer (the proto number, as the client libraries' REST transports send
+// enums) comes back as its name. An unknown number or another type is a
+// problem naming the enum and its values, and nullopt.
+std::optional<std::string> EnumValueName(const nlohmann::json& v, const std::string& path,
+                                         const EnumType& e, Problems& p);
+// EnumValueName of obj[key] into `out`. Returns whether `key` was given and read.
+bool ReadEnumName(const nlohmann::json& obj, const char* key, const std::string& path,
+                  const EnumType& e, Problems& p, std::string* out);
 void ReadBool(const nlohmann::json& obj, const char* key, const std::string& path, Problems& p,
               bool* out);
 // An integer in [lo, hi] given as a JSON number or a decimal string (proto JSON accepts both).
@@ -166,13 +177,15 @@ std::string FormatSeconds(double seconds);
 
 // ---- Fields kept verbatim: checked for shape, then copied as given. ----
 
-enum class Kind { kString, kStrings, kBool, kInt32, kObject, kObjects, kInt64, kDouble };
+// kEnum: a name or proto number of `enum_type`, copied as its name.
+enum class Kind { kString, kStrings, kBool, kInt32, kObject, kObjects, kInt64, kDouble, kEnum };
 
 struct Shape {
   std::string_view name;
   Kind kind;
   std::vector<Shape> fields = {};               // for kObject / kObjects
   std::vector<std::string_view> required = {};  // for kObject / kObjects
+  const EnumType* enum_type = nullptr;          // for kEnum
 };
 
 // The verbatim fields every job resource (CustomJob, HyperparameterTuningJob)
@@ -180,7 +193,8 @@ struct Shape {
 const std::vector<Shape>& JobVerbatim();
 
 void CheckShape(const nlohmann::json& v, const Shape& s, const std::string& path, Problems& p);
-// Checks and copies into `out` each field of `shapes` present in `obj`.
+// Checks and copies into `out` each field of `shapes` present in `obj`
+// (enum numbers become their names).
 void ReadVerbatim(const nlohmann::json& obj, const std::string& path,
                   const std::vector<Shape>& shapes, Problems& p, nlohmann::json* out);
 

@@ -20,6 +20,7 @@ using internal::CheckLabels;
 using internal::CheckShape;
 using internal::CheckStringList;
 using internal::Contains;
+using internal::EnumValueName;
 using internal::Get;
 using internal::JobVerbatim;
 using internal::Join;
@@ -91,16 +92,15 @@ const Names kLegacyFields = {"goal",
 const Names kLegacyParamFields = {"parameterName",     "type",           "minValue", "maxValue",
                                   "categoricalValues", "discreteValues", "scaleType"};
 
-// Enum names, in enum order.
-const Names kGoals = {"MAXIMIZE", "MINIMIZE"};
-const Names kAlgorithms = {"ALGORITHM_UNSPECIFIED", "GRID_SEARCH", "RANDOM_SEARCH"};
-const Names kScaleTypes = {"SCALE_TYPE_UNSPECIFIED", "UNIT_LINEAR_SCALE", "UNIT_LOG_SCALE",
-                           "UNIT_REVERSE_LOG_SCALE"};
-const Names kLegacyScaleTypes = {"NONE", "UNIT_LINEAR_SCALE", "UNIT_LOG_SCALE",
-                                 "UNIT_REVERSE_LOG_SCALE"};
-const Names kMeasurementSelections = {"LAST_MEASUREMENT", "BEST_MEASUREMENT"};
-const Names kObservationNoises = {"LOW", "HIGH"};
-const Names kKinds = {"DOUBLE", "INTEGER", "CATEGORICAL", "DISCRETE"};
+// Enum names Stoker takes, in the order of its own enums (study.h), from the
+// one table of each enum (enums.h).
+const Names kGoals = EnumNames(kGoalTypeEnum, /*with_zero=*/false);
+const Names kAlgorithms = EnumNames(kAlgorithmEnum, /*with_zero=*/true);
+const Names kScaleTypes = EnumNames(kScaleTypeEnum, /*with_zero=*/true);
+const Names kLegacyScaleTypes = EnumNames(kLegacyScaleTypeEnum, /*with_zero=*/true);
+const Names kMeasurementSelections = EnumNames(kMeasurementSelectionTypeEnum, /*with_zero=*/false);
+const Names kObservationNoises = EnumNames(kObservationNoiseEnum, /*with_zero=*/false);
+const Names kKinds = EnumNames(kLegacyParameterTypeEnum, /*with_zero=*/false);
 
 const std::vector<Shape>& MetricVerbatim() {
   static const std::vector<Shape> shapes = {
@@ -176,20 +176,28 @@ std::string FormatDoubles(const std::vector<double>& values) {
 
 // ---- Reading values. ----
 
-// Reads an enum name at obj[key]; accepts `unspecified` (when not empty) as the default,
-// reported as "". Returns the name, "" for the default, or nullopt when absent or wrong.
+// Reads an enum at obj[key], given as a name or as its number in `e` (null: names only);
+// accepts `unspecified` (when not empty) as the default, reported as "". Returns the name,
+// "" for the default, or nullopt when absent or wrong.
 std::optional<std::string> ReadEnum(const json& obj, const char* key, const std::string& path,
-                                    const Names& names, std::string_view unspecified,
-                                    std::string_view what, Problems& p) {
+                                    const EnumType* e, const Names& names,
+                                    std::string_view unspecified, std::string_view what,
+                                    Problems& p) {
   const json* v = Get(obj, key);
   if (v == nullptr) return std::nullopt;
   std::string field = Join(path, key);
-  if (!v->is_string()) {
+  std::optional<std::string> given;
+  if (e != nullptr) {
+    given = EnumValueName(*v, field, *e, p);
+    if (!given) return std::nullopt;
+  } else if (v->is_string()) {
+    given = v->get<std::string>();
+  } else {
     p.Add(field, "must be " + std::string(what) + " name (one of " + JoinNames(names) + "), got " +
                      TypeName(*v));
     return std::nullopt;
   }
-  const std::string& s = v->get_ref<const std::string&>();
+  const std::string& s = *given;
   if (!unspecified.empty() && s == unspecified) return std::string();
   if (Contains(names, s)) return s;
   std::string upper = s;
@@ -473,8 +481,8 @@ ParameterSpec ParseParameter(const json& v, const std::string& path, Problems& p
       }
     }
   }
-  if (auto scale = ReadEnum(v, "scaleType", path, kScaleTypes, "SCALE_TYPE_UNSPECIFIED",
-                            "a scale type", p)) {
+  if (auto scale = ReadEnum(v, "scaleType", path, &kScaleTypeEnum, kScaleTypes,
+                            "SCALE_TYPE_UNSPECIFIED", "a scale type", p)) {
     s.scale =
         scale->empty() ? ScaleType::kNone : static_cast<ScaleType>(EnumIndex(kScaleTypes, *scale));
   }
@@ -497,7 +505,8 @@ MetricSpec ParseMetric(const json& v, const std::string& path, Problems& p) {
   CheckKeys(v, path, kMetricFields, p,
             {{"hyperparameterMetricTag", "Vertex names the metric with 'metricId'"}});
   ReadString(v, "metricId", path, p, &m.metric_id);
-  if (auto goal = ReadEnum(v, "goal", path, kGoals, "GOAL_TYPE_UNSPECIFIED", "a goal", p)) {
+  if (auto goal =
+          ReadEnum(v, "goal", path, &kGoalTypeEnum, kGoals, "GOAL_TYPE_UNSPECIFIED", "a goal", p)) {
     m.goal = *goal == "MINIMIZE" ? Goal::kMinimize : Goal::kMaximize;
   }
   json extra = json::object();
@@ -529,16 +538,17 @@ StudySpec ParseStudy(const json& v, const std::string& path, Problems& p) {
       s.parameters.push_back(ParseParameter((*list)[i], At(Join(path, "parameters"), i), p));
     }
   }
-  if (auto a = ReadEnum(v, "algorithm", path, kAlgorithms, "", "an algorithm", p)) {
+  if (auto a =
+          ReadEnum(v, "algorithm", path, &kAlgorithmEnum, kAlgorithms, "", "an algorithm", p)) {
     s.algorithm = static_cast<Algorithm>(EnumIndex(kAlgorithms, *a));
   }
-  if (auto m =
-          ReadEnum(v, "measurementSelectionType", path, kMeasurementSelections,
-                   "MEASUREMENT_SELECTION_TYPE_UNSPECIFIED", "a measurement selection type", p)) {
+  if (auto m = ReadEnum(v, "measurementSelectionType", path, &kMeasurementSelectionTypeEnum,
+                        kMeasurementSelections, "MEASUREMENT_SELECTION_TYPE_UNSPECIFIED",
+                        "a measurement selection type", p)) {
     s.measurement_selection =
         *m == "BEST_MEASUREMENT" ? MeasurementSelection::kBest : MeasurementSelection::kLast;
   }
-  if (auto n = ReadEnum(v, "observationNoise", path, kObservationNoises,
+  if (auto n = ReadEnum(v, "observationNoise", path, &kObservationNoiseEnum, kObservationNoises,
                         "OBSERVATION_NOISE_UNSPECIFIED", "an observation noise", p)) {
     s.observation_noise = *n;
   }
@@ -888,7 +898,8 @@ void CheckStudy(const StudySpec& s, const std::string& path, const Dialect& d, P
   }
   if (s.metrics.size() > kMaxMetrics) {
     p.AddUnlessCovered(metrics, "at most " + std::to_string(kMaxMetrics) +
-                                    " metrics are allowed, got " + std::to_string(s.metrics.size()));
+                                    " metrics are allowed, got " +
+                                    std::to_string(s.metrics.size()));
     return;
   }
   size_t parameters = 0;
@@ -988,14 +999,15 @@ ParameterSpec ParseLegacyParam(const json& v, const std::string& path, Problems&
              {"values", kTypeAdvice}});
   ReadString(v, "parameterName", path, p, &s.parameter_id);
   std::string type_path = Join(path, "type");
-  auto type =
-      ReadEnum(v, "type", path, kKinds, "PARAMETER_TYPE_UNSPECIFIED", "a parameter type", p);
+  auto type = ReadEnum(v, "type", path, &kLegacyParameterTypeEnum, kKinds,
+                       "PARAMETER_TYPE_UNSPECIFIED", "a parameter type", p);
   if (type && !type->empty()) {
     s.kind = static_cast<ParameterKind>(EnumIndex(kKinds, *type));
   } else {
     p.AddUnlessCovered(type_path, "required; use one of " + JoinNames(kKinds));
   }
-  if (auto scale = ReadEnum(v, "scaleType", path, kLegacyScaleTypes, "", "a scale type", p)) {
+  if (auto scale = ReadEnum(v, "scaleType", path, &kLegacyScaleTypeEnum, kLegacyScaleTypes, "",
+                            "a scale type", p)) {
     s.scale = static_cast<ScaleType>(EnumIndex(kLegacyScaleTypes, *scale));
   }
   if (!type || type->empty()) return s;
@@ -1225,7 +1237,8 @@ Result<StudyFromLegacy> ParseLegacyHyperparameters(const json& h, const std::str
     p.Add(Join(path, "hyperparameterMetricTag"),
           std::string("must not be empty; omit it to use ") + kDefaultLegacyMetric);
   }
-  if (auto goal = ReadEnum(h, "goal", path, kGoals, "GOAL_TYPE_UNSPECIFIED", "a goal", p)) {
+  if (auto goal =
+          ReadEnum(h, "goal", path, &kGoalTypeEnum, kGoals, "GOAL_TYPE_UNSPECIFIED", "a goal", p)) {
     metric.goal = *goal == "MINIMIZE" ? Goal::kMinimize : Goal::kMaximize;
   }
   s.metrics.push_back(metric);
@@ -1237,7 +1250,7 @@ Result<StudyFromLegacy> ParseLegacyHyperparameters(const json& h, const std::str
       s.parameters.push_back(ParseLegacyParam((*list)[i], At(Join(path, "params"), i), p));
     }
   }
-  if (auto a = ReadEnum(h, "algorithm", path, kAlgorithms, "", "an algorithm", p)) {
+  if (auto a = ReadEnum(h, "algorithm", path, nullptr, kAlgorithms, "", "an algorithm", p)) {
     s.algorithm = static_cast<Algorithm>(EnumIndex(kAlgorithms, *a));
   }
   bool early_stopping = false;
