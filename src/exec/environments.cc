@@ -1,7 +1,6 @@
 #include "exec/environments.h"
 
 #include <fnmatch.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,15 +13,6 @@ namespace stoker::exec {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool HasTorch(const std::string& python) {
-  if (::access(python.c_str(), X_OK) != 0) return false;
-  std::string cmd = "'" + python +
-                    "' -c \"import importlib.util,sys; sys.exit(0 if "
-                    "importlib.util.find_spec('torch') else 1)\" >/dev/null 2>&1";
-  int rc = std::system(cmd.c_str());
-  return rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0;
-}
 
 std::string OnPath(const std::string& name) {
   const char* path = std::getenv("PATH");
@@ -42,14 +32,16 @@ std::string OnPath(const std::string& name) {
 }  // namespace
 
 Environments::Environments(std::vector<ImageMatch> rules, fs::path shim_root, fs::path helpers_dir,
-                           std::string config_file)
+                           std::string config_file, fs::path interpreter_cache)
     : rules_(std::move(rules)),
       shim_root_(std::move(shim_root)),
       helpers_dir_(std::move(helpers_dir)),
-      config_file_(std::move(config_file)) {
+      config_file_(std::move(config_file)),
+      checks_(std::make_unique<InterpreterChecks>(std::move(interpreter_cache))) {
   std::vector<std::string> candidates = {"/usr/bin/python3", OnPath("python3")};
   for (const std::string& c : candidates) {
-    if (!c.empty() && HasTorch(c)) {
+    // Found, not imported (milliseconds); remembered across restarts.
+    if (!c.empty() && checks_->Check(c, "torch", ModuleCheck::kFind)) {
       auto_python_ = c;
       auto_reason_ = "it can import torch";
       return;
@@ -100,15 +92,46 @@ Environment Environments::Build(const std::string& python) const {
   return env;
 }
 
+void Environments::CheckInterpretersInBackground(std::function<void()> done) {
+  std::vector<std::pair<std::string, std::string>> imports;
+  for (const ImageMatch& r : rules_) {
+    if (!r.framework.empty())
+      imports.push_back({r.python == "auto" ? auto_python_ : r.python, r.framework});
+  }
+  checks_->CheckInBackground(std::move(imports), std::move(done));
+}
+
 bool Environments::CanImport(const std::string& python, const std::string& module) const {
+  if (auto known = checks_->Cached(python, module, ModuleCheck::kImport)) return *known;
+  // Nobody could check this pair yet (the daemon just started, or the
+  // interpreter changed): asked here, inline, once.
+  return checks_->Check(python, module, ModuleCheck::kImport);
+}
+
+Result<bool> Environments::InStore(const ImageReference& ref) const {
+  if (catalog_) {
+    switch (catalog_->Lookup(ref)) {
+      case ImageCatalog::Presence::kPresent:
+        return true;
+      case ImageCatalog::Presence::kAbsent:
+        return false;
+      case ImageCatalog::Presence::kUnknown:
+        break;  // not read yet: the engine answers
+    }
+  }
+  const std::string image = ref.ToString();
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  {
+    std::lock_guard<std::mutex> lock(imports_mu_);
+    auto it = present_until_.find(image);
+    if (it != present_until_.end() && it->second > now) return true;
+  }
+  STOKER_ASSIGN_OR_RETURN(bool present, HasImage(engine_, ref));
   std::lock_guard<std::mutex> lock(imports_mu_);
-  auto key = std::make_pair(python, module);
-  auto it = imports_.find(key);
-  if (it != imports_.end()) return it->second;
-  auto r = RunCommand({python, "-c", "import " + module}, 120);
-  bool ok = r.ok() && r->exit_code == 0;
-  imports_[key] = ok;
-  return ok;
+  if (present) present_until_[image] = now + 30000;
+  return present;
 }
 
 bool Environments::Insecure(const ImageReference& image) const {
@@ -189,20 +212,7 @@ Result<Environment> Environments::ForImage(const std::string& name, const std::s
   const std::string image = ref.ToString();
   std::string no_container = "no container engine (" + engine_.why + ")";
   if (engine_.usable()) {
-    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::steady_clock::now().time_since_epoch())
-                            .count();
-    bool present = false;
-    {
-      std::lock_guard<std::mutex> lock(imports_mu_);
-      auto it = present_until_.find(image);
-      present = it != present_until_.end() && it->second > now;
-    }
-    if (!present) {
-      STOKER_ASSIGN_OR_RETURN(present, HasImage(engine_, ref));
-      std::lock_guard<std::mutex> lock(imports_mu_);
-      if (present) present_until_[image] = now + 30000;
-    }
+    STOKER_ASSIGN_OR_RETURN(bool present, InStore(ref));
     if (present) {
       Environment env = ContainerEnvironment(ref);
       env.note = "runs in a container: image " + image + " is in " + engine_.name + "'s store";

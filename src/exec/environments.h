@@ -6,13 +6,17 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
 #include "exec/containers.h"
+#include "exec/image_catalog.h"
+#include "exec/interpreter_checks.h"
 
 namespace stoker::exec {
 
@@ -52,8 +56,21 @@ class Environments {
   // first on PATH and VIRTUAL_ENV instead: a link elsewhere would lose the
   // venv. `helpers_dir`: Stoker's own Python modules
   // (hypertune), appended to PYTHONPATH. `config_file`: named in errors.
+  // `interpreter_cache`: where interpreter checks are remembered across
+  // restarts (interpreter_checks.h); "" = in memory only.
   Environments(std::vector<ImageMatch> rules, std::filesystem::path shim_root,
-               std::filesystem::path helpers_dir, std::string config_file);
+               std::filesystem::path helpers_dir, std::string config_file,
+               std::filesystem::path interpreter_cache = {});
+
+  // Checks, on a thread of its own, that each rule's interpreter imports
+  // the rule's framework, so that no submission waits for it (`done`,
+  // optional, is called on that thread when all are checked).
+  void CheckInterpretersInBackground(std::function<void()> done = {});
+
+  // What the engine's store holds is read from `catalog` (image_catalog.h)
+  // instead of asking the engine; it is asked only while the catalog says
+  // "unknown".
+  void UseCatalog(std::shared_ptr<const ImageCatalog> catalog) { catalog_ = std::move(catalog); }
 
   // Images present in `engine`'s store run in containers (docs/containers.md).
   void UseEngine(ContainerEngine engine) { engine_ = std::move(engine); }
@@ -71,7 +88,8 @@ class Environments {
   // `image` is parsed first (common/image_reference.h): a name that is not
   // an image reference is InvalidArgument naming `field`, and only the
   // parsed form reaches the engine or the result.
-  // A container when the engine holds `image` (a yes is trusted for 30 s);
+  // A container when the engine holds `image` (the catalog's answer; without
+  // one, the engine's, and a yes is trusted for 30 s);
   // else the first rule that matches, whose interpreter must import the
   // rule's framework; else, with pulls on, a container whose image is
   // pulled when the image's registry answers (asked at most every 30 s) at
@@ -97,8 +115,12 @@ class Environments {
   // a pull when its registry may be and can be reached; else the error.
   Result<Environment> PullOrRefuse(const ImageReference& image, const std::string& field,
                                    const std::string& fix) const;
-  // Whether `python` can `import module`; asked once per pair.
+  // Whether `python` can `import module`: the ahead-of-time answer, else
+  // asked now (CheckInterpretersInBackground has not reached the pair yet,
+  // or the interpreter changed since).
   bool CanImport(const std::string& python, const std::string& module) const;
+  // Whether the engine's store holds `ref`: the catalog, else the engine.
+  Result<bool> InStore(const ImageReference& ref) const;
 
   std::vector<ImageMatch> rules_;
   std::filesystem::path shim_root_;
@@ -107,11 +129,13 @@ class Environments {
   std::string auto_python_;
   std::string auto_reason_;
   ContainerEngine engine_;
+  std::shared_ptr<const ImageCatalog> catalog_;
+  std::unique_ptr<InterpreterChecks> checks_;
   mutable std::mutex imports_mu_;
-  mutable std::map<std::pair<std::string, std::string>, bool> imports_;  // (python, module)
-  // Images the engine had, and until when (steady clock, ms) that answer
-  // is trusted: a job's launch right after its submission does not ask the
-  // engine again. Absence is never remembered: a new build shows at once.
+  // Without a catalog's answer: images the engine had, and until when
+  // (steady clock, ms) that answer is trusted: a job's launch right after
+  // its submission does not ask the engine again. Absence is never
+  // remembered: a new build shows at once.
   mutable std::map<std::string, int64_t> present_until_;
   bool pulls_ = true;
   std::vector<std::string> insecure_registries_;

@@ -23,6 +23,7 @@
 #include "exec/command.h"
 #include "exec/environments.h"
 #include "exec/executor_registry.h"
+#include "exec/image_engine.h"
 #include "http/http.h"
 #include "resources/nvml.h"
 #include "server/config.h"
@@ -266,7 +267,9 @@ int main(int argc, char** argv) {
   for (const server::ImageRule& r : config->images)
     rules.push_back({r.match, r.python, r.framework});
   exec::Environments environments(rules, data / "envs", config->python_helpers,
-                                  config->config_file.string());
+                                  config->config_file.string(),
+                                  data / "cache" / "interpreters.json");
+  environments.CheckInterpretersInBackground();
   spdlog::info("trainers for Vertex prebuilt images run with {} ({})", environments.auto_python(),
                environments.auto_reason());
   // Images in the engine's store run in containers (docs/containers.md).
@@ -275,6 +278,14 @@ int main(int argc, char** argv) {
   spdlog::info("containers: {}",
                engine->usable() ? engine->name + ": " + engine->why : engine->why);
   environments.UseEngine(*engine);
+  // What the engine's store holds, kept current in the background
+  // (exec/image_catalog.h): admission and launch never run the engine.
+  std::shared_ptr<exec::ImageCatalog> catalog;
+  if (engine->usable()) {
+    catalog = std::make_shared<exec::ImageCatalog>(exec::MakeCommandImageEngine(*engine));
+    catalog->Start();
+    environments.UseCatalog(catalog);
+  }
   environments.UsePulls(config->container_pull, config->insecure_registries);
   spdlog::info("node {}: {} CPUs, {:.1f} GB, {} GPU(s)", node.name, node.cpus,
                node.memory_bytes / double(1ull << 30), node.gpus.size());
