@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,41 @@ ContainerEngine FakeEngine(const fs::path& dir) {
 std::string ReadAll(const fs::path& p) {
   std::ifstream in(p);
   return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// A store that lists `names` and has no events.
+class ListedEngine : public ImageEngine {
+ public:
+  explicit ListedEngine(std::vector<std::string> names) : names_(std::move(names)) {}
+  std::string Kind() const override { return "podman"; }
+  Result<std::vector<ListedImage>> List() override {
+    std::vector<ListedImage> out;
+    for (const std::string& n : names_) out.push_back({n, "id"});
+    return out;
+  }
+  Status Watch(const std::function<void()>&) override { return Status(); }
+  void Cancel() override {}
+
+ private:
+  std::vector<std::string> names_;
+};
+
+TEST_F(EnvironmentsTest, WithAReadCatalogNoImageIsAskedOfTheEngine) {
+  Environments envs({{"local/*", "/usr/bin/python3"}}, dir_ / "shims", dir_ / "helpers", "");
+  envs.UseEngine(FakeEngine(dir_));
+  auto catalog = std::make_shared<ImageCatalog>(
+      std::make_unique<ListedEngine>(std::vector<std::string>{"localhost/built:1"}));
+  envs.UseCatalog(catalog);
+  // Not read yet: the engine is asked, as without a catalog.
+  EXPECT_EQ(envs.ForImage("local/a", "f").value().python, "/usr/bin/python3");
+  EXPECT_NE(ReadAll(dir_ / "engine.log").find("local/a"), std::string::npos);
+  fs::remove(dir_ / "engine.log");
+
+  ASSERT_TRUE(catalog->Refresh().ok());
+  Environment built = envs.ForImage("built:1", "f").value();
+  EXPECT_EQ(built.container_image, "built:1");
+  EXPECT_EQ(envs.ForImage("local/b", "f").value().python, "/usr/bin/python3");
+  EXPECT_FALSE(fs::exists(dir_ / "engine.log")) << ReadAll(dir_ / "engine.log");
 }
 
 // A listening socket on 127.0.0.1; `port` is its port.

@@ -41,8 +41,11 @@ std::string InterpreterChecks::Key(const std::string& python, const std::string&
   struct stat st;
   if (ec || ::stat(resolved.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
   const int64_t mtime_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
-  return resolved.string() + "|" + std::to_string(st.st_size) + "|" + std::to_string(mtime_ns) +
-         "|" + (check == ModuleCheck::kImport ? "import" : "find") + "|" + module;
+  // The path as given too: a virtual environment's python3 is a link to the
+  // base interpreter, but finds other packages.
+  return python + "|" + resolved.string() + "|" + std::to_string(st.st_size) + "|" +
+         std::to_string(mtime_ns) + "|" + (check == ModuleCheck::kImport ? "import" : "find") +
+         "|" + module;
 }
 
 void InterpreterChecks::Load() {
@@ -63,7 +66,13 @@ void InterpreterChecks::SaveLocked() const {
   if (cache_file_.empty()) return;
   std::error_code ec;
   fs::create_directories(cache_file_.parent_path(), ec);
-  nlohmann::json j = {{"answers", answers_}};
+  // Only yes is kept across restarts: after installing a framework, a
+  // restart is enough for it to be seen.
+  nlohmann::json yes = nlohmann::json::object();
+  for (const auto& [key, ok] : answers_) {
+    if (ok) yes[key] = true;
+  }
+  nlohmann::json j = {{"answers", yes}};
   // Written beside and renamed: a reader never sees half a file.
   fs::path tmp = cache_file_.string() + ".tmp";
   {
@@ -101,7 +110,7 @@ bool InterpreterChecks::Check(const std::string& python, const std::string& modu
   bool ok = run_(python, module, check);
   std::lock_guard<std::mutex> lock(mu_);
   answers_[key] = ok;
-  SaveLocked();
+  if (ok) SaveLocked();
   return ok;
 }
 

@@ -1,9 +1,11 @@
 // Which Python modules an interpreter can import, asked ahead of time
 // (docs/containers.md, docs/decisions/0037): the answers are kept in
-// memory and in a JSON file (the daemon's <data_dir>/cache/interpreters.json),
-// keyed by the interpreter's resolved path, size and modification time, so
-// that a reinstalled or upgraded interpreter is asked again and a restart
-// asks nothing it already knows.
+// memory, keyed by the interpreter's path and its resolved file's path,
+// size and modification time, so that a reinstalled or upgraded interpreter is asked again. The
+// yes answers are also kept in a JSON file (the daemon's
+// <data_dir>/cache/interpreters.json), so that a restart asks none of them
+// again; a no is asked again after a restart (install the module, restart
+// the daemon).
 //
 // Thread safety: every member is safe to call from any thread. Check runs
 // the interpreter without holding the lock (a slow import holds up nobody
@@ -49,7 +51,8 @@ class InterpreterChecks {
   std::optional<bool> Cached(const std::string& python, const std::string& module,
                              ModuleCheck check) const;
 
-  // Cached, else runs the check now, remembers and saves the answer. An
+  // Cached, else runs the check now and remembers the answer (saving a
+  // yes). An
   // interpreter that is not a file is "no" without running anything.
   bool Check(const std::string& python, const std::string& module, ModuleCheck check);
 
@@ -60,8 +63,8 @@ class InterpreterChecks {
                          std::function<void()> done = {});
 
  private:
-  // "<resolved path>|<size>|<mtime ns>|<import|find>|<module>"; "" when
-  // `python` is not a file.
+  // "<python>|<resolved path>|<size>|<mtime ns>|<import|find>|<module>";
+  // "" when `python` is not a file.
   static std::string Key(const std::string& python, const std::string& module, ModuleCheck check);
   void Load();
   void SaveLocked() const;

@@ -36,7 +36,7 @@ class InterpreterChecksTest : public ::testing::Test {
   int runs_ = 0;
 };
 
-TEST_F(InterpreterChecksTest, AnAnswerIsAskedOnceAndSurvivesARestart) {
+TEST_F(InterpreterChecksTest, AnAnswerIsAskedOnceAndAYesSurvivesARestart) {
   {
     InterpreterChecks checks(cache_, Counting());
     EXPECT_EQ(checks.Cached(python_, "torch", ModuleCheck::kImport), std::nullopt);
@@ -47,10 +47,13 @@ TEST_F(InterpreterChecksTest, AnAnswerIsAskedOnceAndSurvivesARestart) {
     // Finding is another question than importing.
     EXPECT_EQ(checks.Cached(python_, "torch", ModuleCheck::kFind), std::nullopt);
   }
+  // Yes survives a restart; no is asked again (the module may have been
+  // installed since).
   InterpreterChecks again(cache_, Counting());
   EXPECT_EQ(again.Cached(python_, "torch", ModuleCheck::kImport), true);
-  EXPECT_EQ(again.Cached(python_, "tensorflow", ModuleCheck::kImport), false);
-  EXPECT_EQ(runs_, 2);
+  EXPECT_EQ(again.Cached(python_, "tensorflow", ModuleCheck::kImport), std::nullopt);
+  EXPECT_FALSE(again.Check(python_, "tensorflow", ModuleCheck::kImport));
+  EXPECT_EQ(runs_, 3);
 }
 
 TEST_F(InterpreterChecksTest, AChangedInterpreterIsAskedAgain) {
@@ -61,9 +64,13 @@ TEST_F(InterpreterChecksTest, AChangedInterpreterIsAskedAgain) {
   EXPECT_EQ(checks.Cached(python_, "torch", ModuleCheck::kImport), std::nullopt);
   EXPECT_TRUE(checks.Check(python_, "torch", ModuleCheck::kImport));
   EXPECT_EQ(runs_, 2);
-  // A link to it is the same interpreter.
-  fs::create_symlink(python_, dir_ / "python");
-  EXPECT_EQ(checks.Cached((dir_ / "python").string(), "torch", ModuleCheck::kImport), true);
+  // A link to it (a virtual environment's python3) is asked of its own:
+  // it finds other packages.
+  fs::create_directories(dir_ / "venv" / "bin");
+  fs::create_symlink(python_, dir_ / "venv" / "bin" / "python3");
+  EXPECT_EQ(
+      checks.Cached((dir_ / "venv" / "bin" / "python3").string(), "torch", ModuleCheck::kImport),
+      std::nullopt);
 }
 
 TEST_F(InterpreterChecksTest, AMissingInterpreterIsNoWithoutRunningIt) {
