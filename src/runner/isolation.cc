@@ -488,4 +488,66 @@ Status ProbeIsolation(const fs::path& dir) {
   return OkStatus();
 }
 
+Result<HeldView> HoldViewInHelper(const std::function<std::string(std::string* note)>& enter) {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) {
+    return Internal(std::string("pipe: ") + std::strerror(errno));
+  }
+  const pid_t parent = ::getpid();
+  pid_t h = ::fork();
+  if (h == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
+    std::string note;
+    std::string error = enter(&note);
+    std::string msg = error.empty() ? "+" + note : "-" + error;
+    ssize_t n = ::write(p[1], msg.data(), msg.size());
+    (void)n;
+    ::close(p[1]);
+    while (true) ::pause();  // holds the namespaces until the parent took them
+  }
+  ::close(p[1]);
+  if (h < 0) {
+    ::close(p[0]);
+    return Internal(std::string("cannot fork the isolation helper: ") + std::strerror(errno));
+  }
+  char buf[1200];
+  ssize_t n;
+  do {
+    n = ::read(p[0], buf, sizeof buf);
+  } while (n < 0 && errno == EINTR);
+  ::close(p[0]);
+  Result<HeldView> out = Internal("the isolation helper died");
+  if (n > 0 && buf[0] == '-') {
+    out = FailedPrecondition("isolation: " + std::string(buf + 1, static_cast<size_t>(n - 1)));
+  } else if (n > 0) {
+    HeldView view;
+    view.note.assign(buf + 1, static_cast<size_t>(n - 1));
+    out = view;
+    int* fds[2] = {&view.userns_fd, &view.mntns_fd};
+    const char* names[2] = {"user", "mnt"};
+    for (int i = 0; i < 2 && out.ok(); ++i) {
+      std::string theirs = "/proc/" + std::to_string(h) + "/ns/" + names[i];
+      std::string ours = std::string("/proc/self/ns/") + names[i];
+      struct stat a = {}, b = {};
+      if (::stat(theirs.c_str(), &a) != 0 || ::stat(ours.c_str(), &b) != 0) {
+        out = Internal("cannot read " + theirs + ": " + std::strerror(errno));
+      } else if (a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
+        *fds[i] = ::open(theirs.c_str(), O_RDONLY | O_CLOEXEC);
+        if (*fds[i] < 0) out = Internal("cannot open " + theirs + ": " + std::strerror(errno));
+      }
+    }
+    if (out.ok()) {
+      out = view;
+    } else {
+      for (int fd : {view.userns_fd, view.mntns_fd}) {
+        if (fd >= 0) ::close(fd);
+      }
+    }
+  }
+  ::kill(h, SIGKILL);
+  ::waitpid(h, nullptr, 0);
+  return out;
+}
+
 }  // namespace stoker::runner

@@ -38,6 +38,7 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -126,6 +127,23 @@ class Isolation {
   int mounted_files_ = 0;
   char message_[1024] = {};
 };
+
+// A view made in a helper process and held for another process to join
+// (a warm trainer: runner/warm_start.h): the helper's user and mount
+// namespaces as fds (-1 where they are this process's own), and what its
+// `enter` step noted.
+struct HeldView {
+  int userns_fd = -1;
+  int mntns_fd = -1;
+  std::string note;
+};
+// Forks a helper that runs `enter` (in the child: it may drop privileges,
+// unshare and mount; it returns "" or why it failed, and may set *note),
+// then holds its namespaces until they are opened here; the helper is
+// killed and reaped before this returns. FailedPrecondition("isolation:
+// WHY") when `enter` failed; Internal when the helper died. The calling
+// process must be single-threaded (it forks); the caller closes the fds.
+Result<HeldView> HoldViewInHelper(const std::function<std::string(std::string* note)>& enter);
 
 // For `stoker-run --probe-isolation DIR`: tries, in this (single-threaded,
 // throwaway) process, what a trainer would get with `DIR` hidden and

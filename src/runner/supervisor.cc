@@ -211,7 +211,9 @@ class Supervisor {
   // Makes cgroup_ for the replica (its memory limit from launch.json).
   void MakeCgroup(const LaunchSpec& spec);
   // The cgroup's join fds for a child about to be forked (none without one).
-  std::vector<int> CgroupJoinFds() const { return cgroup_ ? cgroup_->OpenJoinFds() : std::vector<int>{}; }
+  std::vector<int> CgroupJoinFds() const {
+    return cgroup_ ? cgroup_->OpenJoinFds() : std::vector<int>{};
+  }
 };
 
 // The NVIDIA container toolkit's CDI spec, where podman looks for one.
@@ -232,66 +234,11 @@ bool HaveNvidiaCdi() {
 // Enter left the view as it is: mode off, or auto where it is impossible).
 // Error: Enter refused (the cold start then reports it exactly).
 Result<std::pair<int, int>> PrepareIsolatedView(Isolation& isolation) {
-  int p[2];
-  if (::pipe2(p, O_CLOEXEC) != 0) return Internal(Errno("pipe"));
-  const pid_t supervisor = ::getpid();
-  pid_t h = ::fork();
-  if (h == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != supervisor) ::_exit(1);
-    const char* error = isolation.Enter(STDERR_FILENO);
-    std::string msg = error ? std::string("-") + error : "+";
-    ssize_t n = ::write(p[1], msg.data(), msg.size());
-    (void)n;
-    ::close(p[1]);
-    while (true) ::pause();  // holds the namespaces until the supervisor took them
-  }
-  ::close(p[1]);
-  if (h < 0) {
-    ::close(p[0]);
-    return Internal(Errno("cannot fork the isolation helper"));
-  }
-  char buf[1200];
-  ssize_t n;
-  do {
-    n = ::read(p[0], buf, sizeof buf);
-  } while (n < 0 && errno == EINTR);
-  ::close(p[0]);
-  Result<std::pair<int, int>> out = std::pair<int, int>{-1, -1};
-  if (n <= 0) {
-    out = Internal("the isolation helper died");
-  } else if (buf[0] == '-') {
-    out = FailedPrecondition("isolation: " + std::string(buf + 1, static_cast<size_t>(n - 1)));
-  } else {
-    int fds[2] = {-1, -1};
-    const char* names[2] = {"user", "mnt"};
-    for (int i = 0; i < 2; ++i) {
-      std::string theirs = "/proc/" + std::to_string(h) + "/ns/" + names[i];
-      std::string ours = std::string("/proc/self/ns/") + names[i];
-      struct stat a = {}, b = {};
-      if (::stat(theirs.c_str(), &a) != 0 || ::stat(ours.c_str(), &b) != 0) {
-        out = Internal(Errno("cannot read " + theirs));
-        break;
-      }
-      if (a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
-        fds[i] = ::open(theirs.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fds[i] < 0) {
-          out = Internal(Errno("cannot open " + theirs));
-          break;
-        }
-      }
-    }
-    if (out.ok()) {
-      out = std::pair<int, int>{fds[0], fds[1]};
-    } else {
-      for (int fd : fds) {
-        if (fd >= 0) ::close(fd);
-      }
-    }
-  }
-  ::kill(h, SIGKILL);
-  ::waitpid(h, nullptr, 0);
-  return out;
+  STOKER_ASSIGN_OR_RETURN(HeldView view, HoldViewInHelper([&isolation](std::string*) {
+                            const char* error = isolation.Enter(STDERR_FILENO);
+                            return std::string(error ? error : "");
+                          }));
+  return std::pair<int, int>{view.userns_fd, view.mntns_fd};
 }
 
 // The interpreter a cold exec would run (the first candidate that can be
@@ -1306,10 +1253,10 @@ int Supervisor::Run() {
   } else if (oom_killed) {
     // As Slurm's cgroup plugin says it: which limit, and what to do.
     outcome_.oom_killed = true;
-    outcome_.message =
-        dir_.filename().string() + " used more than its " + MemoryAmount(cgroup_->memory_limit()) +
-        (limits_.machine_type.empty() ? "" : " (" + limits_.machine_type + ")") +
-        " and the kernel killed it; ask for a larger machine type";
+    outcome_.message = dir_.filename().string() + " used more than its " +
+                       MemoryAmount(cgroup_->memory_limit()) +
+                       (limits_.machine_type.empty() ? "" : " (" + limits_.machine_type + ")") +
+                       " and the kernel killed it; ask for a larger machine type";
   } else if (container_ && outcome_.exit_code == 125) {
     // The engine's own failure (docker and podman both say 125): nothing of
     // the trainer ran. Its words are in the log just above.

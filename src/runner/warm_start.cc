@@ -566,81 +566,40 @@ std::string WarmStartNote(const WarmChild& child, const std::string& user) {
 
 Result<std::pair<int, int>> PrepareAccountView(const replica::IsolationSpec& spec,
                                                const ZygoteIdentity& account) {
-  int p[2];
-  if (::pipe2(p, O_CLOEXEC) != 0) return Internal(Errno("pipe"));
-  const pid_t supervisor = ::getpid();
-  pid_t h = ::fork();
-  if (h == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != supervisor) ::_exit(1);
-    std::string msg;
-    if (const char* step = DropTo(account)) {
-      msg = std::string("-cannot become uid ") + std::to_string(account.uid) + ": " + step;
-    } else {
-      // Made as the account: a user namespace it owns, mapping its own ids.
-      Isolation isolation(spec, account.uid == 0);
-      int note[2] = {-1, -1};
-      if (::pipe2(note, O_CLOEXEC | O_NONBLOCK) != 0) ::_exit(1);
-      // A setuid without exec left it non-dumpable, and so its own
-      // /proc/self/uid_map root's: writable by it only while dumpable.
-      ::prctl(PR_SET_DUMPABLE, 1);
-      const char* error = isolation.Enter(note[1]);
-      ::prctl(PR_SET_DUMPABLE, 0);
-      char buf[600] = {};
-      ssize_t n = ::read(note[0], buf, sizeof buf - 1);
-      msg = error ? std::string("-") + error
-                  : "+" + std::string(buf, n > 0 ? static_cast<size_t>(n) : 0);
-    }
-    ssize_t n = ::write(p[1], msg.data(), msg.size());
-    (void)n;
-    ::close(p[1]);
-    while (true) ::pause();  // holds the namespaces until the supervisor took them
+  STOKER_ASSIGN_OR_RETURN(
+      HeldView view, HoldViewInHelper([&spec, &account](std::string* note) -> std::string {
+        if (const char* step = DropTo(account)) {
+          return "cannot become uid " + std::to_string(account.uid) + ": " + step;
+        }
+        // Made as the account: a user namespace it owns, mapping its own ids.
+        Isolation isolation(spec, account.uid == 0);
+        int pipe_fds[2] = {-1, -1};
+        if (::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) ::_exit(1);
+        // A setuid without exec left it non-dumpable, and so its own
+        // /proc/self/uid_map root's: writable by it only while dumpable.
+        ::prctl(PR_SET_DUMPABLE, 1);
+        const char* error = isolation.Enter(pipe_fds[1]);
+        ::prctl(PR_SET_DUMPABLE, 0);
+        char buf[600] = {};
+        ssize_t n = ::read(pipe_fds[0], buf, sizeof buf - 1);
+        if (error) return error;
+        note->assign(buf, n > 0 ? static_cast<size_t>(n) : 0);
+        return "";
+      }));
+  if (view.userns_fd >= 0 && view.mntns_fd >= 0) {
+    return std::pair<int, int>{view.userns_fd, view.mntns_fd};
   }
-  ::close(p[1]);
-  if (h < 0) {
-    ::close(p[0]);
-    return Internal(Errno("cannot fork the isolation helper"));
+  for (int fd : {view.userns_fd, view.mntns_fd}) {
+    if (fd >= 0) ::close(fd);
   }
-  char buf[1200];
-  ssize_t n;
-  do {
-    n = ::read(p[0], buf, sizeof buf);
-  } while (n < 0 && errno == EINTR);
-  ::close(p[0]);
-  Result<std::pair<int, int>> out = Internal("the isolation helper died");
-  if (n > 0 && buf[0] == '-') {
-    out = FailedPrecondition("isolation: " + std::string(buf + 1, static_cast<size_t>(n - 1)));
-  } else if (n > 0) {
-    std::string note(buf + 1, static_cast<size_t>(n - 1));
-    int fds[2] = {-1, -1};
-    const char* names[2] = {"user", "mnt"};
-    for (int i = 0; i < 2; ++i) {
-      std::string theirs = "/proc/" + std::to_string(h) + "/ns/" + names[i];
-      std::string ours = std::string("/proc/self/ns/") + names[i];
-      struct stat a = {}, b = {};
-      if (::stat(theirs.c_str(), &a) == 0 && ::stat(ours.c_str(), &b) == 0 &&
-          (a.st_ino != b.st_ino || a.st_dev != b.st_dev)) {
-        fds[i] = ::open(theirs.c_str(), O_RDONLY | O_CLOEXEC);
-      }
-    }
-    if (fds[0] >= 0 && fds[1] >= 0) {
-      out = std::pair<int, int>{fds[0], fds[1]};
-    } else {
-      for (int fd : fds) {
-        if (fd >= 0) ::close(fd);
-      }
-      while (!note.empty() && note.back() == '\n') note.pop_back();
-      // A cold trainer would be isolated by root's namespace; a warm one,
-      // whose zygote is the account's, cannot join that one.
-      out = FailedPrecondition(
-          "the trainer's account cannot make its isolated view itself here" +
-          (note.empty() ? std::string() : " (" + note + ")") +
-          ", and a warm interpreter, which runs as that account, can join no other");
-    }
-  }
-  ::kill(h, SIGKILL);
-  ::waitpid(h, nullptr, 0);
-  return out;
+  std::string note = view.note;
+  while (!note.empty() && note.back() == '\n') note.pop_back();
+  // A cold trainer would be isolated by root's namespace; a warm one,
+  // whose zygote is the account's, cannot join that one.
+  return FailedPrecondition("the trainer's account cannot make its isolated view itself here" +
+                            (note.empty() ? std::string() : " (" + note + ")") +
+                            ", and a warm interpreter, which runs as that account, can join no "
+                            "other");
 }
 
 Result<WarmChild> ForkWarm(const replica::WarmSpec& spec, const std::string& key,
