@@ -12,78 +12,16 @@
 
 #include "common/files.h"
 #include "common/time.h"
+#include "store/sqlite_util.h"
 
 namespace stoker::store {
 namespace {
 
+using sqlite_util::SqliteError;
+using sqlite_util::Stmt;
+using sqlite_util::Txn;
+
 using spec::JobState;
-
-// A prepared statement that finalizes itself.
-class Stmt {
- public:
-  Stmt(sqlite3* db, const char* sql) : db_(db) {
-    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
-  }
-  ~Stmt() { sqlite3_finalize(stmt_); }
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
-
-  bool prepared() const { return rc_ == SQLITE_OK; }
-  void Bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
-  void Bind(int i, const std::string& v) {
-    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-  }
-  void BindNull(int i) { sqlite3_bind_null(stmt_, i); }
-  void Bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
-  void Bind(int i, const std::optional<double>& v) {
-    if (v) {
-      Bind(i, *v);
-    } else {
-      BindNull(i);
-    }
-  }
-  // SQLITE_ROW, SQLITE_DONE or an error code.
-  int Step() { return sqlite3_step(stmt_); }
-  // Ready to run again with new bindings.
-  void Reset() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-  int64_t Int(int col) { return sqlite3_column_int64(stmt_, col); }
-  std::string Text(int col) {
-    const unsigned char* p = sqlite3_column_text(stmt_, col);
-    return p ? std::string(reinterpret_cast<const char*>(p)) : std::string();
-  }
-  bool IsNull(int col) { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
-  double Double(int col) { return sqlite3_column_double(stmt_, col); }
-  std::optional<double> OptDouble(int col) {
-    return IsNull(col) ? std::nullopt : std::optional<double>(Double(col));
-  }
-  sqlite3* db() const { return db_; }
-
- private:
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-  int rc_;
-};
-
-Status SqliteError(sqlite3* db, const std::string& what) {
-  int rc = sqlite3_errcode(db);
-  std::string msg = what + ": " + sqlite3_errmsg(db);
-  if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
-    return Unavailable(msg + " (the database is locked by another process; retry)");
-  }
-  // A full disk is the server's condition, not the caller's quota: Unavailable
-  // (HTTP 503, retry later) rather than ResourceExhausted (429).
-  if (rc == SQLITE_FULL) {
-    return Unavailable(msg +
-                       " (the disk holding the data dir is full; free space there and retry)");
-  }
-  if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) {
-    return FailedPrecondition(msg + " (the store is damaged; see docs/recovery.md)");
-  }
-  return Internal(msg);
-}
 
 constexpr char kJobColumns[] =
     "id, project, location, display_name, state, spec, create_time, start_time, end_time, "
@@ -317,6 +255,18 @@ END;
 CREATE TRIGGER IF NOT EXISTS studies_count_delete AFTER DELETE ON studies BEGIN
   UPDATE state_counts SET n = n - 1 WHERE kind = 'studies' AND state = OLD.state;
 END;
+-- Long-running operations Stoker returned (store_deletion.cc): so far the
+-- deletions of jobs and studies, done when returned; kept so that GET
+-- .../operations/{id} answers them after a restart.
+CREATE TABLE IF NOT EXISTS operations(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  project TEXT NOT NULL,
+  location TEXT NOT NULL,
+  user TEXT NOT NULL,
+  type TEXT NOT NULL,
+  target TEXT NOT NULL,
+  create_time INTEGER NOT NULL
+);
 PRAGMA user_version = 4;
 )sql";
 
@@ -401,32 +351,6 @@ Status AddMissingColumns(sqlite3* db, const AddedColumn* columns, size_t count) 
   }
   return OkStatus();
 }
-
-// RAII transaction: rolls back unless committed.
-class Txn {
- public:
-  explicit Txn(sqlite3* db) : db_(db) {
-    ok_ = sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
-  }
-  ~Txn() {
-    if (ok_ && !done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-  }
-  bool begun() const { return ok_; }
-  Status Commit() {
-    done_ = true;
-    if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
-      Status s = SqliteError(db_, "commit");
-      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-      return s;
-    }
-    return OkStatus();
-  }
-
- private:
-  sqlite3* db_;
-  bool ok_ = false;
-  bool done_ = false;
-};
 
 }  // namespace
 

@@ -109,6 +109,18 @@ struct StudyRecord {
   nlohmann::json legacy_input;
 };
 
+// A long-running operation Stoker returned: so far the deletion of a job or
+// a study, done when it is returned (store_deletion.cc).
+struct OperationRecord {
+  int64_t id = 0;
+  std::string project;
+  std::string location;
+  std::string user;    // who asked for it; only it and admins may read it
+  std::string type;    // the Vertex method: "DeleteCustomJob", "DeleteHyperparameterTuningJob"
+  std::string target;  // the resource it acted on ("projects/p/locations/l/customJobs/7")
+  int64_t create_time_us = 0;
+};
+
 // Trial states (reference §2.3).
 enum class TrialState {
   kUnspecified = 0,
@@ -348,6 +360,21 @@ class Store {
   // Thread-safe.
   Result<std::string> Backup();
 
+  // ---- Deletion and operations (store_deletion.cc) ----
+
+  // Deletes job `id` and its events, and records `op` (its id and time are
+  // filled here) in the same transaction; returns the recorded operation.
+  // Its usage rows stay: the ledger keeps what was spent. NotFound when it
+  // does not exist; FailedPrecondition while it has not ended, or when it is
+  // a trial (its study is deleted as a whole). The caller removes its files
+  // first (exec::Executor::RemoveJobFiles, as retention does).
+  Result<OperationRecord> DeleteJob(int64_t id, OperationRecord op);
+  // Deletes study `id`, its trials and their jobs with their events, and
+  // records `op`, likewise. FailedPrecondition while it or a trial's job has
+  // not ended.
+  Result<OperationRecord> DeleteStudy(int64_t id, OperationRecord op);
+  Result<OperationRecord> GetOperation(int64_t id);
+
  private:
   Store(sqlite3* db, const Clock& clock);
   Status Exec(const char* sql);
@@ -360,6 +387,7 @@ class Store {
   Status InsertEvent(int64_t id, spec::JobState from, spec::JobState to, const std::string& reason,
                      int64_t time_us);
   // Inserts outbox rows; the caller holds mu_ and a transaction.
+  Result<OperationRecord> InsertOperation(OperationRecord op, int64_t now_us);
   Status InsertMessages(const std::vector<OutboxMessage>& messages, int64_t now_us);
 
   std::mutex mu_;
