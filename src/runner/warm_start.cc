@@ -77,14 +77,22 @@ std::optional<std::string> ReadLine(int fd, int64_t timeout_ms) {
   }
 }
 
-int ConnectUnix(const fs::path& path) {
-  sockaddr_un addr = {};
-  addr.sun_family = AF_UNIX;
-  if (path.string().size() >= sizeof addr.sun_path) {
+// The address of the Unix socket at `path`; false (errno ENAMETOOLONG)
+// when the path does not fit.
+bool UnixAddress(const fs::path& path, sockaddr_un* addr) {
+  *addr = {};
+  addr->sun_family = AF_UNIX;
+  if (path.string().size() >= sizeof addr->sun_path) {
     errno = ENAMETOOLONG;
-    return -1;
+    return false;
   }
-  std::strcpy(addr.sun_path, path.c_str());
+  std::strcpy(addr->sun_path, path.c_str());
+  return true;
+}
+
+int ConnectUnix(const fs::path& path) {
+  sockaddr_un addr;
+  if (!UnixAddress(path, &addr)) return -1;
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
@@ -161,13 +169,8 @@ const char* DropTo(const ZygoteIdentity& a) {
 // that SO_PEERCRED names the zygote; only stoker-run's account can reach the
 // path (the warm dir is its own, mode 0700). -1 with errno on failure.
 int BindUnix(const fs::path& path) {
-  sockaddr_un addr = {};
-  addr.sun_family = AF_UNIX;
-  if (path.string().size() >= sizeof addr.sun_path) {
-    errno = ENAMETOOLONG;
-    return -1;
-  }
-  std::strcpy(addr.sun_path, path.c_str());
+  sockaddr_un addr;
+  if (!UnixAddress(path, &addr)) return -1;
   ::unlink(path.c_str());
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;

@@ -314,6 +314,17 @@ class StokerTestCase(unittest.TestCase):
         self.assertEqual(status, 200, body)
         return body["name"].rsplit("/", 1)[1]
 
+    def add_user(self, name, role="user"):
+        """Adds a user with the CLI; returns their API token."""
+        self.stoker("admin", "users", "add", name, "--role", role)
+        return self.stoker("admin", "users", "token", name).stdout.strip()
+
+    def submit_as(self, token, job):
+        """Submits `job` as the user whose token is given; returns its id."""
+        status, body = self.api("POST", self.project_path, job, token=token)
+        self.assertEqual(status, 200, body)
+        return body["name"].rsplit("/", 1)[1]
+
     def job(self, job_id):
         status, body = self.api("GET", self.project_path + "/" + job_id)
         self.assertEqual(status, 200, body)

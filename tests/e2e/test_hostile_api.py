@@ -36,10 +36,6 @@ preemption:
 class HostileApiTest(StokerTestCase):
     config = CONFIG
 
-    def add_user(self, name, role="user"):
-        self.stoker("admin", "users", "add", name, "--role", role)
-        return self.stoker("admin", "users", "token", name).stdout.strip()
-
     def raw(self, method, path, headers=None, data=None):
         """A request with exactly `headers`: (status, headers, body bytes)."""
         req = urllib.request.Request(self.daemon.url + path, method=method, data=data,

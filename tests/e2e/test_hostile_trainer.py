@@ -78,11 +78,6 @@ class HostileTrainerCase(StokerTestCase):
         self.stoker("admin", "users", "add", "bob", "--role", "user")
         self.bob = self.stoker("admin", "users", "token", "bob").stdout.strip()
 
-    def submit_as(self, token, job):
-        status, body = self.api("POST", JOBS, job, token=token)
-        self.assertEqual(status, 200, body)
-        return body["name"].rsplit("/", 1)[1]
-
     def hostile_job(self):
         """Starts the hostile trainer as alice; returns its id once it is
         done attacking (and sleeping)."""

@@ -11,8 +11,9 @@ import json
 import os
 import unittest
 
-from harness import DEFAULT_CONFIG, SOURCE, others_may_read, read_text, skip_or_fail, wait_for
-from test_warm_starts import JOBS, WarmStartCase, zygotes_of
+from harness import DEFAULT_CONFIG, read_text, wait_for
+import test_warm_starts
+from test_warm_starts import JOBS, zygotes_of
 
 # Root daemon, trainers as nobody (the default), isolation as configured by default (auto).
 NOBODY_CONFIG = DEFAULT_CONFIG.replace("default_unix_user: root\nallow_root_trainers: true\n",
@@ -36,17 +37,8 @@ def status_ids(pid, field):
     raise AssertionError("no %s line for %d" % (field, pid))
 
 
-class NobodyWarmCase(WarmStartCase):
+class NobodyWarmCase(test_warm_starts.NobodyWarmCase):
     config = NOBODY_CONFIG
-
-    def setUp(self):
-        helpers = os.path.join(SOURCE, "src", "python")
-        if os.geteuid() != 0 or not others_may_read(helpers):
-            skip_or_fail(self, "needs a root daemon whose trainers (nobody) can read " + helpers)
-        super().setUp()
-        os.chmod(self.tmp, 0o711)
-        os.chmod(self.data, 0o711)
-        os.chmod(os.path.join(self.tmp, "pkg"), 0o755)
 
     def records(self):
         """The zygote records in the daemon's warm dir: {key: record}."""
@@ -95,17 +87,8 @@ TWO_USERS_MAX_TOTAL_1 = NOBODY_CONFIG + "warm_start_max_total: 1\n"
 class WarmLimitsTest(NobodyWarmCase):
     config = TWO_USERS_MAX_TOTAL_1
 
-    def token_of(self, name):
-        self.stoker("admin", "users", "add", name, "--role", "user")
-        return self.stoker("admin", "users", "token", name).stdout.strip()
-
-    def submit_as(self, token, job):
-        status, body = self.api("POST", JOBS, job, token=token)
-        self.assertEqual(status, 200, body)
-        return body["name"].rsplit("/", 1)[1]
-
     def test_max_total_ends_the_idle_one_and_a_busy_node_starts_cold(self):
-        alice, bob = self.token_of("alice"), self.token_of("bob")
+        alice, bob = self.add_user("alice"), self.add_user("bob")
         hold = self.write("hold.py", HOLD)
         release = os.path.join(self.trace, "release")
         held = self.submit_as(alice, self.python_job([hold, release]))

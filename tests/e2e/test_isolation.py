@@ -63,15 +63,6 @@ class IsolationCase(StokerTestCase):
         os.chmod(self.tmp, 0o711)
         os.chmod(self.data, 0o711)
 
-    def add_user(self, name):
-        self.stoker("admin", "users", "add", name, "--role", "user")
-        return self.stoker("admin", "users", "token", name).stdout.strip()
-
-    def submit_as(self, token, job):
-        status, body = self.api("POST", JOBS, job, token=token)
-        self.assertEqual(status, 200, body)
-        return body["name"].rsplit("/", 1)[1]
-
     def isolation_in_use(self):
         log = read_text(os.path.join(self.data, "stokerd.test.log"))
         if "cannot isolate trainers on this machine" in log:

@@ -36,11 +36,6 @@ quotas:
         self.stoker("admin", "users", "add", user, "--role", "user")
         return self.stoker("admin", "users", "token", user).stdout.strip().split()[-1]
 
-    def submit_as(self, token, job):
-        status, body = self.api("POST", self.project_path, job, token=token)
-        self.assertEqual(status, 200, body)
-        return body["name"].rsplit("/", 1)[1]
-
     def job_file(self, name, seconds, gpus=0, priority=0, replicas=1, wait_for_file=None):
         # Each replica records: start|end, time (ns), job name, rank, GPUs, share.
         record = ('echo "%%s $(date +%%%%s%%%%N) %s $RANK ${CUDA_VISIBLE_DEVICES:--} '

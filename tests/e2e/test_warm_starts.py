@@ -402,10 +402,9 @@ print("OK-RAN", flush=True)
 '''
 
 
-class WarmIsolationTest(WarmStartCase):
-    """A warm trainer is exactly as isolated as a cold one (test_isolation)."""
-
-    config = ISOLATED_CONFIG
+class NobodyWarmCase(WarmStartCase):
+    """A root daemon whose trainers run as nobody: the test's directories
+    are made enterable by it."""
 
     def setUp(self):
         helpers = os.path.join(SOURCE, "src", "python")
@@ -414,6 +413,16 @@ class WarmIsolationTest(WarmStartCase):
         super().setUp()
         os.chmod(self.tmp, 0o711)
         os.chmod(self.data, 0o711)
+        os.chmod(os.path.join(self.tmp, "pkg"), 0o755)
+
+
+class WarmIsolationTest(NobodyWarmCase):
+    """A warm trainer is exactly as isolated as a cold one (test_isolation)."""
+
+    config = ISOLATED_CONFIG
+
+    def setUp(self):
+        super().setUp()
         log = read_text(os.path.join(self.data, "stokerd.test.log"))
         if "cannot isolate trainers on this machine" in log:
             skip_or_fail(self, "this machine cannot isolate trainers")
