@@ -5,7 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh
+# Only what the quick start runs: the daemon, the CLI and the supervisor
+# (scripts/test.sh builds everything, tests and benchmarks too).
+scripts/build.sh stokerd stoker stoker-run
 export PATH="$PWD/build/bin:$PATH"
 data=$(mktemp -d)
 /usr/bin/python3 examples/titanic/make_data.py --out "$data"
