@@ -450,6 +450,7 @@ class Api {
     if (auto r = HandleMetricsRoutes(d_, req, caller)) return *r;
     if (auto r = HandleClusterRoutes(d_, req, caller)) return *r;
     if (auto r = HandleLegacyRoutes(d_, req, caller)) return *r;
+    if (auto r = HandleOperationRoutes(d_, req, caller)) return *r;
     if (auto r = HandleTuningRoutes(d_, req, caller)) return *r;
     if (std::regex_match(path, m, kJobs)) {
       if (method == "POST") return SubmitJob(m[1], m[2], req.body, caller);

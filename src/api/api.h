@@ -74,8 +74,9 @@ struct ApiDeps {
   // Every submitted job, tuning job and AI Platform job passes it before it
   // is stored (admission/admission.h).
   const admission::Admission* admission;
-  const exec::Executor* executor;  // the replicas' logs
-  ControlPlane* control_plane;     // told about stored intents; the queue and nodes views
+  // The replicas' logs; a deleted job's files are removed through it.
+  exec::Executor* executor;
+  ControlPlane* control_plane;  // told about stored intents; the queue and nodes views
   // Users and tokens: every route but /healthz (and a trainer's measurement
   // push with its trial's key) needs a valid bearer token.
   auth::AuthStore* auth = nullptr;

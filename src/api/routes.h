@@ -102,6 +102,10 @@ std::optional<http::Response> HandleCostRoutes(const ApiDeps& d, const http::Req
                                                const auth::Principal& caller);
 std::optional<http::Response> HandleAdminRoutes(const ApiDeps& d, const http::Request& req,
                                                 const auth::Principal& caller);
+// DELETE of custom and tuning jobs, and GET of the operations that answer
+// them, under /v1/ and /ui/ (operation_routes.cc).
+std::optional<http::Response> HandleOperationRoutes(const ApiDeps& d, const http::Request& req,
+                                                    const auth::Principal& caller);
 // A job's telemetry per replica (telemetry_routes.cc).
 std::optional<http::Response> HandleTelemetryRoutes(const ApiDeps& d, const http::Request& req,
                                                     const auth::Principal& caller);
