@@ -90,18 +90,22 @@ constexpr EnumValue kLegacyScaleTypes[] = {
 
 }  // namespace
 
-const EnumType kAcceleratorTypeEnum = {"AcceleratorType", kAcceleratorTypes};
-const EnumType kStrategyEnum = {"Scheduling.Strategy", kStrategies};
-const EnumType kReservationAffinityTypeEnum = {"ReservationAffinity.Type",
-                                               kReservationAffinityTypes};
-const EnumType kGoalTypeEnum = {"GoalType", kGoalTypes};
-const EnumType kAlgorithmEnum = {"StudySpec.Algorithm", kAlgorithms};
-const EnumType kScaleTypeEnum = {"ParameterSpec.ScaleType", kScaleTypes};
-const EnumType kMeasurementSelectionTypeEnum = {"StudySpec.MeasurementSelectionType",
-                                                kMeasurementSelectionTypes};
-const EnumType kObservationNoiseEnum = {"StudySpec.ObservationNoise", kObservationNoises};
-const EnumType kLegacyParameterTypeEnum = {"ParameterSpec.ParameterType", kLegacyParameterTypes};
-const EnumType kLegacyScaleTypeEnum = {"ParameterSpec.ScaleType", kLegacyScaleTypes};
+// constinit: initialised before any dynamic initialiser runs, so that the
+// parsers' name lists derived from these (json_fields.cc, study.cc) may read
+// them at static-initialisation time.
+constinit const EnumType kAcceleratorTypeEnum = {"AcceleratorType", kAcceleratorTypes};
+constinit const EnumType kStrategyEnum = {"Scheduling.Strategy", kStrategies};
+constinit const EnumType kReservationAffinityTypeEnum = {"ReservationAffinity.Type",
+                                                         kReservationAffinityTypes};
+constinit const EnumType kGoalTypeEnum = {"GoalType", kGoalTypes};
+constinit const EnumType kAlgorithmEnum = {"StudySpec.Algorithm", kAlgorithms};
+constinit const EnumType kScaleTypeEnum = {"ParameterSpec.ScaleType", kScaleTypes};
+constinit const EnumType kMeasurementSelectionTypeEnum = {"StudySpec.MeasurementSelectionType",
+                                                          kMeasurementSelectionTypes};
+constinit const EnumType kObservationNoiseEnum = {"StudySpec.ObservationNoise", kObservationNoises};
+constinit const EnumType kLegacyParameterTypeEnum = {"ParameterSpec.ParameterType",
+                                                     kLegacyParameterTypes};
+constinit const EnumType kLegacyScaleTypeEnum = {"ParameterSpec.ScaleType", kLegacyScaleTypes};
 
 std::optional<int> EnumNumber(const EnumType& e, std::string_view name) {
   for (const EnumValue& v : e.values) {
