@@ -102,15 +102,20 @@ bool InterpreterChecks::Check(const std::string& python, const std::string& modu
                               ModuleCheck check) {
   const std::string key = Key(python, module, check);
   if (key.empty()) return false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = answers_.find(key);
-    if (it != answers_.end()) return it->second;
-  }
+  std::unique_lock<std::mutex> lock(mu_);
+  // A check of the same pair already running (the background one, when a
+  // submission comes right after the start) is waited for, not repeated.
+  checked_.wait(lock, [&] { return !running_.count(key); });
+  auto it = answers_.find(key);
+  if (it != answers_.end()) return it->second;
+  running_.insert(key);
+  lock.unlock();
   bool ok = run_(python, module, check);
-  std::lock_guard<std::mutex> lock(mu_);
+  lock.lock();
+  running_.erase(key);
   answers_[key] = ok;
   if (ok) SaveLocked();
+  checked_.notify_all();
   return ok;
 }
 

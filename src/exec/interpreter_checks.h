@@ -9,14 +9,17 @@
 //
 // Thread safety: every member is safe to call from any thread. Check runs
 // the interpreter without holding the lock (a slow import holds up nobody
-// else's lookup); two threads checking the same pair may both run it.
+// else's lookup); a second Check of a pair being checked waits for the
+// first one's answer instead of running the interpreter again.
 #pragma once
 
+#include <condition_variable>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -72,7 +75,9 @@ class InterpreterChecks {
   const std::filesystem::path cache_file_;
   Runner run_;
   mutable std::mutex mu_;
+  std::condition_variable checked_;  // a running check ended
   std::map<std::string, bool> answers_;
+  std::set<std::string> running_;  // keys being checked now
   std::thread background_;
 };
 

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 namespace stoker::exec {
 namespace {
@@ -86,6 +87,40 @@ TEST_F(InterpreterChecksTest, ADamagedCacheIsIgnored) {
   InterpreterChecks checks(cache_, Counting());
   EXPECT_EQ(checks.Cached(python_, "torch", ModuleCheck::kImport), std::nullopt);
   EXPECT_TRUE(checks.Check(python_, "torch", ModuleCheck::kImport));
+}
+
+TEST_F(InterpreterChecksTest, ACheckOfAPairBeingCheckedWaitsForItsAnswer) {
+  // The runner blocks until the test lets it go, so that a second Check
+  // comes while the first is running.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool started = false, release = false;
+  InterpreterChecks checks(cache_, [&](const std::string&, const std::string&, ModuleCheck) {
+    std::unique_lock<std::mutex> lock(mu);
+    ++runs_;
+    started = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+    return true;
+  });
+  std::thread first([&] { EXPECT_TRUE(checks.Check(python_, "torch", ModuleCheck::kImport)); });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return started; });
+  }
+  // Mostly the second Check starts before the release below and must wait;
+  // should it start after, it finds the answer: one run either way.
+  bool second = false;
+  std::thread waiter([&] { second = checks.Check(python_, "torch", ModuleCheck::kImport); });
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+    cv.notify_all();
+  }
+  first.join();
+  waiter.join();
+  EXPECT_TRUE(second);
+  EXPECT_EQ(runs_, 1);
 }
 
 TEST_F(InterpreterChecksTest, BackgroundChecksAnswerLaterLookups) {
