@@ -7,7 +7,10 @@
 # on its own data dir with the default config (containers.engine: auto, so
 # podman), in alternating rounds so that both share the machine's load.
 # Each run starts once the daemon answers /healthz and, for a daemon with a
-# catalog, once its log says the catalog's first list was read.
+# catalog, once its log says the catalog's first list was read. Then the
+# first job after a start: submitted as soon as a daemon answers, on a new
+# data dir and again after a restart on the same one (interpreter checks
+# remembered on disk).
 #
 #   bench/containers/catalog.sh --before DIR --after DIR [--jobs 25] [--rounds 2]
 #
@@ -27,7 +30,7 @@ while [[ $# -gt 0 ]]; do
     --after) after=$2; shift ;;
     --jobs) jobs=$2; shift ;;
     --rounds) rounds=$2; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "catalog.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
@@ -64,10 +67,35 @@ run() {  # NAME BINDIR ROUND
   pid=
   rm -rf "$dir"
 }
+start() {  # BINDIR DIR: a daemon on DIR, once it answers
+  "$1/stokerd" --data-dir "$2" --listen 127.0.0.1:0 --runner "$1/stoker-run" >>"$2/stokerd.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 400); do [[ -s $2/stokerd.addr ]] && break; sleep 0.05; done
+  [[ -s $2/stokerd.addr ]] || { echo "stokerd did not start; see $2/stokerd.log" >&2; exit 1; }
+}
+stop() { kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; pid=; }
+first() {  # NAME BINDIR ROUND: one job as soon as a fresh daemon answers, then after a restart
+  local dir=$tmp/first-$1-$3
+  mkdir -p "$dir"
+  chmod 711 "$dir"
+  printf 'cpu_oversubscription: 64
+' >"$dir/config.yaml"
+  for when in fresh restart; do
+    rm -f "$dir/stokerd.addr"
+    start "$2" "$dir"
+    STOKER_TOKEN=$(cat "$dir/token") "$bench" start-latency --server "$(cat "$dir/stokerd.addr")" \
+      --data-dir "$dir" --jobs 1 --trainer-clock --image "$image" --out "$out/first-$1-$when-$3.json" >/dev/null
+    stop
+  done
+  rm -rf "$dir"
+}
 for r in $(seq "$rounds"); do
   echo "== round $r: $jobs jobs on the build before, then $jobs on the build after"
   run before "$before" "$r"
   run after "$after" "$r"
+  echo "== round $r: the first job after a start, before then after"
+  first before "$before" "$r"
+  first after "$after" "$r"
 done
 
 python3 - "$out" "$rounds" <<'PY' | tee "$out/summary.md"
@@ -96,4 +124,13 @@ for i in range(len(keys)):
     a = sorted(p50["after"][i])[len(p50["after"][i]) // 2]
     ratio.append("%.1fx" % (b / a) if a else "-")
 print("| before / after (median of rounds) | | " + " | ".join(ratio) + " |")
+print()
+print("| the first job after a start | submit round trip, each round (ms) |")
+print("|---|---|")
+for name in ("before", "after"):
+    for when in ("fresh", "restart"):
+        v = [json.load(open(os.path.join(out, "first-%s-%s-%d.json" % (name, when, r))))
+             ["submit_rtt"]["p50_ms"] for r in range(1, rounds + 1)]
+        print("| %s, %s | %s |" % (name, "a new data dir" if when == "fresh" else "restarted",
+                                  ", ".join("%.0f" % x for x in v)))
 PY
