@@ -162,11 +162,13 @@ class PullsOffTest(StokerTestCase):
         if SETUP_ERROR:
             skip_or_fail(self, SETUP_ERROR)
         self.config = DEFAULT_CONFIG + "containers: {pull: never}\n"
+        # Gone before the daemon starts: its image catalog sees a removal
+        # made later only once the engine's event arrives (decision 0037).
+        podman("rmi", "--force", REGISTRY + "/e2e/busybox:v1", check=False)
         super().setUp()
 
     def test_a_missing_image_is_refused_at_submit_without_a_pull(self):
         image = REGISTRY + "/e2e/busybox:v1"
-        podman("rmi", "--force", image, check=False)
         status, body = self.api("POST", self.project_path, job("off", image, ["true"]))
         self.assertEqual(status, 400, body)
         self.assertIn("pulls are off (containers.pull: never)", body["error"]["message"])
