@@ -108,12 +108,14 @@ bool Environments::CanImport(const std::string& python, const std::string& modul
   return checks_->Check(python, module, ModuleCheck::kImport);
 }
 
-Result<bool> Environments::InStore(const ImageReference& ref) const {
+Result<bool> Environments::InStore(const ImageReference& ref, bool* catalog_absent) const {
+  *catalog_absent = false;
   if (catalog_) {
     switch (catalog_->Lookup(ref)) {
       case ImageCatalog::Presence::kPresent:
         return true;
       case ImageCatalog::Presence::kAbsent:
+        *catalog_absent = true;
         return false;
       case ImageCatalog::Presence::kUnknown:
         break;  // not read yet: the engine answers
@@ -211,13 +213,15 @@ Result<Environment> Environments::ForImage(const std::string& name, const std::s
   STOKER_ASSIGN_OR_RETURN(ImageReference ref, ParseImageReference(name, field));
   const std::string image = ref.ToString();
   std::string no_container = "no container engine (" + engine_.why + ")";
+  auto in_store = [&] {
+    Environment env = ContainerEnvironment(ref);
+    env.note = "runs in a container: image " + image + " is in " + engine_.name + "'s store";
+    return env;
+  };
+  bool catalog_absent = false;
   if (engine_.usable()) {
-    STOKER_ASSIGN_OR_RETURN(bool present, InStore(ref));
-    if (present) {
-      Environment env = ContainerEnvironment(ref);
-      env.note = "runs in a container: image " + image + " is in " + engine_.name + "'s store";
-      return env;
-    }
+    STOKER_ASSIGN_OR_RETURN(bool present, InStore(ref, &catalog_absent));
+    if (present) return in_store();
     no_container = "image not in " + engine_.name + "'s store";
   }
   std::string where =
@@ -244,7 +248,16 @@ Result<Environment> Environments::ForImage(const std::string& name, const std::s
   std::string fix = "add a rule under 'images:' in " + where +
                     ", e.g.\n  images:\n    - match: \"" + image +
                     "\"\n      python: auto   # or a path such as /opt/venv/bin/python";
-  if (engine_.usable()) return PullOrRefuse(ref, field, fix);
+  if (engine_.usable()) {
+    if (catalog_absent) {
+      // Before a refusal or a pull (never for a name a rule maps), the
+      // engine itself is asked once: an image built a moment ago may not
+      // have reached the catalog yet (its event is on the way).
+      STOKER_ASSIGN_OR_RETURN(bool present, HasImage(engine_, ref));
+      if (present) return in_store();
+    }
+    return PullOrRefuse(ref, field, fix);
+  }
   return InvalidArgument(field + ": no environment is configured for image '" + image + "' (" +
                          no_container + "); " + fix);
 }

@@ -89,7 +89,9 @@ class Environments {
   // an image reference is InvalidArgument naming `field`, and only the
   // parsed form reaches the engine or the result.
   // A container when the engine holds `image` (the catalog's answer; without
-  // one, the engine's, and a yes is trusted for 30 s);
+  // one, the engine's, and a yes is trusted for 30 s; a name the catalog
+  // lacks that no rule maps is asked of the engine before a pull or a
+  // refusal);
   // else the first rule that matches, whose interpreter must import the
   // rule's framework; else, with pulls on, a container whose image is
   // pulled when the image's registry answers (asked at most every 30 s) at
@@ -120,7 +122,8 @@ class Environments {
   // or the interpreter changed since).
   bool CanImport(const std::string& python, const std::string& module) const;
   // Whether the engine's store holds `ref`: the catalog, else the engine.
-  Result<bool> InStore(const ImageReference& ref) const;
+  // `catalog_absent`: set when the catalog answered "absent".
+  Result<bool> InStore(const ImageReference& ref, bool* catalog_absent) const;
 
   std::vector<ImageMatch> rules_;
   std::filesystem::path shim_root_;

@@ -124,6 +124,12 @@ TEST_F(EnvironmentsTest, WithAReadCatalogNoImageIsAskedOfTheEngine) {
   EXPECT_EQ(built.container_image, "built:1");
   EXPECT_EQ(envs.ForImage("local/b", "f").value().python, "/usr/bin/python3");
   EXPECT_FALSE(fs::exists(dir_ / "engine.log")) << ReadAll(dir_ / "engine.log");
+
+  // A name neither the catalog nor a rule has is asked of the engine before
+  // it is refused: it may have been built a moment ago.
+  envs.UsePulls(false, {});
+  EXPECT_FALSE(envs.ForImage("other/c:1", "f").ok());
+  EXPECT_NE(ReadAll(dir_ / "engine.log").find("other/c:1"), std::string::npos);
 }
 
 // A listening socket on 127.0.0.1; `port` is its port.

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace stoker::exec {
@@ -84,13 +85,31 @@ Status ImageCatalog::Refresh() {
       if (ref.ok()) names.insert(NormalImageName(*ref));
     }
   }
+  std::vector<std::string> changes;  // "+NAME" / "-NAME", after a first read
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (listed.ok() && reads_ > 0) {
+      for (const std::string& n : names) {
+        if (!names_.count(n)) changes.push_back("+" + n);
+      }
+      for (const std::string& n : names_) {
+        if (!names.count(n)) changes.push_back("-" + n);
+      }
+    }
     loaded_ = listed.ok();
     if (listed.ok()) names_ = std::move(names);
     ++reads_;
   }
   changed_.notify_all();
+  // Logged once the new list is in use: a reader of the log may rely on it.
+  const size_t shown = std::min<size_t>(changes.size(), 10);
+  for (size_t i = 0; i < shown; ++i) {
+    spdlog::info("image catalog: {} {}", changes[i][0] == '+' ? "now has" : "no longer has",
+                 changes[i].substr(1));
+  }
+  if (changes.size() > shown) {
+    spdlog::info("image catalog: and {} more changes", changes.size() - shown);
+  }
   return listed.ok() ? Status() : listed.status();
 }
 

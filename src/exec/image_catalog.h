@@ -88,8 +88,9 @@ class ImageCatalog {
   // Pure: no subprocess.
   Presence Lookup(const ImageReference& ref) const;
 
-  // Reads the list now, on the caller's thread. The engine's error when it
-  // cannot answer (the catalog then says kUnknown).
+  // Reads the list now, on the caller's thread, and logs each name added or
+  // removed since the last read (after the new list is in use). The
+  // engine's error when it cannot answer (the catalog then says kUnknown).
   Status Refresh();
 
   // How many lists have been read (successfully or not) so far; WaitForReads

@@ -98,21 +98,25 @@ class ImageCatalogTest(StokerTestCase):
         job = {"displayName": "built", "jobSpec": {"workerPoolSpecs": [{
             "machineSpec": {"machineType": "e2-standard-2"}, "replicaCount": 1,
             "containerSpec": {"imageUri": BUILT, "command": ["cat", "/marker"]}}]}}
-
-        # No rule maps the name: it is refused until the catalog has seen
-        # the build's event (a moment), then accepted as a container.
-        def accepted():
-            status, body = self.api("POST", self.project_path, job)
-            return body["name"].rsplit("/", 1)[1] if status == 200 else None
-
-        j = wait_for(accepted, 30, "the daemon to see the new image")
-        self.assertEqual(self.wait_state(j, timeout=120)["state"], "JOB_STATE_SUCCEEDED")
+        # Submitted at once: should the build's event not have reached the
+        # catalog yet, the daemon asks podman before refusing the name.
+        first = self.submit(job)
+        self.assertEqual(self.wait_state(first, timeout=120)["state"], "JOB_STATE_SUCCEEDED")
+        self.assertIn("built-after-start", self.stoker("jobs", "logs", first).stdout)
         events = [e["reason"] for e in
-                  self.api("GET", self.project_path + "/" + j + "/events")[1]["events"]]
+                  self.api("GET", self.project_path + "/" + first + "/events")[1]["events"]]
         self.assertTrue(any("runs in a container" in e and BUILT in e for e in events), events)
-        self.assertIn("built-after-start", self.stoker("jobs", "logs", j).stdout)
-        calls = self.podman_calls()
-        self.assertFalse([c for c in calls if c.startswith("image exists")], calls)
+
+        # The event stream brought it into the catalog, without a restart:
+        # the next job's submission and launch ask podman nothing.
+        log = os.path.join(self.data, "stokerd.test.log")
+        wait_for(lambda: "image catalog: now has " + BUILT in read_text(log), 30,
+                 "the catalog to see the built image")
+        before = len(self.podman_calls())
+        second = self.submit(job)
+        self.assertEqual(self.wait_state(second, timeout=120)["state"], "JOB_STATE_SUCCEEDED")
+        during = self.podman_calls()[before:]
+        self.assertFalse([c for c in during if c.startswith("image exists")], during)
 
 
 if __name__ == "__main__":
