@@ -1271,6 +1271,7 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
   in.settings = {config_.cancel_grace_seconds, config_.log_max_bytes,
                  config_.log_max_files,        config_.api_url,
                  config_.push_secret,          config_.telemetry_seconds};
+  in.settings.instance = InstanceTag(std::filesystem::absolute(config_.data_dir).string());
   in.settings.warm = {config_.warm_starts.enabled,
                       config_.warm_starts.preload,
                       config_.warm_starts.idle_seconds,

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "auth/auth.h"
+#include "common/fnv1a.h"
 #include "exec/replica_env.h"
 
 namespace stoker::server {
@@ -18,6 +19,10 @@ std::string Num(double v) {
 }
 
 }  // namespace
+
+std::string InstanceTag(const std::string& absolute_data_dir) {
+  return Fnv1aHex(absolute_data_dir).substr(0, 8);
+}
 
 Result<exec::JobLaunch> BuildJobLaunch(const LaunchInputs& in) {
   const store::JobRecord& rec = *in.rec;
@@ -61,8 +66,8 @@ Result<exec::JobLaunch> BuildJobLaunch(const LaunchInputs& in) {
       replica::ContainerSpec c;
       c.engine = env.engine;
       c.image = env.container_image;
-      c.name =
-          "stoker-" + std::to_string(rec.id) + "-" + std::to_string(rec.attempt) + "-" + rl.name;
+      c.name = "stoker-" + std::to_string(rec.id) + "-" + std::to_string(rec.attempt) + "-" +
+               rl.name + (in.settings.instance.empty() ? "" : "-" + in.settings.instance);
       // No command: the image's ENTRYPOINT (and its CMD unless args are given).
       if (cmd.command_size > 0) {
         c.entrypoint.emplace(cmd.argv.begin(), cmd.argv.begin() + cmd.command_size);

@@ -59,7 +59,15 @@ struct LaunchSettings {
     std::vector<std::string> wheelhouse;
     std::string index_url;
   } python_packages;
+  // This daemon's tag: the first 8 hex digits of the FNV-1a hash of its
+  // absolute data directory (InstanceTag). Names that live outside the data
+  // directory (containers) end in it, so that two daemons on one machine
+  // never name, and so never remove, each other's.
+  std::string instance;
 };
+
+// InstanceTag(data_dir): see LaunchSettings::instance.
+std::string InstanceTag(const std::string& absolute_data_dir);
 
 // The label by which a job opts in ("true") or a trial out ("false").
 inline constexpr char kWarmStartLabel[] = "stoker-warm-start";

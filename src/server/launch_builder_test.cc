@@ -236,5 +236,18 @@ TEST_F(LaunchBuilderTest, ReplicasWithPackagesGetTheirInterpretersRequirementEnv
   EXPECT_FALSE(launch->replicas.at(2).python_env.has_value());
 }
 
+TEST_F(LaunchBuilderTest, AContainersNameCarriesTheDaemonsTagSoTwoDaemonsNeverShareOne) {
+  in_.environments[1].container_image = "localhost/trainer:1";
+  in_.environments[1].engine = "/usr/bin/podman";
+  in_.settings.instance = InstanceTag("/var/lib/stoker");
+  EXPECT_EQ(in_.settings.instance.size(), 8u);
+  EXPECT_NE(InstanceTag("/var/lib/stoker"), InstanceTag("/var/lib/stoker2"));
+  exec::JobLaunch launch = BuildJobLaunch(in_).value();
+  ASSERT_TRUE(launch.replicas[1].container.has_value());
+  EXPECT_EQ(launch.replicas[1].container->name,
+            "stoker-12-1-workerpool1-0-" + in_.settings.instance);
+  EXPECT_FALSE(launch.replicas[0].container.has_value());
+}
+
 }  // namespace
 }  // namespace stoker::server

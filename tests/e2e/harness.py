@@ -186,6 +186,26 @@ def podman(*args, check=True, timeout=600):
                           check=check, timeout=timeout)
 
 
+def instance_tag(data_dir):
+    """InstanceTag (src/server/launch_builder.cc): 8 hex digits of the FNV-1a
+    hash of the daemon's absolute data directory; its containers' names end
+    in it."""
+    h = 1469598103934665603
+    for b in os.path.abspath(data_dir).encode():
+        h ^= b
+        h = (h * 1099511628211) % (1 << 64)
+    return ("%016x" % h)[:8]
+
+
+def containers_of(data_dir, job_id):
+    """The names of the engine's containers (running or not) of one job of
+    the daemon whose data directory is `data_dir`."""
+    r = podman("ps", "--all", "--filter",
+               "name=^stoker-%s-.*-%s$" % (job_id, instance_tag(data_dir)),
+               "--format", "{{.Names}}")
+    return r.stdout.split()
+
+
 def podman_flags():
     """The --ulimit flags a container needs here (as stoker-run gives them)."""
     import resource
@@ -334,6 +354,9 @@ class StokerTestCase(unittest.TestCase):
                                           "JOB_STATE_CANCELLED"), timeout=60):
         return wait_for(lambda: (lambda j: j if j["state"] in states else None)(self.job(job_id)),
                         timeout, "job %s to reach %s" % (job_id, states))
+
+    def containers_of(self, job_id):
+        return containers_of(self.data, job_id)
 
     def replica_dir(self, job_id, replica="workerpool0-0"):
         return os.path.join(self.data, "jobs", job_id, replica)

@@ -118,11 +118,6 @@ def job(name, *pools):
                                              "scheduling": {"maxRetries": 0}}}
 
 
-def containers_of(job_id):
-    r = podman("ps", "--all", "--filter", "name=^stoker-%s-" % job_id, "--format", "{{.Names}}")
-    return r.stdout.split()
-
-
 class ContainerJobTest(StokerTestCase):
 
     config = DEFAULT_CONFIG + "telemetry_seconds: 0.5\n"
@@ -160,7 +155,7 @@ class ContainerJobTest(StokerTestCase):
         self.assertEqual(read_text(model), "trained in a container\n")
         self.assertTrue(any("runs in a container: image " + TRAINER in e
                             for e in self.events(plain)), self.events(plain))
-        self.assertEqual(containers_of(plain), [])  # removed at the end
+        self.assertEqual(self.containers_of(plain), [])  # removed at the end
         # The job's variables went to the container through a file only the
         # supervisor may read, never onto the engine's command line.
         env_file = os.path.join(self.replica_dir(plain), "container.env")
@@ -200,23 +195,23 @@ class ContainerJobTest(StokerTestCase):
 
     def test_cancel_stops_the_container_and_leaves_none(self):
         j = self.submit(job("long", pool(TRAINER, command=["sleep", "600"])))
-        wait_for(lambda: containers_of(j), 60, "the container to run")
+        wait_for(lambda: self.containers_of(j), 60, "the container to run")
         self.stoker("jobs", "cancel", j)
         self.assertEqual(self.wait_state(j, timeout=60)["state"], "JOB_STATE_CANCELLED")
-        self.assertEqual(containers_of(j), [])
+        self.assertEqual(self.containers_of(j), [])
 
     def test_a_container_job_survives_kill_9_of_stokerd_and_ends_once(self):
         gate = os.path.join(self.data, "buckets", "gate", "open")
         os.makedirs(os.path.dirname(gate))
         script = "while [ ! -e %s ]; do sleep 0.1; done; echo passed the gate" % gate
         j = self.submit(job("gated", pool(TRAINER, command=["sh", "-c", script])))
-        wait_for(lambda: containers_of(j), 60, "the container to run")
+        wait_for(lambda: self.containers_of(j), 60, "the container to run")
         self.daemon.kill(signal.SIGKILL)
         self.daemon.start()
         open(gate, "w").close()
         self.assertEqual(self.wait_state(j, timeout=60)["state"], "JOB_STATE_SUCCEEDED")
         self.assertEqual(self.logs(j).count("passed the gate"), 1)
-        self.assertEqual(containers_of(j), [])
+        self.assertEqual(self.containers_of(j), [])
         # One attempt: re-adopted, not started again.
         self.assertEqual(sorted(os.listdir(os.path.join(self.data, "jobs", j))), ["workerpool0-0"])
 
@@ -227,7 +222,7 @@ class ContainerJobTest(StokerTestCase):
         self.assertEqual(done["state"], "JOB_STATE_FAILED")
         out = self.logs(j)
         self.assertRegex(out, "python3.*(not found|no such file)")
-        self.assertEqual(containers_of(j), [])
+        self.assertEqual(self.containers_of(j), [])
         # A module the image does not have: the trainer's own error.
         j = self.submit(job("nomod", pool(TRAINER, command=["python3", "-m", "no_such_module"])))
         self.assertEqual(self.wait_state(j, timeout=60)["state"], "JOB_STATE_FAILED")
@@ -236,7 +231,8 @@ class ContainerJobTest(StokerTestCase):
     def test_telemetry_samples_the_containers_processes(self):
         burn = "import time\nt = time.time()\nwhile time.time() - t < 5: pass\n"
         j = self.submit(job("burn", pool(TRAINER, command=["python3", "-c", burn])))
-        self.assertEqual(self.wait_state(j, timeout=60)["state"], "JOB_STATE_SUCCEEDED")
+        done = self.wait_state(j, timeout=60)
+        self.assertEqual(done["state"], "JOB_STATE_SUCCEEDED", (done, self.logs(j)))
         status, body = self.api("GET", self.project_path + "/" + j + "/telemetry")
         self.assertEqual(status, 200, body)
         points = body["replicas"][0]["points"]
@@ -249,7 +245,7 @@ class ContainerJobTest(StokerTestCase):
         done = self.wait_state(j, timeout=60)
         self.assertEqual(done["state"], "JOB_STATE_FAILED")
         self.assertIn("timed out after 2s", json.dumps(done))
-        self.assertEqual(containers_of(j), [])
+        self.assertEqual(self.containers_of(j), [])
 
     def test_trials_report_hypertune_metrics_from_containers(self):
         studies = "/v1/projects/p/locations/l/hyperparameterTuningJobs"

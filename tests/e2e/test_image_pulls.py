@@ -140,8 +140,7 @@ class ImagePullTest(StokerTestCase):
         self.assertIn("could not pull image " + image, message)
         self.assertIn("manifest unknown", message)  # the registry's own words, through podman
         self.assertIn("stoker images build -t " + image, message)
-        self.assertEqual(podman("ps", "--all", "--filter", "name=^stoker-%s-" % j,
-                                "--format", "{{.Names}}").stdout.split(), [])
+        self.assertEqual(self.containers_of(j), [])
 
     def test_a_registry_that_cannot_be_reached_is_refused_at_submit(self):
         closed = CLOSED  # nothing listens there

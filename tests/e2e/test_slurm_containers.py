@@ -43,10 +43,6 @@ class SlurmContainerTest(StokerTestCase):
         cancel_slurm_jobs_of(self.data)
         super().tearDown()
 
-    def containers_of(self, job_id):
-        return podman("ps", "--all", "--filter", "name=^stoker-%s-" % job_id,
-                      "--format", "{{.Names}}").stdout.split()
-
     def test_a_chief_and_a_worker_train_in_containers_placed_by_slurm(self):
         ddp = ["python3", "-c", DDP]
         j = self.submit({"displayName": "slurm-ddp", "jobSpec": {
