@@ -110,7 +110,11 @@ std::vector<std::string> ContainerRunArgv(const ContainerRun& run) {
   }
   if (!run.env_file.empty()) a.push_back("--env-file=" + run.env_file.string());
   for (const std::string& kv : run.env_inline) a.insert(a.end(), {"--env", kv});
-  if (run.run_as) {
+  if (run.run_as && run.user_namespace) {
+    a.insert(a.end(), {"--uidmap=0:" + std::to_string(run.run_as->uid) + ":1",
+                       "--gidmap=0:" + std::to_string(run.run_as->gid) + ":1", "--user=0:0",
+                       "--cap-drop=all", "--security-opt=no-new-privileges"});
+  } else if (run.run_as) {
     a.push_back("--user=" + std::to_string(run.run_as->uid) + ":" +
                 std::to_string(run.run_as->gid));
     for (uint32_t g : run.run_as->extra_gids) a.push_back("--group-add=" + std::to_string(g));

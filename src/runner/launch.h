@@ -61,6 +61,16 @@ struct ContainerRun {
   // ContainerParent), so that killing it kills the container; "" = none.
   std::string cgroup_parent;
   uint64_t memory_bytes = 0;  // --memory and --memory-swap; 0 = no limit
+  // With run_as (podman): the container's root is run_as's uid and primary
+  // gid on the host (which open its replica and job directories), and no
+  // other id is mapped (--uidmap=0:UID:1, --gidmap=0:GID:1, --user=0:0).
+  // The image's root-owned files (/root) are the trainer's inside; files of
+  // other ids read as nobody; run_as's extra groups (the bucket group) are
+  // not carried: an id the namespace does not map cannot be held, and
+  // podman 4.3 mounts the image for one mapped range only (a second range,
+  // 1:SUBUID:65535 or a second group, fails with ENOENT/EPERM on the
+  // overlay mount).
+  bool user_namespace = false;
 };
 
 // `engine run ...` for the replica (in the image's WORKDIR, as Docker runs
@@ -69,9 +79,9 @@ struct ContainerRun {
 // command as PID 1 with SIGTERM forwarded to it (as Kubernetes and so
 // Vertex run it: a trainer that ignores SIGTERM is killed after the grace),
 // output straight to the supervisor's pipe,
-// every mount at its own path, the account's uid:gid and groups with no
-// capabilities and no new privileges, the GPUs, then the image and the
-// command. Environment values never appear here but for env_inline.
+// every mount at its own path, the account's uid:gid and groups (or, with
+// user_namespace, the image's root as the account) with no capabilities
+// and no new privileges, the GPUs, then the image and the command. Environment values never appear here but for env_inline.
 std::vector<std::string> ContainerRunArgv(const ContainerRun& run);
 
 // The engine this node runs a container with: `wanted` (the daemon's

@@ -367,7 +367,7 @@ Result<std::optional<ContainerSpec>> ParseContainerSpec(const json& value) {
       "launch.json: container: must be {\"engine\": ABS_PATH, \"image\": NAME, \"name\": "
       "NAME[, \"entrypoint\": [ARG...]], \"args\": [ARG...], \"mounts\": [ABS_PATH...], "
       "\"mounts_read_only\": [ABS_PATH...][, \"pull\": BOOL, \"pull_if_missing\": BOOL, "
-      "\"tls_verify\": BOOL]}";
+      "\"tls_verify\": BOOL, \"user_namespace\": BOOL]}";
   if (!value.is_object()) return InvalidArgument(shape);
   auto strings = [&](const char* key) -> std::optional<std::vector<std::string>> {
     auto f = value.find(key);
@@ -407,7 +407,8 @@ Result<std::optional<ContainerSpec>> ParseContainerSpec(const json& value) {
   STOKER_ASSIGN_OR_RETURN(c.mounts_read_only, PathList(value, "mounts_read_only", "container"));
   for (auto [key, out] : {std::pair{"pull", &c.pull},
                           {"pull_if_missing", &c.pull_if_missing},
-                          {"tls_verify", &c.tls_verify}}) {
+                          {"tls_verify", &c.tls_verify},
+                          {"user_namespace", &c.user_namespace}}) {
     if (auto f = value.find(key); f != value.end()) {
       if (!f->is_boolean()) return InvalidArgument(shape);
       *out = f->get<bool>();
@@ -476,6 +477,7 @@ std::string FormatLaunchSpec(const LaunchSpec& s) {
     if (c.pull) doc["container"]["pull"] = true;
     if (c.pull_if_missing) doc["container"]["pull_if_missing"] = true;
     if (!c.tls_verify) doc["container"]["tls_verify"] = false;
+    if (!c.user_namespace) doc["container"]["user_namespace"] = false;
   }
   if (s.python_env) {
     const PythonEnvSpec& p = *s.python_env;

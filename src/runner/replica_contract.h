@@ -109,6 +109,11 @@ struct ContainerSpec {
   // since the daemon saw it there is pulled by the engine.
   bool pull_if_missing = false;
   bool tls_verify = true;
+  // A trainer account's container (podman, stoker-run as root) runs in a
+  // user namespace whose root is that account on the host: images that
+  // expect root (code in /root, `pip install --user`) work, the host sees
+  // no root (runner/launch.h ContainerRun::user_namespace).
+  bool user_namespace = true;
 };
 // Parses the "container" value (absent or null: nullopt).
 Result<std::optional<ContainerSpec>> ParseContainerSpec(const nlohmann::json& value);

@@ -57,12 +57,15 @@ TEST(ReplicaContractTest, AContainerReadsBackAsWritten) {
   EXPECT_EQ(back->container->mounts_read_only, std::vector<std::filesystem::path>{"/data/jobs/7"});
   EXPECT_FALSE(back->container->pull);
   EXPECT_TRUE(back->container->tls_verify);
+  EXPECT_TRUE(back->container->user_namespace);
   s.container->pull = true;
   s.container->tls_verify = false;
+  s.container->user_namespace = false;
   back = ParseLaunchSpec(FormatLaunchSpec(s));
   ASSERT_TRUE(back.ok());
   EXPECT_TRUE(back->container->pull);
   EXPECT_FALSE(back->container->tls_verify);
+  EXPECT_FALSE(back->container->user_namespace);
   // No entrypoint: the image's own, which is not the same as an empty one.
   s.container->entrypoint.reset();
   back = ParseLaunchSpec(FormatLaunchSpec(s));

@@ -43,8 +43,10 @@ bool ReplicaCgroupsHere() {
   return ::geteuid() == 0 && DetectCgroupLayout().kind != CgroupLayout::Kind::kNone;
 }
 using nlohmann::json;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // ---------------------------------------------------------------- pure parts
 
@@ -138,6 +140,23 @@ TEST(ContainerRunArgvTest, RunsTheImageWithTheAccountMountsAndGpus) {
                   "--volume=/data/jobs/7:/data/jobs/7:ro", "--device=nvidia.com/gpu=2",
                   "--device=nvidia.com/gpu=3", R"(--entrypoint=["python3","-m","t"])", "--",
                   "gcr.io/p/t:v1", "--lr", "0.1"));
+}
+
+TEST(ContainerRunArgvTest, InAUserNamespaceTheImagesRootIsTheAccountAndNothingElseIsMapped) {
+  ContainerSpec c{"/usr/bin/podman", "gcr.io/p/t:v1", "n", std::nullopt, {}, {}, {}};
+  ContainerRun run;
+  run.container = &c;
+  run.run_as = RunAs{"alice", 1001, 1002, {50}, ""};
+  run.user_namespace = true;
+  EXPECT_THAT(ContainerRunArgv(run),
+              ElementsAre("/usr/bin/podman", "run", "--rm", "--name", "n", "--network=host",
+                          "--pull=never", "--log-driver=passthrough", "--uidmap=0:1001:1",
+                          "--gidmap=0:1002:1", "--user=0:0", "--cap-drop=all",
+                          "--security-opt=no-new-privileges", "--", "gcr.io/p/t:v1"));
+  EXPECT_THAT(ContainerRunArgv(run), Not(Contains("--group-add=50")));  // cannot be held
+  // Without an account (a root daemon's root trainers) there is no map.
+  run.run_as.reset();
+  EXPECT_THAT(ContainerRunArgv(run), Not(Contains(HasSubstr("--uidmap"))));
 }
 
 TEST(ContainerRunArgvTest, WithoutAnEntrypointTheImagesOwnRunsAndDockerGetsGpusItsWay) {

@@ -202,6 +202,7 @@ class Supervisor {
   // DescribePythonEnv of the requirement environment, for the start note.
   std::string env_note_;
   std::string pull_note_;  // "pulled image X in 2.1 s", for the start note
+  std::string container_note_;  // "the image's root is nobody (uid 65534) on this host"
   // The replica's cgroup (replica_cgroup.h), made before anything of the
   // replica runs; unset where none can be made (cgroup_note_ says why, and
   // the clean up falls back to the process tree and the cookie).
@@ -588,6 +589,16 @@ Result<LaunchSpec> Supervisor::ContainerLaunch(const LaunchSpec& spec,
   ContainerRun run;
   run.container = &kept;
   run.run_as = spec.run_as;
+  // The image's root is the trainer's account (launch.h): HOME, USER and
+  // LOGNAME are then the image's root's (/root), as images written for
+  // Vertex expect.
+  run.user_namespace =
+      spec.run_as && c.user_namespace && fs::path(c.engine).filename() == "podman";
+  if (run.user_namespace) {
+    for (const char* k : {"HOME", "USER", "LOGNAME"}) env.erase(k);
+    container_note_ = "the image's root is " + spec.run_as->user + " (uid " +
+                      std::to_string(spec.run_as->uid) + ") on this host";
+  }
   if (auto it = env.find("CUDA_VISIBLE_DEVICES"); it != env.end()) {
     if (auto gpus = GpuIndexes(it->second); gpus && !gpus->empty()) {
       bool docker = fs::path(c.engine).filename() == "docker";
@@ -833,7 +844,7 @@ void Supervisor::StartTrainer(const LaunchSpec& spec, const std::vector<fs::path
 
   // The requirement environment's line goes into the job's events too.
   std::string note = start_note_;
-  for (const std::string* more : {&pull_note_, &env_note_, &cgroup_note_}) {
+  for (const std::string* more : {&pull_note_, &container_note_, &env_note_, &cgroup_note_}) {
     if (!more->empty()) note += (note.empty() ? "" : "; ") + *more;
   }
   Status s = WriteFileAtomic(dir_ / replica::kTrainerFile,

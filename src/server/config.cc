@@ -414,10 +414,19 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
                                        "[\"localhost:5000\"]; got " +
                                        v.dump());
               }
+            } else if (k == "user_namespace") {
+              if (!v.is_boolean()) {
+                return InvalidArgument(where +
+                                       "containers.user_namespace: must be true (the image's "
+                                       "root is the trainer's account) or false; got " +
+                                       v.dump());
+              }
+              c.container_user_namespace = v.get<bool>();
             } else {
               return InvalidArgument(where + "containers." + k +
                                      ": unknown key; the keys are engine (auto, podman, docker, "
-                                     "none), pull (missing, never) and insecure_registries");
+                                     "none), pull (missing, never), insecure_registries and "
+                                     "user_namespace (true, false)");
             }
           }
         } else if (key == "python_packages") {

@@ -9,6 +9,7 @@
 //       framework: tensorflow               # optional: a module it must import
 //   containers: {engine: auto}    # auto | podman | docker | none (docs/containers.md)
 //     pull: missing               # missing | never; insecure_registries: [localhost:5000]
+//     user_namespace: true        # podman: the image's root is the trainer's account
 //   buckets: {data: /srv/datasets}           # bucket name -> directory
 //   inventory: {cpus: 8, memory_gb: 32, gpus: [{type: NVIDIA_TESLA_T4, memory_gb: 16}]}
 //   cpu_oversubscription: 4     # local CPUs and memory may be booked this many times over
@@ -176,6 +177,7 @@ struct Config {
   std::string container_engine = "auto";  // containers.engine: auto | podman | docker | none
   bool container_pull = true;  // containers.pull: missing (true) | never
   std::vector<std::string> insecure_registries;  // containers.insecure_registries
+  bool container_user_namespace = true;          // containers.user_namespace
   WarmStartConfig warm_starts;
   PythonPackagesConfig python_packages;
   uint64_t log_max_bytes = 64ull << 20;  // per replica log file; 0 = no rotation

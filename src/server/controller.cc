@@ -1289,6 +1289,7 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
   for (const auto& [name, dir] : config_.buckets) {
     in.settings.container_mounts.push_back(std::filesystem::absolute(dir).string());
   }
+  in.settings.container_user_namespace = config_.container_user_namespace;
   in.settings.container_mounts_read_only = {(config_.data_dir / "envs").string(),
                                             config_.python_helpers.string()};
   in.settings.python_packages.cache_dir =

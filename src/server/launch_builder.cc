@@ -79,6 +79,7 @@ Result<exec::JobLaunch> BuildJobLaunch(const LaunchInputs& in) {
       c.pull = env.pull;
       c.pull_if_missing = env.pull_if_missing;
       c.tls_verify = !env.insecure_registry;
+      c.user_namespace = in.settings.container_user_namespace;
       if (cmd.argv.empty()) cmd.argv = {c.image};  // what argv shows: the image's own command
       rl.container = std::move(c);
     }

@@ -51,6 +51,9 @@ struct LaunchSettings {
   // the buckets read-write; the environments and Python helpers read only.
   std::vector<std::string> container_mounts;
   std::vector<std::string> container_mounts_read_only;
+  // containers.user_namespace: a trainer account's container runs with the
+  // image's root mapped to that account (replica::ContainerSpec).
+  bool container_user_namespace = true;
   // Requirement environments (docs/python-packages.md): a replica with
   // packages gets launch.json's "python_env" with these; empty cache_dir:
   // none (its packages' requirements are not installed).

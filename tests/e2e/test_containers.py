@@ -21,6 +21,7 @@ from harness import (BASE_IMAGE, DEFAULT_CONFIG, StokerTestCase, podman, podman_
 BASE = BASE_IMAGE
 TRAINER = "localhost/stoker-e2e/trainer:%d" % os.getpid()
 NO_PYTHON = "localhost/stoker-e2e/no-python:%d" % os.getpid()
+ROOT_HOME = "localhost/stoker-e2e/root-home:%d" % os.getpid()
 
 TASK = '''
 import json, os, sys
@@ -67,6 +68,27 @@ FROM %s
 RUN rm -f /usr/bin/python3 /usr/bin/python3.11
 ''' % BASE
 
+# As images written for Vertex are (it runs them as root): the code in
+# /root (0700), a package installed with `pip install --user` (root's user
+# site), the image's root expected.
+ROOT_HOME_DOCKERFILE = '''
+FROM %s
+COPY trainer /root/trainer
+RUN chmod 700 /root && mkdir -p /root/.local/lib/python3.11/site-packages && \\
+    echo 'WHERE = "user site"' > /root/.local/lib/python3.11/site-packages/usersite_mod.py
+WORKDIR /root
+ENTRYPOINT ["python3", "-m", "trainer.roothome"]
+''' % BASE
+
+ROOT_HOME_TASK = '''
+import os, usersite_mod
+print("uid", os.getuid(), "home", os.environ["HOME"], "from", usersite_mod.WHERE)
+print("uid_map", " ".join(open("/proc/self/uid_map").read().split()))
+os.makedirs(os.environ["AIP_MODEL_DIR"], exist_ok=True)
+open(os.path.join(os.environ["AIP_MODEL_DIR"], "m.txt"), "w").write("root in the image")
+open("/root/written-by-root", "w").write("x")
+'''
+
 
 SETUP_ERROR = None
 
@@ -79,14 +101,18 @@ def setUpModule():
     ctx = tempfile.mkdtemp(prefix="stoker-image-")
     try:
         os.makedirs(os.path.join(ctx, "trainer"))
-        for name, text in (("__init__.py", ""), ("task.py", TASK), ("ddp.py", DDP), ("tune.py", TUNE)):
+        for name, text in (("__init__.py", ""), ("task.py", TASK), ("ddp.py", DDP), ("tune.py", TUNE),
+                           ("roothome.py", ROOT_HOME_TASK)):
             with open(os.path.join(ctx, "trainer", name), "w") as f:
                 f.write(textwrap.dedent(text))
         with open(os.path.join(ctx, "Dockerfile"), "w") as f:
             f.write(DOCKERFILE)
         with open(os.path.join(ctx, "NoPython"), "w") as f:
             f.write(NO_PYTHON_DOCKERFILE)
-        for tag, dockerfile in ((TRAINER, "Dockerfile"), (NO_PYTHON, "NoPython")):
+        with open(os.path.join(ctx, "RootHome"), "w") as f:
+            f.write(ROOT_HOME_DOCKERFILE)
+        for tag, dockerfile in ((TRAINER, "Dockerfile"), (NO_PYTHON, "NoPython"),
+                                (ROOT_HOME, "RootHome")):
             r = podman("build", *podman_flags(), "-t", tag, "-f", os.path.join(ctx, dockerfile),
                        ctx, check=False)
             if r.returncode != 0:
@@ -98,7 +124,7 @@ def setUpModule():
 
 def tearDownModule():
     if shutil.which("podman"):
-        podman("rmi", "--force", TRAINER, NO_PYTHON, check=False)
+        podman("rmi", "--force", TRAINER, NO_PYTHON, ROOT_HOME, check=False)
 
 
 def pool(image, replicas=1, command=None, args=None, env=None, machine="e2-standard-2"):
@@ -277,32 +303,102 @@ class ContainerJobTest(StokerTestCase):
         self.assertIn("stoker images build -t gcr.io/nowhere/trainer:v9", message)
 
 
-class ContainerAccountTest(StokerTestCase):
-    """A root daemon's trainers run as their account in the container too,
-    without capabilities, writing only where a local trainer may."""
+NOBODY_CONFIG = DEFAULT_CONFIG.replace("default_unix_user: root\nallow_root_trainers: true\n",
+                                      "default_unix_user: nobody\n")
 
-    config = DEFAULT_CONFIG.replace("default_unix_user: root\nallow_root_trainers: true\n",
-                                    "default_unix_user: nobody\n")
+# What the trainer shows of itself: its uid inside, how the namespace maps it,
+# its capabilities, where it may write.
+WHO_AM_I = ("echo uid $(id -u); echo uid_map $(cat /proc/self/uid_map); "
+            "grep CapEff /proc/self/status; "
+            "mkdir -p $AIP_MODEL_DIR && echo m > $AIP_MODEL_DIR/m.txt && echo wrote-output; "
+            "mkdir %(data)s/buckets/stoker-outputs/by-group && echo wrote-bucket-by-group; "
+            "touch %(data)s/jobs/x %(data)s/buckets/x 2>/dev/null; "
+            "ls /root >/dev/null 2>&1 && echo root-home-readable || echo no-root-home")
+
+
+class ContainerAccountTest(StokerTestCase):
+    """A root daemon's trainers run as their account in the container too:
+    the image's root is that account on the host (a user namespace mapping
+    one id, docs/containers.md "Accounts"), without capabilities, writing
+    only where a local trainer may."""
+
+    config = NOBODY_CONFIG
 
     def setUp(self):
         if SETUP_ERROR:
             skip_or_fail(self, SETUP_ERROR)
         if os.getuid() != 0:
             self.skipTest("needs a root daemon")
-        super().setUp()
+        StokerTestCase.setUp(self)
 
-    def test_the_trainer_runs_as_nobody_and_cannot_write_the_job_directory(self):
-        script = ("id -u; grep CapEff /proc/self/status; "
-                  "mkdir -p $AIP_MODEL_DIR && echo m > $AIP_MODEL_DIR/m.txt && echo wrote-output; "
-                  "touch %s/jobs/x 2>/dev/null || echo jobs-read-only; "
-                  "ls /root >/dev/null 2>&1 || echo no-root-home") % self.data
-        j = self.submit(job("nobody", pool(TRAINER, command=["sh", "-c", script])))
+    def assert_host_root_dirs_untouched(self):
+        # The job directory is not mounted (only the replica's work/ and
+        # hypertune/, so its parents are the container's own); the buckets'
+        # root belongs to host root.
+        for d in ("jobs", "buckets"):
+            self.assertFalse(os.path.exists(os.path.join(self.data, d, "x")), d)
+
+    def model_file_owner(self, j):
+        model = os.path.join(self.data, "buckets", "stoker-outputs", j, "model", "m.txt")
+        return os.stat(model).st_uid
+
+    def test_the_images_root_is_nobody_on_the_host_and_cannot_write_the_job_directory(self):
+        who = WHO_AM_I % {"data": self.data}
+        j = self.submit(job("nobody", pool(TRAINER, command=["sh", "-c", who])))
         self.assertEqual(self.wait_state(j, timeout=60)["state"], "JOB_STATE_SUCCEEDED")
         out = self.stoker("jobs", "logs", j).stdout
-        self.assertIn("65534", out)
+        self.assertIn("uid 0\n", out)
+        self.assertIn("uid_map 0 65534 1\n", out)  # root inside is nobody outside, alone
         self.assertIn("CapEff:\t0000000000000000", out)
         self.assertIn("wrote-output", out)
-        self.assertIn("jobs-read-only", out)
+        # The bucket group is not carried into the namespace (one id each).
+        self.assertNotIn("wrote-bucket-by-group", out)
+        self.assert_host_root_dirs_untouched()
+        self.assertIn("root-home-readable", out)
+        self.assertEqual(self.model_file_owner(j), 65534)  # outputs as a local trainer's
+        events = json.dumps(self.api("GET", self.project_path + "/" + j + "/events")[1])
+        self.assertIn("the image's root is nobody (uid 65534) on this host", events)
+
+    def test_an_image_written_for_vertex_runs_from_root_with_its_user_site(self):
+        j = self.submit(job("roothome", pool(ROOT_HOME)))
+        done = self.wait_state(j, timeout=60)
+        out = self.stoker("jobs", "logs", j).stdout
+        self.assertEqual(done["state"], "JOB_STATE_SUCCEEDED", (done, out))
+        self.assertIn("uid 0 home /root from user site", out)
+        self.assertIn("uid_map 0 65534 1", out)
+        self.assertEqual(self.model_file_owner(j), 65534)
+
+
+class ContainerAccountWithoutNamespaceTest(StokerTestCase):
+    """containers.user_namespace: false runs the image as the account's own
+    uid with its groups (the image's /root is then closed to it)."""
+
+    config = NOBODY_CONFIG + "containers: {user_namespace: false}\n"
+
+    setUp = ContainerAccountTest.setUp
+
+    def test_the_trainer_runs_as_nobody_with_the_hosts_ids(self):
+        who = WHO_AM_I % {"data": self.data}
+        j = self.submit(job("nobody", pool(TRAINER, command=["sh", "-c", who])))
+        self.assertEqual(self.wait_state(j, timeout=60)["state"], "JOB_STATE_SUCCEEDED")
+        out = self.stoker("jobs", "logs", j).stdout
+        self.assertIn("uid 65534\n", out)
+        self.assertIn("CapEff:\t0000000000000000", out)
+        self.assertIn("wrote-bucket-by-group", out)  # the bucket group, as a local trainer
+        ContainerAccountTest.assert_host_root_dirs_untouched(self)
+        self.assertIn("no-root-home", out)
+
+    def test_an_image_written_for_vertex_cannot_read_its_own_root(self):
+        # What user_namespace: true is for.
+        j = self.submit(job("roothome", pool(ROOT_HOME)))
+        self.assertEqual(self.wait_state(j, timeout=60)["state"], "JOB_STATE_FAILED")
+        self.assertRegex(self.stoker("jobs", "logs", j).stdout,
+                         "No module named 'trainer'")
+
+    def test_a_value_that_is_not_a_boolean_is_refused_naming_the_key(self):
+        err = stokerd_refuses(os.path.join(self.tmp, "d"),
+                              DEFAULT_CONFIG + "containers: {user_namespace: maybe}\n")
+        self.assertIn("containers.user_namespace: must be true", err)
 
 
 class EngineConfigTest(StokerTestCase):
