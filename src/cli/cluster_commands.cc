@@ -76,6 +76,11 @@ int Nodes(const Globals& g) {
                 node.value("name", "").c_str(), cpus, node.value("cpus_booked", 0.0), cpus * over,
                 Gb(node.value("memory_bytes", 0.0)).c_str(),
                 Gb(node.value("memory_booked_bytes", 0.0)).c_str());
+    // Memory booked outside jobs (warm interpreters), to whom.
+    for (const json& h : node.value("held", json::array())) {
+      std::printf("  %s of user %s: %s booked\n", h.value("what", "").c_str(),
+                  h.value("user", "").c_str(), Gb(h.value("memory_bytes", 0.0)).c_str());
+    }
     const json& gpus = node.value("gpus", json::array());
     if (gpus.empty()) std::printf("  no GPUs\n");
     for (const json& gpu : gpus) {

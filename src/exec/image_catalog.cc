@@ -49,12 +49,7 @@ void ImageCatalog::Start() {
 }
 
 void ImageCatalog::Run() {
-  Status first = Refresh();
-  if (first.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
-    spdlog::info("image catalog: read {} image names; following the engine's events",
-                 names_.size());
-  } else {
+  if (Status first = Refresh(); !first.ok()) {
     spdlog::warn("image catalog: {}; asking the engine per image until it answers",
                  first.message());
   }
@@ -86,9 +81,12 @@ Status ImageCatalog::Refresh() {
     }
   }
   std::vector<std::string> changes;  // "+NAME" / "-NAME", after a first read
+  bool first_read = false;           // the first list that succeeded
+  size_t count = names.size();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (listed.ok() && reads_ > 0) {
+    first_read = listed.ok() && !ever_loaded_;
+    if (listed.ok() && ever_loaded_) {
       for (const std::string& n : names) {
         if (!names_.count(n)) changes.push_back("+" + n);
       }
@@ -97,11 +95,15 @@ Status ImageCatalog::Refresh() {
       }
     }
     loaded_ = listed.ok();
+    ever_loaded_ = ever_loaded_ || listed.ok();
     if (listed.ok()) names_ = std::move(names);
     ++reads_;
   }
   changed_.notify_all();
   // Logged once the new list is in use: a reader of the log may rely on it.
+  if (first_read) {
+    spdlog::info("image catalog: read {} image names; following the engine's events", count);
+  }
   const size_t shown = std::min<size_t>(changes.size(), 10);
   for (size_t i = 0; i < shown; ++i) {
     spdlog::info("image catalog: {} {}", changes[i][0] == '+' ? "now has" : "no longer has",

@@ -109,7 +109,8 @@ class ImageCatalog {
   std::mutex refresh_mu_;
   mutable std::mutex mu_;
   mutable std::condition_variable changed_;
-  bool loaded_ = false;  // the last read succeeded
+  bool loaded_ = false;       // the last read succeeded
+  bool ever_loaded_ = false;  // a read has succeeded (the first one is logged)
   uint64_t reads_ = 0;
   std::set<std::string> names_;  // NormalImageName of every listed name
   bool stopping_ = false;

@@ -201,7 +201,7 @@ class Supervisor {
   bool cancel_seen_ = false;
   // DescribePythonEnv of the requirement environment, for the start note.
   std::string env_note_;
-  std::string pull_note_;  // "pulled image X in 2.1 s", for the start note
+  std::string pull_note_;       // "pulled image X in 2.1 s", for the start note
   std::string container_note_;  // "the image's root is nobody (uid 65534) on this host"
   // The replica's cgroup (replica_cgroup.h), made before anything of the
   // replica runs; unset where none can be made (cgroup_note_ says why, and
@@ -592,8 +592,7 @@ Result<LaunchSpec> Supervisor::ContainerLaunch(const LaunchSpec& spec,
   // The image's root is the trainer's account (launch.h): HOME, USER and
   // LOGNAME are then the image's root's (/root), as images written for
   // Vertex expect.
-  run.user_namespace =
-      spec.run_as && c.user_namespace && fs::path(c.engine).filename() == "podman";
+  run.user_namespace = spec.run_as && c.user_namespace && fs::path(c.engine).filename() == "podman";
   if (run.user_namespace) {
     for (const char* k : {"HOME", "USER", "LOGNAME"}) env.erase(k);
     container_note_ = "the image's root is " + spec.run_as->user + " (uid " +

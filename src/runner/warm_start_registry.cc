@@ -147,7 +147,7 @@ uint64_t ProcessStartTicks(pid_t pid) {
   return std::strtoull(p + 1, nullptr, 10);
 }
 
-std::vector<ZygoteRecord> ListLiveZygotes(const fs::path& dir) {
+std::vector<ZygoteRecord> ListLiveZygotes(const fs::path& dir, DeadRecords dead) {
   std::vector<ZygoteRecord> live;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
@@ -172,8 +172,10 @@ std::vector<ZygoteRecord> ListLiveZygotes(const fs::path& dir) {
       alive = ::kill(r->spawner, 0) == 0 || errno == EPERM;  // still being started
     }
     if (!alive) {
-      fs::remove(path, ec);
-      if (r) fs::remove(dir / (r->key + ".sock"), ec);
+      if (dead == DeadRecords::kRemove) {
+        fs::remove(path, ec);
+        if (r) fs::remove(dir / (r->key + ".sock"), ec);
+      }
       continue;
     }
     r->last_use_us =

@@ -64,10 +64,13 @@ int LockWarmFile(const std::filesystem::path& path, int64_t timeout_ms);
 // The start time of process `pid` (/proc/PID/stat field 22); 0 when gone.
 uint64_t ProcessStartTicks(pid_t pid);
 
-// The live zygotes recorded in `dir` (the caller holds zygotes.lock):
-// records whose process is gone, or whose spawner died before it wrote the
-// pid, are removed with their socket.
-std::vector<ZygoteRecord> ListLiveZygotes(const std::filesystem::path& dir);
+// The live zygotes recorded in `dir`. kRemove (the caller holds
+// zygotes.lock): records whose process is gone, or whose spawner died
+// before it wrote the pid, are removed with their socket. kKeep: nothing
+// is changed (the daemon's look, without the lock).
+enum class DeadRecords { kRemove, kKeep };
+std::vector<ZygoteRecord> ListLiveZygotes(const std::filesystem::path& dir,
+                                          DeadRecords dead = DeadRecords::kRemove);
 
 // Ends an idle zygote: removes its socket and record, then SIGTERMs it (it
 // stops accepting and exits once its children, if one got a request in the

@@ -144,6 +144,12 @@ class Call {
         pool.Truncate(first);  // never ends: no replay needs its holds
       }
     }
+    // Memory held outside jobs: booked, and never ends within this call.
+    for (const Held& h : snap_.held) {
+      if (h.node < 0 || h.node >= static_cast<int>(snap_.nodes.size())) continue;
+      internal::Book(c_, st_, h.node, 0.0, static_cast<double>(h.memory_bytes), nullptr, nullptr,
+                     +1);
+    }
   }
 
   // Rule 1: indices into the queue, in the order the rules consider them.

@@ -178,9 +178,20 @@ struct PolicyOptions {
   PreemptionOptions preemption;
 };
 
+// Memory a user holds on a node outside any job (a warm interpreter,
+// docs/warm-starts.md "Memory"): booked before anything is placed, for as
+// long as it is in the snapshot.
+struct Held {
+  std::string user;
+  std::string what;  // "warm interpreter (torch)", for the nodes view
+  int node = 0;      // index into Snapshot::nodes
+  uint64_t memory_bytes = 0;
+};
+
 struct Snapshot {
   std::vector<resources::Node> nodes;
   std::vector<RunningJob> running;
+  std::vector<Held> held;
   std::vector<QueuedJob> queued;                    // in submission order
   std::map<std::string, double> usage_gpu_seconds;  // per user, decayed by the caller
   std::map<std::string, Quota> quotas;              // absent user = unlimited

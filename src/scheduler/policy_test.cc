@@ -93,6 +93,22 @@ TEST(PolicyTest, OrdersByPriorityThenFairShareThenSubmission) {
   EXPECT_EQ(d.start[0].job_id, "light-user-earlier");
 }
 
+TEST(PolicyTest, MemoryHeldOutsideJobsIsBookedBeforeThePlacing) {
+  // A node with 64 GB; a job asking for 48 GB fits, unless a user's warm
+  // interpreters hold 20 GB of it.
+  Snapshot s = Snap({GpuNode("n", 0, kH100, 8, 64 * kGB)});
+  s.queued = {Job("big", {{2, 48 * kGB, 0, ""}})};
+  EXPECT_NE(Started(Schedule(s), "big"), nullptr);
+  s.held = {{"alice", "warm interpreter", 0, 12 * kGB}, {"bob", "warm interpreter", 0, 8 * kGB}};
+  Decision d = Schedule(s);
+  EXPECT_EQ(Started(d, "big"), nullptr);
+  ASSERT_NE(Waiting(d, "big"), nullptr);
+  EXPECT_TRUE(Contains(Waiting(d, "big")->Reason(), "memory")) << Waiting(d, "big")->Reason();
+  EXPECT_TRUE(d.rejected.empty());  // held memory comes back: never "can never be placed"
+  s.held.pop_back();                // bob's ended: 52 GB free
+  EXPECT_NE(Started(Schedule(s), "big"), nullptr);
+}
+
 TEST(PolicyTest, RaisesThePriorityOfAJobThatWaitedPastTheAgingThreshold) {
   Snapshot s = Snap({GpuNode("n", 1)});
   s.options.aging_threshold_us = 3600 * kS;

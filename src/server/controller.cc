@@ -991,6 +991,8 @@ scheduler::Snapshot Controller::TakeSnapshot(int64_t now_us) {
     snap.queued.push_back(std::move(q));
   }
 
+  if (config_.warm_starts.enabled) snap.held = warm_holdings_.At(now_us);
+
   AccrueUsage(now_us);
   snap.usage_gpu_seconds = usage_;
 
@@ -1202,6 +1204,12 @@ void Controller::PublishViews(const scheduler::Snapshot& snap, const scheduler::
         }
       }
     }
+    json held = json::array();
+    for (const scheduler::Held& h : snap.held) {
+      if (h.node != static_cast<int>(n)) continue;
+      memory += static_cast<double>(h.memory_bytes);
+      held.push_back({{"user", h.user}, {"what", h.what}, {"memory_bytes", h.memory_bytes}});
+    }
     json gpus = json::array();
     for (const resources::Gpu& g : node.gpus) {
       gpus.push_back({{"index", g.index},
@@ -1215,6 +1223,7 @@ void Controller::PublishViews(const scheduler::Snapshot& snap, const scheduler::
                      {"memory_bytes", node.memory_bytes},
                      {"cpus_booked", cpus},
                      {"memory_booked_bytes", memory},
+                     {"held", held},
                      {"cpu_oversubscription", snap.options.cpu_oversubscription},
                      {"gpus", gpus}});
   }

@@ -32,6 +32,7 @@
 #include "scheduler/run_history.h"
 #include "server/config.h"
 #include "server/study_driver.h"
+#include "server/warm_holdings.h"
 #include "spec/custom_job.h"
 #include "spec/study.h"
 #include "storage/buckets.h"
@@ -238,6 +239,7 @@ class Controller final : public api::ControlPlane, private TrialJobs {
   // How long similar jobs ran (the queue's estimated starts, policy.h rule
   // 8): successful runs from the store at start, then as they end.
   scheduler::RunHistory run_history_;
+  WarmHoldings warm_holdings_{config_.data_dir / "warm"};  // booked when warm starts are on
   cost::Accountant* accountant_;
   std::function<std::vector<resources::GpuUsage>()> sample_gpus_;
   // GET /metrics' measurements (ControllerDeps::metrics); may be null.

@@ -180,6 +180,16 @@ exec::IsolationPlan IsolationPlanFor(const server::Config& config, const fs::pat
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Block the stop signals before any thread starts (the image catalog's
+  // start early), then wait for one at the end: a thread made with them
+  // open would take a SIGTERM and end the daemon without its clean stop.
+  // One that comes during the start is taken once it is done. Every child
+  // sets its own mask before exec.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   CLI::App app{"stokerd: the Stoker training service daemon"};
   // launch.json and the replica directories are believed by stoker-run only
   // while no other account may write them: never looser than 022.
@@ -394,12 +404,6 @@ int main(int argc, char** argv) {
     }
   }
 
-  // Block the stop signals before any thread starts, then wait for one.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
   // Detached supervisors re-parent to us rather than to init while we run, so
   // the controller reaps them even where init does not (containers).

@@ -123,5 +123,63 @@ class WarmLimitsTest(NobodyWarmCase):
                                                                            "*.log"))))
 
 
+# A node of 3 GB, booked at face value: a job that asks for 2.95 GB fits it
+# alone, and not beside a warm interpreter (about 250 MB with torch).
+BOOKED_CONFIG = NOBODY_CONFIG.replace("cpu_oversubscription: 16", "cpu_oversubscription: 1") + """
+inventory: {cpus: 4, memory_gb: 3}
+machine_types:
+  small: {vcpus: 1, memory_gb: 0.5}
+  nearly-all: {vcpus: 1, memory_gb: 2.95}
+"""
+
+
+class WarmMemoryBookingTest(NobodyWarmCase):
+    """A live warm interpreter's memory is booked to the user it serves
+    (docs/warm-starts.md "Memory"): the scheduler does not place a job in
+    it, `stoker nodes` says whose it is, and it is free again once the
+    interpreter ends."""
+
+    config = BOOKED_CONFIG
+
+    def job_on(self, machine, args, label="true"):
+        job = self.python_job(args, label=label)
+        job["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["machineType"] = machine
+        return job
+
+    def nodes(self):
+        status, body = self.api("GET", "/v1/stoker/nodes")
+        self.assertEqual(status, 200, body)
+        [node] = body["nodes"]
+        return node
+
+    def test_a_live_warm_interpreter_holds_its_memory_for_its_user(self):
+        warm = self.submit(self.job_on("small", [self.probe]))
+        self.assertEqual(self.wait_state(warm, timeout=120)["state"], "JOB_STATE_SUCCEEDED",
+                         self.log(warm))
+        self.assertIn("warm start:", self.wait_note(warm)[0])
+        [zygote] = zygotes_of(self.data)
+        user = self.job(warm)["stoker"]["user"]
+        # No job runs; the interpreter's resident memory is booked, to its user.
+        node = wait_for(lambda: (lambda n: n if n["held"] else None)(self.nodes()), 30,
+                        "the warm interpreter to be booked")
+        [held] = node["held"]
+        self.assertEqual((held["user"], held["what"]), (user, "warm interpreter"))
+        self.assertGreater(held["memory_bytes"], 50 << 20)
+        self.assertEqual(node["memory_booked_bytes"], held["memory_bytes"])
+        self.assertIn("warm interpreter of user %s:" % user, self.stoker("nodes").stdout)
+
+        # A job that needs nearly all of the node waits for it, saying why.
+        big = self.submit(self.job_on("nearly-all", [self.probe], label="false"))
+        reason = wait_for(lambda: self.api("GET", self.project_path + "/" + big + "/events")[1]
+                          .get("waitReason"), 30, "a wait reason")
+        self.assertIn("memory", reason)
+        self.assertEqual(self.job(big)["state"], "JOB_STATE_QUEUED")
+        # The interpreter ends (as after warm_start_idle_seconds): the job starts.
+        os.kill(zygote, 15)
+        self.assertEqual(self.wait_state(big, timeout=60)["state"], "JOB_STATE_SUCCEEDED",
+                         self.log(big))
+        wait_for(lambda: self.nodes()["held"] == [], 30, "the booking to end with the interpreter")
+
+
 if __name__ == "__main__":
     unittest.main()

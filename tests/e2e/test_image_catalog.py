@@ -64,7 +64,9 @@ class ImageCatalogTest(StokerTestCase):
         finally:
             os.environ["PATH"] = saved
         log = os.path.join(self.data, "stokerd.test.log")
-        wait_for(lambda: "image catalog: read" in read_text(log), 60, "the catalog's first list")
+        # The engine's list waits for its store's lock, which a build in a
+        # test beside this one may hold for long.
+        wait_for(lambda: "image catalog: read" in read_text(log), 180, "the catalog's first list")
 
     def podman_calls(self):
         """The podman command lines stokerd ran (from `start` and `events` lines)."""
