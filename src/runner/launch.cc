@@ -93,7 +93,7 @@ std::vector<std::string> ContainerRunArgv(const ContainerRun& run) {
                                 "--rm",
                                 "--name",
                                 c.name,
-                                "--network=host",
+                                "--network=" + run.network,
                                 c.pull_if_missing ? "--pull=missing" : "--pull=never"};
   bool podman = std::filesystem::path(c.engine).filename() == "podman";
   if (c.pull_if_missing && !c.tls_verify && podman) a.push_back("--tls-verify=false");

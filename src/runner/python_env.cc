@@ -536,34 +536,6 @@ Status OwnTreeAsRoot(const fs::path& dir) {
   return OkStatus();
 }
 
-// `engine run ... IMAGE python3 -s -m pip install ...`: pip in the image,
-// as kPipUid without capabilities, the environment's directory writable and
-// the wheelhouses read-only, each at its own path, no network unless an
-// index is used; pip's settings as inline variables (none is secret).
-std::vector<std::string> PipInContainerArgv(const PythonEnvRequest::Image& image,
-                                            const std::string& name, const fs::path& dir,
-                                            const std::vector<fs::path>& find_links,
-                                            const std::string& index_url,
-                                            const std::vector<std::string>& pip_argv,
-                                            const std::vector<std::string>& pip_env) {
-  ContainerSpec spec;
-  spec.engine = image.engine;
-  spec.image = image.image;
-  spec.name = name;
-  spec.entrypoint = std::vector<std::string>{pip_argv[0]};
-  spec.args.assign(pip_argv.begin() + 1, pip_argv.end());
-  spec.mounts = {dir};
-  spec.mounts_read_only = find_links;
-  ContainerRun run;
-  run.container = &spec;
-  run.run_as = RunAs{.user = "stoker-pip", .uid = kPipUid, .gid = kPipUid};
-  run.network = index_url.empty() ? "none" : "host";
-  run.ulimits = image.ulimits;
-  for (const std::string& kv : pip_env) {
-    if (kv.rfind("PATH=", 0) != 0) run.env_inline.push_back(kv);
-  }
-  return ContainerRunArgv(run);
-}
 
 // The environment pip gets: none of the caller's PIP_* settings or pip
 // configuration files (the wheelhouse and index are ours to give), nor its
@@ -587,6 +559,32 @@ std::string PathList(const std::vector<fs::path>& dirs) {
 }
 
 }  // namespace
+
+std::vector<std::string> PipInContainerArgv(const PythonEnvRequest::Image& image,
+                                            const std::string& name, const fs::path& dir,
+                                            const std::vector<fs::path>& find_links,
+                                            const std::string& index_url,
+                                            const std::vector<std::string>& pip_argv,
+                                            const std::vector<std::string>& pip_env) {
+  ContainerSpec spec;
+  spec.engine = image.engine;
+  spec.image = image.image;
+  spec.name = name;
+  spec.entrypoint = std::vector<std::string>{pip_argv[0]};
+  spec.args.assign(pip_argv.begin() + 1, pip_argv.end());
+  spec.mounts = {dir};
+  spec.mounts_read_only = find_links;
+  ContainerRun run;
+  run.container = &spec;
+  run.run_as = RunAs{.user = "stoker-pip", .uid = kPipUid, .gid = kPipUid};
+  run.network = index_url.empty() ? "none" : "host";
+  run.ulimits = image.ulimits;
+  run.cgroup_parent = image.cgroup_parent;
+  for (const std::string& kv : pip_env) {
+    if (kv.rfind("PATH=", 0) != 0) run.env_inline.push_back(kv);
+  }
+  return ContainerRunArgv(run);
+}
 
 Result<CapturedRun> RunCapturing(const std::vector<std::string>& argv,
                                  const std::vector<std::string>& env, const fs::path& cwd,

@@ -140,6 +140,9 @@ struct PythonEnvRequest {
     std::string engine;  // absolute path of podman or docker
     std::string image;
     std::vector<std::string> ulimits;  // ContainerUlimitFlags()
+    // podman's --cgroup-parent (ReplicaCgroup::ContainerParent): pip's
+    // container runs in the replica's cgroup and dies with it; "" = none.
+    std::string cgroup_parent;
   };
   std::optional<Image> container;
   // Where the fix goes, for messages ("python_packages in /etc/stoker/config.yaml").
@@ -152,6 +155,19 @@ struct PythonEnvRequest {
   // (RunCapturing); empty: it stays where the caller is.
   std::vector<int> cgroup_fds;
 };
+
+// `engine run ... IMAGE python3 -s -m pip install ...` for `pip_argv`: pip
+// in the image, as kPipUid without capabilities, `dir` writable and
+// `find_links` read-only, each at its own path, no network unless
+// `index_url` is set, pip's settings (`pip_env`, but PATH) as inline
+// variables (none is secret), under image.cgroup_parent. Pure.
+std::vector<std::string> PipInContainerArgv(const PythonEnvRequest::Image& image,
+                                            const std::string& name,
+                                            const std::filesystem::path& dir,
+                                            const std::vector<std::filesystem::path>& find_links,
+                                            const std::string& index_url,
+                                            const std::vector<std::string>& pip_argv,
+                                            const std::vector<std::string>& pip_env);
 
 struct PythonEnv {
   std::string key;

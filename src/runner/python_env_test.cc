@@ -19,9 +19,11 @@ namespace stoker::runner {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 TEST(PythonEnvTest, RequirementsArePlainNamesWithVersionsAndMarkers) {
   for (const char* ok : {"numpy", "numpy>=1.24,<2", "tiny_pkg.sub-x[extra1,b]==1.0.*",
@@ -46,6 +48,23 @@ TEST(PythonEnvTest, RequirementsArePlainNamesWithVersionsAndMarkers) {
   EXPECT_THAT(*n, ElementsAre("a", "b"));
   EXPECT_THAT(NormaliseRequirements({"ok", "-e ."}, "where: ").status().message(),
               HasSubstr("where: requirement '-e .'"));
+}
+
+TEST(PythonEnvTest, PipInAnImageRunsInTheReplicasCgroupWithoutNetworkOrCapabilities) {
+  PythonEnvRequest::Image image{"/usr/bin/podman", "localhost/t:1", {"--ulimit=nofile=1:2"},
+                                "/stoker/r-abc-workerpool0-0/engine"};
+  std::vector<std::string> argv =
+      PipInContainerArgv(image, "stoker-pip-1", "/cache/env", {"/wheels"}, "",
+                         {"python3", "-s", "-m", "pip", "install", "a==1"}, {"PIP_X=1", "PATH=/p"});
+  EXPECT_THAT(argv, Contains("--cgroup-parent=/stoker/r-abc-workerpool0-0/engine"));
+  EXPECT_THAT(argv, Contains("--network=none"));
+  EXPECT_THAT(argv, Contains("--cap-drop=all"));
+  EXPECT_THAT(argv, Contains("--volume=/wheels:/wheels:ro"));
+  EXPECT_THAT(argv, Contains("PIP_X=1"));
+  EXPECT_THAT(argv, Not(Contains("PATH=/p")));
+  image.cgroup_parent.clear();
+  EXPECT_THAT(PipInContainerArgv(image, "n", "/cache/env", {}, "", {"python3"}, {}),
+              Not(Contains(HasSubstr("--cgroup-parent"))));
 }
 
 TEST(PythonEnvTest, RequiresTxtKeepsUnconditionalAndMarkerSectionsNotExtras) {

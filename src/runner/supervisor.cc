@@ -487,6 +487,9 @@ Status Supervisor::PreparePythonEnv(LaunchSpec& spec, const std::vector<fs::path
     req.python = "python3";
     req.container = PythonEnvRequest::Image{spec.container->engine, spec.container->image,
                                             ContainerUlimitFlags()};
+    if (cgroup_ && fs::path(spec.container->engine).filename() == "podman") {
+      req.container->cgroup_parent = cgroup_->ContainerParent();
+    }
   }
   req.find_links = p.find_links;
   req.index_url = p.index_url;
