@@ -17,9 +17,14 @@ packages=(
 # in real containers built on an image made offline
 # (scripts/container-base-image.sh); docker-registry and busybox-static:
 # tests/e2e/test_image_pulls.py pulls a small image from a real registry.
+# nodejs and npm, unless the machine has them (its own node is kept):
+# tests/e2e/test_node_clients.py runs the official Node client of Vertex AI,
+# installed below from npm as tests/node/package-lock.json pins it.
 if [ "${1:-}" = "--test" ]; then
   packages+=(prometheus chromium chromium-driver python3-selenium podman runc mmdebstrap
     docker-registry busybox-static)
+  command -v node >/dev/null || packages+=(nodejs)
+  command -v npm >/dev/null || packages+=(npm)
 fi
 missing=()
 for p in "${packages[@]}"; do
@@ -31,4 +36,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "Installing: ${missing[*]}"
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+if [ "${1:-}" = "--test" ]; then
+  # npm ci again only when the lockfile or node changed since the last one
+  # (the stamp is inside node_modules, which npm ci replaces whole).
+  node_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/node"
+  stamp="$node_dir/node_modules/.stoker-npm-ci"
+  want="$(sha256sum <"$node_dir/package-lock.json" | cut -d' ' -f1) node $(node --version)"
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    echo "npm ci in tests/node"
+    npm ci --prefix "$node_dir" --ignore-scripts --no-audit --no-fund
+    echo "$want" >"$stamp"
+  fi
 fi
