@@ -33,6 +33,10 @@ struct Globals {
   bool quiet = false;            // --quiet / -q: no prompts, no progress
 };
 
+// Adds `auth print-access-token`, `config list` and `config get-value` to
+// `app` (session_commands.cc); each sets `rc` to its exit code.
+void RegisterSessionCommands(CLI::App& app, Globals& g, int& rc);
+
 // ---- gcloud's output conventions (printing.cc; output_format.h) ----
 // Whether --format asked for anything but the command's own text.
 bool Structured(const Globals& g);

@@ -50,6 +50,7 @@ class Connection {
   static Status StatusOf(const http::Response& r);
 
   const std::string& url() const { return url_; }
+  const std::string& token() const { return token_; }  // "" = none
 
  private:
   Connection(std::string url, std::string token, const http::ClientOptions& options);

@@ -243,6 +243,7 @@ int main(int argc, char** argv) {
                  "Output: text (default), json, yaml, value(KEYS), table(KEYS), csv(KEYS), list; "
                  "anywhere on the line, as gcloud's (csv alone: stoker usage)");
   int rc = 0;
+  RegisterSessionCommands(app, g, rc);
 
   auto* jobs = app.add_subcommand("jobs", "Custom training jobs");
   jobs->require_subcommand(1);
