@@ -98,7 +98,9 @@ _PRELOAD_MODULES = set(sys.modules) - _FRESH_MODULES
 
 # Our own imports, after the preload: dropped from the children's sys.modules
 # unless the preload imported them too.
+import atexit  # noqa: E402
 import ctypes  # noqa: E402
+import gc  # noqa: E402
 import io  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
@@ -217,10 +219,15 @@ def _strip_own_frames(tb):
 
 
 def _child(body, fds, zygote_pid, close_zygote):
-    """In the forked child. Never returns: ends in os._exit or by raising
-    SystemExit to the top of this file, so that the interpreter's own exit
-    (threads joined, atexit, stdio flushed) runs as in a cold run. `body`:
-    the request's buffer, this process's own copy (its parent zeroes its)."""
+    """In the forked child. Never returns: ends in os._exit, through _finish
+    once the trainer's code has run. `body`: the request's buffer, this
+    process's own copy (its parent zeroes its)."""
+    # The zygote's objects (the preloaded modules: hundreds of thousands of
+    # them with torch) go to the collector's permanent generation, so that
+    # neither the trainer's collections nor its exit walk them: a walk
+    # writes to every object's header and so copies every page the fork
+    # shared (bench/RESULTS.md "Trial throughput").
+    gc.freeze()
     os.setsid()
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != zygote_pid:
@@ -309,6 +316,8 @@ def _child(body, fds, zygote_pid, close_zygote):
     if nprandom is not None:
         nprandom.seed()  # numpy seeds its global state from the OS at import: so does a fresh run
 
+    at_start = set(sys.modules)
+    status = 0
     try:
         if req["mode"] == "module":
             import runpy
@@ -322,17 +331,76 @@ def _child(body, fds, zygote_pid, close_zygote):
             code = compile(source, target, "exec", dont_inherit=True)
             del source
             exec(code, main.__dict__)
-    except SystemExit:
-        raise
+    except SystemExit as e:
+        status = _exit_status(e.code)
     except BaseException as e:  # noqa: BLE001 - as the interpreter's top level
         tb = _strip_own_frames(e.__traceback__)
         sys.excepthook(type(e), e.with_traceback(tb), tb)
+        del tb  # its frames hold the trainer's locals, released before _finish
         if isinstance(e, KeyboardInterrupt):
             sys.stdout.flush()
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGINT)
-        raise SystemExit(1) from None
-    raise SystemExit(0)
+        status = 1
+    _finish(status, at_start)
+
+
+def _exit_status(code):
+    """The exit status of `raise SystemExit(code)` as the interpreter computes
+    it: None is 0, an int is itself (the low 8 bits reach the parent), and
+    anything else is printed to stderr and is 1."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        sys.stderr.write("%s\n" % (code,))
+    except Exception:  # noqa: BLE001 - as the interpreter: nothing left to tell
+        pass
+    return 1
+
+
+def _finish(status, at_start):
+    """Ends the trainer with `status` the way the interpreter's own exit
+    would, without tearing down the preloaded modules (their teardown touches
+    every object they made, copying the pages the fork shared: ~300 ms with
+    torch, measured in bench/RESULTS.md). What a trainer can see of an exit
+    is kept, in the interpreter's order: non-daemon threads are joined, atexit
+    functions run, the globals of __main__ and of every module the trainer
+    imported are released (newest module first, so their objects' __del__
+    run and files they left open are closed), the trainer's own garbage is
+    collected, files still open are flushed, stdout and stderr are flushed
+    (a failing stdout flush makes a status of 0 into 120, as the interpreter
+    does). `at_start`: the names in sys.modules when the trainer's code
+    began. Never returns."""
+    threading = sys.modules.get("threading")  # the trainer's, as the interpreter looks it up
+    if threading is not None:
+        try:
+            threading._shutdown()
+        except BaseException:  # noqa: BLE001 - printed, as the interpreter does
+            sys.excepthook(*sys.exc_info())
+    atexit._run_exitfuncs()
+    for name in reversed([n for n in sys.modules if n not in at_start or n == "__main__"]):
+        module = sys.modules.get(name)
+        namespace = getattr(module, "__dict__", None)
+        if isinstance(namespace, dict):
+            for key in [k for k in namespace if k != "__builtins__"]:
+                namespace[key] = None
+    gc.collect()
+    for obj in gc.get_objects():
+        if isinstance(obj, io.IOBase) and obj not in (sys.stdout, sys.stderr):
+            try:
+                if not obj.closed:
+                    obj.flush()
+            except Exception:  # noqa: BLE001 - as a closing file at exit: ignored
+                pass
+    for stream in (sys.stderr, sys.stdout):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001
+            if stream is sys.stdout and status == 0:
+                status = 120
+    os._exit(status)
 
 
 def _user_site(home):

@@ -61,6 +61,30 @@ if mode == "sleep":
     time.sleep(float(sys.argv[2]))
 '''
 
+# What a trainer can see of its interpreter's exit: each effect leaves a file
+# in OUT_DIR (the argument), and the exit status is from sys.exit("text").
+EXIT_PROBE = r'''
+import atexit, gzip, os, sys, threading, time
+out = sys.argv[1]
+def later():
+    time.sleep(0.5)
+    with open(os.path.join(out, "thread"), "w") as f:
+        f.write("joined")
+threading.Thread(target=later).start()
+atexit.register(lambda: open(os.path.join(out, "atexit"), "w").write("ran"))
+left_open = open(os.path.join(out, "left-open"), "w")
+left_open.write("buffered, never closed")
+packed = gzip.open(os.path.join(out, "packed.gz"), "wt")
+packed.write("a gzip file's trailer is written when it is closed")
+class Finalized:
+    def __del__(self, path=os.path.join(out, "finalized"), open=open):  # globals go at exit
+        with open(path, "w") as f:
+            f.write("__del__ of a global")
+kept = Finalized()
+print("last line, unflushed", end="")
+sys.exit("the trainer's own exit message")
+'''
+
 # A trial: a deterministic score from its parameters and a torch computation.
 TRIAL = r'''
 import argparse, os, random
@@ -188,6 +212,37 @@ class WarmTrainerTest(WarmStartCase):
         log = self.log(raised)
         self.assertIn(cold_tb, log)
         self.assertNotIn("stoker_zygote", log)
+
+    def test_a_warm_trainers_exit_does_what_a_cold_ones_does(self):
+        # The warm child skips the preloaded modules' teardown (it ends in
+        # os._exit): threads, atexit, open files, __del__ of its globals and
+        # the exit status must still be those of a cold run.
+        script = self.write("exit_probe.py", EXIT_PROBE)
+        cold_dir, warm_dir = os.path.join(self.trace, "cold"), os.path.join(self.trace, "warm")
+        for d in (cold_dir, warm_dir):
+            os.makedirs(d)
+            os.chmod(d, 0o777)
+        cold = subprocess.run(["/usr/bin/python3", script, cold_dir], capture_output=True, text=True)
+        self.assertEqual(cold.returncode, 1, cold.stderr)
+        job = self.submit(self.python_job([script, warm_dir]))
+        final = self.wait_state(job, timeout=120)
+        self.assertIn("warm start:", self.wait_note(job)[0])
+        self.assertEqual(final["state"], "JOB_STATE_FAILED")
+        self.assertIn("non-zero status of 1", json.dumps(final["error"]))
+        log = self.log(job)
+        self.assertIn("last line, unflushed", log)
+        self.assertIn("the trainer's own exit message", log)
+        self.assertEqual(cold.stdout, "last line, unflushed")
+        self.assertIn("the trainer's own exit message", cold.stderr)
+        import gzip
+        seen = {}
+        for d in (cold_dir, warm_dir):
+            seen[d] = {name: (gzip.open(os.path.join(d, name), "rt").read() if name.endswith(".gz")
+                              else read_text(os.path.join(d, name)))
+                       for name in sorted(os.listdir(d))}
+        self.assertEqual(sorted(seen[cold_dir]), ["atexit", "finalized", "left-open", "packed.gz",
+                                                  "thread"])
+        self.assertEqual(seen[warm_dir], seen[cold_dir])
 
     def test_cancel_and_timeout_stop_a_warm_trainer(self):
         cancelled = self.submit(self.python_job([self.probe, "sleep", "300"]))
