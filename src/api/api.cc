@@ -182,20 +182,6 @@ std::unique_ptr<http::BodySink> RejectBody(http::Response response) {
   return std::make_unique<RejectSink>(std::move(response));
 }
 
-json ObjectJson(const std::string& bucket, const storage::ObjectInfo& o) {
-  json j{{"kind", "storage#object"},
-         {"bucket", bucket},
-         {"name", o.name},
-         {"id", bucket + "/" + o.name},
-         {"size", std::to_string(o.size)},
-         {"contentType", "application/octet-stream"},
-         {"timeCreated", FormatRfc3339(o.mtime_us)},
-         {"updated", FormatRfc3339(o.mtime_us)}};
-  if (!o.crc32c.empty()) j["crc32c"] = o.crc32c;
-  if (!o.md5.empty()) j["md5Hash"] = o.md5;
-  return j;
-}
-
 Status NotVisible(const std::string& what) {
   return NotFound(what + " does not exist (or belongs to another user)");
 }
@@ -333,8 +319,7 @@ class Api {
     const bool chunk =
         upload && (head.method == "PUT" || head.method == "POST") && head.query.count("upload_id");
     const bool media = upload && head.method == "POST" && !chunk &&
-                       QueryValue(head, "uploadType") != "resumable" &&
-                       QueryValue(head, "uploadType") != "multipart";
+                       QueryValue(head, "uploadType") != "resumable";
     if (!staging && !chunk && !media) return nullptr;
     auth::Principal caller;
     if (auto r = Authenticate(head, &caller)) return RejectBody(std::move(*r));
@@ -496,14 +481,8 @@ class Api {
         return uploads_.Start(req, bucket, caller);
       }
       if (method == "DELETE" && req.query.count("upload_id")) return uploads_.Cancel(req, caller);
-      if (method == "POST" && !req.query.count("upload_id") &&
-          QueryValue(req, "uploadType") != "multipart") {
+      if (method == "POST" && !req.query.count("upload_id")) {
         return UploadCollected(d_, req, bucket);  // without the stream router (tests)
-      }
-      if (method == "POST" && QueryValue(req, "uploadType") == "multipart") {
-        return Error(
-            InvalidArgument("uploadType: multipart uploads are not supported here; use "
-                            "uploadType=media or uploadType=resumable"));
       }
       return MethodNotAllowed(req);
     }

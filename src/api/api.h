@@ -22,19 +22,21 @@
 //   POST   /v1/projects/{p}/jobs/{jobId}:cancel
 //   POST   /v1/stoker/staging                           (Stoker) body: tar.gz (streamed) -> {"uri"}
 //   GET    /v1/stoker/queue, /v1/stoker/nodes           (Stoker) the scheduler's views
-//   GET    /storage/v1/b                                list buckets
-//   POST   /storage/v1/b                                body {"name"}: create a bucket
-//   GET    /storage/v1/b/{bucket}/o                     ?prefix= (objects with size, crc32c,
-//   md5Hash) GET    /storage/v1/b/{bucket}/o/{object}            the object's metadata (crc32c,
-//   md5Hash)
-//          ?alt=media: the bytes (Range: bytes=a-b -> 206)
-//   DELETE /storage/v1/b/{bucket}/o/{object}
-//   POST   /upload/storage/v1/b/{bucket}/o              ?name=OBJECT, body: the bytes (streamed)
-//          ?uploadType=resumable&name=OBJECT: a session, its URI in Location;
+//   GET    /storage/v1/b                                Cloud Storage's JSON API (gcs_json.h,
+//   POST   /storage/v1/b                                bucket_routes.cc, docs/clients.md):
+//   GET/PATCH/DELETE /storage/v1/b/{bucket}             buckets; objects listed with prefix,
+//   GET    /storage/v1/b/{bucket}/o                     delimiter, maxResults, pageToken;
+//   GET/HEAD/PATCH/DELETE /storage/v1/b/{bucket}/o/{object}  metadata, ?alt=media bytes (one
+//          Range), contentType + metadata patches; if(Source)(Meta)Generation(Not)Match
+//          preconditions (412) on every object route
+//   POST   .../o/{object}/rewriteTo|copyTo/b/{bucket}/o/{object}, .../o/{object}/compose
+//   POST   /upload/storage/v1/b/{bucket}/o              ?uploadType=media|multipart (streamed,
+//          upload_routes.cc), ?uploadType=resumable: a session, its URI in Location;
 //          PUT {session URI} with Content-Range: bytes a-b/total -> 308 (Range:
-//          bytes=0-N) or 200 and the object; bytes */total asks how far it got;
-//          DELETE {session URI} cancels (docs/storage.md); a session is its
-//          starter's or an admin's: 404 for anyone else
+//          bytes=0-N) or 200 and the object; bytes a-*/total|* streams the rest;
+//          bytes */total asks how far it got; DELETE {session URI} cancels
+//          (docs/storage.md); a session is its starter's or an admin's: 404 for
+//          anyone else
 //   GET    /v1/whoami                                   (Stoker) the caller
 //   GET    /v1/admin/users, POST /v1/admin/users, DELETE /v1/admin/users/{name}
 //   POST   /v1/admin/users/{name}/tokens, POST /v1/admin/tokens/{id}:revoke

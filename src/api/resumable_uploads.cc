@@ -2,7 +2,9 @@
 #include "api/resumable_uploads.h"
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
+#include "api/gcs_json.h"
 #include "api/routes.h"
 
 namespace stoker::api {
@@ -35,25 +37,30 @@ class ChunkSink : public http::BodySink {
     const std::string id = QueryValue(head, "upload_id");
     auto session = OwnedUploadSession(*sessions, id, caller);
     if (!session.ok()) return RejectBody(Error(session.status()));
-    // Content-Range: "bytes a-b/total", "bytes a-b/*", "bytes */total" or
-    // "bytes */*" (a status question); none: the whole object at once.
+    // Content-Range: "bytes a-b/total", "bytes a-b/*", "bytes */total",
+    // "bytes */*" (a status question), or "bytes a-*/total" and "bytes
+    // a-*/*": the rest of the object, as long as the body (which may come
+    // chunked, without Content-Length); none: the whole object at once.
     auto it = head.headers.find("content-range");
-    uint64_t length = 0;
+    std::optional<uint64_t> length;
     if (auto cl = head.headers.find("content-length"); cl != head.headers.end()) {
       length = std::strtoull(cl->second.c_str(), nullptr, 10);
     }
     uint64_t first = session->received;
     int64_t total = -1;
+    std::optional<uint64_t> chunk_length;
     if (it == head.headers.end()) {
       first = 0;
-      total = static_cast<int64_t>(length);
+      chunk_length = length;  // nullopt (chunked): the whole object, whatever its length
+      if (length) total = static_cast<int64_t>(*length);
     } else {
       auto range = ParseContentRange(it->second, length);
       if (!range.ok()) return RejectBody(Error(range.status()));
       if (range->first >= 0) first = static_cast<uint64_t>(range->first);
       total = range->total;
+      chunk_length = range->open ? std::nullopt : std::optional<uint64_t>(range->length);
     }
-    auto chunk = sessions->OpenChunk(id, first, length, total);
+    auto chunk = sessions->OpenChunk(id, first, chunk_length, total);
     if (!chunk.ok()) {
       if (chunk.status().code() == Code::kFailedPrecondition) {
         // Out of order: say where the session stands, as Cloud Storage does.
@@ -83,11 +90,16 @@ class ChunkSink : public http::BodySink {
   struct ContentRange {
     int64_t first = -1;  // -1: "*"
     int64_t total = -1;  // -1: "*"
+    bool open = false;   // "first-*": the rest of the object
+    uint64_t length = 0;  // of a closed span
   };
-  static Result<ContentRange> ParseContentRange(const std::string& v, uint64_t length) {
+  // `body_length`: the Content-Length, nullopt for a chunked body.
+  static Result<ContentRange> ParseContentRange(const std::string& v,
+                                                std::optional<uint64_t> body_length) {
     const Status bad = InvalidArgument(
         "Content-Range: '" + v +
-        "' is not 'bytes FIRST-LAST/TOTAL', 'bytes FIRST-LAST/*' or 'bytes */TOTAL'");
+        "' is not 'bytes FIRST-LAST/TOTAL', 'bytes FIRST-*/TOTAL' (either TOTAL may be '*') or "
+        "'bytes */TOTAL'");
     if (v.rfind("bytes ", 0) != 0) return bad;
     std::string rest = v.substr(6);
     size_t slash = rest.find('/');
@@ -102,19 +114,22 @@ class ChunkSink : public http::BodySink {
     };
     if (total != "*" && !number(total, &out.total)) return bad;
     if (span == "*") {
-      if (length != 0) return bad;
+      if (body_length.value_or(0) != 0) return bad;
+      out.length = 0;
       return out;
     }
     size_t dash = span.find('-');
-    int64_t last = 0;
-    if (dash == std::string::npos || !number(span.substr(0, dash), &out.first) ||
-        !number(span.substr(dash + 1), &last) || last < out.first) {
-      return bad;
+    if (dash == std::string::npos || !number(span.substr(0, dash), &out.first)) return bad;
+    if (span.substr(dash + 1) == "*") {
+      out.open = true;
+      return out;
     }
-    if (static_cast<uint64_t>(last - out.first + 1) != length) {
-      return InvalidArgument("Content-Range: '" + v + "' covers " +
-                             std::to_string(last - out.first + 1) + " bytes but the body has " +
-                             std::to_string(length));
+    int64_t last = 0;
+    if (!number(span.substr(dash + 1), &last) || last < out.first) return bad;
+    out.length = static_cast<uint64_t>(last - out.first + 1);
+    if (body_length && out.length != *body_length) {
+      return InvalidArgument("Content-Range: '" + v + "' covers " + std::to_string(out.length) +
+                             " bytes but the body has " + std::to_string(*body_length));
     }
     return out;
   }
@@ -140,18 +155,30 @@ ResumableUploads::ResumableUploads(storage::Buckets* buckets, bool tls)
 http::Response ResumableUploads::Start(const http::Request& req, const std::string& bucket,
                                        const auth::Principal& caller) {
   std::string name = QueryValue(req, "name");
-  if (name.empty() && !req.body.empty()) {
-    json body = json::parse(req.body, nullptr, false);
-    if (body.is_object() && body.contains("name") && body["name"].is_string()) {
-      name = body["name"];
-    }
+  // The body, when there is one, is the object resource: its name,
+  // contentType and metadata (X-Upload-Content-Type when it has no type).
+  json resource = req.body.empty() ? json::object() : json::parse(req.body, nullptr, false);
+  if (!resource.is_object()) {
+    return Error(InvalidArgument("body: expected the object's JSON resource ({\"name\": ...})"));
   }
+  if (name.empty() && resource.contains("name") && resource["name"].is_string()) {
+    name = resource["name"];
+  }
+  storage::ObjectMeta base;
+  if (auto t = req.headers.find("x-upload-content-type"); t != req.headers.end() && !t->second.empty()) {
+    base.content_type = t->second;
+  }
+  auto meta = MetaFromJson(resource, "body", base);
+  if (!meta.ok()) return Error(meta.status());
   if (name.empty()) {
     return Error(InvalidArgument(
         "name: the object name is required (?name=path/in/bucket or {\"name\": ...})"));
   }
   auto parsed = storage::ParseGsUri("gs://" + bucket + "/" + name, "name");
   if (!parsed.ok()) return Error(parsed.status());
+  // Preconditions are checked when the session starts (not again when the
+  // last chunk lands: docs/clients.md).
+  if (auto unmet = CheckPreconditions(*buckets_, req, bucket, parsed->object)) return *unmet;
   int64_t size = -1;
   if (auto it = req.headers.find("x-upload-content-length"); it != req.headers.end()) {
     const std::string& v = it->second;
@@ -166,7 +193,7 @@ http::Response ResumableUploads::Start(const http::Request& req, const std::stri
     if (!s.ok()) return Error(s);
     made = true;
   }
-  auto session = sessions_.Start(bucket, parsed->object, size, caller.user);
+  auto session = sessions_.Start(bucket, parsed->object, size, caller.user, *meta);
   if (!session.ok()) {
     if (made) buckets_->RemoveIfEmpty(bucket);
     return Error(session.status());

@@ -25,8 +25,13 @@ std::string QueryValue(const http::Request& req, const std::string& key);
 // A body sink that takes no byte of a streamed body and answers `response`
 // (a streamed request refused before its body).
 std::unique_ptr<http::BodySink> RejectBody(http::Response response);
-// Cloud Storage's JSON of object `o` in `bucket` (storage#object).
-nlohmann::json ObjectJson(const std::string& bucket, const storage::ObjectInfo& o);
+// The preconditions of `req` (gcs_json.h) against gs://bucket/object as it
+// is now; looks at the object only when the request states some.
+std::optional<http::Response> CheckPreconditions(const storage::Buckets& buckets,
+                                                 const http::Request& req,
+                                                 const std::string& bucket,
+                                                 const std::string& object,
+                                                 const std::string& prefix = "if");
 // Buckets and objects (bucket_routes.cc): the /storage/v1/b routes, and
 // nullopt for other paths.
 std::optional<http::Response> HandleBucketRoutes(const ApiDeps& d, const http::Request& req);

@@ -399,6 +399,7 @@ Result<std::vector<ObjectInfo>> Buckets::List(const std::string& bucket,
     info.size = static_cast<uint64_t>(st.st_size);
     info.mtime_us = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000 + st.st_mtim.tv_nsec / 1000;
     KeptHashesAt(it->path().string(), st, &info);
+    info.meta = KeptMetaAt(it->path().string(), st);
     out.push_back(std::move(info));
   }
   std::sort(out.begin(), out.end(),
@@ -627,6 +628,7 @@ Result<ObjectInfo> ObjectWriter::Commit(const std::string& final_name) {
       ::fchmod(fd_, modes_.file_mode) != 0) {
     return Internal("cannot set the mode of object '" + uri_ + "': " + std::strerror(errno));
   }
+  STOKER_RETURN_IF_ERROR(KeepMeta(fd_, meta_));
   if (::fsync(fd_) != 0) return Internal("cannot sync object '" + uri_ + "'");
   if (::renameat(dir_fd_, tmp_.c_str(), dir_fd_, name.c_str()) != 0) {
     return Internal("cannot rename the upload into object '" + uri_ + "': " + std::strerror(errno));
@@ -642,6 +644,7 @@ Result<ObjectInfo> ObjectWriter::Commit(const std::string& final_name) {
   info.crc32c = hasher_.Crc32cBase64();
   info.md5 = hasher_.Md5Base64();
   KeepHashes(fd_, info);
+  info.meta = meta_;
   return info;
 }
 
@@ -723,7 +726,7 @@ Result<std::string> Buckets::StageCommit(std::unique_ptr<ObjectWriter> writer) {
 
 Result<ObjectInfo> Buckets::AdoptFile(const std::string& bucket, const std::string& object,
                                       int from_dir_fd, const std::string& from_name,
-                                      const Hasher& hashes) {
+                                      const Hasher& hashes, const ObjectMeta& meta) {
   std::string uri = std::string(kScheme) + bucket + "/" + object;
   if (bucket == kStagingBucket) return OpenWriter(bucket, object).status();
   if (object.empty() || object.back() == '/') {
@@ -740,8 +743,10 @@ Result<ObjectInfo> Buckets::AdoptFile(const std::string& bucket, const std::stri
   info.name = object;
   info.crc32c = hashes.Crc32cBase64();
   info.md5 = hashes.Md5Base64();
-  Status s = OkStatus();
-  if ((modes.gid >= 0 &&
+  Status s = KeepMeta(src, meta);
+  if (!s.ok()) {
+    // Nothing is moved: the object would lose the metadata it was sent with.
+  } else if ((modes.gid >= 0 &&
        ::fchown(src, static_cast<uid_t>(-1), static_cast<gid_t>(modes.gid)) != 0) ||
       ::fchmod(src, modes.file_mode) != 0 || ::fsync(src) != 0) {
     s = Internal("cannot prepare the finished upload for '" + uri + "': " + std::strerror(errno));
@@ -750,6 +755,7 @@ Result<ObjectInfo> Buckets::AdoptFile(const std::string& bucket, const std::stri
     struct stat st {};
     if (::fstat(src, &st) == 0) FillFromStat(st, &info);
     KeepHashes(src, info);
+    info.meta = meta;
   } else if (errno == EXDEV) {
     // The bucket is on another file system (a config override): copy.
     ::close(dir_fd);
@@ -771,6 +777,7 @@ Result<ObjectInfo> Buckets::AdoptFile(const std::string& bucket, const std::stri
         if (!s.ok()) break;
       }
       if (s.ok()) {
+        (*w)->SetMeta(meta);
         auto committed = (*w)->Commit();
         if (committed.ok()) {
           info = *committed;
@@ -814,6 +821,7 @@ Result<OpenObject> Buckets::Open(const std::string& bucket, const std::string& o
     return Internal("cannot stat object '" + uri + "'");
   }
   FillFromStat(st, &out.info);
+  out.info.meta = KeptMeta(out.fd, st);
   char kept[256];
   ssize_t len = ::fgetxattr(out.fd, kHashesXattr, kept, sizeof kept);
   if (!KeptHashes(kept, len, st, &out.info) && with_hashes) {

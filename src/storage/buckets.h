@@ -21,6 +21,7 @@
 
 #include "common/files.h"
 #include "common/status.h"
+#include "storage/object_meta.h"
 
 namespace stoker::storage {
 
@@ -50,6 +51,9 @@ struct ObjectInfo {
   // from the object's upload; Stat computes missing ones).
   std::string crc32c;
   std::string md5;
+  // Content type, custom metadata and metageneration (object_meta.h). The
+  // object's generation is mtime_us.
+  ObjectMeta meta;
 };
 
 // CRC-32C, MD5 (unless `md5` is false: a client that checks transfers by
@@ -94,6 +98,8 @@ class ObjectWriter {
   // The temp file, open for reading and writing (staging checks the
   // archive in it before it commits).
   int fd() const { return fd_; }
+  // The metadata Commit keeps with the object (default: none).
+  void SetMeta(ObjectMeta meta) { meta_ = std::move(meta); }
   // Syncs and renames the temp file to the object name (or, given,
   // `final_name`: another name in the same directory); returns its info
   // with checksums, which are kept with the object for later listings.
@@ -110,6 +116,7 @@ class ObjectWriter {
   std::string uri_;
   CreateModes modes_;
   Hasher hasher_;
+  ObjectMeta meta_;
   Status failed_;  // a write error, returned again by Append and Commit
 };
 
@@ -172,9 +179,10 @@ class Buckets {
   // Moves the complete file `from_name` in the directory `from_dir_fd`
   // (a finished resumable upload, on the daemon's own disk) into the
   // object, atomically; copies when the bucket is on another file system.
-  // `hashes` (its checksums) are kept with the object.
+  // `hashes` (its checksums) and `meta` are kept with the object.
   Result<ObjectInfo> AdoptFile(const std::string& bucket, const std::string& object,
-                               int from_dir_fd, const std::string& from_name, const Hasher& hashes);
+                               int from_dir_fd, const std::string& from_name, const Hasher& hashes,
+                               const ObjectMeta& meta = {});
   // The object's size, time and checksums (computed, and kept, when the
   // object was not written here or changed since). NotFound if absent.
   Result<ObjectInfo> Stat(const std::string& bucket, const std::string& object) const;

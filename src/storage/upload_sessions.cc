@@ -43,7 +43,8 @@ UploadSessions::UploadSessions(fs::path dir, Buckets* buckets)
     : dir_(std::move(dir)), buckets_(buckets) {}
 
 Result<UploadSession> UploadSessions::Start(const std::string& bucket, const std::string& object,
-                                            int64_t size, const std::string& user) {
+                                            int64_t size, const std::string& user,
+                                            const ObjectMeta& meta) {
   std::string uri = "gs://" + bucket + "/" + object;
   if (object.empty() || object.back() == '/') {
     return InvalidArgument("name: object '" + uri + "' needs a file name (not a directory)");
@@ -66,6 +67,7 @@ Result<UploadSession> UploadSessions::Start(const std::string& bucket, const std
   s.object = object;
   s.user = user;
   s.size = size;
+  s.meta = meta;
   int fd = ::open((dir_ / (s.id + ".part")).c_str(),
                   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return Internal("cannot create upload session in " + dir_.string());
@@ -74,7 +76,9 @@ Result<UploadSession> UploadSessions::Start(const std::string& bucket, const std
          {"object", object},
          {"size", size},
          {"user", user},
-         {"created_us", NowUs()}};
+         {"created_us", NowUs()},
+         {"contentType", meta.content_type},
+         {"metadata", meta.custom}};
   STOKER_RETURN_IF_ERROR(WriteFileAtomic(dir_ / (s.id + ".json"), j.dump()));
   return s;
 }
@@ -91,6 +95,12 @@ Result<UploadSession> UploadSessions::Load(const std::string& id) const {
   s.object = j.value("object", "");
   s.user = j.value("user", "");
   s.size = j.value("size", int64_t{-1});
+  s.meta.content_type = j.value("contentType", std::string(kDefaultContentType));
+  if (j.contains("metadata") && j["metadata"].is_object()) {
+    for (auto& [k, v] : j["metadata"].items()) {
+      if (v.is_string()) s.meta.custom[k] = v;
+    }
+  }
   struct stat st {};
   if (::lstat((dir_ / (id + ".part")).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
     return UnknownSession(id);
@@ -136,7 +146,7 @@ Status UploadSessions::SaveSize(UploadSession* session, int64_t total) {
 
 Result<std::unique_ptr<UploadSessions::Chunk>> UploadSessions::OpenChunk(const std::string& id,
                                                                          uint64_t first,
-                                                                         uint64_t length,
+                                                                         std::optional<uint64_t> length,
                                                                          int64_t total) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -163,13 +173,13 @@ Result<std::unique_ptr<UploadSessions::Chunk>> UploadSessions::OpenChunk(const s
                            " but the session has " + std::to_string(se.received) +
                            "; resend from byte " + std::to_string(se.received));
   }
-  if (s.ok() && se.size >= 0 && first + length > static_cast<uint64_t>(se.size)) {
-    s = InvalidArgument("Content-Range: bytes up to " + std::to_string(first + length) +
+  if (s.ok() && length && se.size >= 0 && first + *length > static_cast<uint64_t>(se.size)) {
+    s = InvalidArgument("Content-Range: bytes up to " + std::to_string(first + *length) +
                         " exceed the object's size of " + std::to_string(se.size));
   }
   if (s.ok()) {
     c->skip_ = se.received - first;
-    if (c->skip_ > length) c->skip_ = length;
+    if (length && c->skip_ > *length) c->skip_ = *length;
     c->fd_ = ::open((dir_ / (id + ".part")).c_str(), O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
     if (c->fd_ < 0) s = Internal("cannot open the bytes of upload session '" + id + "'");
   }
@@ -208,7 +218,7 @@ UploadSessions::Chunk::~Chunk() {
 Status UploadSessions::Chunk::Append(std::string_view bytes) {
   if (!failed_.ok()) return failed_;
   seen_ += bytes.size();
-  if (seen_ > expected_) {
+  if (expected_ && seen_ > *expected_) {
     failed_ = InvalidArgument("Content-Range: the chunk is longer than its range says");
     return failed_;
   }
@@ -238,18 +248,23 @@ Status UploadSessions::Chunk::Append(std::string_view bytes) {
 
 Result<UploadSessions::Outcome> UploadSessions::Chunk::Finish() {
   if (!failed_.ok()) return failed_;
-  if (seen_ != expected_) {
+  if (expected_ && seen_ != *expected_) {
     return InvalidArgument("Content-Range: the chunk has " + std::to_string(seen_) +
-                           " bytes, its range " + std::to_string(expected_));
+                           " bytes, its range " + std::to_string(*expected_));
   }
   Outcome out;
   session_.received = hasher_.bytes();
+  if (!expected_) {
+    // The rest of the object: its end is this body's end.
+    // (A size said earlier that differs is refused by SaveSize.)
+    STOKER_RETURN_IF_ERROR(owner_->SaveSize(&session_, static_cast<int64_t>(session_.received)));
+  }
   out.session = session_;
   if (session_.size >= 0 && session_.received == static_cast<uint64_t>(session_.size)) {
     int dir_fd = ::open(owner_->dir_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dir_fd < 0) return Internal("cannot open " + owner_->dir_.string());
     auto made = owner_->buckets_->AdoptFile(session_.bucket, session_.object, dir_fd,
-                                            session_.id + ".part", hasher_);
+                                            session_.id + ".part", hasher_, session_.meta);
     if (made.ok()) ::unlinkat(dir_fd, (session_.id + ".json").c_str(), 0);
     ::close(dir_fd);
     if (!made.ok()) return made.status();

@@ -39,6 +39,7 @@ struct UploadSession {
   std::string user;   // who started it ("" = anyone with the id)
   int64_t size = -1;  // the object's size, -1 until a chunk says it
   uint64_t received = 0;
+  ObjectMeta meta;  // kept with the object it becomes
 };
 
 // The NotFound for an id that names no session. The API answers it too to
@@ -53,7 +54,7 @@ class UploadSessions {
   // Opens a session for gs://bucket/object (the bucket must exist; the name
   // is checked now). `size` -1 when not yet known.
   Result<UploadSession> Start(const std::string& bucket, const std::string& object, int64_t size,
-                              const std::string& user);
+                              const std::string& user, const ObjectMeta& meta = {});
   // The session and its progress. NotFound (UnknownSession) for an
   // unknown, finished or expired id. Whether a caller may use it (its
   // `user`, or an admin) is the API's check, on every route that names it.
@@ -68,7 +69,10 @@ class UploadSessions {
   };
 
   // One chunk: bytes [first, first + length) of an object of `total` bytes
-  // (-1: not said yet). Bytes the session already has (a resent chunk) are
+  // (-1: not said yet). `length` nullopt: the chunk is the rest of the
+  // object, however long its body turns out (Content-Range `bytes N-*/...`,
+  // the single request of a client that streams): the object is complete
+  // when it ends. Bytes the session already has (a resent chunk) are
   // skipped; a chunk that starts past the session's end is refused
   // (FailedPrecondition, saying where it stands).
   class Chunk {
@@ -88,13 +92,13 @@ class UploadSessions {
     UploadSession session_;
     int fd_ = -1;
     uint64_t skip_ = 0;      // bytes of the body the session already had
-    uint64_t expected_ = 0;  // the body's length
+    std::optional<uint64_t> expected_;  // the body's length; nullopt: the rest
     uint64_t seen_ = 0;
     Hasher hasher_;
     Status failed_;
   };
-  Result<std::unique_ptr<Chunk>> OpenChunk(const std::string& id, uint64_t first, uint64_t length,
-                                           int64_t total);
+  Result<std::unique_ptr<Chunk>> OpenChunk(const std::string& id, uint64_t first,
+                                           std::optional<uint64_t> length, int64_t total);
 
  private:
   Result<UploadSession> Load(const std::string& id) const;

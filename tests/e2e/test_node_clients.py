@@ -1,9 +1,12 @@
-"""The official Node client of Vertex AI, @google-cloud/aiplatform from npm
-(pinned in tests/node/package-lock.json, unmodified), against a real
-stokerd over its REST transport: tests/node/aiplatform_client.js creates,
-reads, lists, waits for, cancels and deletes jobs and a tuning job with it,
-checking the client's view; this test checks its summary and, with plain
-REST, what the daemon answers (enum names, states, deletions).
+"""The official Node clients of Vertex AI and Cloud Storage,
+@google-cloud/aiplatform and @google-cloud/storage from npm (pinned in
+tests/node/package-lock.json, unmodified), against a real stokerd:
+tests/node/aiplatform_client.js creates, reads, lists, waits for, cancels
+and deletes jobs and a tuning job over the REST transport, checking the
+client's view; this test checks its summary and, with plain REST, what the
+daemon answers (enum names, states, deletions). tests/node/storage_client.js
+does the same for buckets and objects (uploads of both kinds, listings,
+preconditions, metadata, copies, compose).
 
 Needs node and `npm ci --prefix tests/node` (scripts/install-deps.sh --test
 does both); skips without them, and fails under STOKER_TEST_REQUIRE_ALL=1."""
@@ -16,6 +19,7 @@ from harness import IMAGE, SOURCE, StokerTestCase, main, skip_or_fail
 
 NODE_DIR = os.path.join(SOURCE, "tests", "node")
 SCRIPT = os.path.join(NODE_DIR, "aiplatform_client.js")
+STORAGE_SCRIPT = os.path.join(NODE_DIR, "storage_client.js")
 INSTALL = "run scripts/install-deps.sh --test (it installs nodejs and runs npm ci --prefix tests/node)"
 
 
@@ -28,20 +32,22 @@ class NodeClientTest(StokerTestCase):
         node = shutil.which("node")
         if node is None:
             skip_or_fail(self, "node is not installed; " + INSTALL)
-        if not os.path.isfile(os.path.join(NODE_DIR, "node_modules", "@google-cloud", "aiplatform",
-                                           "package.json")):
-            skip_or_fail(self, "tests/node/node_modules lacks @google-cloud/aiplatform; " + INSTALL)
+        for package in ("aiplatform", "storage"):
+            if not os.path.isfile(os.path.join(NODE_DIR, "node_modules", "@google-cloud", package,
+                                               "package.json")):
+                skip_or_fail(self, "tests/node/node_modules lacks @google-cloud/%s; %s" %
+                             (package, INSTALL))
         self.node = node
         super().setUp()
 
-    def run_client(self, *args):
+    def run_client(self, *args, script=SCRIPT):
         env = dict(os.environ, STOKER_TOKEN=self.daemon.token)
-        cmd = [self.node, SCRIPT, "--url", self.daemon.url, "--project", "p", "--location", "l",
-               "--image", IMAGE] + list(args)
+        cmd = [self.node, script, "--url", self.daemon.url] + (
+            ["--project", "p", "--location", "l", "--image", IMAGE] if script == SCRIPT else []) + list(args)
         r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=420, cwd=NODE_DIR)
         if r.returncode != 0:
-            self.fail("aiplatform_client.js exited %d:\n%s\n%s" % (r.returncode, r.stdout[-3000:],
-                                                                   r.stderr[-6000:]))
+            self.fail("%s exited %d:\n%s\n%s" % (os.path.basename(script), r.returncode,
+                                                 r.stdout[-3000:], r.stderr[-6000:]))
         lines = r.stdout.strip().splitlines()
         self.assertTrue(lines, "no summary on stdout; stderr:\n" + r.stderr[-3000:])
         return json.loads(lines[-1])
@@ -123,6 +129,51 @@ class NodeClientTest(StokerTestCase):
                                                           t["customJob"].rsplit("/", 1)[1])))
         status, op = self.api("GET", "/v1/" + st["deleteOperation"])
         self.assertEqual((status, op.get("done")), (200, True), op)
+
+
+    def test_the_official_storage_client_uploads_lists_copies_and_deletes(self):
+        s = self.run_client("--bucket", "node-bucket", script=STORAGE_SCRIPT)
+        self.assertRegex(s["client"]["version"], r"^8\.", s["client"])
+        # What went on the wire: a multipart upload, and a resumable session
+        # fed by one streamed PUT that says only where it starts.
+        kinds = {(u["method"], u["uploadType"], u.get("contentRange")) for u in s["uploads"]}
+        self.assertIn(("POST", "multipart", None), kinds, s["uploads"])
+        self.assertIn(("PUT", "resumable", "bytes 0-*/*"), kinds, s["uploads"])
+
+        self.assertEqual(s["createAgain"]["code"], 409, s["createAgain"])
+        self.assertEqual(s["bucket"]["id"], "node-bucket")
+        self.assertEqual((s["bucket"]["kind"], s["bucket"]["location"], s["bucket"]["storageClass"]),
+                         ("storage#bucket", "LOCAL", "STANDARD"))
+        self.assertIn("node-bucket", s["bucketNames"])
+
+        m = s["multipart"]
+        self.assertEqual((m["contentType"], m["metadata"], m["size"], m["metageneration"]),
+                         ("text/plain", {"owner": "node", "step": "1"}, "15", "1"), m)
+        self.assertEqual(s["resumable"], {"contentType": "application/x-test", "size": "3145745"})
+        self.assertEqual(s["ranged"], "really")
+
+        self.assertEqual(s["delimited"], {"items": ["top"],
+                                          "prefixes": ["a/", "b/", "data/", "notes/", "packages/"]})
+        everything = ["a/1", "a/2", "a/3", "b/1", "data/big.bin", "notes/hello.txt",
+                      "packages/trainer.tar.gz", "top"]
+        self.assertEqual(s["paged"]["names"], everything)
+        self.assertEqual(s["paged"]["all"], everything)
+        self.assertEqual(s["paged"]["pages"], 4)
+        self.assertEqual(s["prefixed"], ["a/1", "a/2", "a/3"])
+
+        for failed in ("ifGenerationMatch0", "staleDelete", "staleMetageneration"):
+            self.assertEqual(s[failed]["code"], 412, s[failed])
+        self.assertTrue(s["deletedWithGeneration"])
+        p = s["patched"]
+        self.assertEqual((p["contentType"], p["metadata"], p["metageneration"], p["generation"]),
+                         ("text/markdown", {"owner": "node", "step": "2", "extra": "x"}, "2",
+                          m["generation"]), p)
+        self.assertEqual(s["copy"], {"contentType": "text/markdown", "bytes": "hello from node",
+                                     "metadata": {"owner": "node", "step": "2", "extra": "x"}})
+        self.assertEqual(s["combined"], "a/1a/2b/1")
+        self.assertEqual(s["deleteNonEmpty"]["code"], 409, s["deleteNonEmpty"])
+        self.assertTrue(s["bucketDeleted"])
+        self.assertFalse(os.path.exists(os.path.join(self.data, "buckets", "node-bucket")))
 
 
 if __name__ == "__main__":
