@@ -22,6 +22,7 @@
 #include "runner/launch.h"
 #include "runner/python_env.h"
 #include "server/config.h"
+#include "storage/buckets.h"
 
 extern char** environ;
 
@@ -227,7 +228,14 @@ int AiCustomJobsLocalRun(const Globals&, const LocalRunFlags& f) {
     args.push_back("-m");
     args.push_back(f.python_module);
   }
-  args.insert(args.end(), f.args.begin(), f.args.end());
+  // gs:// arguments name the local buckets' files, as a job's replica sees
+  // them (storage::RewriteGsUris: buckets that do not exist stay as written).
+  storage::Buckets buckets(home, config->buckets);
+  for (const std::string& a : f.args) {
+    std::string mapped = storage::RewriteGsUris(a, buckets);
+    if (mapped != a) std::cerr << "local-run: " << a << " -> " << mapped << "\n";
+    args.push_back(std::move(mapped));
+  }
   std::cerr << "local-run: " << (f.script.empty() ? "-m " + f.python_module : f.script) << " in "
             << package.string() << " with " << env->python << " (the interpreter of "
             << f.executor_image_uri << "; no container)\n";

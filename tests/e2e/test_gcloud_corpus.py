@@ -180,6 +180,25 @@ class GcloudCorpusTest(StokerTestCase):
                 if "CUSTOM_JOB" in variables:
                     variables["AUTOPKG_ID"] = variables["CUSTOM_JOB"].rsplit("/", 1)[1]
 
+    def test_local_run_maps_gs_arguments_to_the_local_buckets(self):
+        # local-run reads the buckets of $STOKER_HOME (the local daemon's data
+        # dir), as the user's own daemon would give them to a job.
+        home = os.path.join(self.tmp, "home")
+        os.makedirs(os.path.join(home, "buckets", "mine"))
+        work = os.path.join(self.tmp, "lr")
+        os.makedirs(work)
+        with open(os.path.join(work, "task.py"), "w") as f:
+            f.write(TRAINER)
+        r = self.stoker("ai", "custom-jobs", "local-run",
+                        "--executor-image-uri=us-docker.pkg.dev/vertex-ai/training/pytorch-cpu.1-13:latest",
+                        "--local-package-path=" + work, "--script=task.py", "--",
+                        "--job-dir=gs://mine/out", "--lr=0.5", "gs://absent-bucket/x",
+                        env={"STOKER_HOME": home}, timeout=180)
+        out = r.stdout + r.stderr
+        self.assertIn("trained 1 epochs; job dir %s/buckets/mine/out" % home, out)
+        self.assertIn("local-run: --job-dir=gs://mine/out -> --job-dir=%s/buckets/mine/out" % home, out)
+        self.assertNotIn("absent-bucket/x ->", out)  # a bucket that does not exist stays as written
+
     def test_a_single_mapping_over_rest_is_read_with_a_warning_event(self):
         job = container_job("one-pool", "echo ran")
         job["jobSpec"]["workerPoolSpecs"] = job["jobSpec"]["workerPoolSpecs"][0]
