@@ -197,6 +197,26 @@ Isolation::Isolation(const IsolationSpec& spec, bool trainer_is_root)
     });
     if (!under_dir || under_bind) hide_files_.push_back(f.string());
   }
+  // Second paths: only onto directories that exist (the view makes nothing
+  // outside its tmpfs), parents first.
+  std::vector<replica::BindSpec> second = spec.bind;
+  std::sort(second.begin(), second.end(),
+            [](const replica::BindSpec& a, const replica::BindSpec& b) { return a.target < b.target; });
+  for (const replica::BindSpec& b : second) {
+    fs::path source = fs::canonical(b.source, ec);
+    if (ec || !fs::is_directory(source, ec)) continue;
+    fs::path target = b.target.lexically_normal();
+    // Where the target will be once the binds before it are made: inside an
+    // earlier one, in that one's source.
+    fs::path where = target;
+    for (const Bind& earlier : extra_binds_) {
+      if (IsUnder(target, earlier.target)) {
+        where = fs::path(earlier.source) / target.lexically_relative(earlier.target);
+      }
+    }
+    if (!fs::is_directory(where, ec)) continue;
+    extra_binds_.push_back({source.string(), target.string(), true, false});
+  }
   if (root_ && !trainer_is_root_ && !(hide_dirs_.empty() && hide_files_.empty())) {
     MakeRootUserNamespace();
   }
@@ -206,9 +226,11 @@ std::vector<std::string> Isolation::Describe() const {
   std::vector<std::string> out;
   for (const std::string& h : hide_dirs_) out.push_back("hide " + h);
   for (const std::string& h : hide_files_) out.push_back("hide " + h);
-  for (const Bind& b : binds_) {
-    out.push_back(std::string(b.read_only ? "ro " : "rw ") + b.target +
-                  (b.source == b.target ? "" : " <- " + b.source));
+  for (const std::vector<Bind>* list : {&binds_, &extra_binds_}) {
+    for (const Bind& b : *list) {
+      out.push_back(std::string(b.read_only ? "ro " : "rw ") + b.target +
+                    (b.source == b.target ? "" : " <- " + b.source));
+    }
   }
   return out;
 }
@@ -324,11 +346,13 @@ bool Isolation::Mount() {
   }
   // Opened before anything is hidden: afterwards their paths lead into the
   // empty tmpfs. Opened in the new namespace, as a bind's source must be.
-  for (Bind& b : binds_) {
-    b.fd = ::open(b.source.c_str(), O_PATH | O_CLOEXEC);
-    if (b.fd < 0) {
-      SetMessage("opening", b.source.c_str(), errno);
-      return false;
+  for (std::vector<Bind>* list : {&binds_, &extra_binds_}) {
+    for (Bind& b : *list) {
+      b.fd = ::open(b.source.c_str(), O_PATH | O_CLOEXEC);
+      if (b.fd < 0) {
+        SetMessage("opening", b.source.c_str(), errno);
+        return false;
+      }
     }
   }
   for (const std::string& dir : hide_dirs_) {
@@ -368,6 +392,15 @@ bool Isolation::Mount() {
       return false;
     }
   }
+  for (const Bind& b : extra_binds_) {
+    char num[24], source[48] = "/proc/self/fd/";
+    Append(source, sizeof source, Decimal(static_cast<unsigned long long>(b.fd), num));
+    if (::mount(source, b.target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+      SetMessage("binding a second path", b.target.c_str(), errno);
+      return false;
+    }
+    ++mounted_extra_;
+  }
   for (const std::string& file : hide_files_) {
     if (::mount("/dev/null", file.c_str(), nullptr, MS_BIND, nullptr) != 0) {
       SetMessage("hiding", file.c_str(), errno);
@@ -391,14 +424,24 @@ bool Isolation::Mount() {
       return false;
     }
   }
-  for (Bind& b : binds_) {
-    ::close(b.fd);
-    b.fd = -1;
+  for (std::vector<Bind>* list : {&binds_, &extra_binds_}) {
+    for (Bind& b : *list) {
+      ::close(b.fd);
+      b.fd = -1;
+    }
   }
   return true;
 }
 
 void Isolation::Unmount() {
+  for (int i = mounted_extra_ - 1; i >= 0; --i) {
+    ::umount2(extra_binds_[i].target.c_str(), MNT_DETACH);
+  }
+  mounted_extra_ = 0;
+  for (Bind& b : extra_binds_) {
+    if (b.fd >= 0) ::close(b.fd);
+    b.fd = -1;
+  }
   for (int i = mounted_files_ - 1; i >= 0; --i) ::umount2(hide_files_[i].c_str(), MNT_DETACH);
   // Detaching a tmpfs takes the binds on it along.
   for (int i = mounted_dirs_ - 1; i >= 0; --i) ::umount2(hide_dirs_[i].c_str(), MNT_DETACH);

@@ -12,7 +12,8 @@
 // How: the trainer's process enters a new user namespace and a new mount
 // namespace (CLONE_NEWUSER | CLONE_NEWNS), makes every mount private, opens
 // the paths to keep (O_PATH), mounts a tmpfs over each hidden directory,
-// binds the kept paths back through /proc/self/fd/N, binds /dev/null with
+// binds the kept paths back through /proc/self/fd/N (and the spec's `bind`
+// directories at their second path: the buckets at /gcs), binds /dev/null with
 // `nodev` over each hidden file, and makes the tmpfs read-only. The user
 // namespace maps ids to themselves, so files keep their owners: every id
 // when stoker-run is root (only the parent namespace may write such maps,
@@ -123,6 +124,10 @@ class Isolation {
   std::vector<std::string> hide_files_;   // canonical; get /dev/null, nodev
   std::vector<Bind> binds_;               // parents first
   std::vector<MountPoint> mount_points_;  // in creation order
+  // The spec's `bind`: directories shown at a second path that exists on
+  // the host (/gcs), parents first, bound after binds_.
+  std::vector<Bind> extra_binds_;
+  int mounted_extra_ = 0;
   int mounted_dirs_ = 0;                  // how many of hide_dirs_ carry our tmpfs
   int mounted_files_ = 0;
   char message_[1024] = {};

@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -360,6 +361,41 @@ TEST_F(IsolationTest, WithoutRootUsesAnUnprivilegedUserNamespace) {
   ASSERT_EQ(seen["enter"], "ok");
   if (other < 0) seen["other trainer's view"] = "EACCES";  // no stand-in without root
   ExpectIsolated(seen);
+}
+
+TEST_F(IsolationTest, ShowsADirectoryAtASecondPathOnlyWhereThatPathExists) {
+  // The buckets at a stand-in for /gcs, an override bucket inside it (its
+  // mount point is in the buckets' root), and a target that exists nowhere.
+  fs::create_directories(root_ / "gcs");
+  fs::create_directories(root_ / "datasets");
+  fs::create_directories(data_ / "buckets/datasets");
+  Write(root_ / "datasets/train.txt", "train");
+  IsolationSpec spec = SpecFor(2);
+  spec.bind = {{root_ / "datasets", root_ / "gcs/datasets"},
+               {data_ / "buckets", root_ / "gcs"},
+               {data_ / "buckets", root_ / "no-such-dir"}};
+  Isolation planned(spec, false);
+  std::vector<std::string> plan = planned.Describe();
+  std::string d = fs::canonical(data_).string(), r = fs::canonical(root_).string();
+  ASSERT_GE(plan.size(), 2u);
+  EXPECT_EQ(plan[plan.size() - 2], "rw " + (root_ / "gcs").string() + " <- " + d + "/buckets");
+  EXPECT_EQ(plan.back(), "rw " + (root_ / "gcs/datasets").string() + " <- " + r + "/datasets");
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting needs root here";
+  Observations seen = InChild([&](Observations& seen) {
+    Isolation isolation(spec, false);
+    const char* error = isolation.Enter(-1);
+    seen["enter"] = error ? error : "ok";
+    std::error_code ec;
+    seen["bucket"] = fs::is_directory(root_ / "gcs/b", ec) ? "ok" : "missing";
+    std::ifstream in(root_ / "gcs/datasets/train.txt");
+    std::string text;
+    std::getline(in, text);
+    seen["override"] = text;
+  });
+  ASSERT_EQ(seen["enter"], "ok");
+  EXPECT_EQ(seen["bucket"], "ok");
+  EXPECT_EQ(seen["override"], "train");
+  EXPECT_TRUE(fs::is_empty(root_ / "gcs"));  // nothing changed outside the view
 }
 
 TEST_F(IsolationTest, HidesAFileOutsideTheHiddenDirectory) {

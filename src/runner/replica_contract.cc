@@ -26,6 +26,16 @@ Result<double> ParseSeconds(const json& doc, const char* field, double fallback)
   return v;
 }
 
+// An absolute path (a JSON string); InvalidArgument naming `at`.
+Result<fs::path> AbsolutePath(const json& p, const std::string& at) {
+  if (!p.is_string()) return InvalidArgument(at + ": must be a string");
+  std::string s = p.get<std::string>();
+  if (s.empty() || s[0] != '/' || s.find('\0') != std::string::npos) {
+    return InvalidArgument(at + ": must be an absolute path, got \"" + s + "\"");
+  }
+  return fs::path(std::move(s));
+}
+
 Result<std::vector<fs::path>> PathList(const json& doc, const char* key,
                                        const char* section = "isolation") {
   std::vector<fs::path> out;
@@ -34,15 +44,33 @@ Result<std::vector<fs::path>> PathList(const json& doc, const char* key,
   std::string where = std::string("launch.json: ") + section + "." + key;
   if (!it->is_array()) return InvalidArgument(where + ": must be an array of absolute paths");
   for (size_t i = 0; i < it->size(); ++i) {
-    const json& p = (*it)[i];
-    std::string at = where + "[" + std::to_string(i) + "]";
-    if (!p.is_string()) return InvalidArgument(at + ": must be a string");
-    std::string s = p.get<std::string>();
-    if (s.empty() || s[0] != '/' || s.find('\0') != std::string::npos) {
-      return InvalidArgument(at + ": must be an absolute path, got \"" + s + "\"");
-    }
-    out.emplace_back(std::move(s));
+    STOKER_ASSIGN_OR_RETURN(fs::path p, AbsolutePath((*it)[i], where + "[" + std::to_string(i) + "]"));
+    out.push_back(std::move(p));
   }
+  return out;
+}
+
+// [{"source": ABS, "target": ABS}, ...] at doc[key]; empty when absent.
+Result<std::vector<BindSpec>> BindList(const json& doc, const char* key, const char* section) {
+  std::vector<BindSpec> out;
+  auto it = doc.find(key);
+  if (it == doc.end() || it->is_null()) return out;
+  std::string where = std::string("launch.json: ") + section + "." + key;
+  if (!it->is_array()) return InvalidArgument(where + ": must be an array of {source, target}");
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& b = (*it)[i];
+    std::string at = where + "[" + std::to_string(i) + "]";
+    if (!b.is_object()) return InvalidArgument(at + ": must be {\"source\": ..., \"target\": ...}");
+    STOKER_ASSIGN_OR_RETURN(fs::path source, AbsolutePath(b.value("source", json()), at + ".source"));
+    STOKER_ASSIGN_OR_RETURN(fs::path target, AbsolutePath(b.value("target", json()), at + ".target"));
+    out.push_back({std::move(source), std::move(target)});
+  }
+  return out;
+}
+
+json BindStrings(const std::vector<BindSpec>& binds) {
+  json out = json::array();
+  for (const BindSpec& b : binds) out.push_back({{"source", b.source}, {"target", b.target}});
   return out;
 }
 
@@ -120,6 +148,7 @@ Result<IsolationSpec> ParseIsolationSpec(const json& value) {
   STOKER_ASSIGN_OR_RETURN(spec.hide, PathList(value, "hide"));
   STOKER_ASSIGN_OR_RETURN(spec.keep, PathList(value, "keep"));
   STOKER_ASSIGN_OR_RETURN(spec.keep_read_only, PathList(value, "keep_read_only"));
+  STOKER_ASSIGN_OR_RETURN(spec.bind, BindList(value, "bind", "isolation"));
   return spec;
 }
 
@@ -405,6 +434,7 @@ Result<std::optional<ContainerSpec>> ParseContainerSpec(const json& value) {
   c.args = std::move(*args);
   STOKER_ASSIGN_OR_RETURN(c.mounts, PathList(value, "mounts", "container"));
   STOKER_ASSIGN_OR_RETURN(c.mounts_read_only, PathList(value, "mounts_read_only", "container"));
+  STOKER_ASSIGN_OR_RETURN(c.binds, BindList(value, "binds", "container"));
   for (auto [key, out] : {std::pair{"pull", &c.pull},
                           {"pull_if_missing", &c.pull_if_missing},
                           {"tls_verify", &c.tls_verify},
@@ -439,6 +469,7 @@ std::string FormatLaunchSpec(const LaunchSpec& s) {
                         {"hide", PathStrings(s.isolation.hide)},
                         {"keep", PathStrings(s.isolation.keep)},
                         {"keep_read_only", PathStrings(s.isolation.keep_read_only)}};
+    if (!s.isolation.bind.empty()) doc["isolation"]["bind"] = BindStrings(s.isolation.bind);
   }
   if (s.telemetry.interval_seconds > 0) {
     doc["telemetry"] = {{"interval_seconds", s.telemetry.interval_seconds},
@@ -473,6 +504,7 @@ std::string FormatLaunchSpec(const LaunchSpec& s) {
                         {"args", c.args},
                         {"mounts", PathStrings(c.mounts)},
                         {"mounts_read_only", PathStrings(c.mounts_read_only)}};
+    if (!c.binds.empty()) doc["container"]["binds"] = BindStrings(c.binds);
     if (c.entrypoint) doc["container"]["entrypoint"] = *c.entrypoint;
     if (c.pull) doc["container"]["pull"] = true;
     if (c.pull_if_missing) doc["container"]["pull_if_missing"] = true;

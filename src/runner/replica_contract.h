@@ -72,11 +72,21 @@ Result<IsolationMode> ParseIsolationMode(std::string_view name);
 
 // "isolation": {"mode", "hide": [PATH...], "keep": [PATH...],
 // "keep_read_only": [PATH...]} (runner/isolation.h applies it). Absolute paths.
+// A directory shown at a second path too (a bucket at /gcs/BUCKET, as
+// Vertex's Cloud Storage FUSE mounts it).
+struct BindSpec {
+  std::filesystem::path source, target;
+  bool operator==(const BindSpec&) const = default;
+};
+
 struct IsolationSpec {
   IsolationMode mode = IsolationMode::kOff;
   std::vector<std::filesystem::path> hide;
   std::vector<std::filesystem::path> keep;            // read-write
   std::vector<std::filesystem::path> keep_read_only;  // read-only
+  // Read-write, at `target` in the isolated view; a target that does not
+  // exist on the host is skipped (nothing is created outside the view).
+  std::vector<BindSpec> bind;
 };
 // Parses the "isolation" value (null = off).
 Result<IsolationSpec> ParseIsolationSpec(const nlohmann::json& value);
@@ -102,6 +112,7 @@ struct ContainerSpec {
   // directory and outputs resolve as on the host).
   std::vector<std::filesystem::path> mounts;  // read-write
   std::vector<std::filesystem::path> mounts_read_only;
+  std::vector<BindSpec> binds;  // read-write, at another path inside
   // The engine lacks the image: the supervisor pulls it before anything
   // else (TLS unverified only for a registry the config calls insecure).
   bool pull = false;

@@ -16,7 +16,8 @@ TEST(ReplicaContractTest, ALaunchSpecReadsBackAsWritten) {
   s.grace_seconds = 3;
   s.log_limits = {1024, 7};
   s.run_as = RunAs{"alice", 1001, 1002, {50}, "/home/alice"};
-  s.isolation = {IsolationMode::kRequired, {"/data"}, {"/data/buckets"}, {"/data/jobs/7"}};
+  s.isolation = {IsolationMode::kRequired, {"/data"}, {"/data/buckets"}, {"/data/jobs/7"},
+                 {{"/data/buckets", "/gcs"}, {"/srv/sets", "/gcs/sets"}}};
   auto back = ParseLaunchSpec(FormatLaunchSpec(s));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->argv, s.argv);
@@ -33,6 +34,13 @@ TEST(ReplicaContractTest, ALaunchSpecReadsBackAsWritten) {
   EXPECT_EQ(back->run_as->home, "/home/alice");
   EXPECT_EQ(back->isolation.mode, IsolationMode::kRequired);
   EXPECT_EQ(back->isolation.keep_read_only, std::vector<std::filesystem::path>{"/data/jobs/7"});
+  EXPECT_EQ(back->isolation.bind, s.isolation.bind);
+  // A bind's paths are absolute, and the error names where.
+  auto bad = ParseLaunchSpec(R"({"argv": ["x"], "isolation": {"mode": "auto",
+                                 "bind": [{"source": "/a", "target": "gcs"}]}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("isolation.bind[0].target: must be an absolute path"),
+            std::string::npos) << bad.status().message();
 }
 
 TEST(ReplicaContractTest, AContainerReadsBackAsWritten) {
@@ -55,6 +63,11 @@ TEST(ReplicaContractTest, AContainerReadsBackAsWritten) {
   EXPECT_EQ(back->container->args, s.container->args);
   EXPECT_EQ(back->container->mounts, std::vector<std::filesystem::path>{"/data/buckets"});
   EXPECT_EQ(back->container->mounts_read_only, std::vector<std::filesystem::path>{"/data/jobs/7"});
+  EXPECT_TRUE(back->container->binds.empty());
+  s.container->binds = {{"/data/buckets", "/gcs"}};
+  back = ParseLaunchSpec(FormatLaunchSpec(s));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->container->binds, s.container->binds);
   EXPECT_FALSE(back->container->pull);
   EXPECT_TRUE(back->container->tls_verify);
   EXPECT_TRUE(back->container->user_namespace);

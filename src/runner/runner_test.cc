@@ -121,6 +121,7 @@ TEST(ContainerRunArgvTest, RunsTheImageWithTheAccountMountsAndGpus) {
                   {"--lr", "0.1"},
                   {"/data/buckets"},
                   {"/data/jobs/7"}};
+  c.binds = {{"/data/buckets", "/gcs"}, {"/srv/sets", "/gcs/sets"}};
   ContainerRun run;
   run.container = &c;
   run.run_as = RunAs{"alice", 1001, 1002, {50}, ""};
@@ -137,7 +138,8 @@ TEST(ContainerRunArgvTest, RunsTheImageWithTheAccountMountsAndGpus) {
                   "--env-file=/data/jobs/7/workerpool0-0/container.env", "--env", "NOTE=a\nb",
                   "--user=1001:1002", "--group-add=50", "--cap-drop=all",
                   "--security-opt=no-new-privileges", "--volume=/data/buckets:/data/buckets",
-                  "--volume=/data/jobs/7:/data/jobs/7:ro", "--device=nvidia.com/gpu=2",
+                  "--volume=/data/jobs/7:/data/jobs/7:ro", "--volume=/data/buckets:/gcs",
+                  "--volume=/srv/sets:/gcs/sets", "--device=nvidia.com/gpu=2",
                   "--device=nvidia.com/gpu=3", R"(--entrypoint=["python3","-m","t"])", "--",
                   "gcr.io/p/t:v1", "--lr", "0.1"));
 }

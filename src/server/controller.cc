@@ -1,4 +1,5 @@
 #include "server/controller.h"
+#include "server/gcs_mounts.h"
 
 #include <netinet/in.h>
 #include <spdlog/spdlog.h>
@@ -1298,6 +1299,7 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
   for (const auto& [name, dir] : config_.buckets) {
     in.settings.container_mounts.push_back(std::filesystem::absolute(dir).string());
   }
+  in.settings.container_binds = GcsBinds(config_.data_dir, config_.buckets);
   in.settings.container_user_namespace = config_.container_user_namespace;
   in.settings.container_mounts_read_only = {(config_.data_dir / "envs").string(),
                                             config_.python_helpers.string()};

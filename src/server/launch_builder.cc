@@ -76,6 +76,7 @@ Result<exec::JobLaunch> BuildJobLaunch(const LaunchInputs& in) {
       c.mounts.assign(in.settings.container_mounts.begin(), in.settings.container_mounts.end());
       c.mounts_read_only.assign(in.settings.container_mounts_read_only.begin(),
                                 in.settings.container_mounts_read_only.end());
+      c.binds = in.settings.container_binds;
       c.pull = env.pull;
       c.pull_if_missing = env.pull_if_missing;
       c.tls_verify = !env.insecure_registry;

@@ -51,6 +51,8 @@ struct LaunchSettings {
   // the buckets read-write; the environments and Python helpers read only.
   std::vector<std::string> container_mounts;
   std::vector<std::string> container_mounts_read_only;
+  // Bind-mounted at another path: the buckets at /gcs (gcs_mounts.h).
+  std::vector<replica::BindSpec> container_binds;
   // containers.user_namespace: a trainer account's container runs with the
   // image's root mapped to that account (replica::ContainerSpec).
   bool container_user_namespace = true;

@@ -27,6 +27,7 @@
 #include "http/http.h"
 #include "resources/nvml.h"
 #include "server/config.h"
+#include "server/gcs_mounts.h"
 #include "server/controller.h"
 #include "server/webhooks.h"
 #include "storage/buckets.h"
@@ -164,6 +165,8 @@ exec::IsolationPlan IsolationPlanFor(const server::Config& config, const fs::pat
   plan.keep = {data / "buckets"};
   for (const auto& [name, dir] : config.buckets) plan.keep.push_back(fs::absolute(dir));
   plan.keep_read_only = {data / "envs", config.python_helpers};
+  plan.bind = server::GcsBinds(data, config.buckets);
+  spdlog::info("/gcs: {}", server::PrepareGcsMountPoints(data, config.buckets));
   for (const server::ImageRule& r : config.images) {
     fs::path python = fs::absolute(r.python).lexically_normal();
     auto rel = python.lexically_relative(data);

@@ -196,6 +196,20 @@ class ContainerJobTest(StokerTestCase):
         self.assertEqual(self.wait_state(j, timeout=120)["state"], "JOB_STATE_SUCCEEDED")
         self.assertIn('args ["--from-cmd"]', self.logs(j))
 
+    def test_the_buckets_are_at_gcs_in_a_container(self):
+        src = os.path.join(self.tmp, "in.txt")
+        with open(src, "w") as f:
+            f.write("from-the-bucket\n")
+        self.stoker("storage", "cp", src, "gs://cdata/in.txt")
+        script = "cat /gcs/cdata/in.txt && echo from-the-container > /gcs/cdata/out.txt && ls /gcs"
+        j = self.submit(job("gcs", pool(TRAINER, command=["sh", "-c", script])))
+        self.assertEqual(self.wait_state(j, timeout=120)["state"], "JOB_STATE_SUCCEEDED",
+                         self.logs(j))
+        self.assertIn("from-the-bucket", self.logs(j))
+        self.assertIn("cdata", self.logs(j))
+        self.assertEqual(read_text(os.path.join(self.data, "buckets", "cdata", "out.txt")),
+                         "from-the-container\n")
+
     def test_local_run_runs_the_package_in_the_image(self):
         pkg = os.path.join(self.tmp, "pkg")
         os.makedirs(pkg)

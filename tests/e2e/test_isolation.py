@@ -112,6 +112,51 @@ class JobIsolationTest(IsolationCase):
         self.assertTrue(os.path.exists(os.path.join(self.data, "token")))
 
 
+GCS_TRAINER = r"""
+import os, sys
+with open("/gcs/shared/input.txt") as f:
+    text = f.read()
+os.makedirs("/gcs/shared/out", exist_ok=True)
+with open("/gcs/shared/out/%s.txt" % sys.argv[1], "w") as f:
+    f.write("seen: " + text)
+print("GCS-LISTING", sorted(os.listdir("/gcs")))
+"""
+
+
+class GcsPathsTest(IsolationCase):
+    """/gcs/BUCKET in an isolated trainer's view, cold and warm (gcs_mounts.h)."""
+
+    config = ISOLATED_CONFIG + "warm_start_idle_seconds: 60\n"
+
+    @unittest.skipUnless(os.geteuid() == 0, "a root daemon makes /gcs")
+    def test_an_isolated_trainer_reads_and_writes_buckets_at_gcs(self):
+        self.isolation_in_use()
+        src = self.write("input.txt", "bucket-content\n")
+        self.stoker("storage", "cp", src, "gs://shared/input.txt")
+        self.stoker("storage", "mb", "gs://other")
+        script = self.write("gcs_trainer.py", GCS_TRAINER)
+        os.chmod(script, 0o644)
+        for name, labels in (("cold", {"stoker-warm-start": "false"}),
+                             ("warm", {"stoker-warm-start": "true"})):
+            job = container_job("gcs-" + name, "")
+            job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["command"] = [
+                "python3", script, name]
+            job["labels"] = labels
+            job_id = self.submit(job)
+            final = self.wait_state(job_id, timeout=120)
+            log = read_text(os.path.join(self.replica_dir(job_id), "output.log"))
+            self.assertEqual(final["state"], "JOB_STATE_SUCCEEDED", log)
+            # Every bucket, stoker-outputs (the jobs' default outputs) too.
+            self.assertIn("GCS-LISTING ['other', 'shared', 'stoker-outputs']", log)
+            out = os.path.join(self.data, "buckets", "shared", "out", name + ".txt")
+            self.assertEqual(read_text(out), "seen: bucket-content\n")
+            self.assertEqual(os.stat(out).st_uid, NOBODY)
+            events = json.dumps(self.api("GET", JOBS + "/" + job_id + "/events")[1])
+            self.assertEqual("warm start:" in events, name == "warm", events)
+        # The host's /gcs stays empty: the buckets appear only in the views.
+        self.assertEqual(os.listdir("/gcs"), [])
+
+
 class WithoutIsolationTest(IsolationCase):
     """The same attack with job_isolation: off succeeds: the test above can fail."""
 
