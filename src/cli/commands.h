@@ -290,6 +290,19 @@ void AddStorageCommands(CLI::App& app, const Globals& g, int& rc);
 // where the CLI runs (containers.engine in $STOKER_HOME/config.yaml), never
 // through --server.
 void AddImagesCommands(CLI::App& app, const Globals& g, int& rc);
+// `stoker images build`'s work (images_commands.cc): builds DIR with the
+// engine on this machine; returns the exit code, having said what failed.
+struct BuildFlags {
+  std::string tag;
+  std::vector<std::string> extra_tags;  // more names for the same image
+  std::string file;
+  std::vector<std::string> build_args;
+  std::string dir;
+};
+int ImagesBuild(const BuildFlags& f);
+// `stoker builds submit` (builds_commands.cc): gcloud's Cloud Build command
+// for docker build and push steps.
+void RegisterBuildsCommands(CLI::App& app, Globals& g, int& rc);
 
 // `stoker admin users ...` (admin_commands.cc): users and tokens.
 struct AdminUserFlags {

@@ -142,12 +142,7 @@ Status CheckPath(const std::string& what, const std::string& path, bool director
   return OkStatus();
 }
 
-struct BuildFlags {
-  std::string tag;
-  std::string file;
-  std::vector<std::string> build_args;
-  std::string dir;
-};
+}  // namespace
 
 int ImagesBuild(const BuildFlags& f) {
   if (Status s = CheckPath("DIR", f.dir, /*directory=*/true); !s.ok()) return Report(s);
@@ -187,6 +182,11 @@ int ImagesBuild(const BuildFlags& f) {
     for (const std::string& u : runner::ContainerUlimitFlags()) args.push_back(u);
   }
   args.push_back("--tag=" + tag->ToString());
+  for (const std::string& extra : f.extra_tags) {
+    auto also = ParseImageReference(extra, "-t");
+    if (!also.ok()) return Report(also.status());
+    args.push_back("--tag=" + also->ToString());
+  }
   args.push_back("--file=" + dockerfile);
   for (const std::string& a : f.build_args) args.push_back("--build-arg=" + a);
   args.insert(args.end(), {"--", f.dir});
@@ -213,6 +213,8 @@ int ImagesBuild(const BuildFlags& f) {
   std::cout << "Built " << f.tag << " in " << took << " (" << engine->name << ")\n";
   return 0;
 }
+
+namespace {
 
 // ---- list ------------------------------------------------------------------
 

@@ -244,6 +244,7 @@ int main(int argc, char** argv) {
                  "anywhere on the line, as gcloud's (csv alone: stoker usage)");
   int rc = 0;
   RegisterSessionCommands(app, g, rc);
+  RegisterBuildsCommands(app, g, rc);
 
   auto* jobs = app.add_subcommand("jobs", "Custom training jobs");
   jobs->require_subcommand(1);

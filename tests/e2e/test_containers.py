@@ -210,6 +210,45 @@ class ContainerJobTest(StokerTestCase):
         self.assertEqual(read_text(os.path.join(self.data, "buckets", "cdata", "out.txt")),
                          "from-the-container\n")
 
+    def test_builds_submit_runs_a_cloud_build_configs_docker_steps(self):
+        # A Cloud Build file as a Vertex fine-tuning repository has it, then a
+        # job on the image it built.
+        ctx = os.path.join(self.tmp, "repo")
+        os.makedirs(os.path.join(ctx, "docker"))
+        with open(os.path.join(ctx, "docker", "Dockerfile"), "w") as f:
+            f.write("FROM %s\nARG GREETING\nRUN echo \"$GREETING\" > /greeting\n"
+                    "ENTRYPOINT [\"cat\", \"/greeting\"]\n" % BASE)
+        image = "us-central1-docker.pkg.dev/p/repo/built:%d" % os.getpid()
+        with open(os.path.join(ctx, "cloudbuild.yaml"), "w") as f:
+            f.write(textwrap.dedent("""\
+                steps:
+                - name: gcr.io/cloud-builders/docker
+                  args: [build, --network=cloudbuild, -t, 'us-central1-docker.pkg.dev/$PROJECT_ID/repo/built:${_TAG}',
+                         --build-arg, 'GREETING=hello from cloud build', -f, docker/Dockerfile, .]
+                - name: gcr.io/cloud-builders/docker
+                  args: [push, 'us-central1-docker.pkg.dev/$PROJECT_ID/repo/built:${_TAG}']
+                images: ['us-central1-docker.pkg.dev/$PROJECT_ID/repo/built:${_TAG}']
+                """))
+        try:
+            r = self.stoker("builds", "submit", "--config", "cloudbuild.yaml", ".",
+                            "--substitutions=_TAG=%d" % os.getpid(), cwd=ctx, timeout=600)
+            self.assertIn("kept in this machine's image store", r.stdout)
+            self.assertIn("DONE: 1 image build(s) on this machine; images: " + image, r.stdout)
+            self.assertIn("--network cloudbuild ignored", r.stderr)
+            j = self.submit(job("built", pool(image)))
+            self.assertEqual(self.wait_state(j, timeout=120)["state"], "JOB_STATE_SUCCEEDED",
+                             self.logs(j))
+            self.assertIn("hello from cloud build", self.logs(j))
+            # Steps it cannot run are refused before anything is built.
+            with open(os.path.join(ctx, "other.yaml"), "w") as f:
+                f.write("steps:\n- name: gcr.io/cloud-builders/gcloud\n  args: [version]\n")
+            r = self.stoker("builds", "submit", "--config", "other.yaml", ".", cwd=ctx,
+                            check=False)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("steps[0] (step 1): gcr.io/cloud-builders/gcloud", r.stderr)
+        finally:
+            podman("rmi", "--force", image, check=False)
+
     def test_local_run_runs_the_package_in_the_image(self):
         pkg = os.path.join(self.tmp, "pkg")
         os.makedirs(pkg)
