@@ -258,7 +258,8 @@ Status CheckRequestBounds(const http::Request& req) {
   if (req.path.rfind("/v1/projects/", 0) == 0) {
     std::string_view rest(req.path);
     rest.remove_prefix(std::string_view("/v1/projects/").size());
-    std::string_view project = rest.substr(0, rest.find('/'));
+    // The project ends at the next '/' or at a custom method (":getConfig").
+    std::string_view project = rest.substr(0, rest.find_first_of("/:"));
     if (!IsResourceId(project)) {
       return InvalidArgument("project '" + std::string(project) +
                              "': use letters, digits, '-', '_', '.' or '~' (at most 128)");

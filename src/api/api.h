@@ -97,6 +97,9 @@ struct ApiDeps {
   // user's is stored lowered, with a warning event) and console sessions'
   // lifetime (auth/policy.h).
   auth::AuthPolicy auth_policy;
+  // Which Unix account runs a caller's trainers (AI Platform's getConfig
+  // answers it as the jobs' service account).
+  auth::TrainerPolicy trainer_policy;
 };
 
 // HTTP status of an error code (the one place this mapping lives).

@@ -12,6 +12,9 @@
 // either kind in a project (the store enforces it), so every route here
 // takes both; the trainingOutput of a tuning job carries its trials in
 // AI Platform's HyperparameterOutput shape (reference §6).
+#include <pwd.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <regex>
 #include <tuple>
@@ -338,13 +341,42 @@ http::Response ListLegacyJobs(const ApiDeps& d, const std::string& project,
   return Json(out);
 }
 
+// GET /v1/projects/{p}:getConfig: AI Platform's answer, with what is true
+// here. Jobs run as a Unix account, not a Google service account: it is
+// given as ACCOUNT@HOST (the account the caller's trainers run as), in no
+// project ("0"), and no TPU account (Stoker runs no TPU jobs).
+http::Response ProjectConfig(const ApiDeps& d, const auth::Principal& caller) {
+  std::string account;
+  auto chosen = auth::TrainerAccount(d.trainer_policy, caller.unix_user);
+  if (chosen.ok() && *chosen) {
+    account = **chosen;
+  } else if (chosen.ok()) {
+    struct passwd* pw = ::getpwuid(::geteuid());  // a daemon that is not root: its own account
+    account = pw ? pw->pw_name : std::to_string(::geteuid());
+  } else {
+    return Error(chosen.status());
+  }
+  char host[256] = "localhost";
+  ::gethostname(host, sizeof host - 1);
+  return Json({{"serviceAccount", account + "@" + host},
+               {"serviceAccountProject", "0"},
+               {"config", {{"tpuServiceAccount", ""}}}});
+}
+
 }  // namespace
 
 std::optional<http::Response> HandleLegacyRoutes(const ApiDeps& d, const http::Request& req,
                                                  const auth::Principal& caller) {
   static const std::regex kJobs(R"(^/v1/projects/([^/]+)/jobs$)");
   static const std::regex kJob(R"(^/v1/projects/([^/]+)/jobs/([^/:]+)(:cancel)?$)");
+  static const std::regex kConfig(R"(^/v1/projects/([^/:]+):getConfig$)");
   std::smatch m;
+  if (std::regex_match(req.path, m, kConfig)) {
+    if (req.method != "GET") {
+      return Error(InvalidArgument("method " + req.method + " is not supported on " + req.path));
+    }
+    return ProjectConfig(d, caller);
+  }
   if (std::regex_match(req.path, m, kJobs)) {
     if (req.method == "POST") return CreateLegacyJob(d, m[1], req.body, caller);
     if (req.method == "GET") return ListLegacyJobs(d, m[1], req, caller);

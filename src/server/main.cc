@@ -382,6 +382,7 @@ int main(int argc, char** argv) {
   deps.daemon_metrics = &daemon_metrics;
   deps.tls = !config->tls_cert_file.empty();
   deps.auth_policy = config->auth;
+  deps.trainer_policy = policy;
   // Object uploads and package staging stream through the router, outside
   // the server's body limit (which stays for JSON requests).
   api::ApiHandlers handlers = api::MakeHandlers(deps);

@@ -45,5 +45,17 @@ class GcloudSessionTest(StokerTestCase):
         self.assertIn("core/project", bad.stderr)
 
 
+    def test_get_config_names_the_account_trainers_run_as(self):
+        # AI Platform's projects.getConfig, with what is true here: the test
+        # daemon runs trainers as root (default_unix_user), on this host.
+        import socket
+        status, body = self.api("GET", "/v1/projects/p:getConfig")
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body, {"serviceAccount": "root@" + socket.gethostname(),
+                                "serviceAccountProject": "0",
+                                "config": {"tpuServiceAccount": ""}})
+        self.assertEqual(self.api("POST", "/v1/projects/p:getConfig", {})[0], 400)
+
+
 if __name__ == "__main__":
     main()
