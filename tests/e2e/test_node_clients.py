@@ -15,11 +15,23 @@ import os
 import shutil
 import subprocess
 
-from harness import IMAGE, SOURCE, StokerTestCase, main, skip_or_fail
+from harness import IMAGE, SOURCE, StokerTestCase, main, read_text, skip_or_fail
 
 NODE_DIR = os.path.join(SOURCE, "tests", "node")
 SCRIPT = os.path.join(NODE_DIR, "aiplatform_client.js")
 STORAGE_SCRIPT = os.path.join(NODE_DIR, "storage_client.js")
+PACKAGE_SCRIPT = os.path.join(NODE_DIR, "package_job.js")
+
+TASK = """import argparse, os
+p = argparse.ArgumentParser()
+p.add_argument("--epochs", type=int)
+a = p.parse_args()
+model_dir = os.environ["AIP_MODEL_DIR"]
+os.makedirs(model_dir, exist_ok=True)
+with open(os.path.join(model_dir, "model.txt"), "w") as f:
+    f.write("trained %d epochs" % a.epochs)
+print("model written to", model_dir)
+"""
 INSTALL = "run scripts/install-deps.sh --test (it installs nodejs and runs npm ci --prefix tests/node)"
 
 
@@ -174,6 +186,31 @@ class NodeClientTest(StokerTestCase):
         self.assertEqual(s["deleteNonEmpty"]["code"], 409, s["deleteNonEmpty"])
         self.assertTrue(s["bucketDeleted"])
         self.assertFalse(os.path.exists(os.path.join(self.data, "buckets", "node-bucket")))
+
+
+    def test_a_package_uploaded_by_the_storage_client_runs_as_a_vertex_job(self):
+        import io
+        import tarfile
+        package = os.path.join(self.tmp, "trainer-0.1.tar.gz")
+        with tarfile.open(package, "w:gz") as tar:
+            for name, text in (("trainer-0.1/setup.py",
+                                "from setuptools import setup\nsetup(name='trainer', version='0.1', "
+                                "packages=['trainer'])\n"),
+                               ("trainer-0.1/trainer/__init__.py", ""),
+                               ("trainer-0.1/trainer/task.py", TASK)):
+                data = text.encode()
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        s = self.run_client("--package", package, "--image", IMAGE, script=PACKAGE_SCRIPT)
+        self.assertEqual(s["state"], "JOB_STATE_SUCCEEDED", s)
+        self.assertEqual(s["model"], "trained 3 epochs")
+        self.assertIn("runs/1/model/model.txt", s["outputs"])
+        job_id = s["job"].rsplit("/", 1)[1]
+        self.assertIn("model written to " + os.path.join(self.data, "buckets", "node-packages",
+                                                         "runs", "1", "model"),
+                      read_text(os.path.join(self.data, "jobs", job_id, "workerpool0-0",
+                                             "output.log")))
 
 
 if __name__ == "__main__":
