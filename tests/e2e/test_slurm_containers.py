@@ -20,7 +20,8 @@ from test_executor_contract import require_slurm
 DDP = ("import torch, torch.distributed as d; d.init_process_group('gloo'); "
        "t = torch.tensor([d.get_rank() + 1.0]); d.all_reduce(t); "
        "print('rank', d.get_rank(), 'sum', t.item(), 'in image', "
-       "__import__('os').path.exists('/run/.containerenv'), flush=True)")
+       "__import__('os').path.exists('/run/.containerenv'), flush=True); "
+       "print('gcs', open('/gcs/slurm-data/in.txt').read(), flush=True)")
 
 
 def pool(command, replicas=1):
@@ -45,6 +46,10 @@ class SlurmContainerTest(StokerTestCase):
 
     def test_a_chief_and_a_worker_train_in_containers_placed_by_slurm(self):
         ddp = ["python3", "-c", DDP]
+        src = os.path.join(self.tmp, "in.txt")
+        with open(src, "w") as f:
+            f.write("from-the-bucket")
+        self.stoker("storage", "cp", src, "gs://slurm-data/in.txt")  # read at /gcs in each
         j = self.submit({"displayName": "slurm-ddp", "jobSpec": {
             "workerPoolSpecs": [pool(ddp), pool(ddp)], "scheduling": {"maxRetries": 0}}})
         done = self.wait_state(j, timeout=240)
@@ -52,6 +57,7 @@ class SlurmContainerTest(StokerTestCase):
         self.assertEqual(done["state"], "JOB_STATE_SUCCEEDED", logs + str(done))
         for rank in range(2):
             self.assertIn("rank %d sum 3.0 in image True" % rank, logs)
+        self.assertEqual(logs.count("gcs from-the-bucket"), 2, logs)
         events = [e["reason"] for e in
                   self.api("GET", self.project_path + "/" + j + "/events")[1]["events"]]
         self.assertTrue(any("runs in a container: image " + BASE_IMAGE in e for e in events),
