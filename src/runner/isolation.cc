@@ -487,6 +487,9 @@ const char* Isolation::Fail(int note_fd, bool can_fall_back) {
 const char* Isolation::Enter(int note_fd) {
   if (mode_ == IsolationMode::kOff) return nullptr;
   if (trainer_is_root_) {
+    // Not isolated, but still shown the second paths (/gcs), which are for
+    // its convenience, not its confinement: in a mount namespace of its own.
+    if (root_ && !extra_binds_.empty() && mode_ == IsolationMode::kAuto) BindSecondPathsOnly();
     SetMessage("the trainer runs as root, which could undo any isolation", nullptr, 0);
     return Fail(note_fd, true);
   }
@@ -514,6 +517,25 @@ const char* Isolation::Enter(int note_fd) {
     (void)n;
   }
   return nullptr;
+}
+
+void Isolation::BindSecondPathsOnly() {
+  if (::unshare(CLONE_NEWNS) != 0 ||
+      ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    return;  // without them the trainer runs as before: its gs:// paths still work
+  }
+  for (Bind& b : extra_binds_) {
+    b.fd = ::open(b.source.c_str(), O_PATH | O_CLOEXEC);
+    if (b.fd < 0) break;
+    char num[24], source[48] = "/proc/self/fd/";
+    Append(source, sizeof source, Decimal(static_cast<unsigned long long>(b.fd), num));
+    if (::mount(source, b.target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) break;
+    ++mounted_extra_;
+  }
+  for (Bind& b : extra_binds_) {
+    if (b.fd >= 0) ::close(b.fd);
+    b.fd = -1;
+  }
 }
 
 Status ProbeIsolation(const fs::path& dir) {

@@ -105,6 +105,9 @@ class Isolation {
   bool Mount();
   // Undoes Mount's mounts (auto mode, after a failure).
   void Unmount();
+  // A root trainer (never isolated, auto mode): a mount namespace with only
+  // the spec's `bind` second paths. Best effort: a failure leaves them out.
+  void BindSecondPathsOnly();
   const char* Fail(int note_fd, bool can_fall_back);
   void SetMessage(const char* step, const char* path, int err);
 

@@ -2,7 +2,7 @@
 import os
 import pathlib
 
-from harness import StokerTestCase, read_text
+from harness import StokerTestCase, container_job, read_text
 
 
 class StorageTest(StokerTestCase):
@@ -43,6 +43,28 @@ class StorageTest(StokerTestCase):
         r = self.stoker("storage", "mb", "gs://made", check=False)
         self.assertEqual(r.returncode, 2)
         self.assertIn("already exists", r.stderr)
+
+
+class GcsInRootTrainersTest(StokerTestCase):
+    """A root trainer (default_unix_user: root) is never isolated, but still
+    finds the buckets at /gcs, in a mount namespace of its own."""
+
+    def test_a_root_trainer_reads_and_writes_buckets_at_gcs(self):
+        if os.geteuid() != 0:
+            self.skipTest("root trainers need a root daemon")
+        src = os.path.join(self.tmp, "in.txt")
+        with open(src, "w") as f:
+            f.write("from-the-bucket\n")
+        self.stoker("storage", "cp", src, "gs://rootdata/in.txt")
+        j = self.submit(container_job("gcs-root", "cat /gcs/rootdata/in.txt && "
+                                      "echo from-root > /gcs/rootdata/out.txt"))
+        final = self.wait_state(j)
+        log = read_text(os.path.join(self.replica_dir(j), "output.log"))
+        self.assertEqual(final["state"], "JOB_STATE_SUCCEEDED", log)
+        self.assertIn("from-the-bucket", log)
+        self.assertEqual(read_text(os.path.join(self.data, "buckets", "rootdata", "out.txt")),
+                         "from-root\n")
+        self.assertEqual(os.listdir("/gcs"), [])  # the host's mount point stays empty
 
 
 if __name__ == "__main__":
