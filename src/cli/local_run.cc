@@ -7,6 +7,9 @@
 // environment under $STOKER_HOME/envs/pip (runner/python_env.h), and the
 // trainer runs in the package directory in the foreground, replacing this
 // process.
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +25,7 @@
 #include "runner/launch.h"
 #include "runner/python_env.h"
 #include "server/config.h"
+#include "server/gcs_mounts.h"
 #include "storage/buckets.h"
 
 extern char** environ;
@@ -41,6 +45,48 @@ fs::path PythonHelpers() {
     if (fs::is_directory(p, ec)) return p;
   }
   return {};
+}
+
+// Writes `text` to the /proc file `path`; false on failure.
+bool WriteProc(const char* path, const std::string& text) {
+  int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  return ok;
+}
+
+// The buckets at /gcs/BUCKET, as a job's trainer sees them (server/gcs_mounts.h),
+// in a mount namespace of this process's own (a user namespace mapping only
+// this account first, when not root). Only where the host has /gcs to mount
+// on; best effort: says on stderr what the trainer gets.
+void ShowBucketsAtGcs(const fs::path& home, const server::Config& config) {
+  std::error_code ec;
+  if (!fs::is_directory(server::kGcsRoot, ec)) {
+    std::cerr << "local-run: no /gcs on this host (a root stokerd makes it); use gs:// paths\n";
+    return;
+  }
+  const uid_t uid = ::geteuid();
+  const gid_t gid = ::getegid();
+  bool ok = uid == 0 ? ::unshare(CLONE_NEWNS) == 0
+                     : ::unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0 &&
+                           WriteProc("/proc/self/setgroups", "deny") &&
+                           WriteProc("/proc/self/uid_map", std::to_string(uid) + " " +
+                                                               std::to_string(uid) + " 1\n") &&
+                           WriteProc("/proc/self/gid_map", std::to_string(gid) + " " +
+                                                               std::to_string(gid) + " 1\n");
+  ok = ok && ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0;
+  for (const replica::BindSpec& b : server::GcsBinds(home, config.buckets)) {
+    if (!ok) break;
+    if (!fs::is_directory(b.source, ec)) continue;
+    ok = ::mount(b.source.c_str(), b.target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) == 0;
+  }
+  if (ok) {
+    std::cerr << "local-run: the buckets of " << (home / "buckets").string() << " at /gcs\n";
+  } else {
+    std::cerr << "local-run: no /gcs for the trainer (" << std::strerror(errno)
+              << "); use gs:// paths\n";
+  }
 }
 
 // The requirements (--requirements and what the package declares) in a
@@ -240,6 +286,7 @@ int AiCustomJobsLocalRun(const Globals&, const LocalRunFlags& f) {
             << package.string() << " with " << env->python << " (the interpreter of "
             << f.executor_image_uri << "; no container)\n";
 
+  ShowBucketsAtGcs(home, *config);
   if (::chdir(package.c_str()) != 0) {
     return Report(Internal("cannot enter " + package.string() + ": " + std::strerror(errno)));
   }

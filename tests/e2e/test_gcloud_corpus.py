@@ -188,7 +188,10 @@ class GcloudCorpusTest(StokerTestCase):
         work = os.path.join(self.tmp, "lr")
         os.makedirs(work)
         with open(os.path.join(work, "task.py"), "w") as f:
-            f.write(TRAINER)
+            f.write(TRAINER.replace("import argparse, os, sys\n", "import argparse, os, sys\n"
+                                    "print('at /gcs/mine:', sorted(os.listdir('/gcs/mine')))\n"))
+        with open(os.path.join(home, "buckets", "mine", "data.csv"), "w") as f:
+            f.write("x\n")
         r = self.stoker("ai", "custom-jobs", "local-run",
                         "--executor-image-uri=us-docker.pkg.dev/vertex-ai/training/pytorch-cpu.1-13:latest",
                         "--local-package-path=" + work, "--script=task.py", "--",
@@ -198,6 +201,10 @@ class GcloudCorpusTest(StokerTestCase):
         self.assertIn("trained 1 epochs; job dir %s/buckets/mine/out" % home, out)
         self.assertIn("local-run: --job-dir=gs://mine/out -> --job-dir=%s/buckets/mine/out" % home, out)
         self.assertNotIn("absent-bucket/x ->", out)  # a bucket that does not exist stays as written
+        # The buckets at /gcs too, as in a job, where the host has /gcs (a root
+        # daemon, such as this test's, makes it).
+        if os.path.isdir("/gcs"):
+            self.assertIn("at /gcs/mine: ['data.csv']", out)
 
     def test_a_single_mapping_over_rest_is_read_with_a_warning_event(self):
         job = container_job("one-pool", "echo ran")
