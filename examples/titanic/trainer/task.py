@@ -15,8 +15,9 @@ Runs unchanged on Vertex AI custom training and on Stoker:
 * Uses CUDA when available. Seeded, so a run on the same device repeats.
 
 Stoker resolves gs:// paths to local buckets before the trainer starts. A path
-that still starts with gs:// maps to /gcs/... where that mount exists (Vertex
-AI) and is otherwise rejected with an explanation (exit status 2).
+that still starts with gs:// maps to /gcs/BUCKET/... where the bucket is
+mounted there (Vertex AI, and Stoker's jobs) and is otherwise rejected with an
+explanation (exit status 2).
 """
 
 import argparse
@@ -78,11 +79,14 @@ def local_path(path, what):
     """Returns a local filesystem path for PATH, refusing unresolved gs://.
 
     Stoker hands trainers local paths. On Vertex AI, Cloud Storage is
-    FUSE-mounted at /gcs/<bucket>/..., so gs:// maps there when /gcs exists.
-    Anywhere else a gs:// path is an error (exit status 2).
+    FUSE-mounted at /gcs/<bucket>/... (Stoker's jobs see their buckets there
+    too), so gs:// maps there when the bucket is at /gcs. Anywhere else (an
+    empty /gcs on a host is only a mount point) a gs:// path is an error
+    (exit status 2).
     """
     if path.startswith('gs://'):
-        if os.path.isdir('/gcs'):
+        bucket = path[len('gs://'):].split('/', 1)[0]
+        if bucket and os.path.isdir(os.path.join('/gcs', bucket)):
             return '/gcs/' + path[len('gs://'):]
         die('%s is %s, a Cloud Storage URI that was not mapped to a local '
             'path. Run the trainer through Stoker (which resolves gs://BUCKET '
