@@ -275,6 +275,68 @@ TEST_F(ApiTest, AnUploadSessionIsCancelledOnlyByItsStarterOrAnAdmin) {
   EXPECT_EQ(request("DELETE", {{"upload_id", start()}}, root).status, 499);
 }
 
+// Cloud Storage JSON API input that cannot be served gets a 4xx naming
+// the field and the fix (the official clients' happy paths are e2e:
+// tests/e2e/test_node_clients.py).
+TEST_F(ApiTest, StorageRefusesWhatItCannotKeepNamingTheField) {
+  ASSERT_EQ(Call("POST", "/storage/v1/b", {{"name", "gcsapi"}}, ada_).status, 200);
+  http::Response labels = Call("PATCH", "/storage/v1/b/gcsapi", {{"labels", {{"a", "b"}}}}, ada_);
+  EXPECT_EQ(labels.status, 400) << labels.body;
+  EXPECT_NE(labels.body.find("labels: bucket settings are not kept"), std::string::npos);
+  http::Response empty = Call("PATCH", "/storage/v1/b/gcsapi", json::object(), ada_);
+  EXPECT_EQ(empty.status, 200) << empty.body;
+  EXPECT_EQ(Body(empty)["kind"], "storage#bucket");
+  EXPECT_EQ(Call("POST", "/storage/v1/b", {{"name", "gcsapi"}}, ada_).status, 409);
+
+  auto upload = [&](std::map<std::string, std::string> query, std::string content_type,
+                    std::string body) {
+    http::Request r;
+    r.method = "POST";
+    r.path = r.target = "/upload/storage/v1/b/gcsapi/o";
+    r.query = std::move(query);
+    r.headers["authorization"] = "Bearer " + ada_;
+    r.headers["content-type"] = std::move(content_type);
+    r.body = std::move(body);
+    return handler_(r);
+  };
+  const std::string part = "--b\r\nContent-Type: application/json\r\n\r\n";
+  http::Response ok = upload({{"uploadType", "multipart"}}, "multipart/related; boundary=b",
+                             part + R"({"name":"m.txt","contentType":"text/plain"})" +
+                                 "\r\n--b\r\n\r\nhello\r\n--b--");
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(Body(ok)["contentType"], "text/plain");
+  EXPECT_EQ(Body(ok)["size"], "5");
+  http::Response no_boundary = upload({{"uploadType", "multipart"}}, "multipart/related", "x");
+  EXPECT_EQ(no_boundary.status, 400);
+  EXPECT_NE(no_boundary.body.find("Content-Type"), std::string::npos) << no_boundary.body;
+  http::Response no_name = upload({{"uploadType", "multipart"}}, "multipart/related; boundary=b",
+                                  part + "{}\r\n--b\r\n\r\nhello\r\n--b--");
+  EXPECT_EQ(no_name.status, 400);
+  EXPECT_NE(no_name.body.find("name: the object name is required"), std::string::npos);
+  http::Response bad_type = upload({{"uploadType", "multipart"}}, "multipart/related; boundary=b",
+                                   part + R"({"name":"n","contentType":7})" +
+                                       "\r\n--b\r\n\r\nx\r\n--b--");
+  EXPECT_EQ(bad_type.status, 400);
+  EXPECT_NE(bad_type.body.find("metadata part.contentType"), std::string::npos) << bad_type.body;
+  http::Response cut = upload({{"uploadType", "multipart"}}, "multipart/related; boundary=b",
+                              part + R"({"name":"cut"})" + "\r\n--b\r\n\r\nhal");
+  EXPECT_EQ(cut.status, 400);
+  EXPECT_NE(cut.body.find("closing boundary"), std::string::npos) << cut.body;
+  EXPECT_EQ(Call("GET", "/storage/v1/b/gcsapi/o/cut", json(), ada_).status, 404);  // nothing kept
+
+  http::Request list;
+  list.method = "GET";
+  list.path = list.target = "/storage/v1/b/gcsapi/o";
+  list.query = {{"maxResults", "0"}};
+  list.headers["authorization"] = "Bearer " + ada_;
+  http::Response bad_page = handler_(list);
+  EXPECT_EQ(bad_page.status, 400);
+  EXPECT_NE(bad_page.body.find("maxResults: '0' is not a number from 1 to 1000"),
+            std::string::npos);
+  // A non-empty bucket is a conflict, as in Cloud Storage.
+  EXPECT_EQ(Call("DELETE", "/storage/v1/b/gcsapi", json(), ada_).status, 409);
+}
+
 json WithPriority(json job, int priority) {
   job["jobSpec"]["scheduling"] = {{"priority", priority}};
   return job;

@@ -73,6 +73,15 @@ unsigned long LockedFlags(const char* path) {
   return flags;
 }
 
+// Binds the directory open as `fd` (O_PATH) at `target`, recursively,
+// through /proc/self/fd/N: the path it was opened by may be hidden by now.
+// Syscalls only (it runs between fork and exec).
+bool BindFd(int fd, const char* target) {
+  char num[24], source[48] = "/proc/self/fd/";
+  Append(source, sizeof source, Decimal(static_cast<unsigned long long>(fd), num));
+  return ::mount(source, target, nullptr, MS_BIND | MS_REC, nullptr) == 0;
+}
+
 bool IsUnder(const fs::path& path, const fs::path& dir) {
   auto [d, p] = std::mismatch(dir.begin(), dir.end(), path.begin(), path.end());
   return d == dir.end() || (std::next(d) == dir.end() && d->empty());
@@ -379,9 +388,7 @@ bool Isolation::Mount() {
     }
   }
   for (const Bind& b : binds_) {
-    char num[24], source[48] = "/proc/self/fd/";
-    Append(source, sizeof source, Decimal(static_cast<unsigned long long>(b.fd), num));
-    if (::mount(source, b.target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+    if (!BindFd(b.fd, b.target.c_str())) {
       SetMessage("binding back", b.target.c_str(), errno);
       return false;
     }
@@ -393,9 +400,7 @@ bool Isolation::Mount() {
     }
   }
   for (const Bind& b : extra_binds_) {
-    char num[24], source[48] = "/proc/self/fd/";
-    Append(source, sizeof source, Decimal(static_cast<unsigned long long>(b.fd), num));
-    if (::mount(source, b.target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+    if (!BindFd(b.fd, b.target.c_str())) {
       SetMessage("binding a second path", b.target.c_str(), errno);
       return false;
     }
@@ -526,10 +531,7 @@ void Isolation::BindSecondPathsOnly() {
   }
   for (Bind& b : extra_binds_) {
     b.fd = ::open(b.source.c_str(), O_PATH | O_CLOEXEC);
-    if (b.fd < 0) break;
-    char num[24], source[48] = "/proc/self/fd/";
-    Append(source, sizeof source, Decimal(static_cast<unsigned long long>(b.fd), num));
-    if (::mount(source, b.target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) break;
+    if (b.fd < 0 || !BindFd(b.fd, b.target.c_str())) break;
     ++mounted_extra_;
   }
   for (Bind& b : extra_binds_) {
