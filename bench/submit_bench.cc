@@ -323,8 +323,8 @@ int StartLatency(const Flags& f) {
   const std::string body = JobBody(command, false, f.image);
 
   // Per job: client stamps, server stamps, and phase boundaries seen on disk.
-  std::vector<double> rtt, sup_lat, tr_lat, ph_queue, ph_launch, ph_spawn, ph_fork, ph_exec,
-      ph_create;
+  std::vector<double> rtt, sup_lat, tr_lat, ph_queue, ph_spawn, ph_fork, ph_exec,
+      ph_create, create_to_fork;
   int failures = 0;
   std::string first_error;
   for (int i = 0; i < jobs; ++i) {
@@ -385,6 +385,7 @@ int StartLatency(const Flags& f) {
       ph_queue.push_back(launch - create);
       ph_spawn.push_back(sup_start - launch);
       ph_fork.push_back(start_us - sup_start);
+      create_to_fork.push_back(start_us - create);
       if (started) ph_exec.push_back(*started - start_us);
     }
   }
@@ -399,7 +400,10 @@ int StartLatency(const Flags& f) {
                   {{"create_to_response", Summary(ph_create)},
                    {"create_to_launch_json", Summary(ph_queue)},
                    {"launch_json_to_supervisor", Summary(ph_spawn)},
-                   {"supervisor_to_trainer_fork", Summary(ph_fork)}}}};
+                   {"supervisor_to_trainer_fork", Summary(ph_fork)}}},
+                 // Issue #29's start-path figure: the job's record made to
+                 // its trainer process forked.
+                 {"create_to_trainer_fork", Summary(create_to_fork)}};
   if (f.trainer_clock) {
     result["start_latency_trainer_clock"] = Summary(tr_lat);
     result["phases"]["trainer_fork_to_exec"] = Summary(ph_exec);
@@ -410,6 +414,7 @@ int StartLatency(const Flags& f) {
               json(command).dump().c_str(), failures);
   PrintSummary("submit RTT (POST round trip)", result["submit_rtt"]);
   PrintSummary("start latency, supervisor clock", result["start_latency_supervisor_clock"]);
+  PrintSummary("createTime -> trainer forked", result["create_to_trainer_fork"]);
   if (f.trainer_clock) PrintSummary("start latency, trainer clock", result["start_latency_trainer_clock"]);
   std::printf(" phases:\n");
   for (auto& [k, v] : result["phases"].items()) PrintSummary(k, v);

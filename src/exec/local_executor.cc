@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -16,45 +15,11 @@
 #include "exec/replica_files.h"
 #include "exec/trainer_account.h"
 
-extern char** environ;
-
 namespace stoker::exec {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-// Starts `stoker-run --replica-dir DIR` in a session of its own, with its
-// output in DIR/runner.log. stokerd is the child subreaper of its
-// supervisors and reaps them; should stokerd die they re-parent to init and
-// keep running.
-Status SpawnSupervisor(const fs::path& runner, const fs::path& dir) {
-  std::string runner_s = runner.string(), dir_s = dir.string();
-  std::string log = (dir / "runner.log").string();
-  std::vector<char*> argv = {runner_s.data(), const_cast<char*>("--replica-dir"), dir_s.data(),
-                             nullptr};
-  posix_spawn_file_actions_t files;
-  posix_spawn_file_actions_init(&files);
-  posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&files, 1, log.c_str(),
-                                   O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0644);
-  posix_spawn_file_actions_adddup2(&files, 1, 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  pid_t pid;
-  int rc = posix_spawn(&pid, runner_s.c_str(), &files, &attr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&files);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
-    return Internal("cannot start " + runner_s + ": " + std::strerror(rc) +
-                    " (check --runner or that stoker-run sits beside stokerd)");
-  }
-  return OkStatus();
-}
 
 }  // namespace
 
@@ -62,7 +27,10 @@ LocalExecutor::LocalExecutor(LocalOptions options)
     : data_dir_(std::move(options.data_dir)),
       runner_path_(std::move(options.runner)),
       accounts_(std::move(options.trainer_accounts)),
-      isolation_(std::move(options.isolation)) {}
+      isolation_(std::move(options.isolation)),
+      supervisors_(std::make_unique<SupervisorPool>(runner_path_, options.standby_supervisors)) {
+  supervisors_->Refill();
+}
 
 LocalExecutor::LocalExecutor(fs::path data_dir, fs::path runner_path)
     : LocalExecutor(LocalOptions{std::move(data_dir), std::move(runner_path), nullptr, {}}) {}
@@ -81,8 +49,10 @@ Status LocalExecutor::Launch(const JobLaunch& launch) {
   for (const ReplicaLaunch& r : launch.replicas) {
     fs::path dir = ReplicaDir(launch.job_id, launch.attempt, r.name);
     STOKER_ASSIGN_OR_RETURN(bool prepared, PrepareReplicaDir(plan, launch.job_id, dir, r));
-    if (prepared) STOKER_RETURN_IF_ERROR(SpawnSupervisor(runner_path_, dir));
+    if (prepared) STOKER_RETURN_IF_ERROR(supervisors_->Start(dir));
   }
+  // The next launch's supervisors start now, after this one's.
+  supervisors_->Refill();
   return OkStatus();
 }
 

@@ -8,11 +8,13 @@
 
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "exec/executor.h"
 #include "exec/replica_dir_executor.h"
+#include "exec/supervisor_pool.h"
 #include "exec/trainer_account.h"
 
 namespace stoker::exec {
@@ -29,6 +31,9 @@ struct LocalOptions {
   // and what to hide and keep; Launch adds the job's own directory,
   // <data_dir>/jobs/<job>, to what is kept.
   IsolationPlan isolation;
+  // Supervisors kept waiting for a launch (supervisor_pool.h); 0 starts
+  // each one when its replica is launched.
+  size_t standby_supervisors = 0;
 };
 
 class LocalExecutor : public ReplicaDirExecutor {
@@ -56,6 +61,7 @@ class LocalExecutor : public ReplicaDirExecutor {
   std::filesystem::path runner_path_;
   TrainerAccounts accounts_;
   IsolationPlan isolation_;
+  std::unique_ptr<SupervisorPool> supervisors_;
 };
 
 }  // namespace stoker::exec

@@ -2,6 +2,8 @@
 //
 //   stoker-run [--detach] --replica-dir DIR
 //   stoker-run --slurm --job-dir DIR      (one Slurm task; slurm_task.h)
+//   stoker-run --standby                  (waits for DIR on stdin; stokerd's
+//                                          exec/supervisor_pool.h)
 //
 // With --detach the command returns as soon as the supervisor process exists
 // (double fork + setsid, supervisor reparented to init in its own session,
@@ -15,6 +17,8 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,7 +39,10 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: stoker-run [--detach] --replica-dir DIR\n"
+    "       stoker-run --standby [PADDING]   (DIR on stdin: stokerd's waiting supervisors)\n"
     "       stoker-run --slurm --job-dir DIR   (inside a Slurm step: one task per replica)\n";
+
+void OutputToRunnerLog(const std::string& dir);
 
 // Turns the calling process into the detached supervisor; returns only in
 // the grandchild. The original process exits 0 once the grandchild is forked.
@@ -55,8 +62,13 @@ void Detach(const std::string& dir) {
   pid_t supervisor = ::fork();
   if (supervisor < 0) ::_exit(1);
   if (supervisor > 0) ::_exit(0);
+  OutputToRunnerLog(dir);
+}
 
-  // The supervisor: nothing inherited from the launcher but what it needs.
+// The supervisor's descriptors: nothing inherited from its starter but
+// stdin from /dev/null and stdout/stderr appended to DIR/runner.log. Exits 1
+// when they cannot be had.
+void OutputToRunnerLog(const std::string& dir) {
   ::close_range(3, ~0U, 0);
   int in = ::open("/dev/null", O_RDONLY);
   std::string log = dir + "/runner.log";
@@ -71,6 +83,40 @@ void Detach(const std::string& dir) {
   ::dup2(out, STDERR_FILENO);
   if (in > STDERR_FILENO) ::close(in);
   if (out > STDERR_FILENO) ::close(out);
+}
+
+// `stoker-run --standby` (stokerd's SupervisorPool, exec/supervisor_pool.h):
+// waits for a replica directory on stdin, a pipe only stokerd writes: one
+// absolute path, then end of file. Returns it, or exits 0 when the pipe ends
+// empty (stokerd is gone or needs no more standbys) and 2 on anything else.
+std::string AwaitReplicaDir() {
+  std::string dir;
+  char buf[512];
+  for (;;) {
+    ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) ::_exit(2);
+    if (n == 0) break;
+    dir.append(buf, static_cast<size_t>(n));
+    if (dir.size() > PATH_MAX) ::_exit(2);
+  }
+  if (dir.empty()) ::_exit(0);
+  if (dir[0] != '/' || dir.find('\0') != std::string::npos) ::_exit(2);
+  return dir;
+}
+
+// Makes /proc/self/cmdline read `stoker-run --replica-dir DIR`, as a
+// supervisor started for DIR does (ps, pgrep -f and the operators who use
+// them find a replica's supervisor by its directory): written over the
+// arguments after argv[0], which stokerd pads for it with spaces.
+void ShowReplicaDirInArgv(int argc, char** argv, const std::string& dir) {
+  if (argc < 2) return;
+  char* begin = argv[1];
+  char* end = argv[argc - 1] + std::strlen(argv[argc - 1]) + 1;
+  std::string shown = std::string("--replica-dir") + '\0' + dir + '\0';
+  if (shown.size() > static_cast<size_t>(end - begin)) return;
+  std::memcpy(begin, shown.data(), shown.size());
+  std::memset(begin + shown.size(), 0, static_cast<size_t>(end - begin) - shown.size());
 }
 
 std::string Env(const char* name, const char* fallback = nullptr) {
@@ -191,6 +237,12 @@ int main(int argc, char** argv) {
   // other account may write it: never looser than 022, whatever it was
   // started with (the trainer gets 022, or 002 with the bucket group).
   ::umask(::umask(0) | 022);
+  if ((argc == 2 || argc == 3) && std::strcmp(argv[1], "--standby") == 0) {
+    std::string dir = AwaitReplicaDir();
+    ShowReplicaDirInArgv(argc, argv, dir);
+    OutputToRunnerLog(dir);
+    return stoker::runner::RunSupervisor(dir);
+  }
   bool detach = false, slurm = false;
   std::string dir, job_dir;
   for (int i = 1; i < argc; ++i) {

@@ -134,11 +134,15 @@ class InstalledLayoutTest(unittest.TestCase):
         job_id = json.loads(out)["name"].rsplit("/", 1)[1]
 
         def replica_pids():
+            # Supervising a replica (not one of the daemon's standbys, which
+            # wait for a launch with `--standby`).
             pids = []
             for p in glob.glob("/proc/[0-9]*/exe"):
                 try:
                     if os.readlink(p) == self.installed("bin", "stoker-run"):
-                        pids.append(p)
+                        with open(p[:-len("exe")] + "cmdline", "rb") as f:
+                            if b"--replica-dir" in f.read().split(b"\0"):
+                                pids.append(p)
                 except OSError:
                     pass
             return pids

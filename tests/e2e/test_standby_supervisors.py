@@ -1,0 +1,73 @@
+"""Supervisors started ahead of their replicas (exec/supervisor_pool.h,
+decision 0041): stokerd keeps two `stoker-run --standby` processes waiting;
+a launch hands one its replica directory. Real stokerd and stoker-run."""
+import json
+import os
+import signal
+
+from harness import IMAGE, StokerTestCase, container_job, pid_alive, read_text, wait_for
+
+
+def standbys_of(daemon_pid):
+    """The daemon's children still waiting as standbys."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = read_text("/proc/%s/stat" % entry).rsplit(")", 1)[1].split()
+            with open("/proc/%s/cmdline" % entry, "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if int(stat[1]) == daemon_pid and stat[0] != "Z" and args[1:2] == [b"--standby"]:
+            found.append(int(entry))
+    return sorted(found)
+
+
+class StandbySupervisorsTest(StokerTestCase):
+    def test_a_standby_supervises_the_replica_and_shows_its_directory(self):
+        daemon = self.daemon.proc.pid
+        first = wait_for(lambda: len(standbys_of(daemon)) == 2 and standbys_of(daemon), 30,
+                         "two standby supervisors")
+        gate = os.path.join(self.tmp, "gate")
+        job_id = self.submit(container_job(
+            "standby", "while [ ! -e %s ]; do sleep 0.05; done; echo done" % gate))
+        dir_ = self.replica_dir(job_id)
+        runner = wait_for(lambda: os.path.exists(os.path.join(dir_, "runner.json")) and
+                          json.loads(read_text(os.path.join(dir_, "runner.json"))), 30,
+                          "the supervisor's runner.json")
+        # One of the two that waited took it, and shows which replica it runs,
+        # as a supervisor started for it would (ps, pgrep -f).
+        self.assertIn(runner["pid"], first)
+        with open("/proc/%d/cmdline" % runner["pid"], "rb") as f:
+            args = [a for a in f.read().split(b"\0") if a]
+        self.assertEqual(args[1:], [b"--replica-dir", dir_.encode()])
+        # The pool is full again, without the one that left it.
+        refilled = wait_for(lambda: len(standbys_of(daemon)) == 2 and standbys_of(daemon), 30,
+                            "the pool to refill")
+        self.assertNotIn(runner["pid"], refilled)
+        open(gate, "w").close()
+        self.assertEqual(self.wait_state(job_id)["state"], "JOB_STATE_SUCCEEDED")
+        self.assertIn("done", read_text(os.path.join(dir_, "output.log")))
+
+        # They end with the daemon: nothing waits for a daemon that is gone.
+        self.daemon.kill(signal.SIGKILL)
+        wait_for(lambda: not any(pid_alive(p) for p in refilled), 10, "the standbys to exit")
+
+    def test_jobs_with_more_replicas_than_standbys_all_start(self):
+        # Four replicas a job, two standbys: the rest start the slow way.
+        workers = [{"machineSpec": {"machineType": "e2-standard-2"}, "replicaCount": 3,
+                    "containerSpec": {"imageUri": IMAGE, "command": ["/bin/sh", "-c", "echo w"]}}]
+        ids = [self.submit(container_job("wide%d" % i, "echo chief", pools=workers))
+               for i in range(3)]
+        for job_id in ids:
+            self.assertEqual(self.wait_state(job_id)["state"], "JOB_STATE_SUCCEEDED", job_id)
+            for r in ["workerpool0-0", "workerpool1-0", "workerpool1-1", "workerpool1-2"]:
+                status = json.loads(read_text(os.path.join(self.replica_dir(job_id, r),
+                                                           "status.json")))
+                self.assertEqual(status["exit_code"], 0, (job_id, r))
+
+if __name__ == "__main__":
+    import unittest
+    unittest.main()
