@@ -67,6 +67,11 @@ int LegacySubmitTraining(const Globals& g, const LegacySubmitFlags& f) {
     return Report(
         InvalidArgument("--staging-bucket: must be a gs:// URI, got '" + *f.staging_bucket + "'"));
   }
+  if (f.staging_bucket) {
+    std::cerr << "WARNING: --staging-bucket " << *f.staging_bucket
+              << " is not used: Stoker stages the packages in its own bucket, "
+                 "gs://stoker-staging (leave the flag out to silence this)\n";
+  }
 
   spec::LegacyFlags flags;
   flags.job_dir = f.job_dir;

@@ -115,6 +115,9 @@ struct ReplicaStatus {
   // kEnded: the kernel killed a process of it for exceeding its memory
   // limit (`message` says the limit and the machine type).
   bool oom_killed = false;
+  // kEnded, kLaunchFailed: a retry would fail the same way (status.json's
+  // "permanent").
+  bool permanent = false;
   int64_t start_us = 0;  // trainer start; 0 if not started
   int64_t end_us = 0;
   // How the supervisor started the trainer, once it knows ("warm start: ...",

@@ -37,6 +37,7 @@ bool ReadFinalStatus(const fs::path& dir, ReplicaStatus& st) {
   st.signal = s->signal;
   st.message = std::move(s->message);
   st.oom_killed = s->oom_killed;
+  st.permanent = s->permanent;
   st.start_us = s->start_time_us;
   st.end_us = s->end_time_us;
   return true;

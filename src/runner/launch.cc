@@ -225,7 +225,7 @@ std::string DescribeEnd(const Outcome& o) {
 
 std::string FormatStatusJson(const Outcome& o) {
   return replica::FormatStatus({o.state, o.exit_code, o.signal, o.start_time_us, o.end_time_us,
-                                DescribeOutcome(o), o.oom_killed});
+                                DescribeOutcome(o), o.oom_killed, o.permanent});
 }
 
 }  // namespace stoker::runner

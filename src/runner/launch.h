@@ -135,6 +135,8 @@ struct Outcome {
   // limit; `message` then says which limit ("workerpool0-0 used more than
   // its 15 GB (n1-standard-4) ...").
   bool oom_killed = false;
+  // kLaunchFailed that a retry would meet again (replica_contract.h).
+  bool permanent = false;
 };
 
 // "SIGKILL" for 9; "signal 70" for numbers without a name.

@@ -556,6 +556,7 @@ std::string FormatStatus(const FinalStatus& s) {
       {"message", s.message},
   };
   if (s.oom_killed) doc["oom_killed"] = true;
+  if (s.permanent) doc["permanent"] = true;
   return doc.dump(2) + "\n";
 }
 
@@ -577,6 +578,7 @@ Result<FinalStatus> ParseStatus(std::string_view text) {
   s.end_time_us = IntField(doc, "end_time_us");
   if (auto m = doc.find("message"); m != doc.end() && m->is_string()) s.message = *m;
   if (auto o = doc.find("oom_killed"); o != doc.end() && o->is_boolean()) s.oom_killed = *o;
+  if (auto p = doc.find("permanent"); p != doc.end() && p->is_boolean()) s.permanent = *p;
   return s;
 }
 

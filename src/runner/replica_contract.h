@@ -242,6 +242,10 @@ struct FinalStatus {
   // The kernel killed a process of the replica for exceeding its memory
   // limit (the message then says the limit and the machine type).
   bool oom_killed = false;
+  // launch_failed for a reason that a new attempt would meet again (the
+  // image or the packages are wrong, the machine lacks what the job
+  // needs): the daemon fails the job instead of retrying it.
+  bool permanent = false;
 };
 std::string FormatStatus(const FinalStatus& status);
 // InvalidArgument for anything but an object with a known "state" (missing

@@ -149,6 +149,14 @@ TEST(ReplicaContractTest, AStatusReadsBackAsWritten) {
   EXPECT_EQ(back->start_time_us, 100);
   EXPECT_EQ(back->end_time_us, 200);
   EXPECT_EQ(back->message, s.message);
+  EXPECT_FALSE(back->permanent);
+
+  FinalStatus failed{EndState::kLaunchFailed, std::nullopt, std::nullopt, 100, 100, "no CDI"};
+  failed.permanent = true;
+  auto read = ParseStatus(FormatStatus(failed));
+  ASSERT_TRUE(read.ok());
+  EXPECT_TRUE(read->permanent);
+  EXPECT_NE(FormatStatus(failed).find("\"permanent\": true"), std::string::npos);
 }
 
 TEST(ReplicaContractTest, ADamagedStatusIsRefusedNotThrown) {

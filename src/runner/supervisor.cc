@@ -136,6 +136,11 @@ class Supervisor {
   // SIGCHLD there is only noted) or the daemon removed the claim.
   bool CancelRequested();
   void SetPreparing(const std::string& note);
+  // A preparation step's failure as the launch's: its message, and
+  // permanent (replica_contract.h) when the status says the input or this
+  // machine is wrong (invalid argument, not found, failed precondition),
+  // which another attempt would meet again.
+  void FailLaunch(const Status& s);
   // Reaps on SIGCHLD; true when a cancel (SIGTERM, SIGINT, SIGHUP) came.
   bool DrainSignals();
   void StartTrainer(const LaunchSpec& spec, const std::vector<fs::path>& python_path);
@@ -523,6 +528,12 @@ bool Supervisor::CancelRequested() {
 }
 
 // The daemon sees the replica as preparing, not stuck (no start limit).
+void Supervisor::FailLaunch(const Status& s) {
+  outcome_.message = s.message();
+  outcome_.permanent = s.code() == Code::kInvalidArgument || s.code() == Code::kNotFound ||
+                       s.code() == Code::kFailedPrecondition;
+}
+
 void Supervisor::SetPreparing(const std::string& note) {
   Status s =
       WriteFileAtomic(dir_ / replica::kPreparingFile,
@@ -718,6 +729,7 @@ void Supervisor::StartTrainer(const LaunchSpec& spec, const std::vector<fs::path
   std::vector<gid_t> groups;
   if (run_as) {
     if (::geteuid() != 0 && ::geteuid() != run_as->uid) {
+      outcome_.permanent = true;
       outcome_.message = "cannot run the trainer as " + run_as->user + " (uid " +
                          std::to_string(run_as->uid) + "): stoker-run is not root";
       return;
@@ -1182,7 +1194,7 @@ int Supervisor::Run() {
 
   Result<std::vector<fs::path>> python_path = UnpackPackages(*spec);
   if (!python_path.ok()) {
-    outcome_.message = python_path.status().message();
+    FailLaunch(python_path.status());
     return Finish();
   }
   if (DrainSignals()) {
@@ -1221,7 +1233,7 @@ int Supervisor::Run() {
       outcome_.state = EndState::kCancelled;
       return true;
     }
-    if (!s.ok()) outcome_.message = s.message();
+    if (!s.ok()) FailLaunch(s);
     return !s.ok();
   };
   if (spec->container && spec->container->pull && stopped(PullImage(*spec->container))) {
@@ -1236,7 +1248,7 @@ int Supervisor::Run() {
     container_ = spec->container;
     Result<LaunchSpec> run = ContainerLaunch(*spec, *python_path);
     if (!run.ok()) {
-      outcome_.message = run.status().message();
+      FailLaunch(run.status());
       return Finish();
     }
     spec = std::move(run);
@@ -1274,6 +1286,7 @@ int Supervisor::Run() {
     // The engine's own failure (docker and podman both say 125): nothing of
     // the trainer ran. Its words are in the log just above.
     outcome_.state = EndState::kLaunchFailed;
+    outcome_.permanent = true;
     outcome_.message = container_->engine + " could not run image " + container_->image +
                        " (exit 125; its words are in the replica's log). A missing image: "
                        "build it with `stoker images build -t " +

@@ -223,15 +223,18 @@ class Call {
     held_ = Copy(st_, true);
     for (const Hold& h : e.holds) Book(c_, *held_, h, +1);
     reserved_us_ = r.start_us;
-    reserved_text_ = ReservationText(r);
-    // The reservation holder is always explained in full.
+    // The reservation holder is always explained in full, with the same
+    // estimate as its start column (the expected run times, when known).
     int64_t estimate = r.start_us;
+    std::optional<int64_t> expected;
     if (expected_mode_) {
       auto e2 = EarliestFit(c_, st_, expected_.Sorted(), expected_.pool, m.shape, o_, snap_.now_us,
                             false, replay_);
       reserved_expected_us_ = e2 ? e2->start_us : 0;
       estimate = reserved_expected_us_;
+      expected = estimate;
     }
+    reserved_text_ = ReservationText(r, expected);
     AddWait(j.queued.id, ReservedReason(Diagnosis(m), reserved_text_), estimate);
     d_.reservation = std::move(r);
     ++waiting_ahead_;

@@ -167,12 +167,21 @@ std::string NeverFitsProblem(const Cluster& c, const State& idle, const Shape& s
          " (ask for less, allow accelerator substitution, or add nodes)";
 }
 
-std::string ReservationText(const Reservation& r) {
-  if (r.start_us == 0) return "start unknown: it waits on running jobs with no runtime bound";
-  std::string s = "starts at " + FormatTime(r.start_us);
+std::string ReservationText(const Reservation& r, std::optional<int64_t> expected_us) {
+  std::string after;
   if (!r.after_jobs.empty()) {
-    s += " after job" + std::string(r.after_jobs.size() > 1 ? "s " : " ") + JobList(r.after_jobs) +
-         (r.after_jobs.size() > 1 ? " end" : " ends");
+    after = " after job" + std::string(r.after_jobs.size() > 1 ? "s " : " ") +
+            JobList(r.after_jobs) + (r.after_jobs.size() > 1 ? " end" : " ends");
+  }
+  if (!expected_us) {
+    if (r.start_us == 0) return "start unknown: it waits on running jobs with no runtime bound";
+    return "starts at " + FormatTime(r.start_us) + after;
+  }
+  std::string s = *expected_us == 0
+                      ? "start unknown (no job like those ahead has ended yet)"
+                      : "expected to start at " + FormatTime(*expected_us) + after;
+  if (r.start_us != 0 && r.start_us != *expected_us) {
+    s += "; at the latest at " + FormatTime(r.start_us) + ", their time limits";
   }
   return s;
 }

@@ -5,6 +5,7 @@
 // waits pay for these; none of them is on the per-job path of a long queue.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -40,8 +41,11 @@ std::string Diagnose(const Cluster& c, const State& s, const Shape& shape, const
                      Summary& sum);
 
 // "starts at 2026-11-22T10:00:00Z after jobs 12, 15 end", or that the start
-// is unknown (start_us 0).
-std::string ReservationText(const Reservation& r);
+// is unknown (start_us 0). With `expected_us` (the expected run times'
+// start, the queue's estimate; 0 when unknown) that is the time said, and
+// r.start_us, the latest start (the jobs ahead reaching their time
+// limits), follows it: one estimate everywhere, the bound as such.
+std::string ReservationText(const Reservation& r, std::optional<int64_t> expected_us = {});
 
 // Appends "; N jobs ahead in the queue" ("1 job" for one); nothing for 0.
 void AppendJobsAhead(std::string& out, int ahead);

@@ -1038,6 +1038,12 @@ TEST(PolicyTest, EstimatesStartsFromExpectedRunTimesNotFromTimeouts) {
   // The reservation (and so backfill) still keeps to the bounds.
   ASSERT_TRUE(d.reservation);
   EXPECT_EQ(d.reservation->start_us, kNow + 7 * 86400 * kS);
+  // Its reason says the same start as the estimate, and the bound as such
+  // (it once said "starts at" the 7-day bound beside an estimate of 20 s).
+  EXPECT_TRUE(Contains(Waiting(d, "a")->Reason(),
+                       "reserved: expected to start at 2026-11-18T11:07:00Z after job r ends; "
+                       "at the latest at 2026-11-25T11:06:40Z, their time limits"))
+      << Waiting(d, "a")->Reason();
 }
 
 TEST(PolicyTest, EstimatesNothingBehindAJobWhoseRunTimeIsUnknown) {

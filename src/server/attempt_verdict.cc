@@ -45,11 +45,13 @@ Verdict Failure(const exec::ReplicaStatus& r, const AttemptFacts& facts) {
     v.what = "The replica " + r.name + " exited with a non-zero status of " +
              std::to_string(r.exit_code.value_or(-1)) + ".";
   }
-  // A memory limit exceeded once is exceeded again: not retried.
+  // A memory limit exceeded once is exceeded again, and so is a launch
+  // failure the supervisor calls permanent: not retried.
+  const bool permanent = r.end_state == exec::EndState::kLaunchFailed && r.permanent;
   v.retriable = r.end_state != exec::EndState::kTimeout &&
-                r.end_state != exec::EndState::kCancelled && !r.oom_killed;
-  v.infrastructure =
-      r.phase == exec::ReplicaPhase::kLost || r.end_state == exec::EndState::kLaunchFailed;
+                r.end_state != exec::EndState::kCancelled && !r.oom_killed && !permanent;
+  v.infrastructure = r.phase == exec::ReplicaPhase::kLost ||
+                     (r.end_state == exec::EndState::kLaunchFailed && !permanent);
   return v;
 }
 

@@ -69,6 +69,21 @@ TEST(AttemptVerdictTest, ALostOrUnlaunchableReplicaIsTheInfrastructuresFault) {
   EXPECT_EQ(v.what, "The replica workerpool0-0 could not start: no python3.");
 }
 
+TEST(AttemptVerdictTest, ALaunchFailureTheSupervisorCallsPermanentIsFinal) {
+  ReplicaStatus r = Ended("workerpool0-0", EndState::kLaunchFailed, "no CDI spec");
+  r.permanent = true;
+  Verdict v = JudgeAttempt({r}, {});
+  EXPECT_EQ(v.kind, Verdict::Kind::kFailed);
+  EXPECT_FALSE(v.retriable);
+  EXPECT_FALSE(v.infrastructure);
+  EXPECT_EQ(v.what, "The replica workerpool0-0 could not start: no CDI spec.");
+  // Only a launch failure is: a trainer's own exit is judged as before.
+  r = Ended("workerpool0-0", EndState::kExited, "exited with code 1");
+  r.exit_code = 1;
+  r.permanent = true;
+  EXPECT_TRUE(JudgeAttempt({r}, {}).retriable);
+}
+
 TEST(AttemptVerdictTest, ATimeoutOrAnOutsideStopIsFinal) {
   Verdict v = JudgeAttempt({Ended("workerpool0-0", EndState::kTimeout, "SIGTERM")},
                            {.timeout_seconds = 7200});

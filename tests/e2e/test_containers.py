@@ -356,6 +356,42 @@ class ContainerJobTest(StokerTestCase):
         self.assertIn("stoker images build -t gcr.io/nowhere/trainer:v9", message)
 
 
+class ContainerGpuWithoutCdiTest(StokerTestCase):
+    """A GPU container job on a machine whose podman cannot pass GPUs (no
+    CDI spec): a launch failure that every attempt would meet again."""
+
+    config = DEFAULT_CONFIG + """
+inventory:
+  cpus: 4
+  memory_gb: 16
+  gpus: [{type: NVIDIA_TESLA_T4}]
+"""
+
+    def setUp(self):
+        if SETUP_ERROR:
+            skip_or_fail(self, SETUP_ERROR)
+        for d in ("/etc/cdi", "/var/run/cdi"):
+            if os.path.isdir(d) and any("nvidia" in f for f in os.listdir(d)):
+                self.skipTest("this machine has a CDI spec for NVIDIA GPUs in " + d)
+        super().setUp()
+
+    def test_a_permanent_launch_failure_fails_the_job_without_retries(self):
+        spec = pool(TRAINER, command=["python3", "-c", "pass"])
+        spec["machineSpec"].update({"acceleratorType": "NVIDIA_TESLA_T4", "acceleratorCount": 1})
+        j = job("gpu", spec)
+        j["jobSpec"]["scheduling"]["maxRetries"] = 2  # even retries the user allows
+        job_id = self.submit(j)
+        done = self.wait_state(job_id, timeout=60)
+        self.assertEqual(done["state"], "JOB_STATE_FAILED")
+        self.assertIn("no CDI spec for NVIDIA GPUs", done["error"]["message"])
+        self.assertIn("nvidia-ctk cdi generate", done["error"]["message"])
+        events = self.api("GET", self.project_path + "/" + job_id + "/events")[1]["events"]
+        restarts = [e for e in events if "Restarting" in e.get("message", "")]
+        self.assertEqual(restarts, [], events)
+        status = json.loads(read_text(os.path.join(self.replica_dir(job_id), "status.json")))
+        self.assertEqual((status["state"], status.get("permanent")), ("launch_failed", True))
+
+
 NOBODY_CONFIG = DEFAULT_CONFIG.replace("default_unix_user: root\nallow_root_trainers: true\n",
                                       "default_unix_user: nobody\n")
 

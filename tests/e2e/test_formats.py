@@ -219,6 +219,7 @@ scheduling: {timeout: 600s}
                         "--staging-bucket", "gs://ignored", "--labels=team=ml",
                         "--stream-logs", "--", "--epochs=2")
         self.assertIn("Job [job_1] submitted successfully.", r.stdout)
+        self.assertIn("WARNING: --staging-bucket gs://ignored is not used", r.stderr)
         self.assertIn("ended: SUCCEEDED", r.stdout)
         self.assertIn("extra ok", r.stdout)
         local = os.path.join(self.data, "buckets", "out", "j1")

@@ -90,6 +90,10 @@ inventory:
         q = json.loads(self.stoker("--format", "json", "queue").stdout)
         entry = [e for e in q["jobs"] if e["jobId"] == waiter][0]
         self.assertIn("estimatedStartTime", entry)
+        # Its reason says that start too (it once said the holder's 7-day
+        # timeout beside an estimate of seconds); the bound only as such.
+        self.assertIn("reserved: expected to start at " + entry["estimatedStartTime"][:19],
+                      entry["reason"])
         open(gate, "w").close()
         for job_id in (second, waiter):
             self.assertEqual(self.wait_state(job_id)["state"], "JOB_STATE_SUCCEEDED")
