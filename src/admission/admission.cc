@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "admission/trainer_imports.h"
 #include "scheduler/placement.h"
 #include "storage/archive.h"
 #include "study/study_logic.h"
@@ -35,8 +36,9 @@ Status CheckUrisIn(const std::string& text, const std::string& field,
 
 // A package archive named by `uri` (field `f`): present in its bucket, with
 // the content its staging name promises, and a tar.gz safe to unpack.
-Status CheckPackage(const storage::Buckets& buckets, const std::string& uri, const std::string& f,
-                    bool read_content) {
+// Returns its bytes when `read_content` (else "").
+Result<std::string> CheckPackage(const storage::Buckets& buckets, const std::string& uri,
+                                 const std::string& f, bool read_content) {
   auto path = buckets.Resolve(uri, f);
   if (!path.ok()) return InvalidArgument(path.status().message());
   auto parsed = storage::ParseGsUri(uri, f);
@@ -45,7 +47,7 @@ Status CheckPackage(const storage::Buckets& buckets, const std::string& uri, con
     if (!buckets.Exists(parsed->bucket)) {
       return InvalidArgument(f + ": package " + uri + " does not exist (its bucket is gone)");
     }
-    return OkStatus();
+    return std::string();
   }
   auto data = buckets.Get(parsed->bucket, parsed->object);
   if (!data.ok()) {
@@ -54,7 +56,42 @@ Status CheckPackage(const storage::Buckets& buckets, const std::string& uri, con
                            "--package-path");
   }
   STOKER_RETURN_IF_ERROR(storage::CheckStagedContent(*parsed, *data, f));
-  return storage::CheckTarGz(*data, f + " (" + uri + ")");
+  STOKER_RETURN_IF_ERROR(storage::CheckTarGz(*data, f + " (" + uri + ")"));
+  return std::move(*data);
+}
+
+// The trainer's module, when the package archive `data` has it (*found),
+// must not import a framework its interpreter lacks: the job would fail at
+// run time with "No module named ...". Checked for every form of job,
+// whatever its image's own framework (an AI Platform runtime's image is
+// TensorFlow's, but its trainers may use scikit-learn or PyTorch instead).
+Status CheckTrainerImports(const exec::Environments& environments, const exec::Environment& env,
+                           const spec::PythonPackageSpec& pkg, std::string_view data,
+                           const std::string& field, bool* found) {
+  constexpr size_t kMaxSource = 4 << 20;
+  std::string member;
+  auto source = storage::ReadTarGzFile(
+      data,
+      [&](std::string_view path) {
+        if (!IsModuleFile(path, pkg.python_module)) return false;
+        member = path;
+        return true;
+      },
+      kMaxSource);
+  if (!source.ok() || !*source) return OkStatus();
+  *found = true;
+  for (const ModuleImport& m : ModuleLevelImports(**source)) {
+    if (!environments.LacksFramework(env.python, m.module)) continue;
+    return InvalidArgument(
+        field + ".pythonModule: " + pkg.python_module + " imports " + m.module + " (" + member +
+        ", line " + std::to_string(m.line) + "), but " + env.python +
+        ", the interpreter that runs image '" + pkg.executor_image_uri + "' here (" + env.note +
+        "), cannot import it; install " + m.module +
+        " for that interpreter, point a rule under 'images:' in the daemon's config at an "
+        "interpreter that has it, or choose an image of a framework this machine has (for "
+        "an AI Platform job: --runtime-version or masterConfig.imageUri)");
+  }
+  return OkStatus();
 }
 
 }  // namespace
@@ -72,9 +109,15 @@ Status Admission::CheckJobSpec(const spec::CustomJobSpec& spec, const std::strin
       auto e = d_.environments->ForImage(pkg.executor_image_uri,
                                          field + ".pythonPackageSpec.executorImageUri", frameworks);
       if (!e.ok()) return e.status();
+      // The first package with the trainer's module is the one Python finds.
+      bool module_seen = !e->container_image.empty();  // an image's Python is its own
       for (size_t i = 0; i < pkg.package_uris.size(); ++i) {
         std::string f = field + ".pythonPackageSpec.packageUris[" + std::to_string(i) + "]";
-        STOKER_RETURN_IF_ERROR(CheckPackage(*d_.buckets, pkg.package_uris[i], f, read_packages));
+        STOKER_ASSIGN_OR_RETURN(std::string data,
+                                CheckPackage(*d_.buckets, pkg.package_uris[i], f, read_packages));
+        if (module_seen || data.empty()) continue;
+        STOKER_RETURN_IF_ERROR(CheckTrainerImports(*d_.environments, *e, pkg, data,
+                                                   field + ".pythonPackageSpec", &module_seen));
       }
       env = &pkg.env;
       args = &pkg.args;

@@ -101,6 +101,12 @@ void Environments::CheckInterpretersInBackground(std::function<void()> done) {
   checks_->CheckInBackground(std::move(imports), std::move(done));
 }
 
+bool Environments::LacksFramework(const std::string& python, const std::string& module) const {
+  bool known = std::any_of(rules_.begin(), rules_.end(),
+                           [&](const ImageMatch& r) { return r.framework == module; });
+  return known && !CanImport(python, module);
+}
+
 bool Environments::CanImport(const std::string& python, const std::string& module) const {
   if (auto known = checks_->Cached(python, module, ModuleCheck::kImport)) return *known;
   // Nobody could check this pair yet (the daemon just started, or the

@@ -103,6 +103,12 @@ class Environments {
   Result<Environment> ForImage(const std::string& image, const std::string& field,
                                bool check_framework = true) const;
 
+  // True when `module` is a framework some rule names ("tensorflow",
+  // "torch", ...) and `python` (an interpreter ForImage gave) cannot import
+  // it: known ahead of time for every rule's interpreter. Other modules are
+  // not judged (false).
+  bool LacksFramework(const std::string& python, const std::string& module) const;
+
   // What "auto" resolved to, and why (for the startup log).
   const std::string& auto_python() const { return auto_python_; }
   const std::string& auto_reason() const { return auto_reason_; }

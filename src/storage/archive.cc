@@ -324,6 +324,38 @@ Status CheckTarGz(std::string_view data, const std::string& name, const ArchiveL
   return CheckAll(a.get(), name, limits);
 }
 
+Result<std::optional<std::string>> ReadTarGzFile(
+    std::string_view data, const std::function<bool(std::string_view)>& wanted, size_t max_bytes) {
+  ReadPtr a = NewTarGzReader();
+  if (archive_read_open_memory(a.get(), data.data(), data.size()) != ARCHIVE_OK) {
+    return InvalidArgument(std::string("not a gzip-compressed tar archive [") +
+                           ErrorString(a.get()) + "]");
+  }
+  archive_entry* e = nullptr;
+  while (archive_read_next_header(a.get(), &e) == ARCHIVE_OK) {
+    const char* raw = archive_entry_pathname(e);
+    std::string_view path = raw ? raw : "";
+    if (path.substr(0, 2) == "./") path.remove_prefix(2);
+    if (archive_entry_filetype(e) != AE_IFREG || !wanted(path)) continue;
+    if (archive_entry_size(e) < 0 || static_cast<uint64_t>(archive_entry_size(e)) > max_bytes) {
+      return std::optional<std::string>();
+    }
+    std::string out(static_cast<size_t>(archive_entry_size(e)), '\0');
+    size_t got = 0;
+    while (got < out.size()) {
+      la_ssize_t n = archive_read_data(a.get(), out.data() + got, out.size() - got);
+      if (n < 0) {
+        return InvalidArgument("cannot read " + std::string(path) + ": " + ErrorString(a.get()));
+      }
+      if (n == 0) break;
+      got += static_cast<size_t>(n);
+    }
+    out.resize(got);
+    return std::optional<std::string>(std::move(out));
+  }
+  return std::optional<std::string>();
+}
+
 Status CheckTarGzFd(int fd, const std::string& name, const ArchiveLimits& limits) {
   if (::lseek(fd, 0, SEEK_SET) != 0) return Internal(name + ": cannot seek to its start");
   ReadPtr a = NewTarGzReader();

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,13 @@ struct ArchiveLimits {
 // rules above, without writing anything. InvalidArgument naming `name` and
 // the offending entry otherwise.
 Status CheckTarGz(std::string_view data, const std::string& name, const ArchiveLimits& limits = {});
+
+// The content of the first regular file of the tar.gz `data` whose path
+// (as stored, a leading "./" dropped) `wanted` accepts; nullopt when none
+// does, or when that file is over `max_bytes`. For a look at a trainer's
+// own source at submission (CheckTarGz checks the archive as a whole).
+Result<std::optional<std::string>> ReadTarGzFile(
+    std::string_view data, const std::function<bool(std::string_view)>& wanted, size_t max_bytes);
 
 // CheckTarGz for an archive in an open file (read from its start; the
 // caller keeps `fd`): a staged package of any size is checked without

@@ -3,6 +3,7 @@ Platform form (`stoker jobs submit training`) and the legacy REST API."""
 import json
 import os
 import re
+import subprocess
 import tarfile
 
 from harness import IMAGE, StokerTestCase, wait_for
@@ -205,6 +206,50 @@ scheduling: {timeout: 600s}
         self.assertTrue(status == 404 or not body.get("items"), body)
 
     # ---- gcloud ai-platform jobs submit training --------------------------------
+
+    def test_a_trainer_importing_a_framework_this_machine_lacks_is_refused_at_submit(self):
+        # Both forms the same way: the AI Platform form once ran such a
+        # trainer and failed it with "No module named 'tensorflow'".
+        if subprocess.run(["/usr/bin/python3", "-c", "import tensorflow"],
+                          capture_output=True).returncode == 0:
+            self.skipTest("this machine's Python has tensorflow")
+        root = self.package("tfjob", {
+            "trainer/__init__.py": "",
+            "trainer/task.py": "import os\ntry:\n    import xgboost\nexcept ImportError:\n"
+                               "    xgboost = None\nimport tensorflow as tf\nprint(tf.__version__)\n"})
+        r = self.stoker("jobs", "submit", "training", "tf_job",
+                        "--package-path", os.path.join(root, "trainer"),
+                        "--module-name", "trainer.task", "--region", "us-central1", check=False)
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertRegex(r.stderr, r"pythonModule: trainer\.task imports tensorflow "
+                                   r"\(\S*trainer/task\.py, line 6\), but /\S+python3")
+        self.assertIn("--runtime-version or masterConfig.imageUri", r.stderr)
+        status, listing = self.api("GET", "/v1/projects/p/jobs")
+        self.assertFalse(listing.get("jobs"), listing)
+
+        # The Vertex form, on a PyTorch image this machine has.
+        archive = os.path.join(self.tmp, "tfjob-0.1.tar.gz")
+        with tarfile.open(archive, "w:gz") as tar:
+            tar.add(os.path.join(root, "trainer"), arcname="tfjob-0.1/trainer")
+        self.stoker("storage", "cp", archive, "gs://code/tfjob-0.1.tar.gz")
+        status, body = self.api("POST", self.project_path, {
+            "displayName": "tf", "jobSpec": {"workerPoolSpecs": [{
+                "machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": 1,
+                "pythonPackageSpec": {"executorImageUri": IMAGE, "pythonModule": "trainer.task",
+                                      "packageUris": ["gs://code/tfjob-0.1.tar.gz"]}}]}})
+        self.assertEqual(status, 400, body)
+        self.assertIn("jobSpec.workerPoolSpecs[0].pythonPackageSpec.pythonModule: trainer.task "
+                      "imports tensorflow (tfjob-0.1/trainer/task.py, line 6)",
+                      body["error"]["message"])
+
+        # A trainer whose optional import is guarded, or that imports only
+        # what the interpreter has, runs as before.
+        with open(os.path.join(root, "trainer", "task.py"), "w") as f:
+            f.write("try:\n    import tensorflow\nexcept ImportError:\n    print('no tf')\n")
+        r = self.stoker("jobs", "submit", "training", "tf_job2",
+                        "--package-path", os.path.join(root, "trainer"),
+                        "--module-name", "trainer.task", "--region", "us-central1", "--stream-logs")
+        self.assertIn("no tf", r.stdout)
 
     def test_ai_platform_package_job_gets_job_dir_and_user_args(self):
         self.stoker("storage", "mb", "gs://out")
