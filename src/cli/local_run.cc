@@ -157,13 +157,18 @@ int RunInContainer(const LocalRunFlags& f, const fs::path& package, const fs::pa
   run.insecure_registry = env.insecure_registry;
   run.package = package;
   run.gpu = f.gpu;
-  run.command = {"python3"};
-  if (!f.script.empty()) {
-    run.command.push_back(f.script);
+  const bool entrypoint = f.script.empty() && f.python_module.empty();
+  if (entrypoint) {
+    run.image_args = f.args;  // `docker run IMAGE ARGS`: the image's ENTRYPOINT
   } else {
-    run.command.insert(run.command.end(), {"-m", f.python_module});
+    run.command = {"python3"};
+    if (!f.script.empty()) {
+      run.command.push_back(f.script);
+    } else {
+      run.command.insert(run.command.end(), {"-m", f.python_module});
+    }
+    run.command.insert(run.command.end(), f.args.begin(), f.args.end());
   }
-  run.command.insert(run.command.end(), f.args.begin(), f.args.end());
   run.env["PYTHONPATH"] = package.string();
   if (*requirement_env) {
     std::string dirs;
@@ -179,19 +184,25 @@ int RunInContainer(const LocalRunFlags& f, const fs::path& package, const fs::pa
     run.env["GOOGLE_APPLICATION_CREDENTIALS"] = key.string();
     run.read_only.push_back(key);
   }
-  std::cerr << "local-run: " << (f.script.empty() ? "-m " + f.python_module : f.script) << " in "
-            << package.string() << " in a container of " << env.container_image << " ("
-            << engine.name << ")\n";
+  if (entrypoint) {
+    std::cerr << "local-run: the ENTRYPOINT of " << env.container_image << " (" << engine.name
+              << "), " << package.string() << " mounted at its own path\n";
+  } else {
+    std::cerr << "local-run: " << (f.script.empty() ? "-m " + f.python_module : f.script)
+              << " in " << package.string() << " in a container of " << env.container_image
+              << " (" << engine.name << ")\n";
+  }
   return ExecLocalContainer(engine, run);
 }
 
 }  // namespace
 
 int AiCustomJobsLocalRun(const Globals&, const LocalRunFlags& f) {
-  if (f.script.empty() == f.python_module.empty()) {
+  // Neither: the image's own ENTRYPOINT, for an image in the engine's store.
+  if (!f.script.empty() && !f.python_module.empty()) {
     return Report(InvalidArgument(
-        "--script, --python-module: give exactly one, e.g. --script=trainer/task.py or "
-        "--python-module=trainer.task"));
+        "--script, --python-module: give one, e.g. --script=trainer/task.py or "
+        "--python-module=trainer.task (or neither, to run the image's ENTRYPOINT)"));
   }
   std::error_code ec;
   fs::path package =
@@ -232,6 +243,13 @@ int AiCustomJobsLocalRun(const Globals&, const LocalRunFlags& f) {
   if (!env.ok()) return Report(env.status());
   if (!env->container_image.empty())
     return RunInContainer(f, package, home, *config, *engine, *env);
+  if (f.script.empty() && f.python_module.empty()) {
+    return Report(InvalidArgument(
+        "--script, --python-module: give one, e.g. --python-module=trainer.task: image " +
+        f.executor_image_uri + " runs with a local interpreter here (" + env->note +
+        "), which has no ENTRYPOINT to run; to run an image's own ENTRYPOINT, build it "
+        "(`stoker images build -t " + f.executor_image_uri + " DIR`) or pull it"));
+  }
 
   // The requirements (--requirements and what the package declares) go
   // into the same kind of cached environment a job's replica gets.

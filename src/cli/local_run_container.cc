@@ -25,7 +25,7 @@ std::vector<std::string> LocalContainerArgv(const exec::ContainerEngine& engine,
   a.push_back("--volume=" + pkg + ":" + pkg);
   for (const auto& p : run.read_only)
     a.push_back("--volume=" + p.string() + ":" + p.string() + ":ro");
-  a.push_back("--workdir=" + pkg);
+  if (!run.command.empty()) a.push_back("--workdir=" + pkg);
   // Values go in as NAME=VALUE pairs: this is the user's own machine and
   // command line, nothing of another account's.
   for (const auto& [k, v] : run.env) a.insert(a.end(), {"--env", k + "=" + v});
@@ -36,10 +36,13 @@ std::vector<std::string> LocalContainerArgv(const exec::ContainerEngine& engine,
       a.push_back("--device=nvidia.com/gpu=all");
     }
   }
-  a.push_back("--entrypoint=" + nlohmann::json::array({run.command[0]}).dump());
+  if (!run.command.empty()) {
+    a.push_back("--entrypoint=" + nlohmann::json::array({run.command[0]}).dump());
+  }
   // run.image is Environments::ForImage's parsed form; "--" ends the options.
   a.insert(a.end(), {"--", run.image});
-  a.insert(a.end(), run.command.begin() + 1, run.command.end());
+  if (!run.command.empty()) a.insert(a.end(), run.command.begin() + 1, run.command.end());
+  a.insert(a.end(), run.image_args.begin(), run.image_args.end());
   return a;
 }
 

@@ -15,7 +15,11 @@ namespace stoker::cli {
 struct LocalContainerRun {
   std::string image;
   std::filesystem::path package;     // mounted at its own path, the working directory
-  std::vector<std::string> command;  // e.g. {"python3", "-m", "trainer.task", ARGS...}
+  // e.g. {"python3", "-m", "trainer.task", ARGS...}; empty: the image's own
+  // ENTRYPOINT runs, with `image_args` after the image (its CMD replaced),
+  // in the image's WORKDIR.
+  std::vector<std::string> command;
+  std::vector<std::string> image_args;
   bool gpu = false;                  // every GPU (CDI / --gpus all); else none
   bool pull = false;                 // the engine pulls the image first (it lacks it)
   bool insecure_registry = false;    // ... without TLS verification (podman)

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "cli/commands.h"
+#include "spec/gcloud_flags.h"
 
 namespace fs = std::filesystem;
 using namespace stoker;
@@ -404,20 +405,26 @@ int main(int argc, char** argv) {
                        "The trainer's directory (default: the current one)");
   cj_local->add_option("--script", lr.script, "A Python file in the package to run");
   cj_local->add_option("--python-module", lr.python_module, "A module to run with python -m");
-  cj_local->add_option("--requirements", lr.requirements, "PyPI requirements, comma-separated")
-      ->delimiter(',');
-  cj_local->add_option("--extra-packages", lr.extra_packages,
-                       "Archives in the package to install, comma-separated")
-      ->delimiter(',');
-  cj_local->add_option("--extra-dirs", lr.extra_dirs, "Accepted: the whole package is used")
-      ->delimiter(',');
+  // The comma lists are single values split here: a list option right
+  // before `--` would end at it, and the trainer's arguments after it would
+  // then be read as the CLI's own ("--epochs=5 was not expected").
+  std::string lr_requirements, lr_extra_packages, lr_extra_dirs;
+  cj_local->add_option("--requirements", lr_requirements, "PyPI requirements, comma-separated");
+  cj_local->add_option("--extra-packages", lr_extra_packages,
+                       "Archives in the package to install, comma-separated");
+  cj_local->add_option("--extra-dirs", lr_extra_dirs, "Accepted: the whole package is used");
   cj_local->add_option("--output-image-uri", lr.output_image_uri,
                        "Accepted: no image is built here");
   cj_local->add_flag("--gpu", lr.gpu, "Give the trainer this machine's GPUs");
   cj_local->add_option("--service-account-key-file", lr.service_account_key_file,
                        "Accepted; set as GOOGLE_APPLICATION_CREDENTIALS");
   cj_local->add_option("ARGS", lr.args, "After `--`: the trainer's arguments, verbatim");
-  cj_local->callback([&] { rc = AiCustomJobsLocalRun(g, lr); });
+  cj_local->callback([&] {
+    lr.requirements = spec::SplitGcloudList(lr_requirements);
+    lr.extra_packages = spec::SplitGcloudList(lr_extra_packages);
+    lr.extra_dirs = spec::SplitGcloudList(lr_extra_dirs);
+    rc = AiCustomJobsLocalRun(g, lr);
+  });
 
   // `ai hp-tuning-jobs ...`: gcloud ai's tuning commands over the tuning jobs.
   auto* hpt = ai->add_subcommand("hp-tuning-jobs", "gcloud ai hp-tuning-jobs");

@@ -15,7 +15,7 @@ import tempfile
 import textwrap
 import unittest
 
-from harness import (BASE_IMAGE, DEFAULT_CONFIG, StokerTestCase, podman, podman_flags,
+from harness import (BASE_IMAGE, DEFAULT_CONFIG, IMAGE, StokerTestCase, podman, podman_flags,
                      podman_setup_error, read_text, skip_or_fail, stokerd_refuses, wait_for)
 
 BASE = BASE_IMAGE
@@ -261,6 +261,24 @@ class ContainerJobTest(StokerTestCase):
         self.assertIn("in image True args ['a', 'b'] gpus ''", r.stdout)
         self.assertIn("in a container of " + TRAINER, r.stderr)
         self.assertEqual(read_text(os.path.join(pkg, "out.txt")), "ok")
+
+    def test_local_run_with_only_an_image_runs_its_entrypoint_with_the_arguments(self):
+        # `docker run IMAGE ARGS`: the image's ENTRYPOINT in its WORKDIR, the
+        # arguments in place of its CMD (the trainer then wants the cluster
+        # environment a job would give it, which local-run does not make).
+        pkg = os.path.join(self.tmp, "pkg")
+        os.makedirs(pkg)
+        r = self.stoker("ai", "custom-jobs", "local-run", "--executor-image-uri=" + TRAINER,
+                        "--local-package-path=" + pkg, "--", "--job-dir", ".", check=False)
+        self.assertIn('args ["--job-dir", "."]', r.stdout, r.stderr)
+        self.assertIn("in image True", r.stdout)
+        self.assertIn("local-run: the ENTRYPOINT of " + TRAINER, r.stderr)
+        # An image that runs with a local interpreter has no ENTRYPOINT here.
+        r = self.stoker("ai", "custom-jobs", "local-run", "--executor-image-uri=" + IMAGE,
+                        "--local-package-path=" + pkg, "--", "x", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("runs with a local interpreter here", r.stderr)
+        self.assertIn("stoker images build -t " + IMAGE, r.stderr)
 
     def test_chief_and_two_workers_train_with_ddp_across_containers(self):
         ddp = ["python3", "-m", "trainer.ddp"]

@@ -206,6 +206,20 @@ class GcloudCorpusTest(StokerTestCase):
         if os.path.isdir("/gcs"):
             self.assertIn("at /gcs/mine: ['data.csv']", out)
 
+    def test_local_run_takes_the_trainers_arguments_after_a_list_flag(self):
+        # A list flag right before `--` once ended there, and the trainer's
+        # arguments were read as the CLI's ("--epochs=5 was not expected").
+        work = os.path.join(self.tmp, "lr2")
+        os.makedirs(work)
+        with open(os.path.join(work, "task.py"), "w") as f:
+            f.write("import sys\nprint('trainer args', sys.argv[1:])\n")
+        r = self.stoker("ai", "custom-jobs", "local-run",
+                        "--executor-image-uri=us-docker.pkg.dev/vertex-ai/training/pytorch-cpu.1-13:latest",
+                        "--local-package-path=" + work, "--script=task.py",
+                        "--requirements=numpy", "--", "--epochs=5", "--lr", "0.1",
+                        env={"STOKER_HOME": os.path.join(self.tmp, "home2")}, timeout=300)
+        self.assertIn("trainer args ['--epochs=5', '--lr', '0.1']", r.stdout, r.stderr)
+
     def test_a_single_mapping_over_rest_is_read_with_a_warning_event(self):
         job = container_job("one-pool", "echo ran")
         job["jobSpec"]["workerPoolSpecs"] = job["jobSpec"]["workerPoolSpecs"][0]
