@@ -106,6 +106,8 @@ class RotatingLog {
   // Appends `data`, rotating as PlanWrite says, and marks its lines' time.
   // Errors name the file.
   Status Write(std::string_view data);
+  // Whether the last byte written ended a line (true before any).
+  bool AtLineStart() const { return at_line_start_; }
 
  private:
   Status Rotate();

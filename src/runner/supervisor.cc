@@ -1115,6 +1115,15 @@ int Supervisor::Finish() {
   // it ended, so whoever reads the log's tail on that signal sees the end.
   if (pump_) pump_->Finish(kLogDrainMs);
   outcome_.end_time_us = NowMicros();
+  // A trainer stopped from outside (a cancel; the job's chief ended; a
+  // retry) or by its timeout: its log says so on a line of its own, not
+  // after whatever half line it was writing.
+  if ((outcome_.state == EndState::kCancelled || outcome_.state == EndState::kTimeout) && log_ &&
+      trainer_ >= 0) {
+    Status w = log_->Write(std::string(log_->AtLineStart() ? "" : "\n") + "stoker-run: " +
+                           DescribeOutcome(outcome_) + "\n");
+    if (!w.ok()) Log(w.ToString());
+  }
   if (!late_log_line_.empty() && log_) {
     Status w = log_->Write(late_log_line_);
     if (!w.ok()) Log(w.ToString());

@@ -506,6 +506,24 @@ void Controller::Drain(Active& a) {
     return r.phase == exec::ReplicaPhase::kRunning || r.phase == exec::ReplicaPhase::kStarting;
   });
   if (!running) return;
+  // Say which replicas are stopped and why (their logs end with how):
+  // the job ended with its primary replica, or the attempt is retried.
+  // A cancel says so itself.
+  if (st.ok() && a.rec.state != JobState::kCancelled) {
+    std::vector<std::string> still;
+    for (const exec::ReplicaStatus& r : *st) {
+      if (r.phase == exec::ReplicaPhase::kRunning || r.phase == exec::ReplicaPhase::kStarting) {
+        still.push_back(r.name);
+      }
+    }
+    std::string names;
+    for (const std::string& n : still) names += (names.empty() ? "" : ", ") + n;
+    const std::string why = spec::IsTerminal(a.rec.state)
+                                ? std::string("the job ended while ") +
+                                      (still.size() == 1 ? "it" : "they") + " still ran"
+                                : "its attempt ended; the job runs again";
+    (void)store_.AddEvent(a.rec.id, "stopping " + names + ": " + why);
+  }
   Status s = executor_.Cancel(a.rec.id, a.rec.attempt, a.replicas);
   if (!s.ok()) spdlog::warn("job {}: stopping replicas: {}", a.rec.id, s.ToString());
   Draining d{a.replicas, a.placed,        a.rec.user, a.job.job_spec.scheduling.priority,

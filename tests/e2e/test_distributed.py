@@ -6,7 +6,7 @@ import json
 import os
 import re
 
-from harness import SOURCE, StokerTestCase, pid_alive, wait_for
+from harness import IMAGE, SOURCE, StokerTestCase, container_job, pid_alive, read_text, wait_for
 
 EXAMPLE = os.path.join(SOURCE, "examples", "ddp")
 
@@ -154,3 +154,28 @@ class DistributedTest(StokerTestCase):
 if __name__ == "__main__":
     import unittest
     unittest.main()
+
+
+class ChiefEndsTest(StokerTestCase):
+    """Vertex's rule: the job ends with its chief; workers still running are
+    stopped, and both the job's events and their logs say so."""
+
+    def test_workers_stopped_because_the_chief_ended_get_an_event_and_a_whole_last_line(self):
+        # Each worker writes half a line and waits; the chief ends after 5 s.
+        worker = "printf 'half a line'; exec sleep 60"
+        pools = [{"machineSpec": {"machineType": "e2-standard-2"}, "replicaCount": 2,
+                  "containerSpec": {"imageUri": IMAGE, "command": ["/bin/sh", "-c", worker]}}]
+        chief = "sleep 5; echo chief done"
+        job_id = self.submit(container_job("chief-ends", chief, pools=pools))
+        self.assertEqual(self.wait_state(job_id)["state"], "JOB_STATE_SUCCEEDED")
+        events = self.api("GET", self.project_path + "/" + job_id + "/events")[1]["events"]
+        reasons = [e.get("reason", "") for e in events]
+        self.assertIn("stopping workerpool1-0, workerpool1-1: the job ended while they still ran",
+                      reasons, reasons)
+        for r in ("workerpool1-0", "workerpool1-1"):
+            path = os.path.join(self.replica_dir(job_id, r), "output.log")
+            text = wait_for(lambda: os.path.exists(os.path.join(self.replica_dir(job_id, r),
+                                                                "status.json"))
+                            and read_text(path), 60, r + " to end")
+            self.assertRegex(text, r"^half a line\nstoker-run: cancelled; stopped with SIGTERM")
+            self.assertTrue(text.endswith("\n"), text)
