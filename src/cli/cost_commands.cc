@@ -1,6 +1,8 @@
 // Usage, cost and budgets (docs/cost.md): `stoker usage`, `stoker cost
 // estimate`, `stoker budgets`, and the usage lines of `jobs describe` and
 // `hptuning describe`.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -22,8 +24,17 @@ std::string Num(double v, const char* fmt = "%.2f") {
   return buf;
 }
 
-// "$1.23", or "-" when the figure is unknown.
-std::string Money(const json& v) { return v.is_number() ? "$" + Num(v.get<double>()) : "-"; }
+// "$1.23"; under a dollar, three significant digits ("$0.000231"), so that
+// short jobs compare instead of all reading $0.00; "-" when unknown.
+std::string Money(const json& v) {
+  if (!v.is_number()) return "-";
+  const double usd = v.get<double>();
+  if (usd == 0 || std::fabs(usd) >= 1) return "$" + Num(usd);
+  const int decimals = std::clamp(2 - static_cast<int>(std::floor(std::log10(std::fabs(usd)))), 2, 9);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "$%.*f", decimals, usd);
+  return buf;
+}
 
 // A CSV field, quoted when it needs to be (RFC 4180).
 std::string Csv(const std::string& s) {
