@@ -1290,7 +1290,7 @@ void Controller::HandOverQueued() {
   }
 }
 
-Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
+Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a, std::vector<std::string>& notes) {
   const spec::CustomJobSpec& spec = a.job.job_spec;
   LaunchInputs in;
   in.rec = &a.rec;
@@ -1370,8 +1370,8 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
       std::filesystem::path target = std::filesystem::path(config_.nfs_mount_root) / point;
       std::error_code ec;
       if (!std::filesystem::is_directory(source, ec)) {
-        (void)store_.AddEvent(a.rec.id, "warning: " + field + " not mounted: " + source.string() +
-                                            " does not exist on this machine");
+        notes.push_back("warning: " + field + " not mounted: " + source.string() +
+                        " does not exist on this machine");
         continue;
       }
       if (std::filesystem::is_symlink(target, ec)) {
@@ -1404,8 +1404,7 @@ Result<exec::JobLaunch> Controller::BuildLaunch(const Active& a) {
     STOKER_ASSIGN_OR_RETURN(in.environments.back(),
                             environments_.ForImage(image, field, /*check_framework=*/false));
     // Which path runs the image (a container or an interpreter) and why.
-    (void)store_.AddEvent(a.rec.id,
-                          "workerpool" + std::to_string(p) + ": " + in.environments.back().note);
+    notes.push_back("workerpool" + std::to_string(p) + ": " + in.environments.back().note);
     if (!pool.python_package_spec) continue;
     for (size_t i = 0; i < pool.python_package_spec->package_uris.size(); ++i) {
       const std::string& uri = pool.python_package_spec->package_uris[i];
@@ -1443,8 +1442,13 @@ Status Controller::VerifyStaged(const std::string& uri, const std::filesystem::p
 }
 
 Status Controller::Launch(Active& a) {
-  STOKER_ASSIGN_OR_RETURN(exec::JobLaunch launch, BuildLaunch(a));
-  return executor_.Launch(launch);
+  // Its events are written once the replicas are on their way: each is a
+  // transaction (an fsync), which the start path does not wait for.
+  std::vector<std::string> notes;
+  Result<exec::JobLaunch> launch = BuildLaunch(a, notes);
+  Status s = launch.ok() ? executor_.Launch(*launch) : launch.status();
+  for (const std::string& note : notes) (void)store_.AddEvent(a.rec.id, note);
+  return s;
 }
 
 }  // namespace stoker::server

@@ -201,7 +201,9 @@ class Controller final : public api::ControlPlane, private TrialJobs {
   // SHA-256 its name says (checked once per version of the file).
   Status VerifyStaged(const std::string& uri, const std::filesystem::path& path,
                       const std::string& field) const;
-  Result<exec::JobLaunch> BuildLaunch(const Active& a);
+  // `notes`: the job's events it found (which path runs each pool's image,
+  // mounts left out), for Launch to write after the executor's launch.
+  Result<exec::JobLaunch> BuildLaunch(const Active& a, std::vector<std::string>& notes);
   // Commits a transition and updates the in-memory record; false if the store refused.
   bool Move(Active& a, spec::JobState to, const std::string& reason,
             store::TransitionUpdate update = {});
