@@ -30,13 +30,12 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "http/http.h"
 
@@ -110,22 +109,35 @@ Flags ParseFlags(int argc, char** argv) {
   };
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--server") f.server = value(i);
-    else if (a == "--data-dir") f.data_dir = value(i);
-    else if (a == "--work-dir") f.work_dir = value(i);
-    else if (a == "--out") f.out = value(i);
-    else if (a == "--project") f.project = value(i);
-    else if (a == "--location") f.location = value(i);
-    else if (a == "--jobs") f.jobs = integer(i);
-    else if (a == "--clients") f.clients = integer(i);
-    else if (a == "--timeout-s") f.timeout_s = integer(i);
-    else if (a == "--trainer-clock") f.trainer_clock = true;
-    else if (a == "--gpu-queue") f.gpu_queue = true;
-    else if (a == "--image") f.image = value(i);
+    if (a == "--server")
+      f.server = value(i);
+    else if (a == "--data-dir")
+      f.data_dir = value(i);
+    else if (a == "--work-dir")
+      f.work_dir = value(i);
+    else if (a == "--out")
+      f.out = value(i);
+    else if (a == "--project")
+      f.project = value(i);
+    else if (a == "--location")
+      f.location = value(i);
+    else if (a == "--jobs")
+      f.jobs = integer(i);
+    else if (a == "--clients")
+      f.clients = integer(i);
+    else if (a == "--timeout-s")
+      f.timeout_s = integer(i);
+    else if (a == "--trainer-clock")
+      f.trainer_clock = true;
+    else if (a == "--gpu-queue")
+      f.gpu_queue = true;
+    else if (a == "--image")
+      f.image = value(i);
     else if (a == "-h" || a == "--help") {
       std::cout << kUsage;
       std::exit(0);
-    } else Die("unknown flag '" + a + "'\n" + kUsage);
+    } else
+      Die("unknown flag '" + a + "'\n" + kUsage);
   }
   while (!f.server.empty() && f.server.back() == '/') f.server.pop_back();
   return f;
@@ -289,8 +301,8 @@ std::map<std::string, std::string> WithAuth(std::map<std::string, std::string> e
 }
 
 // The job id at the end of the response's "name", or "" (with `error` set).
-std::string SubmitOnce(stoker::http::Client& client, const std::string& path, const std::string& body,
-                       std::string* error, json* response = nullptr) {
+std::string SubmitOnce(stoker::http::Client& client, const std::string& path,
+                       const std::string& body, std::string* error, json* response = nullptr) {
   auto r = client.Call("POST", path, body, WithAuth({{"content-type", "application/json"}}));
   if (!r.ok()) {
     *error = r.status().ToString();
@@ -323,8 +335,8 @@ int StartLatency(const Flags& f) {
   const std::string body = JobBody(command, false, f.image);
 
   // Per job: client stamps, server stamps, and phase boundaries seen on disk.
-  std::vector<double> rtt, sup_lat, tr_lat, ph_queue, ph_spawn, ph_fork, ph_exec,
-      ph_create, create_to_fork;
+  std::vector<double> rtt, sup_lat, tr_lat, ph_queue, ph_spawn, ph_fork, ph_exec, ph_create,
+      create_to_fork;
   int failures = 0;
   std::string first_error;
   for (int i = 0; i < jobs; ++i) {
@@ -357,7 +369,8 @@ int StartLatency(const Flags& f) {
     auto status = PollFor([&] { return ReadJsonFile(dir / "status.json"); }, f.timeout_s);
     if (!status || status->value("state", "") != "exited" || status->value("exit_code", -1) != 0) {
       if (first_error.empty()) {
-        first_error = "job " + id + " did not exit 0: " + (status ? status->dump() : "no status.json");
+        first_error =
+            "job " + id + " did not exit 0: " + (status ? status->dump() : "no status.json");
       }
       ++failures;
     }
@@ -370,7 +383,8 @@ int StartLatency(const Flags& f) {
           return std::nullopt;
         },
         f.timeout_s, 5000);
-    if (!terminal && first_error.empty()) first_error = "job " + id + " never reached a final state";
+    if (!terminal && first_error.empty())
+      first_error = "job " + id + " never reached a final state";
 
     // Phases: create (server stamp before the INSERT) -> launch.json written
     // (controller woke, placed, committed PENDING, built the launch) ->
@@ -415,7 +429,8 @@ int StartLatency(const Flags& f) {
   PrintSummary("submit RTT (POST round trip)", result["submit_rtt"]);
   PrintSummary("start latency, supervisor clock", result["start_latency_supervisor_clock"]);
   PrintSummary("createTime -> trainer forked", result["create_to_trainer_fork"]);
-  if (f.trainer_clock) PrintSummary("start latency, trainer clock", result["start_latency_trainer_clock"]);
+  if (f.trainer_clock)
+    PrintSummary("start latency, trainer clock", result["start_latency_trainer_clock"]);
   std::printf(" phases:\n");
   for (auto& [k, v] : result["phases"].items()) PrintSummary(k, v);
   if (!first_error.empty()) std::printf("  first error: %s\n", first_error.c_str());
@@ -432,8 +447,8 @@ int SubmitRate(const Flags& f) {
   // (parse, validate, admit, one durable INSERT, notify the controller, one
   // scheduling pass) without 5000 process launches on the same cores.
   // Without it the jobs run /bin/true and the launches compete with submits.
-  const std::string body = f.gpu_queue ? JobBody({"/bin/sleep", "100000"}, true)
-                                       : JobBody({"/bin/true"}, false);
+  const std::string body =
+      f.gpu_queue ? JobBody({"/bin/sleep", "100000"}, true) : JobBody({"/bin/true"}, false);
   if (f.gpu_queue) {
     // The holder, outside the measurement.
     stoker::http::Client c(f.server);
@@ -496,8 +511,10 @@ int SubmitRate(const Flags& f) {
   std::printf("stoker submit-rate: %d jobs, %d clients, %s: %d ok, %d errors in %.2f s\n", jobs,
               f.clients, result["workload"].get<std::string>().c_str(), ok.load(), errors.load(),
               secs);
-  std::printf("  durable submissions/s: %.0f overall, %.0f sustained (middle 80%%), %.0f first fifth, %.0f last fifth\n",
-              ok.load() / secs, rates.middle, rates.first, rates.last);
+  std::printf(
+      "  durable submissions/s: %.0f overall, %.0f sustained (middle 80%%), %.0f first fifth, %.0f "
+      "last fifth\n",
+      ok.load() / secs, rates.middle, rates.first, rates.last);
   PrintSummary("POST latency under load", result["submit_latency"]);
   for (auto& [k, n] : error_kinds) std::printf("  error x%d: %s\n", n, k.c_str());
   WriteOut(f, result);
@@ -566,7 +583,8 @@ int SbatchLatency(const Flags& f) {
     std::string id = Trim(p.out);
     id = id.substr(0, id.find(';'));  // "id;cluster" on federated setups
     if (p.exit_code != 0 || id.empty()) {
-      if (first_error.empty()) first_error = "sbatch exited " + std::to_string(p.exit_code) + ": " + p.out;
+      if (first_error.empty())
+        first_error = "sbatch exited " + std::to_string(p.exit_code) + ": " + p.out;
       ++failures;
       continue;
     }
@@ -657,10 +675,14 @@ int SbatchRate(const Flags& f) {
                  {"last_fifth_per_s", rates.last},
                  {"submit_latency", Summary(lat)}};
   if (!first_error.empty()) result["first_error"] = first_error;
-  std::printf("slurm sbatch-rate: %d jobs (--hold), %d client process(es) at a time: %d ok, %d errors in %.2f s\n",
-              jobs, f.clients, ok.load(), errors.load(), secs);
-  std::printf("  submissions/s: %.0f overall, %.0f sustained (middle 80%%), %.0f first fifth, %.0f last fifth\n",
-              ok.load() / secs, rates.middle, rates.first, rates.last);
+  std::printf(
+      "slurm sbatch-rate: %d jobs (--hold), %d client process(es) at a time: %d ok, %d errors in "
+      "%.2f s\n",
+      jobs, f.clients, ok.load(), errors.load(), secs);
+  std::printf(
+      "  submissions/s: %.0f overall, %.0f sustained (middle 80%%), %.0f first fifth, %.0f last "
+      "fifth\n",
+      ok.load() / secs, rates.middle, rates.first, rates.last);
   PrintSummary("sbatch latency under load", result["submit_latency"]);
   WriteOut(f, result);
   return errors.load() == 0 ? 0 : 2;

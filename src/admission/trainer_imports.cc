@@ -29,7 +29,8 @@ std::vector<ModuleImport> ModuleLevelImports(std::string_view source) {
   auto add = [&out](std::string_view dotted, int line) {
     if (dotted.empty() || dotted[0] == '.' || !IsNameChar(dotted[0])) return;
     std::string module = TopLevel(dotted);
-    if (std::none_of(out.begin(), out.end(), [&](const ModuleImport& m) { return m.module == module; })) {
+    if (std::none_of(out.begin(), out.end(),
+                     [&](const ModuleImport& m) { return m.module == module; })) {
       out.push_back({std::move(module), line});
     }
   };

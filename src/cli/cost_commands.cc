@@ -30,7 +30,8 @@ std::string Money(const json& v) {
   if (!v.is_number()) return "-";
   const double usd = v.get<double>();
   if (usd == 0 || std::fabs(usd) >= 1) return "$" + Num(usd);
-  const int decimals = std::clamp(2 - static_cast<int>(std::floor(std::log10(std::fabs(usd)))), 2, 9);
+  const int decimals =
+      std::clamp(2 - static_cast<int>(std::floor(std::log10(std::fabs(usd)))), 2, 9);
   char buf[48];
   std::snprintf(buf, sizeof buf, "$%.*f", decimals, usd);
   return buf;

@@ -71,10 +71,10 @@ void ShowBucketsAtGcs(const fs::path& home, const server::Config& config) {
   bool ok = uid == 0 ? ::unshare(CLONE_NEWNS) == 0
                      : ::unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0 &&
                            WriteProc("/proc/self/setgroups", "deny") &&
-                           WriteProc("/proc/self/uid_map", std::to_string(uid) + " " +
-                                                               std::to_string(uid) + " 1\n") &&
-                           WriteProc("/proc/self/gid_map", std::to_string(gid) + " " +
-                                                               std::to_string(gid) + " 1\n");
+                           WriteProc("/proc/self/uid_map",
+                                     std::to_string(uid) + " " + std::to_string(uid) + " 1\n") &&
+                           WriteProc("/proc/self/gid_map",
+                                     std::to_string(gid) + " " + std::to_string(gid) + " 1\n");
   ok = ok && ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0;
   for (const replica::BindSpec& b : server::GcsBinds(home, config.buckets)) {
     if (!ok) break;
@@ -188,9 +188,9 @@ int RunInContainer(const LocalRunFlags& f, const fs::path& package, const fs::pa
     std::cerr << "local-run: the ENTRYPOINT of " << env.container_image << " (" << engine.name
               << "), " << package.string() << " mounted at its own path\n";
   } else {
-    std::cerr << "local-run: " << (f.script.empty() ? "-m " + f.python_module : f.script)
-              << " in " << package.string() << " in a container of " << env.container_image
-              << " (" << engine.name << ")\n";
+    std::cerr << "local-run: " << (f.script.empty() ? "-m " + f.python_module : f.script) << " in "
+              << package.string() << " in a container of " << env.container_image << " ("
+              << engine.name << ")\n";
   }
   return ExecLocalContainer(engine, run);
 }
@@ -248,7 +248,8 @@ int AiCustomJobsLocalRun(const Globals&, const LocalRunFlags& f) {
         "--script, --python-module: give one, e.g. --python-module=trainer.task: image " +
         f.executor_image_uri + " runs with a local interpreter here (" + env->note +
         "), which has no ENTRYPOINT to run; to run an image's own ENTRYPOINT, build it "
-        "(`stoker images build -t " + f.executor_image_uri + " DIR`) or pull it"));
+        "(`stoker images build -t " +
+        f.executor_image_uri + " DIR`) or pull it"));
   }
 
   // The requirements (--requirements and what the package declares) go

@@ -14,15 +14,15 @@ namespace stoker::cli {
 
 struct LocalContainerRun {
   std::string image;
-  std::filesystem::path package;     // mounted at its own path, the working directory
+  std::filesystem::path package;  // mounted at its own path, the working directory
   // e.g. {"python3", "-m", "trainer.task", ARGS...}; empty: the image's own
   // ENTRYPOINT runs, with `image_args` after the image (its CMD replaced),
   // in the image's WORKDIR.
   std::vector<std::string> command;
   std::vector<std::string> image_args;
-  bool gpu = false;                  // every GPU (CDI / --gpus all); else none
-  bool pull = false;                 // the engine pulls the image first (it lacks it)
-  bool insecure_registry = false;    // ... without TLS verification (podman)
+  bool gpu = false;                // every GPU (CDI / --gpus all); else none
+  bool pull = false;               // the engine pulls the image first (it lacks it)
+  bool insecure_registry = false;  // ... without TLS verification (podman)
   std::map<std::string, std::string> env;
   std::vector<std::filesystem::path> read_only;  // more files to mount (a key file)
 };

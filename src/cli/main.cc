@@ -111,8 +111,8 @@ void AddLegacySubmitFlags(CLI::App* c, LegacySubmitFlags& f) {
 // Flags whose value may follow as the next word, which could itself look like
 // --format (HoistGlobalFlags leaves such a word alone).
 const std::set<std::string> kFlagsWithValues = {
-    "--args",   "--command",  "--config",       "--display-name", "--filter", "--labels",
-    "--server", "--token",    "--project",      "--region",       "--sort-by", "--script",
+    "--args",    "--command",     "--config",       "--display-name", "--filter",  "--labels",
+    "--server",  "--token",       "--project",      "--region",       "--sort-by", "--script",
     "--job-dir", "--module-name", "--package-path", "--python-module"};
 
 // gcloud's list flags, on every list command.
@@ -195,12 +195,13 @@ std::string DidYouMean(const CLI::App& app, const std::vector<std::string>& args
   if (!u.word.empty()) {
     std::string best = Suggest(u.word, commands);
     return "'" + u.word + "' is not a command of '" + u.path + "'" +
-           (best.empty() ? "" : "; did you mean '" + best + "'?") +
-           " (commands: " + [&] {
+           (best.empty() ? "" : "; did you mean '" + best + "'?") + " (commands: " +
+           [&] {
              std::string all;
              for (const std::string& c : commands) all += (all.empty() ? "" : ", ") + c;
              return all;
-           }() + ")";
+           }() +
+           ")";
   }
   // An unknown flag: the first --word that no command on the path knows.
   if (std::string(e.what()).find("not expected") == std::string::npos) return "";
@@ -217,8 +218,7 @@ std::string DidYouMean(const CLI::App& app, const std::vector<std::string>& args
     if (std::find(flags.begin(), flags.end(), flag) != flags.end()) continue;
     std::string best = Suggest(flag, flags);
     return "unrecognized argument '" + flag + "' for '" + u.path + "'" +
-           (best.empty() ? "" : "; did you mean '" + best + "'?") + " (see " + u.path +
-           " --help)";
+           (best.empty() ? "" : "; did you mean '" + best + "'?") + " (see " + u.path + " --help)";
   }
   return "";
 }
@@ -398,8 +398,9 @@ int main(int argc, char** argv) {
   LocalRunFlags lr;
   auto* cj_local = cj->add_subcommand(
       "local-run", "Run a trainer package in the foreground, as a job's replica would run it");
-  cj_local->add_option("--executor-image-uri", lr.executor_image_uri,
-                       "The image the job would run (picks the interpreter)")
+  cj_local
+      ->add_option("--executor-image-uri", lr.executor_image_uri,
+                   "The image the job would run (picks the interpreter)")
       ->required();
   cj_local->add_option("--local-package-path", lr.local_package_path,
                        "The trainer's directory (default: the current one)");
@@ -441,8 +442,7 @@ int main(int argc, char** argv) {
   hpt_create->add_option("--config", hpt_flags.config, "HyperparameterTuningJob YAML or JSON")
       ->required();
   hpt_create->add_option("--display-name", hpt_flags.display_name, "Overrides the file");
-  hpt_create->add_option("--max-trial-count", hpt_flags.max_trial_count,
-                         "Overrides maxTrialCount");
+  hpt_create->add_option("--max-trial-count", hpt_flags.max_trial_count, "Overrides maxTrialCount");
   hpt_create->add_option("--parallel-trial-count", hpt_flags.parallel_trial_count,
                          "Overrides parallelTrialCount");
   hpt_create
@@ -455,7 +455,8 @@ int main(int argc, char** argv) {
   hpt_create->callback([&] { rc = HptuningSubmit(hpt_globals(), hpt_flags); });
   auto hpt_named = [&](const char* name, const char* help) {
     auto* c = hpt->add_subcommand(name, help);
-    c->add_option("HP_TUNING_JOB", hpt_id, "ID or projects/P/locations/L/hyperparameterTuningJobs/ID")
+    c->add_option("HP_TUNING_JOB", hpt_id,
+                  "ID or projects/P/locations/L/hyperparameterTuningJobs/ID")
         ->required();
     c->add_option("--region", hpt_region, "The job's location");
     return c;

@@ -40,9 +40,9 @@ Result<std::unique_ptr<Executor>> MakeLocalExecutor(const ExecutorConfig& config
   // of a study, starts without an exec (supervisor_pool.h); a job with more
   // replicas starts the rest the slow way while the pool refills.
   constexpr size_t kStandbySupervisors = 2;
-  auto local = std::make_unique<LocalExecutor>(LocalOptions{
-      config.data_dir, config.runner, config.trainer_accounts, config.isolation,
-      kStandbySupervisors});
+  auto local = std::make_unique<LocalExecutor>(LocalOptions{config.data_dir, config.runner,
+                                                            config.trainer_accounts,
+                                                            config.isolation, kStandbySupervisors});
   IsolationMode mode = config.isolation.mode;
   if (mode != IsolationMode::kOff) {
     // Probed once, so that the log says what trainers get.

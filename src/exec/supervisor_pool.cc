@@ -3,12 +3,12 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
 #include <cstring>
-#include <spdlog/spdlog.h>
 #include <string>
 
 extern char** environ;
@@ -61,8 +61,7 @@ Result<int> SpawnStandby(const fs::path& runner) {
   // Room for the standby to show `--replica-dir DIR` as its arguments once
   // it has DIR (stoker-run's ShowReplicaDirInArgv): DIR is under PIPE_BUF.
   std::string room(PIPE_BUF + 16, ' ');
-  std::vector<char*> argv = {runner_s.data(), const_cast<char*>("--standby"), room.data(),
-                             nullptr};
+  std::vector<char*> argv = {runner_s.data(), const_cast<char*>("--standby"), room.data(), nullptr};
   posix_spawn_file_actions_t files;
   posix_spawn_file_actions_init(&files);
   posix_spawn_file_actions_adddup2(&files, p[0], 0);  // dup2 clears O_CLOEXEC on 0

@@ -1,7 +1,6 @@
 #include "exec/supervisor_pool.h"
 
 #include <gtest/gtest.h>
-
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>

@@ -124,7 +124,8 @@ std::vector<std::string> ContainerRunArgv(const ContainerRun& run) {
   for (const auto& m : c.mounts_read_only) {
     a.push_back("--volume=" + m.string() + ":" + m.string() + ":ro");
   }
-  for (const auto& b : c.binds) a.push_back("--volume=" + b.source.string() + ":" + b.target.string());
+  for (const auto& b : c.binds)
+    a.push_back("--volume=" + b.source.string() + ":" + b.target.string());
   if (!run.gpus.empty() && run.gpu_passing == GpuPassing::kCdi) {
     for (int g : run.gpus) a.push_back("--device=nvidia.com/gpu=" + std::to_string(g));
   } else if (!run.gpus.empty() && run.gpu_passing == GpuPassing::kDockerGpus) {

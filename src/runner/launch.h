@@ -81,7 +81,8 @@ struct ContainerRun {
 // output straight to the supervisor's pipe,
 // every mount at its own path, the account's uid:gid and groups (or, with
 // user_namespace, the image's root as the account) with no capabilities
-// and no new privileges, the GPUs, then the image and the command. Environment values never appear here but for env_inline.
+// and no new privileges, the GPUs, then the image and the command. Environment values never appear
+// here but for env_inline.
 std::vector<std::string> ContainerRunArgv(const ContainerRun& run);
 
 // The engine this node runs a container with: `wanted` (the daemon's

@@ -44,7 +44,8 @@ Result<std::vector<fs::path>> PathList(const json& doc, const char* key,
   std::string where = std::string("launch.json: ") + section + "." + key;
   if (!it->is_array()) return InvalidArgument(where + ": must be an array of absolute paths");
   for (size_t i = 0; i < it->size(); ++i) {
-    STOKER_ASSIGN_OR_RETURN(fs::path p, AbsolutePath((*it)[i], where + "[" + std::to_string(i) + "]"));
+    STOKER_ASSIGN_OR_RETURN(fs::path p,
+                            AbsolutePath((*it)[i], where + "[" + std::to_string(i) + "]"));
     out.push_back(std::move(p));
   }
   return out;
@@ -61,8 +62,10 @@ Result<std::vector<BindSpec>> BindList(const json& doc, const char* key, const c
     const json& b = (*it)[i];
     std::string at = where + "[" + std::to_string(i) + "]";
     if (!b.is_object()) return InvalidArgument(at + ": must be {\"source\": ..., \"target\": ...}");
-    STOKER_ASSIGN_OR_RETURN(fs::path source, AbsolutePath(b.value("source", json()), at + ".source"));
-    STOKER_ASSIGN_OR_RETURN(fs::path target, AbsolutePath(b.value("target", json()), at + ".target"));
+    STOKER_ASSIGN_OR_RETURN(fs::path source,
+                            AbsolutePath(b.value("source", json()), at + ".source"));
+    STOKER_ASSIGN_OR_RETURN(fs::path target,
+                            AbsolutePath(b.value("target", json()), at + ".target"));
     out.push_back({std::move(source), std::move(target)});
   }
   return out;

@@ -16,7 +16,10 @@ TEST(ReplicaContractTest, ALaunchSpecReadsBackAsWritten) {
   s.grace_seconds = 3;
   s.log_limits = {1024, 7};
   s.run_as = RunAs{"alice", 1001, 1002, {50}, "/home/alice"};
-  s.isolation = {IsolationMode::kRequired, {"/data"}, {"/data/buckets"}, {"/data/jobs/7"},
+  s.isolation = {IsolationMode::kRequired,
+                 {"/data"},
+                 {"/data/buckets"},
+                 {"/data/jobs/7"},
                  {{"/data/buckets", "/gcs"}, {"/srv/sets", "/gcs/sets"}}};
   auto back = ParseLaunchSpec(FormatLaunchSpec(s));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -40,7 +43,8 @@ TEST(ReplicaContractTest, ALaunchSpecReadsBackAsWritten) {
                                  "bind": [{"source": "/a", "target": "gcs"}]}})");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("isolation.bind[0].target: must be an absolute path"),
-            std::string::npos) << bad.status().message();
+            std::string::npos)
+      << bad.status().message();
 }
 
 TEST(ReplicaContractTest, AContainerReadsBackAsWritten) {

@@ -1120,8 +1120,8 @@ int Supervisor::Finish() {
   // after whatever half line it was writing.
   if ((outcome_.state == EndState::kCancelled || outcome_.state == EndState::kTimeout) && log_ &&
       trainer_ >= 0) {
-    Status w = log_->Write(std::string(log_->AtLineStart() ? "" : "\n") + "stoker-run: " +
-                           DescribeOutcome(outcome_) + "\n");
+    Status w = log_->Write(std::string(log_->AtLineStart() ? "" : "\n") +
+                           "stoker-run: " + DescribeOutcome(outcome_) + "\n");
     if (!w.ok()) Log(w.ToString());
   }
   if (!late_log_line_.empty() && log_) {

@@ -177,9 +177,8 @@ std::string ReservationText(const Reservation& r, std::optional<int64_t> expecte
     if (r.start_us == 0) return "start unknown: it waits on running jobs with no runtime bound";
     return "starts at " + FormatTime(r.start_us) + after;
   }
-  std::string s = *expected_us == 0
-                      ? "start unknown (no job like those ahead has ended yet)"
-                      : "expected to start at " + FormatTime(*expected_us) + after;
+  std::string s = *expected_us == 0 ? "start unknown (no job like those ahead has ended yet)"
+                                    : "expected to start at " + FormatTime(*expected_us) + after;
   if (r.start_us != 0 && r.start_us != *expected_us) {
     s += "; at the latest at " + FormatTime(r.start_us) + ", their time limits";
   }

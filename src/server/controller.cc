@@ -1,5 +1,4 @@
 #include "server/controller.h"
-#include "server/gcs_mounts.h"
 
 #include <netinet/in.h>
 #include <spdlog/spdlog.h>
@@ -20,6 +19,7 @@
 #include "exec/replica_env.h"
 #include "server/attempt_verdict.h"
 #include "server/fair_share.h"
+#include "server/gcs_mounts.h"
 #include "server/launch_builder.h"
 #include "server/preemption.h"
 
