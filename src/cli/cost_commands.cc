@@ -5,12 +5,14 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "cli/commands.h"
 #include "common/files.h"
 #include "common/json_yaml.h"
 #include "http/http.h"
+#include "spec/ai_platform.h"
 
 namespace stoker::cli {
 
@@ -212,10 +214,44 @@ int Usage(const Globals& g, const UsageFlags& f) {
   return 0;
 }
 
+// An AI Platform job file (`gcloud ai-platform jobs submit training
+// --config`: a trainingInput, bare or under "trainingInput" as in a Job)
+// as the CustomJob it runs as, scale tiers and legacy machine names
+// included; nullopt for anything else.
+Result<std::optional<json>> FromAiPlatformFile(const json& file) {
+  if (!file.is_object()) return std::optional<json>();
+  const bool wrapped = file.contains("trainingInput");
+  const bool bare =
+      !file.contains("jobSpec") && !file.contains("workerPoolSpecs") &&
+      (file.contains("scaleTier") || file.contains("masterType") || file.contains("masterConfig"));
+  if (!wrapped && !bare) return std::optional<json>();
+  std::map<std::string, std::string> labels;
+  if (file.contains("labels") && file["labels"].is_object()) {
+    for (const auto& [k, v] : file["labels"].items()) {
+      if (v.is_string()) labels[k] = v.get<std::string>();
+    }
+  }
+  // The trainer's package and module (flags of `jobs submit training`, often
+  // absent from the file) do not change a price.
+  json ti = wrapped ? file["trainingInput"] : file;
+  if (ti.is_object()) {
+    if (!ti.contains("packageUris")) ti["packageUris"] = {"gs://stoker-staging/estimate.tar.gz"};
+    if (!ti.contains("pythonModule")) ti["pythonModule"] = "trainer.task";
+  }
+  STOKER_ASSIGN_OR_RETURN(
+      spec::LegacyTraining legacy,
+      spec::FromTrainingInput("estimate", ti, wrapped ? "trainingInput" : "", labels));
+  return std::optional<json>(spec::ToJson(legacy.job));
+}
+
 int CostEstimate(const Globals& g, const std::string& config) {
-  auto j = ReadConfigFile(config, "a CustomJob or CustomJobSpec mapping");
+  auto j =
+      ReadConfigFile(config, "a CustomJob, CustomJobSpec or AI Platform trainingInput mapping");
   if (!j.ok()) return Report(j.status());
   json job = *j;
+  auto legacy = FromAiPlatformFile(job);
+  if (!legacy.ok()) return Report(legacy.status());
+  if (*legacy) job = **legacy;
   if (job.is_object() && !job.contains("jobSpec") && job.contains("workerPoolSpecs")) {
     json spec = job;
     job = {{"jobSpec", spec}};

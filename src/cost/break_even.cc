@@ -1,6 +1,7 @@
 #include "cost/break_even.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -21,6 +22,12 @@ bool FreeTierGpu(const std::string& type) {
 }
 
 json Opt(const std::optional<double>& v) { return v ? json(*v) : json(); }
+
+std::string UsdText(double usd) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "$%.2f", usd);
+  return buf;
+}
 
 }  // namespace
 
@@ -96,12 +103,29 @@ BreakEven ComputeBreakEven(const std::vector<store::UsageRecord>& rows, double d
     const double n = static_cast<double>(node.gpu_types.size());
     // GPU power at the window's utilisation (idle power is not counted).
     b.power_usd_per_month = gpu_power_full * b.utilisation;
-    // Cloud cost per booked GPU-hour, as this workload pays it.
-    if (b.vertex_usd && b.gpu_hours > 0 && n > 0) {
-      double cloud_per_gpu_hour = *b.vertex_usd / b.gpu_hours;
+    // Owning saves the whole cloud bill. The GPU replicas' part grows with
+    // GPU utilisation u (their bill per booked GPU-hour, CPUs and memory of
+    // their machines included); the CPU-only replicas' part is saved at any
+    // u, at this window's rate. Owning pays off above the u where
+    //   fixed = u × (gpu_bill_per_gpu_hour × capacity − gpu_power_full) + cpu_only_bill.
+    // (Dividing the whole bill by the GPU-hours once made a node that ran
+    // mostly CPU jobs "pay off above 0.2 % GPU use".)
+    std::vector<store::UsageRecord> gpu_rows, cpu_rows;
+    for (const store::UsageRecord& u : rows) (u.gpus > 0 ? gpu_rows : cpu_rows).push_back(u);
+    const std::optional<double> gpu_bill = Total(gpu_rows, catalog, node).usd[PriceKind::kVertex];
+    const double cpu_only_per_month =
+        Total(cpu_rows, catalog, node).usd[PriceKind::kVertex].value_or(0) * per_month;
+    if (cpu_only_per_month > 0) {
+      b.notes.push_back("CPU-only jobs' cloud bill (" + UsdText(cpu_only_per_month) +
+                        " a month at this rate) counts as saved at any GPU utilisation");
+    }
+    if (cpu_only_per_month >= fixed) {
+      b.break_even_utilisation = 0;  // the CPU-only jobs alone pay for the node
+    } else if (gpu_bill && b.gpu_hours > 0 && n > 0) {
+      double cloud_per_gpu_hour = *gpu_bill / b.gpu_hours;
       double capacity = n * kHoursPerMonth;
       double margin = cloud_per_gpu_hour * capacity - gpu_power_full;
-      if (margin > 0) b.break_even_utilisation = fixed / margin;
+      if (margin > 0) b.break_even_utilisation = (fixed - cpu_only_per_month) / margin;
     } else if (b.gpu_hours <= 0) {
       b.notes.push_back("no GPU usage in the window: the break-even utilisation is unknown");
     }

@@ -166,6 +166,16 @@ workerPoolSpecs:
                                      h100).stdout)
         self.assertIsNone(out["usdPerHour"]["vertex"])  # no price, never a wrong one
         self.assertIn("a3-highgpu", out["pools"][0]["noPrice"])
+        # An AI Platform job file (gcloud ai-platform jobs submit training
+        # --config), bare or as a Job, scale tier and legacy names included:
+        # BASIC_GPU is one n1-standard-8 with a K80, standard_gpu the same.
+        for name, text in (("tier.yaml", "trainingInput:\n  scaleTier: BASIC_GPU\n"),
+                           ("bare.yaml", "scaleTier: CUSTOM\nmasterType: standard_gpu\n")):
+            out = json.loads(self.stoker("--format", "json", "cost", "estimate", "--config",
+                                         self.write(name, text)).stdout)
+            self.assertEqual(len(out["pools"]), 1, out)
+            self.assertIn("NVIDIA_TESLA_K80", out["pools"][0]["basis"], out)
+            self.assertGreater(out["usdPerHour"]["vertex"], 0.5, out)
         bad = self.write("bad.yaml", "workerPoolSpecs: [{replicaCount: 1}]\n")
         r = self.stoker("cost", "estimate", "--config", bad, check=False)
         self.assertEqual(r.returncode, 2, r.stderr)
