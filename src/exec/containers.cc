@@ -49,7 +49,7 @@ std::string FirstLine(const std::string& text) {
 // Empty when `<client> image ls -q` answers (its image store works: what
 // Stoker needs of it; 60 ms, where `info` takes 0.5 s); else why not.
 std::string Unusable(const std::string& client) {
-  auto r = RunCommand({client, "image", "ls", "-q"}, 20);
+  auto r = RunImageStoreRead({client, "image", "ls", "-q"}, 20);
   if (!r.ok()) return r.status().message();
   if (r->exit_code == 0) return "";
   std::string said = FirstLine(r->err.empty() ? r->out : r->err);
@@ -67,6 +67,16 @@ std::string NumericHost(const addrinfo* a) {
 }
 
 }  // namespace
+
+Result<CommandResult> RunImageStoreRead(const std::vector<std::string>& args,
+                                        double timeout_seconds) {
+  for (int pause_ms : {200, 600}) {
+    STOKER_ASSIGN_OR_RETURN(CommandResult r, RunCommand(args, timeout_seconds));
+    if (r.exit_code == 0 || r.timed_out) return r;
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+  }
+  return RunCommand(args, timeout_seconds);
+}
 
 Result<ContainerEngine> DetectContainerEngine(const std::string& want) {
   if (want == "none") return ContainerEngine{"", "", "containers.engine is none"};

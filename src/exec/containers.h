@@ -8,6 +8,7 @@
 
 #include "common/image_reference.h"
 #include "common/status.h"
+#include "exec/command.h"
 
 namespace stoker::exec {
 
@@ -17,6 +18,14 @@ struct ContainerEngine {
   std::string why;   // how it was chosen, or why there is none (for logs and errors)
   bool usable() const { return !path.empty(); }
 };
+
+// Runs an engine client command that reads the image store (`image ls`)
+// and, while it exits non-zero, runs it again up to twice more, 0.2 s and
+// 0.6 s later: podman's `image ls` fails with "image not known" when
+// another client removes an image while it reads the store, a race that
+// passes. Returns the last run; errors as RunCommand.
+Result<CommandResult> RunImageStoreRead(const std::vector<std::string>& args,
+                                        double timeout_seconds);
 
 // `want` is config's containers.engine: "auto" (podman, then docker, each
 // only if `<client> image ls` answers), "podman", "docker" or "none".

@@ -38,10 +38,10 @@ class CommandImageEngine : public ImageEngine {
       // list already shows costs one more read, none is lost.
       listed_at_ = NowSeconds() - 1;
     }
-    STOKER_ASSIGN_OR_RETURN(CommandResult r,
-                            RunCommand({engine_.path, "image", "ls", "--no-trunc", "--format",
-                                        "{{.ID}} {{.Repository}} {{.Tag}} {{.Digest}}"},
-                                       60));
+    STOKER_ASSIGN_OR_RETURN(
+        CommandResult r, RunImageStoreRead({engine_.path, "image", "ls", "--no-trunc", "--format",
+                                            "{{.ID}} {{.Repository}} {{.Tag}} {{.Digest}}"},
+                                           60));
     if (r.exit_code != 0) {
       return FailedPrecondition("`" + engine_.path +
                                 " image ls` failed: " + r.err.substr(0, r.err.find('\n')));
