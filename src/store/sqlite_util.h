@@ -16,9 +16,7 @@ namespace stoker::store::sqlite_util {
 // A prepared statement that finalizes itself.
 class Stmt {
  public:
-  Stmt(sqlite3* db, const char* sql) : db_(db) {
-    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
-  }
+  Stmt(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
   ~Stmt() { sqlite3_finalize(stmt_); }
   Stmt(const Stmt&) = delete;
   Stmt& operator=(const Stmt&) = delete;
@@ -54,10 +52,8 @@ class Stmt {
   std::optional<double> OptDouble(int col) {
     return IsNull(col) ? std::nullopt : std::optional<double>(Double(col));
   }
-  sqlite3* db() const { return db_; }
 
  private:
-  sqlite3* db_;
   sqlite3_stmt* stmt_ = nullptr;
   int rc_;
 };

@@ -5,6 +5,7 @@
 #include "common/status.h"
 #include "store/sqlite_util.h"
 #include "store/store.h"
+#include "store/store_internal.h"
 
 namespace stoker::store {
 namespace {
@@ -111,22 +112,22 @@ Result<OperationRecord> Store::DeleteStudy(int64_t id, OperationRecord op) {
 
 Result<OperationRecord> Store::GetOperation(int64_t id) {
   std::lock_guard lock(mu_);
-  Stmt s(db_,
-         "SELECT id, project, location, user, type, target, create_time FROM operations WHERE "
-         "id = ?");
-  s.Bind(1, id);
-  int rc = s.Step();
-  if (rc == SQLITE_DONE) return NotFound("operation " + std::to_string(id) + " does not exist");
-  if (rc != SQLITE_ROW) return SqliteError(db_, "get operation");
-  OperationRecord op;
-  op.id = s.Int(0);
-  op.project = s.Text(1);
-  op.location = s.Text(2);
-  op.user = s.Text(3);
-  op.type = s.Text(4);
-  op.target = s.Text(5);
-  op.create_time_us = s.Int(6);
-  return op;
+  return internal::SelectOne(
+      db_,
+      "SELECT id, project, location, user, type, target, create_time FROM operations WHERE id = ?",
+      [&](Stmt& s) { s.Bind(1, id); },
+      [](Stmt& s) {
+        OperationRecord op;
+        op.id = s.Int(0);
+        op.project = s.Text(1);
+        op.location = s.Text(2);
+        op.user = s.Text(3);
+        op.type = s.Text(4);
+        op.target = s.Text(5);
+        op.create_time_us = s.Int(6);
+        return op;
+      },
+      NotFound("operation " + std::to_string(id) + " does not exist"), "get operation");
 }
 
 }  // namespace stoker::store
