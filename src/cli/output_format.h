@@ -131,7 +131,7 @@ class ResourceFilter {
   ResourceFilter() = default;  // matches everything
   bool Matches(const nlohmann::json& resource) const;
 
-  struct Node;  // private to output_format.cc
+  struct Node;  // private to resource_filter.cc
 
  private:
   friend Result<ResourceFilter> ParseResourceFilter(const std::string& text);
