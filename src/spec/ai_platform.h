@@ -7,7 +7,7 @@
 // - displayName = the jobId; Job labels are kept.
 // - scaleTier (default BASIC) expands to pools: 0 master, 1 workers,
 //   2 parameter servers, 3 evaluators (an absent middle pool is `{}`). The
-//   predefined tiers' machines are in one table in ai_platform.cc; BASIC_TPU
+//   predefined tiers' machines are in one table in ai_platform_tables.cc; BASIC_TPU
 //   and every TPU are refused (Stoker runs no TPUs). CUSTOM needs masterType,
 //   and workerType / parameterServerType / evaluatorType for counts > 0.
 // - Machine types: Compute Engine and legacy names (standard, large_model,
@@ -20,7 +20,7 @@
 //   and evaluators without an imageUri run masterConfig's image, with its
 //   containerCommand / containerArgs unless they give their own. Any other
 //   pool runs a pythonPackageSpec of packageUris + pythonModule on a prebuilt
-//   TensorFlow image chosen from runtimeVersion (see ai_platform.cc).
+//   TensorFlow image chosen from runtimeVersion (see ExecutorImage in ai_platform_tables.cc).
 // - args (or containerArgs) are the program's arguments; jobDir becomes
 //   baseOutputDirectory and is appended to every pool's args as
 //   `--job-dir=<jobDir>`, as the service passes it.
