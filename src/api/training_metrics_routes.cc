@@ -15,6 +15,7 @@
 #include <set>
 
 #include "api/routes.h"
+#include "study/hypertune_report.h"
 #include "tfevents/event_dir.h"
 
 namespace stoker::api {
@@ -73,48 +74,20 @@ void AddHypertune(const std::string& text, std::map<std::string, std::vector<tfe
   auto problem = [&](const std::string& kind, const std::string& reason) {
     if (reported.insert(kind).second) skipped.push_back({file, reason});
   };
-  size_t start = 0;
+  study::HypertuneReports parsed = study::ParseHypertuneReports(text);
+  if (parsed.skipped_nested)
+    problem("nested", "lines that are not flat JSON objects were left out");
   int64_t ordinal = 0;
-  while (start < text.size()) {
-    size_t nl = text.find('\n', start);
-    if (nl == std::string::npos) nl = text.size();
-    std::string_view line(text.data() + start, nl - start);
-    start = nl + 1;
-    if (line.empty()) continue;
-    // A report is one flat object: anything nested deeper is not one (and
-    // is not handed to a recursive parser).
-    if (std::count(line.begin(), line.end(), '{') + std::count(line.begin(), line.end(), '[') > 8) {
-      problem("nested", "lines that are not flat JSON objects were left out");
-      continue;
-    }
-    json j = json::parse(line, nullptr, false);
-    if (!j.is_object()) continue;  // a torn write; the writer replaces the file whole
-    ++ordinal;
+  for (const study::HypertuneReport& r : parsed.reports) {
     tfevents::Point p;
-    p.step = ordinal;
-    if (auto t = j.find("timestamp"); t != j.end() && t->is_number())
-      p.wall_time = t->get<double>();
-    if (!std::isfinite(p.wall_time)) p.wall_time = 0;
-    if (auto s = j.find("global_step"); s != j.end()) {
-      std::string v = s->is_string() ? s->get<std::string>() : s->dump();
+    p.step = ++ordinal;
+    p.wall_time = r.timestamp && std::isfinite(*r.timestamp) ? *r.timestamp : 0;
+    if (!r.global_step.empty()) {
       char* end = nullptr;
-      long long step = std::strtoll(v.c_str(), &end, 10);
-      if (end != v.c_str()) p.step = step;
+      long long step = std::strtoll(r.global_step.c_str(), &end, 10);
+      if (end != r.global_step.c_str()) p.step = step;
     }
-    for (const auto& [key, value] : j.items()) {
-      if (key == "timestamp" || key == "global_step" || key == "trial" ||
-          key == "checkpoint_path") {
-        continue;
-      }
-      double v = NAN;
-      if (value.is_number()) v = value.get<double>();
-      if (value.is_string()) {
-        const std::string& s = value.get_ref<const std::string&>();
-        char* end = nullptr;
-        v = std::strtod(s.c_str(), &end);
-        if (end == s.c_str()) continue;  // not a number: not a metric
-      }
-      if (!value.is_number() && !value.is_string()) continue;
+    for (const auto& [key, v] : r.values) {
       if (key.size() > kMaxTagBytes) {
         problem("long", "metrics with names longer than " + std::to_string(kMaxTagBytes) +
                             " bytes were left out");

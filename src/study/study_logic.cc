@@ -4,6 +4,7 @@
 #include <map>
 
 #include "common/time.h"
+#include "study/hypertune_report.h"
 
 namespace stoker::study {
 namespace {
@@ -136,37 +137,16 @@ std::vector<std::string> TrialArgs(const spec::StudySpec& study,
 
 json ParseMetricsFile(const std::string& text, int64_t trial_start_us) {
   json out = json::array();
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t nl = text.find('\n', start);
-    if (nl == std::string::npos) nl = text.size();
-    json line = json::parse(text.substr(start, nl - start), nullptr, false);
-    start = nl + 1;
-    if (!line.is_object()) continue;
+  for (const HypertuneReport& r : ParseHypertuneReports(text).reports) {
     json metrics = json::array();
-    std::string step = "0";
-    double elapsed = 0;
-    for (auto& [key, value] : line.items()) {
-      if (key == "global_step") {
-        step = value.is_string() ? value.get<std::string>() : value.dump();
-      } else if (key == "timestamp") {
-        if (value.is_number() && trial_start_us > 0) {
-          elapsed = std::max(0.0, value.get<double>() - trial_start_us / 1e6);
-        }
-      } else if (key != "trial" && key != "checkpoint_path") {
-        // cloudml-hypertune writes values as strings; accept numbers too.
-        double v = NAN;
-        if (value.is_number()) v = value.get<double>();
-        if (value.is_string()) {
-          char* end = nullptr;
-          std::string s = value.get<std::string>();
-          v = std::strtod(s.c_str(), &end);
-          if (end == s.c_str()) v = NAN;
-        }
-        if (std::isfinite(v)) metrics.push_back({{"metricId", key}, {"value", v}});
-      }
+    for (const auto& [key, v] : r.values) {
+      if (std::isfinite(v)) metrics.push_back({{"metricId", key}, {"value", v}});
     }
-    out.push_back({{"stepCount", step},
+    double elapsed = 0;
+    if (r.timestamp && trial_start_us > 0) {
+      elapsed = std::max(0.0, *r.timestamp - trial_start_us / 1e6);
+    }
+    out.push_back({{"stepCount", r.global_step.empty() ? "0" : r.global_step},
                    {"elapsedDuration", FormatDuration(std::round(elapsed * 1000) / 1000)},
                    {"metrics", metrics}});
   }

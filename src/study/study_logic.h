@@ -34,10 +34,11 @@ tune::Assignment AssignmentFromJson(const nlohmann::json& parameters);
 std::vector<std::string> TrialArgs(const spec::StudySpec& study,
                                    const tune::Assignment& assignment);
 
-// Measurements from the text of a hypertune metrics file: one per line that
-// parses, in file order: {"stepCount": "<global_step>", "elapsedDuration":
+// Measurements from the text of a hypertune metrics file
+// (hypertune_report.h): one per report, in file order: {"stepCount": "<global_step>",
+// "elapsedDuration":
 // "<s since trial start>s", "metrics": [{"metricId": tag, "value": v}, ...]}.
-// Lines that are not JSON objects (a torn write) are skipped.
+// Non-finite values are left out; a report without global_step is step "0".
 nlohmann::json ParseMetricsFile(const std::string& text, int64_t trial_start_us);
 
 // The value of `metric_id` in one measurement, if present and finite.
