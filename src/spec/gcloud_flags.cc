@@ -138,31 +138,22 @@ std::vector<std::string> SplitGcloudList(const std::string& value) {
   return SplitOn(value, ",");
 }
 
-Result<WorkerPoolFlag> ParseWorkerPoolSpecFlag(const std::string& value, int index,
-                                               bool autopackaging) {
-  Problems p(FlagName(index));
-  WorkerPoolFlag out;
-  out.pool = json::object();
-  std::map<std::string, std::string> kv = ReadPairs(value, p);
-  if (kv.empty() && p.empty()) {
-    if (index == 0) {
-      p.Add(
-          "the first --worker-pool-spec (the primary pool) cannot be empty; give machine-type "
-          "and container-image-uri, or executor-image-uri and python-module");
-      return p.ToStatus();
-    }
-    return out;  // an empty pool: keeps the positions of the later ones
-  }
-  auto has = [&](const char* key) { return kv.count(key) > 0; };
+namespace {
 
-  // Hardware.
+// A --worker-pool-spec's key=value pairs.
+using PoolPairs = std::map<std::string, std::string>;
+
+bool Has(const PoolPairs& kv, const char* key) { return kv.count(key) > 0; }
+
+// The pool's machineSpec and replicaCount into `pool`.
+void ReadPoolHardware(PoolPairs& kv, int index, Problems& p, json& pool) {
   json machine = json::object();
-  if (!has("machine-type") || kv["machine-type"].empty()) {
+  if (!Has(kv, "machine-type") || kv["machine-type"].empty()) {
     p.Add("'machine-type' is required, such as machine-type=n1-standard-8");
   } else {
     machine["machineType"] = kv["machine-type"];
   }
-  if (has("accelerator-type")) {
+  if (Has(kv, "accelerator-type")) {
     const std::string t = CanonicalAcceleratorType(kv["accelerator-type"]);
     if (Contains(kAcceleratorTypes, t)) {
       machine["acceleratorType"] = t;
@@ -174,17 +165,17 @@ Result<WorkerPoolFlag> ParseWorkerPoolSpecFlag(const std::string& value, int ind
       p.Add("'" + t + "' is not an accelerator type; use one of " + JoinNames(kAcceleratorTypes));
     }
   }
-  if (has("accelerator-count")) {
-    if (!has("accelerator-type")) {
+  if (Has(kv, "accelerator-count")) {
+    if (!Has(kv, "accelerator-type")) {
       p.Add(
           "'accelerator-count' needs 'accelerator-type', such as accelerator-type=NVIDIA_TESLA_T4");
     } else if (auto n = ReadCount("accelerator-count", kv["accelerator-count"], p)) {
       if (machine.contains("acceleratorType")) machine["acceleratorCount"] = *n;
     }
   }
-  out.pool["machineSpec"] = machine;
+  pool["machineSpec"] = machine;
   int64_t replicas = 1;
-  if (has("replica-count")) {
+  if (Has(kv, "replica-count")) {
     if (auto n = ReadCount("replica-count", kv["replica-count"], p)) replicas = *n;
     if (index == 0 && replicas != 1) {
       p.Add(
@@ -192,10 +183,102 @@ Result<WorkerPoolFlag> ParseWorkerPoolSpecFlag(const std::string& value, int ind
           "--worker-pool-spec");
     }
   }
-  out.pool["replicaCount"] = replicas;
+  pool["replicaCount"] = replicas;
+}
 
-  // Software.
-  bool local = has("local-package-path");
+// The first pool's local-package-path and the keys that go with it: the
+// package `stoker` builds into an image before submitting.
+LocalPackage ReadLocalPackage(PoolPairs& kv, Problems& p) {
+  LocalPackage pkg;
+  pkg.path = kv["local-package-path"];
+  if (pkg.path.empty()) p.Add("'local-package-path' must name a directory");
+  if (!Has(kv, "executor-image-uri") || kv["executor-image-uri"].empty()) {
+    p.Add(
+        "'executor-image-uri' is required with 'local-package-path': it is the base image "
+        "the package is built on");
+  } else if (auto ref = ParseImageReference(kv["executor-image-uri"], "'executor-image-uri'");
+             !ref.ok()) {
+    p.Add(ref.status().message());
+  }
+  if (Has(kv, "container-image-uri")) {
+    p.Add(
+        "'container-image-uri' cannot be used with 'local-package-path'; give the base image "
+        "as 'executor-image-uri'");
+  }
+  if (Has(kv, "python-module") == Has(kv, "script")) {
+    p.Add("exactly one of 'python-module' or 'script' is required with 'local-package-path'");
+  }
+  pkg.executor_image_uri = kv["executor-image-uri"];
+  pkg.python_module = kv["python-module"];
+  pkg.script = kv["script"];
+  pkg.requirements = SplitOn(kv["requirements"], ";");
+  pkg.extra_packages = SplitOn(kv["extra-packages"], ";");
+  pkg.extra_dirs = SplitOn(kv["extra-dirs"], ";");
+  pkg.output_image_uri = kv["output-image-uri"];
+  return pkg;
+}
+
+// A prebuilt task: containerSpec (container-image-uri) or pythonPackageSpec
+// (executor-image-uri and python-module) into `pool`.
+void ReadPoolTask(PoolPairs& kv, int index, Problems& p, json& pool) {
+  for (auto key : kLocalOnlyKeys) {
+    if (!Has(kv, std::string(key).c_str())) continue;
+    p.Add("'" + std::string(key) + "' is only allowed with 'local-package-path'" +
+          (index == 0 ? "" : ", in the first --worker-pool-spec"));
+  }
+  bool container = Has(kv, "container-image-uri");
+  bool python = Has(kv, "executor-image-uri");
+  if (container == python) {
+    p.Add(container ? "'container-image-uri' and 'executor-image-uri' cannot both be given; "
+                      "give exactly one"
+                    : "exactly one of 'container-image-uri' or 'executor-image-uri' is "
+                      "required");
+  }
+  if (container && Has(kv, "python-module")) {
+    p.Add("'python-module' cannot be used with 'container-image-uri'");
+  }
+  if (python && !Has(kv, "python-module")) {
+    p.Add(
+        "'python-module' is required with 'executor-image-uri', such as "
+        "python-module=trainer.task");
+  }
+  for (const char* key : {"container-image-uri", "executor-image-uri"}) {
+    if (!Has(kv, key)) continue;
+    if (kv[key].empty()) {
+      p.Add("'" + std::string(key) + "' must name an image");
+    } else if (auto ref = ParseImageReference(kv[key], "'" + std::string(key) + "'"); !ref.ok()) {
+      p.Add(ref.status().message());
+    }
+  }
+  if (container) {
+    pool["containerSpec"] = {{"imageUri", kv["container-image-uri"]}};
+  } else if (python) {
+    json py = {{"executorImageUri", kv["executor-image-uri"]}};
+    if (Has(kv, "python-module")) py["pythonModule"] = kv["python-module"];
+    pool["pythonPackageSpec"] = py;
+  }
+}
+
+}  // namespace
+
+Result<WorkerPoolFlag> ParseWorkerPoolSpecFlag(const std::string& value, int index,
+                                               bool autopackaging) {
+  Problems p(FlagName(index));
+  WorkerPoolFlag out;
+  out.pool = json::object();
+  PoolPairs kv = ReadPairs(value, p);
+  if (kv.empty() && p.empty()) {
+    if (index == 0) {
+      p.Add(
+          "the first --worker-pool-spec (the primary pool) cannot be empty; give machine-type "
+          "and container-image-uri, or executor-image-uri and python-module");
+      return p.ToStatus();
+    }
+    return out;  // an empty pool: keeps the positions of the later ones
+  }
+  ReadPoolHardware(kv, index, p, out.pool);
+
+  bool local = Has(kv, "local-package-path");
   if (local && index != 0) {
     p.Add("'local-package-path' is only allowed in the first --worker-pool-spec");
   }
@@ -208,70 +291,9 @@ Result<WorkerPoolFlag> ParseWorkerPoolSpecFlag(const std::string& value, int ind
             JoinNames(kHardwareKeys) + " here");
     }
   } else if (local && index == 0) {
-    LocalPackage pkg;
-    pkg.path = kv["local-package-path"];
-    if (pkg.path.empty()) p.Add("'local-package-path' must name a directory");
-    if (!has("executor-image-uri") || kv["executor-image-uri"].empty()) {
-      p.Add(
-          "'executor-image-uri' is required with 'local-package-path': it is the base image "
-          "the package is built on");
-    } else if (auto ref = ParseImageReference(kv["executor-image-uri"], "'executor-image-uri'");
-               !ref.ok()) {
-      p.Add(ref.status().message());
-    }
-    if (has("container-image-uri")) {
-      p.Add(
-          "'container-image-uri' cannot be used with 'local-package-path'; give the base image "
-          "as 'executor-image-uri'");
-    }
-    if (has("python-module") == has("script")) {
-      p.Add("exactly one of 'python-module' or 'script' is required with 'local-package-path'");
-    }
-    pkg.executor_image_uri = kv["executor-image-uri"];
-    pkg.python_module = kv["python-module"];
-    pkg.script = kv["script"];
-    pkg.requirements = SplitOn(kv["requirements"], ";");
-    pkg.extra_packages = SplitOn(kv["extra-packages"], ";");
-    pkg.extra_dirs = SplitOn(kv["extra-dirs"], ";");
-    pkg.output_image_uri = kv["output-image-uri"];
-    out.local = std::move(pkg);
+    out.local = ReadLocalPackage(kv, p);
   } else {
-    for (auto key : kLocalOnlyKeys) {
-      if (!has(std::string(key).c_str())) continue;
-      p.Add("'" + std::string(key) + "' is only allowed with 'local-package-path'" +
-            (index == 0 ? "" : ", in the first --worker-pool-spec"));
-    }
-    bool container = has("container-image-uri");
-    bool python = has("executor-image-uri");
-    if (container == python) {
-      p.Add(container ? "'container-image-uri' and 'executor-image-uri' cannot both be given; "
-                        "give exactly one"
-                      : "exactly one of 'container-image-uri' or 'executor-image-uri' is "
-                        "required");
-    }
-    if (container && has("python-module")) {
-      p.Add("'python-module' cannot be used with 'container-image-uri'");
-    }
-    if (python && !has("python-module")) {
-      p.Add(
-          "'python-module' is required with 'executor-image-uri', such as "
-          "python-module=trainer.task");
-    }
-    for (const char* key : {"container-image-uri", "executor-image-uri"}) {
-      if (!has(key)) continue;
-      if (kv[key].empty()) {
-        p.Add("'" + std::string(key) + "' must name an image");
-      } else if (auto ref = ParseImageReference(kv[key], "'" + std::string(key) + "'"); !ref.ok()) {
-        p.Add(ref.status().message());
-      }
-    }
-    if (container) {
-      out.pool["containerSpec"] = {{"imageUri", kv["container-image-uri"]}};
-    } else if (python) {
-      json py = {{"executorImageUri", kv["executor-image-uri"]}};
-      if (has("python-module")) py["pythonModule"] = kv["python-module"];
-      out.pool["pythonPackageSpec"] = py;
-    }
+    ReadPoolTask(kv, index, p, out.pool);
   }
   if (!p.empty()) return p.ToStatus();
   return out;
