@@ -9,18 +9,8 @@
 #include "cost/catalog_internal.h"
 
 namespace stoker::cost {
+namespace internal {
 namespace {
-
-using internal::FindKnownWatts;
-using internal::IsWhole;
-using internal::Join;
-using internal::kAcceleratorKeys;
-using internal::kComputeEngine;
-using internal::kConfig;
-using internal::kMachineKeys;
-using internal::KnownWatts;
-using internal::kSpot;
-using internal::kVertex;
 
 std::string ValueText(const YAML::Node& v) {
   if (v.IsScalar()) return "'" + v.Scalar() + "'";
@@ -318,27 +308,29 @@ Status ApplyOwnHardware(const YAML::Node& node, OwnHardware& own) {
 }
 
 }  // namespace
+}  // namespace internal
 
 Status Catalog::Apply(const YAML::Node& cost) {
   if (!cost.IsDefined() || cost.IsNull()) return OkStatus();
-  if (!cost.IsMap()) return InvalidArgument("cost: must be a mapping, got " + ValueText(cost));
+  if (!cost.IsMap())
+    return InvalidArgument("cost: must be a mapping, got " + internal::ValueText(cost));
   Catalog next = *this;
   static const std::vector<std::string> kKeys = {"region", "machines", "accelerators",
                                                  "own_hardware"};
   try {
     for (const auto& kv : cost) {
-      STOKER_RETURN_IF_ERROR(CheckKey(kv.first, "cost"));
+      STOKER_RETURN_IF_ERROR(internal::CheckKey(kv.first, "cost"));
       const std::string key = kv.first.Scalar();
       if (key == "region") {
-        STOKER_RETURN_IF_ERROR(ReadString(kv.second, "cost.region", &next.region_));
+        STOKER_RETURN_IF_ERROR(internal::ReadString(kv.second, "cost.region", &next.region_));
       } else if (key == "machines") {
-        STOKER_RETURN_IF_ERROR(ApplyMachines(kv.second, next.machines_));
+        STOKER_RETURN_IF_ERROR(internal::ApplyMachines(kv.second, next.machines_));
       } else if (key == "accelerators") {
-        STOKER_RETURN_IF_ERROR(ApplyAccelerators(kv.second, next.accelerators_));
+        STOKER_RETURN_IF_ERROR(internal::ApplyAccelerators(kv.second, next.accelerators_));
       } else if (key == "own_hardware") {
-        STOKER_RETURN_IF_ERROR(ApplyOwnHardware(kv.second, next.own_));
+        STOKER_RETURN_IF_ERROR(internal::ApplyOwnHardware(kv.second, next.own_));
       } else {
-        return UnknownKey("cost." + key, kKeys);
+        return internal::UnknownKey("cost." + key, kKeys);
       }
     }
   } catch (const YAML::Exception& e) {

@@ -135,18 +135,24 @@ constexpr KnownWatts kKnownWatts[] = {
     {"NVIDIA_TESLA_K80", 300, "K80 300 W max, hobbyist write-up"},
 };
 
+// A shipped row: Compute Engine figures read from S1 (confidence A), the
+// Vertex one estimated by `vertex_rule` (confidence C).
+MachinePrice FromRow(const MachineRow& r, const char* vertex_rule) {
+  MachinePrice m;
+  m.vcpus = r.vcpus;
+  m.memory_gb = r.memory_gb;
+  m.gpu_type = r.gpu_type;
+  m.gpu_count = r.gpu_count;
+  m.compute_engine = MakeRate(r.compute_engine, "A", kS1);
+  m.spot = MakeRate(r.spot, "A", kS1Spot);
+  m.vertex = MakeRate(r.vertex, "C", vertex_rule);
+  return m;
+}
+
 // §1: the machine types, whole VM per hour.
 std::map<std::string, MachinePrice> BuiltInMachines() {
   std::map<std::string, MachinePrice> machines;
-  for (const MachineRow& r : kCpuMachines) {
-    MachinePrice m;
-    m.vcpus = r.vcpus;
-    m.memory_gb = r.memory_gb;
-    m.compute_engine = MakeRate(r.compute_engine, "A", kS1);
-    m.spot = MakeRate(r.spot, "A", kS1Spot);
-    m.vertex = MakeRate(r.vertex, "C", kVertexCpuRule);
-    machines[r.name] = m;
-  }
+  for (const MachineRow& r : kCpuMachines) machines[r.name] = FromRow(r, kVertexCpuRule);
   machines["n1-standard-4"].vertex = MakeRate(0.21849885, "A", kS3);
 
   // Not in the reference table; derived (confidence C) because the legacy
@@ -171,15 +177,7 @@ std::map<std::string, MachinePrice> BuiltInMachines() {
   }
 
   for (const MachineRow& r : kGpuMachines) {
-    MachinePrice m;
-    m.vcpus = r.vcpus;
-    m.memory_gb = r.memory_gb;
-    m.gpu_type = r.gpu_type;
-    m.gpu_count = r.gpu_count;
-    m.compute_engine = MakeRate(r.compute_engine, "A", kS1);
-    m.spot = MakeRate(r.spot, "A", kS1Spot);
-    m.vertex = MakeRate(r.vertex, "C", kVertexGpuMachineRule);
-    machines[r.name] = m;
+    machines[r.name] = FromRow(r, kVertexGpuMachineRule);
   }
   return machines;
 }
