@@ -143,6 +143,66 @@ void CheckChildren(const ParameterSpec& s, const std::string& path, const Dialec
   }
 }
 
+// A CATEGORICAL parameter's values at `values`: non-empty, unique, at most
+// kMaxCategories; no scale type.
+void CheckCategories(const ParameterSpec& s, const std::string& path, const std::string& values,
+                     Problems& p) {
+  if (s.categories.empty()) {
+    p.AddUnlessCovered(values, "required; " + std::string(kCategoriesHint));
+  } else if (s.categories.size() > kMaxCategories) {
+    p.AddUnlessCovered(values, "at most " + std::to_string(kMaxCategories) +
+                                   " categories are allowed, got " +
+                                   std::to_string(s.categories.size()));
+    return;
+  }
+  for (size_t i = 0; i < s.categories.size(); ++i) {
+    const std::string& c = s.categories[i];
+    auto first = std::find(s.categories.begin(), s.categories.begin() + i, c);
+    if (c.empty()) {
+      p.AddUnlessCovered(At(values, i), "must not be empty; give the category's text");
+    } else if (first != s.categories.begin() + i) {
+      p.AddUnlessCovered(At(values, i), Quote(c) + " is already listed at " +
+                                            At(values, first - s.categories.begin()) +
+                                            "; list each category once");
+    }
+  }
+  if (s.scale != ScaleType::kNone) {
+    p.AddUnlessCovered(Join(path, "scaleType"),
+                       "does not apply to a CATEGORICAL parameter; remove it");
+  }
+}
+
+// A DISCRETE parameter's values at `values`: at most kMaxDiscreteValues,
+// strictly increasing and at least kMinDiscreteGap apart; above 0 on a log scale.
+void CheckDiscreteValues(const ParameterSpec& s, const std::string& path, const Dialect& d,
+                         const std::string& values, Problems& p) {
+  const std::vector<double>& v = s.discrete_values;
+  if (v.empty()) {
+    p.AddUnlessCovered(values, "required; " + std::string(kDiscreteHint));
+  } else if (v.size() > kMaxDiscreteValues) {
+    p.AddUnlessCovered(values, "at most 1000 values are allowed, got " + std::to_string(v.size()) +
+                                   "; use an INTEGER or DOUBLE range instead");
+  }
+  bool increasing = true;
+  for (size_t i = 1; i < v.size(); ++i) {
+    if (v[i] <= v[i - 1]) {
+      increasing = false;
+      p.AddUnlessCovered(At(values, i),
+                         FormatDouble(v[i]) + " is not above the value before it (" +
+                             FormatDouble(v[i - 1]) +
+                             "); list discrete values once each, in increasing order");
+    } else if (v[i] - v[i - 1] < kMinDiscreteGap) {
+      increasing = false;
+      p.AddUnlessCovered(At(values, i), FormatDouble(v[i]) + " is less than 1e-10 above " +
+                                            FormatDouble(v[i - 1]) +
+                                            "; discrete values must be at least 1e-10 apart");
+    }
+  }
+  if (increasing && !v.empty() && !p.Covered(values) && IsLog(s.scale) && v.front() <= 0) {
+    CheckLogRange(s, path, d, FormatDouble(v.front()), p);
+  }
+}
+
 void CheckParameter(const ParameterSpec& s, const std::string& path, const Dialect& d,
                     Problems& p) {
   std::string id = Join(path, d.Id());
@@ -180,59 +240,11 @@ void CheckParameter(const ParameterSpec& s, const std::string& path, const Diale
       }
       break;
     case ParameterKind::kCategorical:
-      if (s.categories.empty()) {
-        p.AddUnlessCovered(values, "required; " + std::string(kCategoriesHint));
-      } else if (s.categories.size() > kMaxCategories) {
-        p.AddUnlessCovered(values, "at most " + std::to_string(kMaxCategories) +
-                                       " categories are allowed, got " +
-                                       std::to_string(s.categories.size()));
-        break;
-      }
-      for (size_t i = 0; i < s.categories.size(); ++i) {
-        const std::string& c = s.categories[i];
-        auto first = std::find(s.categories.begin(), s.categories.begin() + i, c);
-        if (c.empty()) {
-          p.AddUnlessCovered(At(values, i), "must not be empty; give the category's text");
-        } else if (first != s.categories.begin() + i) {
-          p.AddUnlessCovered(At(values, i), Quote(c) + " is already listed at " +
-                                                At(values, first - s.categories.begin()) +
-                                                "; list each category once");
-        }
-      }
-      if (s.scale != ScaleType::kNone) {
-        p.AddUnlessCovered(Join(path, "scaleType"),
-                           "does not apply to a CATEGORICAL parameter; remove it");
-      }
+      CheckCategories(s, path, values, p);
       break;
-    case ParameterKind::kDiscrete: {
-      const std::vector<double>& v = s.discrete_values;
-      if (v.empty()) {
-        p.AddUnlessCovered(values, "required; " + std::string(kDiscreteHint));
-      } else if (v.size() > kMaxDiscreteValues) {
-        p.AddUnlessCovered(values, "at most 1000 values are allowed, got " +
-                                       std::to_string(v.size()) +
-                                       "; use an INTEGER or DOUBLE range instead");
-      }
-      bool increasing = true;
-      for (size_t i = 1; i < v.size(); ++i) {
-        if (v[i] <= v[i - 1]) {
-          increasing = false;
-          p.AddUnlessCovered(At(values, i),
-                             FormatDouble(v[i]) + " is not above the value before it (" +
-                                 FormatDouble(v[i - 1]) +
-                                 "); list discrete values once each, in increasing order");
-        } else if (v[i] - v[i - 1] < kMinDiscreteGap) {
-          increasing = false;
-          p.AddUnlessCovered(At(values, i), FormatDouble(v[i]) + " is less than 1e-10 above " +
-                                                FormatDouble(v[i - 1]) +
-                                                "; discrete values must be at least 1e-10 apart");
-        }
-      }
-      if (increasing && !v.empty() && !p.Covered(values) && IsLog(s.scale) && v.front() <= 0) {
-        CheckLogRange(s, path, d, FormatDouble(v.front()), p);
-      }
+    case ParameterKind::kDiscrete:
+      CheckDiscreteValues(s, path, d, values, p);
       break;
-    }
   }
   CheckChildren(s, path, d, p);
 }
