@@ -1,9 +1,11 @@
 #include "server/config.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "common/files.h"
 #include "common/json_yaml.h"
+#include "exec/executor_registry.h"
 
 namespace stoker::server {
 
@@ -27,7 +29,8 @@ std::vector<ImageRule> DefaultImageRules() {
 namespace {
 
 // The `slurm:` mapping. Errors name the key (slurm.<key>).
-Status ParseSlurmConfig(const nlohmann::json& value, const std::string& where, SlurmConfig& out) {
+Status ParseSlurmConfig(const nlohmann::json& value, const std::string& where,
+                        exec::SlurmOptions& out) {
   if (!value.is_object()) return InvalidArgument(where + "slurm: must be a mapping");
   for (auto& [key, v] : value.items()) {
     std::string field = where + "slurm." + key;
@@ -230,293 +233,376 @@ Status ParsePythonPackages(const nlohmann::json& value, const std::string& where
 
 }  // namespace
 
+namespace {
+
+using nlohmann::json;
+
+// The config's top-level keys, each with the parser that sets its part of
+// the Config or says, after `where` ("FILE: "), what is wrong and how to fix
+// it. One table: the unknown-key error lists its names.
+struct KeyParser {
+  const char* key;
+  Status (*parse)(const json& value, const std::string& where, Config& c);
+};
+
+Status ParseImages(const json& value, const std::string& where, Config& c) {
+  for (size_t i = 0; i < value.size(); ++i) {
+    const json& r = value[i];
+    if (!r.contains("match") || !r.contains("python")) {
+      return InvalidArgument(where + "images[" + std::to_string(i) +
+                             "]: needs 'match' (an image glob) and 'python' (a path or auto)");
+    }
+    c.images.push_back({r["match"].get<std::string>(), r["python"].get<std::string>(),
+                        r.value("framework", std::string())});
+  }
+  return OkStatus();
+}
+
+Status ParseInventory(const json& value, const std::string&, Config& c) {
+  resources::Node node = resources::DetectLocalNode();
+  if (value.contains("cpus")) node.cpus = value["cpus"].get<double>();
+  if (value.contains("memory_gb")) {
+    node.memory_bytes = static_cast<uint64_t>(value["memory_gb"].get<double>() * (1ull << 30));
+  }
+  int index = 0;
+  c.inventory_declares_gpus = value.contains("gpus");
+  for (const auto& g : value.value("gpus", json::array())) {
+    resources::Gpu gpu;
+    gpu.index = index++;
+    gpu.type = g.at("type").get<std::string>();
+    gpu.memory_bytes = g.contains("memory_gb")
+                           ? static_cast<uint64_t>(g["memory_gb"].get<double>() * (1ull << 30))
+                           : resources::AcceleratorMemoryBytes(gpu.type);
+    node.gpus.push_back(gpu);
+  }
+  c.inventory = node;
+  return OkStatus();
+}
+
+// A number of at least 0 into `out`.
+Status NonNegative(const json& value, const std::string& where, const char* key, double& out) {
+  if (!value.is_number() || value.get<double>() < 0) {
+    return InvalidArgument(where + key + ": must be a number of at least 0, got " + value.dump());
+  }
+  out = value.get<double>();
+  return OkStatus();
+}
+
+Status ParseLogMaxBytes(const json& value, const std::string& where, Config& c) {
+  if (!value.is_number_integer() || value.get<int64_t>() < 0) {
+    return InvalidArgument(where +
+                           "log_max_bytes: must be a whole number of bytes (0 = never rotate), "
+                           "got " +
+                           value.dump());
+  }
+  c.log_max_bytes = value.get<uint64_t>();
+  if (c.log_max_bytes != 0 && c.log_max_bytes < 1024) {
+    return InvalidArgument(where + "log_max_bytes: must be 0 or at least 1024, got " +
+                           value.dump());
+  }
+  return OkStatus();
+}
+
+Status ParseRetention(const json& value, const std::string& where, Config& c) {
+  if (!value.is_object()) {
+    return InvalidArgument(where +
+                           "retention: must be a mapping, e.g. "
+                           "{replica_dirs_days: 7, max_finished_replica_dirs: 10000}");
+  }
+  for (auto& [k, v] : value.items()) {
+    if (k == "replica_dirs_days") {
+      c.retention.replica_dirs_days = v.get<double>();
+    } else if (k == "max_finished_replica_dirs") {
+      c.retention.max_finished_replica_dirs = v.get<int64_t>();
+    } else if (k == "scan_interval_seconds") {
+      c.retention.scan_interval_seconds = v.get<double>();
+    } else {
+      return InvalidArgument(where + "retention: unknown key '" + k +
+                             "' (known: replica_dirs_days, max_finished_replica_dirs, "
+                             "scan_interval_seconds)");
+    }
+  }
+  return OkStatus();
+}
+
+Status ParseContainers(const json& value, const std::string& where, Config& c) {
+  if (!value.is_object()) {
+    return InvalidArgument(where + "containers: must be a mapping, e.g. {engine: auto}");
+  }
+  for (auto& [k, v] : value.items()) {
+    std::string e = v.is_string() ? v.get<std::string>() : v.dump();
+    if (k == "engine") {
+      if (e != "auto" && e != "podman" && e != "docker" && e != "none") {
+        return InvalidArgument(where +
+                               "containers.engine: must be one of auto, podman, docker, none; "
+                               "got " +
+                               v.dump());
+      }
+      c.container_engine = e;
+    } else if (k == "pull") {
+      if (e != "missing" && e != "never") {
+        return InvalidArgument(where +
+                               "containers.pull: must be missing (pull an image the engine "
+                               "lacks) or never; got " +
+                               v.dump());
+      }
+      c.container_pull = e == "missing";
+    } else if (k == "insecure_registries") {
+      bool ok = v.is_array();
+      for (const auto& r : ok ? v : json::array()) {
+        ok = ok && r.is_string() && !r.get<std::string>().empty() &&
+             r.get<std::string>().find('/') == std::string::npos;
+        if (ok) c.insecure_registries.push_back(r.get<std::string>());
+      }
+      if (!ok) {
+        return InvalidArgument(where +
+                               "containers.insecure_registries: must be a list of registries as "
+                               "image names write them, e.g. [\"localhost:5000\"]; got " +
+                               v.dump());
+      }
+    } else if (k == "user_namespace") {
+      if (!v.is_boolean()) {
+        return InvalidArgument(where +
+                               "containers.user_namespace: must be true (the image's root is "
+                               "the trainer's account) or false; got " +
+                               v.dump());
+      }
+      c.container_user_namespace = v.get<bool>();
+    } else {
+      return InvalidArgument(where + "containers." + k +
+                             ": unknown key; the keys are engine (auto, podman, docker, none), "
+                             "pull (missing, never), insecure_registries and user_namespace "
+                             "(true, false)");
+    }
+  }
+  return OkStatus();
+}
+
+Status ParseWarmStartPreload(const json& value, const std::string& where, Config& c) {
+  if (!value.is_array()) {
+    return InvalidArgument(where +
+                           "warm_start_preload: must be a list of module names, e.g. "
+                           "[torch, numpy]");
+  }
+  c.warm_starts.preload.clear();
+  for (const auto& m : value) {
+    std::string name = m.is_string() ? m.get<std::string>() : m.dump();
+    bool ok = !name.empty() && name.front() != '.' && name.back() != '.';
+    for (char ch : name) {
+      ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.');
+    }
+    if (!ok) {
+      return InvalidArgument(where + "warm_start_preload: '" + name +
+                             "' is not a module name (letters, digits, _ and .)");
+    }
+    c.warm_starts.preload.push_back(name);
+  }
+  return OkStatus();
+}
+
+// warm_start_max_per_user and warm_start_max_total: 1 to 10000.
+Status WarmLimit(const json& value, const std::string& where, const char* key, int& out) {
+  int n = value.is_number_integer() ? value.get<int>() : 0;
+  if (n < 1 || n > 10000) {
+    return InvalidArgument(where + key +
+                           ": must be a whole number from 1 to 10000 (live warm interpreters), "
+                           "got " +
+                           value.dump());
+  }
+  out = n;
+  return OkStatus();
+}
+
+Status ParseExecutor(const json& value, const std::string& where, Config& c) {
+  c.executor = value.get<std::string>();
+  std::vector<std::string> kinds = exec::ExecutorRegistry::WithBuiltins().Kinds();
+  if (std::find(kinds.begin(), kinds.end(), c.executor) != kinds.end()) return OkStatus();
+  std::string known;
+  for (const std::string& k : kinds) known += (known.empty() ? "" : " or ") + k;
+  return InvalidArgument(where + "executor: '" + c.executor + "' is not an executor (use " + known +
+                         ")");
+}
+
+template <typename T>
+Status Set(const json& value, T& out) {
+  out = value.get<T>();
+  return OkStatus();
+}
+
+Status ParseJobIsolation(const json& v, const std::string& where, Config& c) {
+  c.job_isolation = v.is_string() ? v.get<std::string>() : v.dump();
+  if (c.job_isolation == "auto" || c.job_isolation == "required" || c.job_isolation == "off") {
+    return OkStatus();
+  }
+  return InvalidArgument(where + "job_isolation: must be auto, required or off, got " + v.dump());
+}
+
+Status ParseHalfLife(const json& v, const std::string& where, Config& c) {
+  STOKER_RETURN_IF_ERROR(
+      NonNegative(v, where, "fair_share_half_life_hours", c.fair_share_half_life_hours));
+  return c.fair_share_half_life_hours > 0
+             ? OkStatus()
+             : InvalidArgument(where + "fair_share_half_life_hours: must be above 0");
+}
+
+Status ParseCost(const json& v, const std::string& where, Config& c) {
+  // JSON is YAML: the catalog reads the section as the file wrote it.
+  Status applied = c.catalog.Apply(YAML::Load(v.dump()));
+  return applied.ok() ? OkStatus() : InvalidArgument(where + applied.message());
+}
+
+Status ParseWebhookList(const json& v, const std::string& where, Config& c) {
+  auto hooks = ParseWebhooks(v);
+  if (!hooks.ok()) return InvalidArgument(where + hooks.status().message());
+  c.webhooks = std::move(hooks).value();
+  return OkStatus();
+}
+
+Status ParseLogMaxFiles(const json& v, const std::string& where, Config& c) {
+  if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > 1000) {
+    return InvalidArgument(where + "log_max_files: must be a whole number from 1 to 1000, got " +
+                           v.dump());
+  }
+  return Set(v, c.log_max_files);
+}
+
+const std::vector<KeyParser>& KeyParsers() {
+  using W = const std::string&;
+  static const std::vector<KeyParser> kKeys = {
+      {"listen", [](const json& v, W, Config& c) { return Set(v, c.listen); }},
+      {"images", ParseImages},
+      {"buckets",
+       [](const json& v, W, Config& c) {
+         for (auto& [name, path] : v.items()) c.buckets[name] = path.get<std::string>();
+         return OkStatus();
+       }},
+      {"inventory", ParseInventory},
+      {"cpu_oversubscription",
+       [](const json& v, W where, Config& c) {
+         c.cpu_oversubscription = v.get<double>();
+         return c.cpu_oversubscription >= 1
+                    ? OkStatus()
+                    : InvalidArgument(where + "cpu_oversubscription: must be at least 1");
+       }},
+      {"machine_types", [](const json& v, W where,
+                           Config& c) { return ParseMachineTypes(v, where, c.machine_types); }},
+      {"accelerator_substitution",
+       [](const json& v, W, Config& c) { return Set(v, c.accelerator_substitution); }},
+      {"cancel_grace_seconds",
+       [](const json& v, W, Config& c) { return Set(v, c.cancel_grace_seconds); }},
+      {"poll_interval_ms", [](const json& v, W, Config& c) { return Set(v, c.poll_interval_ms); }},
+      {"quotas", [](const json& v, W where, Config& c) { return ParseQuotas(v, where, c.quotas); }},
+      {"fair_share_half_life_hours", ParseHalfLife},
+      {"aging_hours",
+       [](const json& v, W where, Config& c) {
+         return NonNegative(v, where, "aging_hours", c.aging_hours);
+       }},
+      {"backfill", [](const json& v, W, Config& c) { return Set(v, c.backfill); }},
+      {"hang_timeout_seconds",
+       [](const json& v, W where, Config& c) {
+         return NonNegative(v, where, "hang_timeout_seconds", c.hang_timeout_seconds);
+       }},
+      {"nfs_mount_root", [](const json& v, W, Config& c) { return Set(v, c.nfs_mount_root); }},
+      {"log_max_bytes", ParseLogMaxBytes},
+      {"log_max_files", ParseLogMaxFiles},
+      {"retention", ParseRetention},
+      {"tls_cert_file", [](const json& v, W, Config& c) { return Set(v, c.tls_cert_file); }},
+      {"tls_key_file", [](const json& v, W, Config& c) { return Set(v, c.tls_key_file); }},
+      {"allow_insecure_http",
+       [](const json& v, W, Config& c) { return Set(v, c.allow_insecure_http); }},
+      {"default_unix_user",
+       [](const json& v, W, Config& c) { return Set(v, c.default_unix_user); }},
+      {"allow_root_trainers",
+       [](const json& v, W, Config& c) { return Set(v, c.allow_root_trainers); }},
+      {"bucket_group", [](const json& v, W, Config& c) { return Set(v, c.bucket_group); }},
+      {"job_isolation", ParseJobIsolation},
+      {"containers", ParseContainers},
+      {"python_packages",
+       [](const json& v, W where, Config& c) {
+         return ParsePythonPackages(v, where, c.python_packages);
+       }},
+      {"warm_starts", [](const json& v, W, Config& c) { return Set(v, c.warm_starts.enabled); }},
+      {"warm_start_preload", ParseWarmStartPreload},
+      {"warm_start_idle_seconds",
+       [](const json& v, W where, Config& c) {
+         c.warm_starts.idle_seconds = v.get<double>();
+         return c.warm_starts.idle_seconds >= 1
+                    ? OkStatus()
+                    : InvalidArgument(where + "warm_start_idle_seconds: must be at least 1");
+       }},
+      {"warm_start_max_per_user",
+       [](const json& v, W where, Config& c) {
+         return WarmLimit(v, where, "warm_start_max_per_user", c.warm_starts.max_per_user);
+       }},
+      {"warm_start_max_total",
+       [](const json& v, W where, Config& c) {
+         return WarmLimit(v, where, "warm_start_max_total", c.warm_starts.max_total);
+       }},
+      {"preemption",
+       [](const json& v, W where, Config& c) { return ParsePreemption(v, where, c.preemption); }},
+      {"auth", [](const json& v, W where,
+                  Config& c) { return auth::ParseAuthPolicy(v, where + "auth", c.auth); }},
+      {"executor", ParseExecutor},
+      {"slurm",
+       [](const json& v, W where, Config& c) { return ParseSlurmConfig(v, where, c.slurm); }},
+      {"cost", ParseCost},
+      {"gpu_telemetry_seconds",
+       [](const json& v, W where, Config& c) {
+         return NonNegative(v, where, "gpu_telemetry_seconds", c.gpu_telemetry_seconds);
+       }},
+      {"telemetry_seconds",
+       [](const json& v, W where, Config& c) {
+         return NonNegative(v, where, "telemetry_seconds", c.telemetry_seconds);
+       }},
+      {"webhooks", ParseWebhookList},
+  };
+  return kKeys;
+}
+
+// Applies the file's keys to `c`.
+Status ApplyKeys(const json& j, const std::string& where, Config& c) {
+  for (auto& [key, value] : j.items()) {
+    const KeyParser* parser = nullptr;
+    for (const KeyParser& k : KeyParsers()) {
+      if (key == k.key) parser = &k;
+    }
+    if (parser == nullptr) {
+      std::string known;
+      for (const KeyParser& k : KeyParsers())
+        known += (known.empty() ? "" : ", ") + std::string(k.key);
+      return InvalidArgument(where + "unknown key '" + key + "' (known: " + known + ")");
+    }
+    try {
+      STOKER_RETURN_IF_ERROR(parser->parse(value, where, c));
+    } catch (const json::exception& e) {
+      return InvalidArgument(where + key + ": wrong type of value: " + e.what());
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::filesystem::path& file,
                           bool file_is_explicit) {
   Config c;
   c.data_dir = data_dir;
-  std::vector<ImageRule> user_rules;
+  c.images.clear();  // the file's rules first, then the built-in ones
   auto text = ReadFile(file);
   if (!text.ok()) {
     if (file_is_explicit) return NotFound("config file " + file.string() + " cannot be read");
   } else {
     c.config_file = file;
-    STOKER_ASSIGN_OR_RETURN(nlohmann::json j, ParseYamlOrJson(*text, file.string()));
-    if (j.is_null()) j = nlohmann::json::object();
+    STOKER_ASSIGN_OR_RETURN(json j, ParseYamlOrJson(*text, file.string()));
+    if (j.is_null()) j = json::object();
     if (!j.is_object()) return InvalidArgument(file.string() + ": the config must be a mapping");
-    std::string where = file.string() + ": ";
-    try {
-      for (auto& [key, value] : j.items()) {
-        if (key == "listen") {
-          c.listen = value.get<std::string>();
-        } else if (key == "images") {
-          for (size_t i = 0; i < value.size(); ++i) {
-            const auto& r = value[i];
-            if (!r.contains("match") || !r.contains("python")) {
-              return InvalidArgument(
-                  where + "images[" + std::to_string(i) +
-                  "]: needs 'match' (an image glob) and 'python' (a path or auto)");
-            }
-            user_rules.push_back({r["match"].get<std::string>(), r["python"].get<std::string>(),
-                                  r.value("framework", std::string())});
-          }
-        } else if (key == "buckets") {
-          for (auto& [name, path] : value.items()) c.buckets[name] = path.get<std::string>();
-        } else if (key == "inventory") {
-          resources::Node node = resources::DetectLocalNode();
-          if (value.contains("cpus")) node.cpus = value["cpus"].get<double>();
-          if (value.contains("memory_gb")) {
-            node.memory_bytes =
-                static_cast<uint64_t>(value["memory_gb"].get<double>() * (1ull << 30));
-          }
-          int index = 0;
-          c.inventory_declares_gpus = value.contains("gpus");
-          for (const auto& g : value.value("gpus", nlohmann::json::array())) {
-            resources::Gpu gpu;
-            gpu.index = index++;
-            gpu.type = g.at("type").get<std::string>();
-            gpu.memory_bytes =
-                g.contains("memory_gb")
-                    ? static_cast<uint64_t>(g["memory_gb"].get<double>() * (1ull << 30))
-                    : resources::AcceleratorMemoryBytes(gpu.type);
-            node.gpus.push_back(gpu);
-          }
-          c.inventory = node;
-        } else if (key == "cpu_oversubscription") {
-          c.cpu_oversubscription = value.get<double>();
-          if (c.cpu_oversubscription < 1) {
-            return InvalidArgument(where + "cpu_oversubscription: must be at least 1");
-          }
-        } else if (key == "machine_types") {
-          STOKER_RETURN_IF_ERROR(ParseMachineTypes(value, where, c.machine_types));
-        } else if (key == "accelerator_substitution") {
-          c.accelerator_substitution = value.get<bool>();
-        } else if (key == "cancel_grace_seconds") {
-          c.cancel_grace_seconds = value.get<double>();
-        } else if (key == "poll_interval_ms") {
-          c.poll_interval_ms = value.get<int>();
-        } else if (key == "quotas") {
-          STOKER_RETURN_IF_ERROR(ParseQuotas(value, where, c.quotas));
-        } else if (key == "fair_share_half_life_hours" || key == "aging_hours" ||
-                   key == "hang_timeout_seconds" || key == "gpu_telemetry_seconds" ||
-                   key == "telemetry_seconds") {
-          if (!value.is_number() || value.get<double>() < 0) {
-            return InvalidArgument(where + key + ": must be a number of at least 0, got " +
-                                   value.dump());
-          }
-          double v = value.get<double>();
-          if (key == "fair_share_half_life_hours") {
-            if (v == 0) return InvalidArgument(where + key + ": must be above 0");
-            c.fair_share_half_life_hours = v;
-          } else if (key == "aging_hours") {
-            c.aging_hours = v;
-          } else if (key == "gpu_telemetry_seconds") {
-            c.gpu_telemetry_seconds = v;
-          } else if (key == "telemetry_seconds") {
-            c.telemetry_seconds = v;
-          } else {
-            c.hang_timeout_seconds = v;
-          }
-        } else if (key == "backfill") {
-          c.backfill = value.get<bool>();
-        } else if (key == "log_max_bytes") {
-          if (!value.is_number_integer() || value.get<int64_t>() < 0) {
-            return InvalidArgument(where +
-                                   "log_max_bytes: must be a whole number of bytes "
-                                   "(0 = never rotate), got " +
-                                   value.dump());
-          }
-          c.log_max_bytes = value.get<uint64_t>();
-          if (c.log_max_bytes != 0 && c.log_max_bytes < 1024) {
-            return InvalidArgument(where + "log_max_bytes: must be 0 or at least 1024, got " +
-                                   value.dump());
-          }
-        } else if (key == "log_max_files") {
-          if (!value.is_number_integer() || value.get<int64_t>() < 1 ||
-              value.get<int64_t>() > 1000) {
-            return InvalidArgument(where +
-                                   "log_max_files: must be a whole number from 1 to 1000, got " +
-                                   value.dump());
-          }
-          c.log_max_files = value.get<int>();
-        } else if (key == "retention") {
-          if (!value.is_object()) {
-            return InvalidArgument(where +
-                                   "retention: must be a mapping, e.g. "
-                                   "{replica_dirs_days: 7, max_finished_replica_dirs: 10000}");
-          }
-          for (auto& [k, v] : value.items()) {
-            if (k == "replica_dirs_days") {
-              c.retention.replica_dirs_days = v.get<double>();
-            } else if (k == "max_finished_replica_dirs") {
-              c.retention.max_finished_replica_dirs = v.get<int64_t>();
-            } else if (k == "scan_interval_seconds") {
-              c.retention.scan_interval_seconds = v.get<double>();
-            } else {
-              return InvalidArgument(where + "retention: unknown key '" + k +
-                                     "' (known: replica_dirs_days, max_finished_replica_dirs, "
-                                     "scan_interval_seconds)");
-            }
-          }
-        } else if (key == "nfs_mount_root") {
-          c.nfs_mount_root = value.get<std::string>();
-        } else if (key == "tls_cert_file") {
-          c.tls_cert_file = value.get<std::string>();
-        } else if (key == "tls_key_file") {
-          c.tls_key_file = value.get<std::string>();
-        } else if (key == "allow_insecure_http") {
-          c.allow_insecure_http = value.get<bool>();
-        } else if (key == "default_unix_user") {
-          c.default_unix_user = value.get<std::string>();
-        } else if (key == "allow_root_trainers") {
-          c.allow_root_trainers = value.get<bool>();
-        } else if (key == "bucket_group") {
-          c.bucket_group = value.get<std::string>();
-        } else if (key == "job_isolation") {
-          c.job_isolation = value.is_string() ? value.get<std::string>() : value.dump();
-          if (c.job_isolation != "auto" && c.job_isolation != "required" &&
-              c.job_isolation != "off") {
-            return InvalidArgument(where + "job_isolation: must be auto, required or off, got " +
-                                   value.dump());
-          }
-        } else if (key == "containers") {
-          if (!value.is_object()) {
-            return InvalidArgument(where + "containers: must be a mapping, e.g. {engine: auto}");
-          }
-          for (auto& [k, v] : value.items()) {
-            std::string e = v.is_string() ? v.get<std::string>() : v.dump();
-            if (k == "engine") {
-              if (e != "auto" && e != "podman" && e != "docker" && e != "none") {
-                return InvalidArgument(where +
-                                       "containers.engine: must be one of auto, podman, "
-                                       "docker, none; got " +
-                                       v.dump());
-              }
-              c.container_engine = e;
-            } else if (k == "pull") {
-              if (e != "missing" && e != "never") {
-                return InvalidArgument(where +
-                                       "containers.pull: must be missing (pull an image "
-                                       "the engine lacks) or never; got " +
-                                       v.dump());
-              }
-              c.container_pull = e == "missing";
-            } else if (k == "insecure_registries") {
-              bool ok = v.is_array();
-              for (const auto& r : ok ? v : nlohmann::json::array()) {
-                ok = ok && r.is_string() && !r.get<std::string>().empty() &&
-                     r.get<std::string>().find('/') == std::string::npos;
-                if (ok) c.insecure_registries.push_back(r.get<std::string>());
-              }
-              if (!ok) {
-                return InvalidArgument(where +
-                                       "containers.insecure_registries: must be a list "
-                                       "of registries as image names write them, e.g. "
-                                       "[\"localhost:5000\"]; got " +
-                                       v.dump());
-              }
-            } else if (k == "user_namespace") {
-              if (!v.is_boolean()) {
-                return InvalidArgument(where +
-                                       "containers.user_namespace: must be true (the image's "
-                                       "root is the trainer's account) or false; got " +
-                                       v.dump());
-              }
-              c.container_user_namespace = v.get<bool>();
-            } else {
-              return InvalidArgument(where + "containers." + k +
-                                     ": unknown key; the keys are engine (auto, podman, docker, "
-                                     "none), pull (missing, never), insecure_registries and "
-                                     "user_namespace (true, false)");
-            }
-          }
-        } else if (key == "python_packages") {
-          STOKER_RETURN_IF_ERROR(ParsePythonPackages(value, where, c.python_packages));
-        } else if (key == "warm_starts") {
-          c.warm_starts.enabled = value.get<bool>();
-        } else if (key == "warm_start_preload") {
-          if (!value.is_array()) {
-            return InvalidArgument(where +
-                                   "warm_start_preload: must be a list of module names, e.g. "
-                                   "[torch, numpy]");
-          }
-          c.warm_starts.preload.clear();
-          for (const auto& m : value) {
-            std::string name = m.is_string() ? m.get<std::string>() : m.dump();
-            bool ok = !name.empty() && name.front() != '.' && name.back() != '.';
-            for (char ch : name) {
-              ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.');
-            }
-            if (!ok) {
-              return InvalidArgument(where + "warm_start_preload: '" + name +
-                                     "' is not a module name (letters, digits, _ and .)");
-            }
-            c.warm_starts.preload.push_back(name);
-          }
-        } else if (key == "warm_start_idle_seconds") {
-          c.warm_starts.idle_seconds = value.get<double>();
-          if (!(c.warm_starts.idle_seconds >= 1)) {
-            return InvalidArgument(where + "warm_start_idle_seconds: must be at least 1");
-          }
-        } else if (key == "warm_start_max_per_user" || key == "warm_start_max_total") {
-          int n = value.is_number_integer() ? value.get<int>() : 0;
-          if (n < 1 || n > 10000) {
-            return InvalidArgument(where + key +
-                                   ": must be a whole number from 1 to 10000 (live warm "
-                                   "interpreters), got " +
-                                   value.dump());
-          }
-          if (key == "warm_start_max_total") {
-            c.warm_starts.max_total = n;
-          } else {
-            c.warm_starts.max_per_user = n;
-          }
-        } else if (key == "executor") {
-          c.executor = value.get<std::string>();
-          if (c.executor != "local" && c.executor != "slurm") {
-            return InvalidArgument(where + "executor: '" + c.executor +
-                                   "' is not an executor (use local or slurm)");
-          }
-        } else if (key == "slurm") {
-          STOKER_RETURN_IF_ERROR(ParseSlurmConfig(value, where, c.slurm));
-        } else if (key == "preemption") {
-          STOKER_RETURN_IF_ERROR(ParsePreemption(value, where, c.preemption));
-        } else if (key == "auth") {
-          STOKER_RETURN_IF_ERROR(auth::ParseAuthPolicy(value, where + "auth", c.auth));
-        } else if (key == "webhooks") {
-          auto hooks = ParseWebhooks(value);
-          if (!hooks.ok()) return InvalidArgument(where + hooks.status().message());
-          c.webhooks = std::move(hooks).value();
-        } else if (key == "cost") {
-          // JSON is YAML: the catalog reads the section as the file wrote it.
-          Status applied = c.catalog.Apply(YAML::Load(value.dump()));
-          if (!applied.ok()) return InvalidArgument(where + applied.message());
-        } else {
-          return InvalidArgument(
-              where + "unknown key '" + key +
-              "' (known: listen, images, buckets, inventory, "
-              "cpu_oversubscription, machine_types, accelerator_substitution, "
-              "cancel_grace_seconds, poll_interval_ms, quotas, "
-              "fair_share_half_life_hours, aging_hours, backfill, "
-              "hang_timeout_seconds, nfs_mount_root, "
-              "log_max_bytes, log_max_files, retention, "
-              "tls_cert_file, tls_key_file, allow_insecure_http, "
-              "default_unix_user, allow_root_trainers, bucket_group, "
-              "job_isolation, containers, python_packages, warm_starts, warm_start_preload, "
-              "warm_start_idle_seconds, warm_start_max_per_user, warm_start_max_total, "
-              "preemption, auth, executor, "
-              "slurm, cost, gpu_telemetry_seconds, telemetry_seconds, webhooks)");
-        }
-      }
-    } catch (const nlohmann::json::exception& e) {
-      return InvalidArgument(where + "wrong type of value: " + e.what());
-    }
+    STOKER_RETURN_IF_ERROR(ApplyKeys(j, file.string() + ": ", c));
   }
   if (c.tls_cert_file.empty() != c.tls_key_file.empty()) {
     return InvalidArgument(file.string() +
                            ": tls_cert_file and tls_key_file: give both (a PEM certificate chain "
                            "and its private key) or neither");
   }
-  c.images = user_rules;
   for (ImageRule& r : DefaultImageRules()) c.images.push_back(std::move(r));
   if (c.python_packages.wheelhouse.empty())
     c.python_packages.wheelhouse = {data_dir / "wheelhouse"};

@@ -86,6 +86,7 @@
 #include "auth/policy.h"
 #include "common/status.h"
 #include "cost/catalog.h"
+#include "exec/slurm_executor.h"
 #include "resources/resources.h"
 #include "scheduler/policy.h"
 #include "server/retention.h"
@@ -97,19 +98,6 @@ struct ImageRule {
   std::string match;      // glob on the image URI
   std::string python;     // interpreter path or "auto"
   std::string framework;  // a module the interpreter must import ("" = none)
-};
-
-// The `slurm:` section (executor: slurm).
-struct SlurmConfig {
-  std::string partition;
-  std::string account;
-  std::string qos;
-  // For preemptible jobs (docs/slurm.md, "Preemption"); "" = partition/qos.
-  std::string preemptible_partition;
-  std::string preemptible_qos;
-  std::filesystem::path shared_dir;  // "" = the data dir
-  std::vector<std::string> sbatch_extra_args;
-  double grace_seconds = 30;
 };
 
 // The `preemption:` section (docs/preemption.md).
@@ -172,10 +160,10 @@ struct Config {
   bool allow_insecure_http = false;  // plain HTTP on a non-loopback address
   std::string default_unix_user = "nobody";
   bool allow_root_trainers = false;
-  std::string bucket_group = "stoker";  // root daemon: the group that may write buckets
-  std::string job_isolation = "auto";   // auto | required | off
-  std::string container_engine = "auto";  // containers.engine: auto | podman | docker | none
-  bool container_pull = true;  // containers.pull: missing (true) | never
+  std::string bucket_group = "stoker";           // root daemon: the group that may write buckets
+  std::string job_isolation = "auto";            // auto | required | off
+  std::string container_engine = "auto";         // containers.engine: auto | podman | docker | none
+  bool container_pull = true;                    // containers.pull: missing (true) | never
   std::vector<std::string> insecure_registries;  // containers.insecure_registries
   bool container_user_namespace = true;          // containers.user_namespace
   WarmStartConfig warm_starts;
@@ -184,9 +172,12 @@ struct Config {
   int log_max_files = 3;                 // rotated files kept, 1..1000
   RetentionPolicy retention;
   PreemptionConfig preemption;
-  auth::AuthPolicy auth;  // `auth:`: priority ceilings, console sessions (auth/policy.h)
+  auth::AuthPolicy auth;           // `auth:`: priority ceilings, console sessions (auth/policy.h)
   std::string executor = "local";  // local | slurm
-  SlurmConfig slurm;
+  // The `slurm:` section (executor: slurm) sets partition, account, qos,
+  // preemptible_partition, preemptible_qos, shared_dir ("" = the data dir),
+  // sbatch_extra_args and grace_seconds; the executor registry the rest.
+  exec::SlurmOptions slurm;
   cost::Catalog catalog = cost::Catalog::BuiltIn();  // with the `cost:` section applied
   std::vector<Webhook> webhooks;                     // `webhooks:` (docs/webhooks.md)
   std::filesystem::path runner;                      // stoker-run binary

@@ -27,8 +27,8 @@
 #include "http/http.h"
 #include "resources/nvml.h"
 #include "server/config.h"
-#include "server/gcs_mounts.h"
 #include "server/controller.h"
+#include "server/gcs_mounts.h"
 #include "server/webhooks.h"
 #include "storage/buckets.h"
 #include "store/store.h"
@@ -180,6 +180,219 @@ exec::IsolationPlan IsolationPlanFor(const server::Config& config, const fs::pat
   return plan;
 }
 
+// One daemon per data dir: an exclusive lock on the pid file, held for
+// life, and our pid in it. A previous instance that is still exiting (a
+// restart right after a kill) holds the lock for a moment: waits up to 10 s.
+Result<int> LockPidFile(const fs::path& data) {
+  const fs::path file = data / "stokerd.pid";
+  int pid_fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  bool locked = pid_fd >= 0 && ::flock(pid_fd, LOCK_EX | LOCK_NB) == 0;
+  for (int i = 0; pid_fd >= 0 && !locked && i < 200; ++i) {
+    ::usleep(50'000);
+    locked = ::flock(pid_fd, LOCK_EX | LOCK_NB) == 0;
+  }
+  if (!locked) {
+    return FailedPrecondition("another stokerd is running on " + data.string() + " (see " +
+                              file.string() + ")");
+  }
+  std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(pid_fd, 0) != 0 || ::write(pid_fd, pid.data(), pid.size()) < 0) {
+    return FailedPrecondition("cannot write " + file.string());
+  }
+  return pid_fd;
+}
+
+// The config file (--config, else DATA/config.yaml if there) with the
+// command line's overrides and where stoker-run and the Python helpers are.
+Result<server::Config> LoadDaemonConfig(const fs::path& data, const std::string& config_path,
+                                        const std::string& listen, const std::string& runner) {
+  bool explicit_config = !config_path.empty();
+  fs::path config_file = explicit_config ? fs::path(config_path) : data / "config.yaml";
+  STOKER_ASSIGN_OR_RETURN(server::Config config,
+                          server::LoadConfig(data, config_file, explicit_config));
+  if (!listen.empty()) config.listen = listen;
+  fs::path exe_dir = ExeDir();
+  config.runner = !runner.empty()
+                      ? fs::path(runner)
+                      : FirstExisting({exe_dir / "stoker-run", exe_dir / "../runner/stoker-run"});
+  config.python_helpers = FirstExisting(
+      {exe_dir / "../share/stoker/python", fs::path(STOKER_SOURCE_DIR) / "src/python"});
+  if (::access(config.runner.c_str(), X_OK) != 0) {
+    return FailedPrecondition("cannot run stoker-run at " + config.runner.string() + ": " +
+                              std::strerror(errno) +
+                              "; pass --runner PATH, or install stoker-run beside stokerd where "
+                              "this account may run it");
+  }
+  return config;
+}
+
+// This machine: the config's inventory; GPUs declared there, else found
+// through NVML.
+resources::Node FindNode(const server::Config& config) {
+  resources::Node node = config.inventory ? *config.inventory : resources::DetectLocalNode();
+  if (!config.inventory || !config.inventory_declares_gpus) {
+    std::string why;
+    node.gpus = resources::DiscoverGpus(&why);
+    if (node.gpus.empty()) spdlog::info("no GPUs found through NVML: {}", why);
+    for (const resources::Gpu& g : node.gpus) {
+      spdlog::info("GPU {}: {} ({:.1f} GB, {})", g.index, g.type,
+                   g.memory_bytes / double(1ull << 30), g.uuid);
+    }
+  }
+  spdlog::info("node {}: {} CPUs, {:.1f} GB, {} GPU(s)", node.name, node.cpus,
+               node.memory_bytes / double(1ull << 30), node.gpus.size());
+  return node;
+}
+
+// Images in the engine's store run in containers (docs/containers.md); what
+// the store holds is kept current in the background (exec/image_catalog.h),
+// so that admission and launch never run the engine. Returns the catalog
+// (null without an engine), which must live as long as `environments`.
+Result<std::shared_ptr<exec::ImageCatalog>> UseContainers(const server::Config& config,
+                                                          exec::Environments& environments) {
+  STOKER_ASSIGN_OR_RETURN(exec::ContainerEngine engine,
+                          exec::DetectContainerEngine(config.container_engine));
+  spdlog::info("containers: {}", engine.usable() ? engine.name + ": " + engine.why : engine.why);
+  environments.UseEngine(engine);
+  std::shared_ptr<exec::ImageCatalog> catalog;
+  if (engine.usable()) {
+    catalog = std::make_shared<exec::ImageCatalog>(exec::MakeCommandImageEngine(engine));
+    catalog->Start();
+    environments.UseCatalog(catalog);
+  }
+  environments.UsePulls(config.container_pull, config.insecure_registries);
+  return catalog;
+}
+
+// Says which accounts run trainers when the daemon is root, and warns when
+// they cannot read the Python helpers.
+void LogTrainerPolicy(const auth::TrainerPolicy& policy, const server::Config& config) {
+  if (!policy.daemon_is_root) return;
+  spdlog::info(
+      "stokerd runs as root: replicas run as their user's unix_user, else as '{}' "
+      "(default_unix_user){}",
+      policy.default_unix_user,
+      policy.allow_root_trainers ? "; root allowed (allow_root_trainers)" : "");
+  if (!OthersMayRead(config.python_helpers)) {
+    spdlog::warn(
+        "trainers running as other accounts cannot read Stoker's Python helpers in {} "
+        "(a directory on the way is not searchable by others), so 'import hypertune' fails "
+        "in them; install Stoker under a prefix others can read (or chmod o+rx the path)",
+        config.python_helpers.string());
+  }
+}
+
+// Bearer tokens must not cross the network in the clear: plain HTTP only on
+// loopback unless the config says a TLS proxy is in front.
+Status CheckPlainHttp(const server::Config& config, const std::string& host, const fs::path& data) {
+  if (!config.tls_cert_file.empty() || IsLoopbackHost(host) || config.allow_insecure_http) {
+    return OkStatus();
+  }
+  return FailedPrecondition(
+      "refusing to serve plain HTTP on " + config.listen +
+      ", which is not a loopback address: bearer tokens would cross the network in the "
+      "clear. Set tls_cert_file and tls_key_file in " +
+      (config.config_file.empty() ? (data / "config.yaml").string() : config.config_file.string()) +
+      " (see docs/security.md), listen on 127.0.0.1, or set allow_insecure_http: true "
+      "behind a TLS-terminating proxy");
+}
+
+// Where trainers on this machine reach the API (to push metrics): the
+// bound address, with a wildcard host replaced by loopback.
+std::string TrainerApiUrl(const std::string& scheme, const std::string& host, int port) {
+  std::string h = host == "0.0.0.0" || host == "::" ? "127.0.0.1" : host;
+  if (h.find(':') != std::string::npos) h = "[" + h + "]";
+  return scheme + h + ":" + std::to_string(port);
+}
+
+// The accounts database, the local admin's token (written at the first
+// start) and the secret behind trial push keys (into `config`).
+Result<std::unique_ptr<auth::AuthStore>> OpenUsers(const fs::path& data, server::Config& config) {
+  STOKER_ASSIGN_OR_RETURN(std::unique_ptr<auth::AuthStore> users,
+                          auth::AuthStore::Open(data / "stoker.db"));
+  STOKER_ASSIGN_OR_RETURN(bool wrote_token,
+                          auth::EnsureLocalAdmin(*users, LocalUserName(), data / "token"));
+  if (wrote_token) {
+    spdlog::info("wrote the token of local admin '{}' to {} (mode 0600)", LocalUserName(),
+                 (data / "token").string());
+  }
+  STOKER_ASSIGN_OR_RETURN(config.push_secret, users->PushSecret());
+  return users;
+}
+
+// The image rules (the config's, then the built-in ones) and the
+// interpreters they name, checked in the background.
+std::unique_ptr<exec::Environments> MakeEnvironments(const server::Config& config,
+                                                     const fs::path& data) {
+  std::vector<exec::ImageMatch> rules;
+  for (const server::ImageRule& r : config.images)
+    rules.push_back({r.match, r.python, r.framework});
+  auto environments = std::make_unique<exec::Environments>(
+      rules, data / "envs", config.python_helpers, config.config_file.string(),
+      data / "cache" / "interpreters.json");
+  environments->CheckInterpretersInBackground();
+  spdlog::info("trainers for Vertex prebuilt images run with {} ({})", environments->auto_python(),
+               environments->auto_reason());
+  return environments;
+}
+
+// The executor the config names, built by the registry with everything it
+// needs. `store` and `users` must outlive it.
+Result<std::unique_ptr<exec::Executor>> MakeExecutor(const server::Config& config,
+                                                     const fs::path& data, store::Store& store,
+                                                     auth::AuthStore& users,
+                                                     const auth::TrainerPolicy& policy) {
+  exec::ExecutorConfig executor_config;
+  executor_config.kind = config.executor;
+  executor_config.data_dir = data;
+  executor_config.runner = fs::absolute(config.runner);
+  executor_config.trainer_accounts = [&store, &users, policy](int64_t job_id) {
+    return TrainerAccountFor(store, users, policy, job_id);
+  };
+  executor_config.isolation = IsolationPlanFor(config, data);
+  executor_config.slurm = config.slurm;  // the `slurm:` section's keys; the registry the rest
+  return exec::ExecutorRegistry::WithBuiltins().Create(executor_config);
+}
+
+// The API's HTTP server for `deps`, listening on config.listen (TLS when
+// configured); `url` gets the address it serves, config.api_url where
+// trainers on this machine reach it.
+Result<std::unique_ptr<http::Server>> ListenForApi(const api::ApiDeps& deps, server::Config& config,
+                                                   const fs::path& data, std::string& url) {
+  // Object uploads and package staging stream through the router, outside
+  // the server's body limit (which stays for JSON requests).
+  api::ApiHandlers handlers = api::MakeHandlers(deps);
+  http::ServerOptions server_options;
+  server_options.stream_router = std::move(handlers.stream_router);
+  auto server =
+      std::make_unique<http::Server>(std::move(handlers.handler), std::move(server_options));
+  std::string host = config.listen.substr(0, config.listen.rfind(':'));
+  int port = std::atoi(config.listen.substr(config.listen.rfind(':') + 1).c_str());
+  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  STOKER_RETURN_IF_ERROR(CheckPlainHttp(config, host, data));
+  const bool tls = !config.tls_cert_file.empty();
+  if (tls) STOKER_RETURN_IF_ERROR(server->EnableTls(config.tls_cert_file, config.tls_key_file));
+  auto bound = server->Listen(host, port);
+  if (!bound.ok()) {
+    return FailedPrecondition("cannot listen on " + config.listen + ": " +
+                              bound.status().message());
+  }
+  const std::string scheme = tls ? "https://" : "http://";
+  url = scheme + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+        std::to_string(*bound);
+  config.api_url = TrainerApiUrl(scheme, host, *bound);
+  return server;
+}
+
+// At a clean stop: no address file, and the pid file emptied while still
+// holding its lock (removing it could let two daemons lock different
+// files): no stale pid for a later `kill`.
+void ReleaseDataDir(const fs::path& data, int pid_fd) {
+  std::error_code ec;
+  fs::remove(data / "stokerd.addr", ec);
+  if (::ftruncate(pid_fd, 0) != 0) spdlog::warn("cannot empty {}", (data / "stokerd.pid").string());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -210,98 +423,23 @@ int main(int argc, char** argv) {
 
   fs::path data = fs::absolute(data_dir);
   if (Status s = MakeDirs(data); !s.ok()) return Fail(s.message());
-
-  // One daemon per data dir: hold an exclusive lock on the pid file for life.
-  // A previous instance that is still exiting (a restart right after a
-  // kill) holds the lock for a moment: wait up to 10 s before giving up.
-  int pid_fd = ::open((data / "stokerd.pid").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  bool locked = pid_fd >= 0 && ::flock(pid_fd, LOCK_EX | LOCK_NB) == 0;
-  for (int i = 0; pid_fd >= 0 && !locked && i < 200; ++i) {
-    ::usleep(50'000);
-    locked = ::flock(pid_fd, LOCK_EX | LOCK_NB) == 0;
-  }
-  if (!locked) {
-    return Fail("another stokerd is running on " + data.string() + " (see " +
-                (data / "stokerd.pid").string() + ")");
-  }
-  std::string pid = std::to_string(::getpid()) + "\n";
-  if (::ftruncate(pid_fd, 0) != 0 || ::write(pid_fd, pid.data(), pid.size()) < 0) {
-    return Fail("cannot write " + (data / "stokerd.pid").string());
-  }
-
-  bool explicit_config = !config_path.empty();
-  fs::path config_file = explicit_config ? fs::path(config_path) : data / "config.yaml";
-  auto config = server::LoadConfig(data, config_file, explicit_config);
+  Result<int> pid_fd = LockPidFile(data);
+  if (!pid_fd.ok()) return Fail(pid_fd.status().message());
+  auto config = LoadDaemonConfig(data, config_path, listen, runner);
   if (!config.ok()) return Fail(config.status().message());
-  if (!listen.empty()) config->listen = listen;
-  fs::path exe_dir = ExeDir();
-  config->runner = !runner.empty()
-                       ? fs::path(runner)
-                       : FirstExisting({exe_dir / "stoker-run", exe_dir / "../runner/stoker-run"});
-  config->python_helpers = FirstExisting(
-      {exe_dir / "../share/stoker/python", fs::path(STOKER_SOURCE_DIR) / "src/python"});
-  if (::access(config->runner.c_str(), X_OK) != 0) {
-    return Fail("cannot run stoker-run at " + config->runner.string() + ": " +
-                std::strerror(errno) +
-                "; pass --runner PATH, or install stoker-run beside stokerd where this account "
-                "may run it");
-  }
 
   auto store = store::Store::Open(data);
   if (!store.ok()) return Fail(store.status().message());
   // No daemon secret may reach a trainer (they inherit nothing of our
   // environment, but make sure): the CLI's token variable goes first.
   ::unsetenv("STOKER_TOKEN");
-  auto users = auth::AuthStore::Open(data / "stoker.db");
+  auto users = OpenUsers(data, *config);
   if (!users.ok()) return Fail(users.status().message());
-  auto wrote_token = auth::EnsureLocalAdmin(**users, LocalUserName(), data / "token");
-  if (!wrote_token.ok()) return Fail(wrote_token.status().message());
-  if (*wrote_token) {
-    spdlog::info("wrote the token of local admin '{}' to {} (mode 0600)", LocalUserName(),
-                 (data / "token").string());
-  }
 
-  auto push_secret = (*users)->PushSecret();
-  if (!push_secret.ok()) return Fail(push_secret.status().message());
-  config->push_secret = *push_secret;
-
-  // GPUs: declared in the config (inventory.gpus), else found through NVML.
-  resources::Node node = config->inventory ? *config->inventory : resources::DetectLocalNode();
-  if (!config->inventory || !config->inventory_declares_gpus) {
-    std::string why;
-    node.gpus = resources::DiscoverGpus(&why);
-    if (node.gpus.empty()) spdlog::info("no GPUs found through NVML: {}", why);
-    for (const resources::Gpu& g : node.gpus) {
-      spdlog::info("GPU {}: {} ({:.1f} GB, {})", g.index, g.type,
-                   g.memory_bytes / double(1ull << 30), g.uuid);
-    }
-  }
-  std::vector<exec::ImageMatch> rules;
-  for (const server::ImageRule& r : config->images)
-    rules.push_back({r.match, r.python, r.framework});
-  exec::Environments environments(rules, data / "envs", config->python_helpers,
-                                  config->config_file.string(),
-                                  data / "cache" / "interpreters.json");
-  environments.CheckInterpretersInBackground();
-  spdlog::info("trainers for Vertex prebuilt images run with {} ({})", environments.auto_python(),
-               environments.auto_reason());
-  // Images in the engine's store run in containers (docs/containers.md).
-  auto engine = exec::DetectContainerEngine(config->container_engine);
-  if (!engine.ok()) return Fail(engine.status().message());
-  spdlog::info("containers: {}",
-               engine->usable() ? engine->name + ": " + engine->why : engine->why);
-  environments.UseEngine(*engine);
-  // What the engine's store holds, kept current in the background
-  // (exec/image_catalog.h): admission and launch never run the engine.
-  std::shared_ptr<exec::ImageCatalog> catalog;
-  if (engine->usable()) {
-    catalog = std::make_shared<exec::ImageCatalog>(exec::MakeCommandImageEngine(*engine));
-    catalog->Start();
-    environments.UseCatalog(catalog);
-  }
-  environments.UsePulls(config->container_pull, config->insecure_registries);
-  spdlog::info("node {}: {} CPUs, {:.1f} GB, {} GPU(s)", node.name, node.cpus,
-               node.memory_bytes / double(1ull << 30), node.gpus.size());
+  resources::Node node = FindNode(*config);
+  std::unique_ptr<exec::Environments> environments = MakeEnvironments(*config, data);
+  auto catalog = UseContainers(*config, *environments);
+  if (!catalog.ok()) return Fail(catalog.status().message());
 
   std::optional<uint32_t> bucket_gid = BucketWriterGroup(config->bucket_group);
   storage::Buckets buckets(data, config->buckets, bucket_gid);
@@ -312,44 +450,13 @@ int main(int argc, char** argv) {
   // One rule for both executors: which account runs a job's trainers.
   auth::TrainerPolicy policy{::geteuid() == 0, config->default_unix_user,
                              config->allow_root_trainers, bucket_gid};
-  if (policy.daemon_is_root) {
-    spdlog::info(
-        "stokerd runs as root: replicas run as their user's unix_user, else as '{}' "
-        "(default_unix_user){}",
-        policy.default_unix_user,
-        policy.allow_root_trainers ? "; root allowed (allow_root_trainers)" : "");
-    if (!OthersMayRead(config->python_helpers)) {
-      spdlog::warn(
-          "trainers running as other accounts cannot read Stoker's Python helpers in {} "
-          "(a directory on the way is not searchable by others), so 'import hypertune' fails "
-          "in them; install Stoker under a prefix others can read (or chmod o+rx the path)",
-          config->python_helpers.string());
-    }
-  }
-  auto trainer_accounts = [&store, &users, policy](int64_t job_id) {
-    return TrainerAccountFor(**store, **users, policy, job_id);
-  };
-  // The executor the config names, built with everything it needs.
-  exec::ExecutorConfig executor_config;
-  executor_config.kind = config->executor;
-  executor_config.data_dir = data;
-  executor_config.runner = fs::absolute(config->runner);
-  executor_config.trainer_accounts = trainer_accounts;
-  executor_config.isolation = IsolationPlanFor(*config, data);
-  executor_config.slurm.shared_dir = config->slurm.shared_dir;
-  executor_config.slurm.partition = config->slurm.partition;
-  executor_config.slurm.account = config->slurm.account;
-  executor_config.slurm.qos = config->slurm.qos;
-  executor_config.slurm.preemptible_partition = config->slurm.preemptible_partition;
-  executor_config.slurm.preemptible_qos = config->slurm.preemptible_qos;
-  executor_config.slurm.sbatch_extra_args = config->slurm.sbatch_extra_args;
-  executor_config.slurm.grace_seconds = config->slurm.grace_seconds;
-  auto made = exec::ExecutorRegistry::WithBuiltins().Create(executor_config);
+  LogTrainerPolicy(policy, *config);
+  auto made = MakeExecutor(*config, data, **store, **users, policy);
   if (!made.ok()) return Fail(made.status().message());
   std::unique_ptr<exec::Executor> executor = std::move(*made);
   admission::Admission admission(
       {.buckets = &buckets,
-       .environments = &environments,
+       .environments = environments.get(),
        .node = &node,
        .policy = {config->cpu_oversubscription, config->accelerator_substitution},
        .machine_types = config->machine_types,
@@ -366,7 +473,7 @@ int main(int argc, char** argv) {
        .store = store->get(),
        .executor = executor.get(),
        .buckets = &buckets,
-       .environments = &environments,
+       .environments = environments.get(),
        .admission = &admission,
        .accountant = &accountant,
        // GPUs found through NVML are sampled for the ledger;
@@ -383,51 +490,16 @@ int main(int argc, char** argv) {
   deps.tls = !config->tls_cert_file.empty();
   deps.auth_policy = config->auth;
   deps.trainer_policy = policy;
-  // Object uploads and package staging stream through the router, outside
-  // the server's body limit (which stays for JSON requests).
-  api::ApiHandlers handlers = api::MakeHandlers(deps);
-  http::ServerOptions server_options;
-  server_options.stream_router = std::move(handlers.stream_router);
-  http::Server http_server(std::move(handlers.handler), std::move(server_options));
-  std::string host = config->listen.substr(0, config->listen.rfind(':'));
-  int port = std::atoi(config->listen.substr(config->listen.rfind(':') + 1).c_str());
-  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-  const bool tls = !config->tls_cert_file.empty();
-  if (!tls && !IsLoopbackHost(host) && !config->allow_insecure_http) {
-    return Fail("refusing to serve plain HTTP on " + config->listen +
-                ", which is not a loopback address: bearer tokens would cross the network in the "
-                "clear. Set tls_cert_file and tls_key_file in " +
-                (config->config_file.empty() ? (data / "config.yaml").string()
-                                             : config->config_file.string()) +
-                " (see docs/security.md), listen on 127.0.0.1, or set allow_insecure_http: true "
-                "behind a TLS-terminating proxy");
-  }
-  if (tls) {
-    if (Status s = http_server.EnableTls(config->tls_cert_file, config->tls_key_file); !s.ok()) {
-      return Fail(s.message());
-    }
-  }
-
   ::signal(SIGPIPE, SIG_IGN);
   // Detached supervisors re-parent to us rather than to init while we run, so
   // the controller reaps them even where init does not (containers).
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-
-  auto bound = http_server.Listen(host, port);
-  if (!bound.ok())
-    return Fail("cannot listen on " + config->listen + ": " + bound.status().message());
-  const std::string scheme = tls ? "https://" : "http://";
-  std::string url = scheme + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
-                    std::to_string(*bound);
-  // Trainers on this machine reach the API here (to push metrics).
-  config->api_url = scheme +
-                    std::string(host == "0.0.0.0" || host == "::"
-                                    ? "127.0.0.1"
-                                    : url.substr(scheme.size(), url.rfind(':') - scheme.size())) +
-                    ":" + std::to_string(*bound);
+  std::string url;
+  auto http_server = ListenForApi(deps, *config, data, url);
+  if (!http_server.ok()) return Fail(http_server.status().message());
   if (Status s = controller.Start(); !s.ok()) return Fail(s.message());
   webhooks.Start();
-  http_server.Start();
+  (*http_server)->Start();
   if (Status s = WriteFileAtomic(data / "stokerd.addr", url + "\n"); !s.ok())
     return Fail(s.message());
   spdlog::info("stokerd serving {} with data in {}", url, data.string());
@@ -435,13 +507,9 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   spdlog::info("stopping on signal {}; running replicas keep running", sig);
-  http_server.Stop();
+  (*http_server)->Stop();
   controller.Stop();
   webhooks.Stop();  // what is not delivered stays in the outbox for the next start
-  std::error_code ec;
-  fs::remove(data / "stokerd.addr", ec);
-  // Empty the pid file while still holding its lock (removing it could let
-  // two daemons lock different files): no stale pid for a later `kill`.
-  if (::ftruncate(pid_fd, 0) != 0) spdlog::warn("cannot empty {}", (data / "stokerd.pid").string());
+  ReleaseDataDir(data, *pid_fd);
   return 0;
 }
