@@ -1,21 +1,97 @@
 #include "server/launch_builder.h"
 
 #include <cmath>
-#include <cstdio>
 
 #include "auth/auth.h"
 #include "common/fnv1a.h"
 #include "exec/replica_env.h"
+#include "server/job_table.h"
 
 namespace stoker::server {
 namespace {
 
 using nlohmann::json;
 
-std::string Num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
+// The container a replica of an image in the engine's store runs in.
+replica::ContainerSpec ContainerFor(const LaunchInputs& in, const exec::Environment& env,
+                                    const std::string& replica, const exec::ReplicaCommand& cmd) {
+  const store::JobRecord& rec = *in.rec;
+  replica::ContainerSpec c;
+  c.engine = env.engine;
+  c.image = env.container_image;
+  c.name = "stoker-" + std::to_string(rec.id) + "-" + std::to_string(rec.attempt) + "-" + replica +
+           (in.settings.instance.empty() ? "" : "-" + in.settings.instance);
+  // No command: the image's ENTRYPOINT (and its CMD unless args are given).
+  if (cmd.command_size > 0) {
+    c.entrypoint.emplace(cmd.argv.begin(), cmd.argv.begin() + cmd.command_size);
+  }
+  c.args.assign(cmd.argv.begin() + cmd.command_size, cmd.argv.end());
+  c.mounts.assign(in.settings.container_mounts.begin(), in.settings.container_mounts.end());
+  c.mounts_read_only.assign(in.settings.container_mounts_read_only.begin(),
+                            in.settings.container_mounts_read_only.end());
+  c.binds = in.settings.container_binds;
+  c.pull = env.pull;
+  c.pull_if_missing = env.pull_if_missing;
+  c.tls_verify = !env.insecure_registry;
+  c.user_namespace = in.settings.container_user_namespace;
+  return c;
+}
+
+// Stoker's own variables for a replica (`r`: its allocation entry): the
+// attempt, a GPU share's limits, a trial's push URL.
+void AddReplicaVariables(const LaunchInputs& in, const json& r,
+                         std::map<std::string, std::string>& env) {
+  const store::JobRecord& rec = *in.rec;
+  // Which attempt this is (1-based) and why it restarted, so that a
+  // trainer knows to resume from AIP_CHECKPOINT_DIR (docs/preemption.md).
+  env["STOKER_ATTEMPT"] = std::to_string(rec.attempt + 1);
+  if (!rec.restart_reason.empty()) env["STOKER_RESTART_REASON"] = rec.restart_reason;
+  // A share of one GPU: the trainer is told its share and memory limit.
+  // Nothing below CUDA enforces it: PyTorch trainers apply it with
+  // torch.cuda.set_per_process_memory_fraction(float(STOKER_GPU_FRACTION));
+  // JAX reads XLA_PYTHON_CLIENT_MEM_FRACTION itself (and would otherwise
+  // take 75% of the GPU at start).
+  for (const json& g : r.value("gpu_shares", json::array())) {
+    if (g.value("fraction", 1.0) < 1.0) {
+      env["STOKER_GPU_FRACTION"] = Num(g.value("fraction", 1.0));
+      env["STOKER_GPU_MEMORY_LIMIT_BYTES"] = std::to_string(g.value("memory_bytes", uint64_t{0}));
+      env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = Num(g.value("fraction", 1.0));
+    }
+  }
+  if (rec.study_id != 0 && !in.settings.api_url.empty()) {
+    // Trainers in any language may POST measurements here instead of
+    // writing the hypertune file.
+    env["STOKER_METRICS_URL"] =
+        in.settings.api_url + "/v1/projects/" + rec.project + "/locations/" + rec.location +
+        "/studies/" + std::to_string(rec.study_id) + "/trials/" + rec.trial_id +
+        ":addTrialMeasurement?key=" +
+        auth::TrialPushKey(in.settings.push_secret, std::to_string(rec.study_id), rec.trial_id);
+  }
+}
+
+// Whether a replica asks for a warm start (the job's label, on by default
+// for trials) and with what; stoker-run judges whether its command can.
+replica::WarmSpec WarmFor(const LaunchInputs& in, const exec::Environment& env) {
+  replica::WarmSpec warm;
+  if (!in.settings.warm.enabled || env.python.empty() || !env.container_image.empty()) return warm;
+  auto label = in.job->labels.find(kWarmStartLabel);
+  std::string opt = label == in.job->labels.end() ? "" : label->second;
+  if (opt != "true" && (in.rec->study_id == 0 || opt == "false")) return warm;
+  warm.requested = true;
+  warm.preload = in.settings.warm.preload;
+  warm.idle_seconds = in.settings.warm.idle_seconds;
+  warm.dir = in.settings.warm.dir;
+  warm.zygote = in.settings.warm.zygote;
+  warm.python = env.python;
+  warm.user = in.rec->user;
+  warm.max_per_user = in.settings.warm.max_per_user;
+  warm.max_total = in.settings.warm.max_total;
+  // The node's start-up variables (the daemon's LANG, LC_ALL): the zygote
+  // runs with these, never with a job's.
+  for (const auto& [k, v] : env.base_env) {
+    if (replica::IsWarmStartupVar(k)) warm.defaults[k] = v;
+  }
+  return warm;
 }
 
 }  // namespace
@@ -63,55 +139,12 @@ Result<exec::JobLaunch> BuildJobLaunch(const LaunchInputs& in) {
     e.rewrite_uris = in.rewrite_uris;
     STOKER_ASSIGN_OR_RETURN(exec::ReplicaCommand cmd, exec::BuildReplicaCommand(e));
     if (!env.container_image.empty()) {
-      replica::ContainerSpec c;
-      c.engine = env.engine;
-      c.image = env.container_image;
-      c.name = "stoker-" + std::to_string(rec.id) + "-" + std::to_string(rec.attempt) + "-" +
-               rl.name + (in.settings.instance.empty() ? "" : "-" + in.settings.instance);
-      // No command: the image's ENTRYPOINT (and its CMD unless args are given).
-      if (cmd.command_size > 0) {
-        c.entrypoint.emplace(cmd.argv.begin(), cmd.argv.begin() + cmd.command_size);
-      }
-      c.args.assign(cmd.argv.begin() + cmd.command_size, cmd.argv.end());
-      c.mounts.assign(in.settings.container_mounts.begin(), in.settings.container_mounts.end());
-      c.mounts_read_only.assign(in.settings.container_mounts_read_only.begin(),
-                                in.settings.container_mounts_read_only.end());
-      c.binds = in.settings.container_binds;
-      c.pull = env.pull;
-      c.pull_if_missing = env.pull_if_missing;
-      c.tls_verify = !env.insecure_registry;
-      c.user_namespace = in.settings.container_user_namespace;
-      if (cmd.argv.empty()) cmd.argv = {c.image};  // what argv shows: the image's own command
-      rl.container = std::move(c);
+      rl.container = ContainerFor(in, env, rl.name, cmd);
+      if (cmd.argv.empty()) cmd.argv = {env.container_image};  // argv shows the image's command
     }
     rl.argv = std::move(cmd.argv);
     rl.env = std::move(cmd.env);
-    // Which attempt this is (1-based) and why it restarted, so that a
-    // trainer knows to resume from AIP_CHECKPOINT_DIR (docs/preemption.md).
-    rl.env["STOKER_ATTEMPT"] = std::to_string(rec.attempt + 1);
-    if (!rec.restart_reason.empty()) rl.env["STOKER_RESTART_REASON"] = rec.restart_reason;
-    // A share of one GPU: the trainer is told its share and memory limit.
-    // Nothing below CUDA enforces it: PyTorch trainers apply it with
-    // torch.cuda.set_per_process_memory_fraction(float(STOKER_GPU_FRACTION));
-    // JAX reads XLA_PYTHON_CLIENT_MEM_FRACTION itself (and would otherwise
-    // take 75% of the GPU at start).
-    for (const json& g : r.value("gpu_shares", json::array())) {
-      if (g.value("fraction", 1.0) < 1.0) {
-        rl.env["STOKER_GPU_FRACTION"] = Num(g.value("fraction", 1.0));
-        rl.env["STOKER_GPU_MEMORY_LIMIT_BYTES"] =
-            std::to_string(g.value("memory_bytes", uint64_t{0}));
-        rl.env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = Num(g.value("fraction", 1.0));
-      }
-    }
-    if (rec.study_id != 0 && !in.settings.api_url.empty()) {
-      // Trainers in any language may POST measurements here instead of
-      // writing the hypertune file.
-      rl.env["STOKER_METRICS_URL"] =
-          in.settings.api_url + "/v1/projects/" + rec.project + "/locations/" + rec.location +
-          "/studies/" + std::to_string(rec.study_id) + "/trials/" + rec.trial_id +
-          ":addTrialMeasurement?key=" +
-          auth::TrialPushKey(in.settings.push_secret, std::to_string(rec.study_id), rec.trial_id);
-    }
+    AddReplicaVariables(in, r, rl.env);
     rl.packages = in.packages.at(pool_index);
     if (!rl.packages.empty() && !in.settings.python_packages.cache_dir.empty() &&
         !env.python.empty()) {
@@ -135,28 +168,7 @@ Result<exec::JobLaunch> BuildJobLaunch(const LaunchInputs& in) {
     rl.log_max_bytes = in.settings.log_max_bytes;
     rl.log_max_files = in.settings.log_max_files;
     rl.telemetry_seconds = in.settings.telemetry_seconds;
-    if (in.settings.warm.enabled && !env.python.empty() && env.container_image.empty()) {
-      auto label = in.job->labels.find(kWarmStartLabel);
-      std::string opt = label == in.job->labels.end() ? "" : label->second;
-      if (opt == "true" || (rec.study_id != 0 && opt != "false")) {
-        // Whether the command can run warm is stoker-run's to judge (it
-        // says why not in its start note).
-        rl.warm.requested = true;
-        rl.warm.preload = in.settings.warm.preload;
-        rl.warm.idle_seconds = in.settings.warm.idle_seconds;
-        rl.warm.dir = in.settings.warm.dir;
-        rl.warm.zygote = in.settings.warm.zygote;
-        rl.warm.python = env.python;
-        rl.warm.user = rec.user;
-        rl.warm.max_per_user = in.settings.warm.max_per_user;
-        rl.warm.max_total = in.settings.warm.max_total;
-        // The node's start-up variables (the daemon's LANG, LC_ALL): the
-        // zygote runs with these, never with a job's.
-        for (const auto& [k, v] : env.base_env) {
-          if (replica::IsWarmStartupVar(k)) rl.warm.defaults[k] = v;
-        }
-      }
-    }
+    rl.warm = WarmFor(in, env);
     launch.replicas.push_back(std::move(rl));
   }
   return launch;
