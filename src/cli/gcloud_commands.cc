@@ -201,6 +201,53 @@ Result<std::string> StageArchive(Connection& conn, const std::string& path,
   return staged["uri"].get<std::string>();
 }
 
+namespace {
+
+// Packs the local package at `root` as an sdist with its entry module and
+// requirements, stages it and the package's extra packages, and returns
+// their URIs (the sdist first).
+Result<std::vector<std::string>> StageLocalPackage(Connection& conn,
+                                                   const spec::LocalPackage& local,
+                                                   const fs::path& root) {
+  const std::string sdist_name = SdistName(root.filename().string());
+  std::string requires_txt = RequiresTxt(local, root);
+  if (!requires_txt.empty()) {
+    auto all = runner::NormaliseRequirements(
+        runner::ParseRequiresTxt(requires_txt),
+        "--worker-pool-spec[0]: local-package-path " + root.string() + ": ");
+    if (!all.ok()) return all.status();
+    std::string list;
+    for (const std::string& r : *all) list += (list.empty() ? "" : ", ") + r;
+    std::cerr << "Requirements [" << list << "] go with the package: the node installs them "
+              << "before the trainer starts (docs/python-packages.md)\n";
+  }
+  // Always written, so that the node reads exactly these (none: an empty
+  // file). The egg-info is on PYTHONPATH: its PKG-INFO makes it a valid
+  // distribution for importlib.metadata.
+  std::vector<storage::SdistFile> extra = {
+      {std::string(kEntryModule) + ".py", EntryModule(root.filename().string(), local)},
+      {sdist_name + ".egg-info/PKG-INFO",
+       "Metadata-Version: 1.0\nName: " + sdist_name + "\nVersion: 0.0.0\n"},
+      {sdist_name + ".egg-info/requires.txt", requires_txt}};
+  auto archive = storage::PackSdist(root, sdist_name, "0.0.0", extra);
+  if (!archive.ok()) return archive.status();
+  auto staged = conn.Call("POST", "/v1/stoker/staging", *archive);
+  if (!staged.ok()) return staged.status();
+  std::vector<std::string> uris = {(*staged)["uri"].get<std::string>()};
+  std::cerr << "Packed " << root.string() << " into " << uris[0] << " (runs "
+            << (local.script.empty() ? "python3 -m " + local.python_module : local.script)
+            << " through " << kEntryModule << ")\n";
+  for (const std::string& pkg : local.extra_packages) {
+    auto uri =
+        StageArchive(conn, Inside(root, pkg).string(), "--worker-pool-spec[0]: extra-packages");
+    if (!uri.ok()) return uri.status();
+    uris.push_back(*uri);
+  }
+  return uris;
+}
+
+}  // namespace
+
 int AiCustomJobsCreate(const Globals& global, const GcloudCreateFlags& f) {
   Globals g = global;
   if (!f.region.empty()) g.region = f.region;
@@ -270,40 +317,9 @@ int AiCustomJobsCreate(const Globals& global, const GcloudCreateFlags& f) {
   auto conn = Connect(g);
   if (!conn.ok()) return Report(conn.status());
   if (local) {
-    const std::string sdist_name = SdistName(root.filename().string());
-    std::string requires_txt = RequiresTxt(*local, root);
-    if (!requires_txt.empty()) {
-      auto all = runner::NormaliseRequirements(
-          runner::ParseRequiresTxt(requires_txt),
-          "--worker-pool-spec[0]: local-package-path " + root.string() + ": ");
-      if (!all.ok()) return Report(all.status());
-      std::string list;
-      for (const std::string& r : *all) list += (list.empty() ? "" : ", ") + r;
-      std::cerr << "Requirements [" << list << "] go with the package: the node installs them "
-                << "before the trainer starts (docs/python-packages.md)\n";
-    }
-    // Always written, so that the node reads exactly these (none: an empty
-    // file). The egg-info is on PYTHONPATH: its PKG-INFO makes it a valid
-    // distribution for importlib.metadata.
-    std::vector<storage::SdistFile> extra = {
-        {std::string(kEntryModule) + ".py", EntryModule(root.filename().string(), *local)},
-        {sdist_name + ".egg-info/PKG-INFO",
-         "Metadata-Version: 1.0\nName: " + sdist_name + "\nVersion: 0.0.0\n"},
-        {sdist_name + ".egg-info/requires.txt", requires_txt}};
-    auto archive = storage::PackSdist(root, sdist_name, "0.0.0", extra);
-    if (!archive.ok()) return Report(archive.status());
-    auto staged = (*conn)->Call("POST", "/v1/stoker/staging", *archive);
+    auto staged = StageLocalPackage(**conn, *local, root);
     if (!staged.ok()) return Report(staged.status());
-    std::vector<std::string> uris = {(*staged)["uri"].get<std::string>()};
-    std::cerr << "Packed " << root.string() << " into " << uris[0] << " (runs "
-              << (local->script.empty() ? "python3 -m " + local->python_module : local->script)
-              << " through " << kEntryModule << ")\n";
-    for (const std::string& pkg : local->extra_packages) {
-      auto uri =
-          StageArchive(**conn, Inside(root, pkg).string(), "--worker-pool-spec[0]: extra-packages");
-      if (!uri.ok()) return Report(uri.status());
-      uris.push_back(*uri);
-    }
+    std::vector<std::string> uris = std::move(staged).value();
     uris.insert(uris.end(), extra_uris.begin(), extra_uris.end());
     for (size_t i : local_pools) {
       job["jobSpec"]["workerPoolSpecs"][i]["pythonPackageSpec"]["packageUris"] = uris;

@@ -45,13 +45,11 @@ bool IsLocalArchive(const std::string& p) { return p.rfind("gs://", 0) != 0; }
 
 }  // namespace
 
-int LegacySubmitTraining(const Globals& g, const LegacySubmitFlags& f) {
-  json config = json::object();
-  if (!f.config.empty()) {
-    auto loaded = LoadLegacyConfig(f.config);
-    if (!loaded.ok()) return Report(loaded.status());
-    config = std::move(loaded).value();
-  }
+namespace {
+
+// The job's labels: the config file's, then --labels over them.
+Result<std::map<std::string, std::string>> LabelsOf(const json& config,
+                                                    const LegacySubmitFlags& f) {
   std::map<std::string, std::string> labels;
   if (config.contains("labels") && config["labels"].is_object()) {
     for (const auto& [k, v] : config["labels"].items()) {
@@ -59,20 +57,17 @@ int LegacySubmitTraining(const Globals& g, const LegacySubmitFlags& f) {
     }
   }
   if (f.labels) {
-    auto parsed = ParseLabelsFlag(*f.labels);
-    if (!parsed.ok()) return Report(parsed.status());
-    for (const auto& [k, v] : *parsed) labels[k] = v;
+    STOKER_ASSIGN_OR_RETURN(auto parsed, ParseLabelsFlag(*f.labels));
+    for (const auto& [k, v] : parsed) labels[k] = v;
   }
-  if (f.staging_bucket && f.staging_bucket->rfind("gs://", 0) != 0) {
-    return Report(
-        InvalidArgument("--staging-bucket: must be a gs:// URI, got '" + *f.staging_bucket + "'"));
-  }
-  if (f.staging_bucket) {
-    std::cerr << "WARNING: --staging-bucket " << *f.staging_bucket
-              << " is not used: Stoker stages the packages in its own bucket, "
-                 "gs://stoker-staging (leave the flag out to silence this)\n";
-  }
+  return labels;
+}
 
+// gcloud ai-platform's flags as spec::TrainingInputFromFlags takes them
+// (without the packages, which the caller sets). InvalidArgument for a bad
+// --use-chief-in-tf-config.
+Result<spec::LegacyFlags> LegacyFlagsOf(const Globals& g, const LegacySubmitFlags& f,
+                                        const json& config) {
   spec::LegacyFlags flags;
   flags.job_dir = f.job_dir;
   flags.module_name = f.module_name;
@@ -96,15 +91,64 @@ int LegacySubmitTraining(const Globals& g, const LegacySubmitFlags& f) {
   flags.runtime_version = f.runtime_version;
   flags.python_version = f.python_version;
   if (f.use_chief_in_tf_config) {
-    auto b = ParseBool("--use-chief-in-tf-config", *f.use_chief_in_tf_config);
-    if (!b.ok()) return Report(b.status());
-    flags.use_chief_in_tf_config = *b;
+    STOKER_ASSIGN_OR_RETURN(flags.use_chief_in_tf_config,
+                            ParseBool("--use-chief-in-tf-config", *f.use_chief_in_tf_config));
   }
   flags.network = f.network;
   flags.service_account = f.service_account;
   if (f.enable_web_access) flags.enable_web_access = true;
   flags.kms_key = f.kms_key;
   if (!f.user_args.empty()) flags.user_args = f.user_args;
+  return flags;
+}
+
+// Stages the packages: --package-path packed, --packages' local archives
+// as they are; gs:// packages stay. Returns their URIs in --packages'
+// order, the packed one first.
+Result<std::vector<std::string>> StagePackages(Connection& conn, const std::string& package_path,
+                                               const std::vector<std::string>& packages) {
+  std::vector<std::string> uris;
+  if (!package_path.empty()) {
+    STOKER_ASSIGN_OR_RETURN(std::string uri, StagePackage(conn, package_path));
+    std::cerr << "Packed " << package_path << " into " << uri << "\n";
+    uris.push_back(uri);
+  }
+  for (const std::string& p : packages) {
+    if (!IsLocalArchive(p)) {
+      uris.push_back(p);
+      continue;
+    }
+    STOKER_ASSIGN_OR_RETURN(std::string uri, StageArchive(conn, p, "--packages"));
+    uris.push_back(uri);
+  }
+  return uris;
+}
+
+}  // namespace
+
+int LegacySubmitTraining(const Globals& g, const LegacySubmitFlags& f) {
+  json config = json::object();
+  if (!f.config.empty()) {
+    auto loaded = LoadLegacyConfig(f.config);
+    if (!loaded.ok()) return Report(loaded.status());
+    config = std::move(loaded).value();
+  }
+  auto merged_labels = LabelsOf(config, f);
+  if (!merged_labels.ok()) return Report(merged_labels.status());
+  std::map<std::string, std::string> labels = std::move(merged_labels).value();
+  if (f.staging_bucket && f.staging_bucket->rfind("gs://", 0) != 0) {
+    return Report(
+        InvalidArgument("--staging-bucket: must be a gs:// URI, got '" + *f.staging_bucket + "'"));
+  }
+  if (f.staging_bucket) {
+    std::cerr << "WARNING: --staging-bucket " << *f.staging_bucket
+              << " is not used: Stoker stages the packages in its own bucket, "
+                 "gs://stoker-staging (leave the flag out to silence this)\n";
+  }
+
+  auto legacy_flags = LegacyFlagsOf(g, f, config);
+  if (!legacy_flags.ok()) return Report(legacy_flags.status());
+  spec::LegacyFlags flags = std::move(legacy_flags).value();
 
   // Packages: --package-path is packed, --packages' local archives are staged.
   std::vector<std::string> packages =
@@ -147,23 +191,9 @@ int LegacySubmitTraining(const Globals& g, const LegacySubmitFlags& f) {
   auto conn = Connect(g);
   if (!conn.ok()) return Report(conn.status());
   if (any_packages) {
-    std::vector<std::string> uris;
-    if (!f.package_path.empty()) {
-      auto uri = StagePackage(**conn, f.package_path);
-      if (!uri.ok()) return Report(uri.status());
-      std::cerr << "Packed " << f.package_path << " into " << *uri << "\n";
-      uris.push_back(*uri);
-    }
-    for (const std::string& p : packages) {
-      if (!IsLocalArchive(p)) {
-        uris.push_back(p);
-        continue;
-      }
-      auto uri = StageArchive(**conn, p, "--packages");
-      if (!uri.ok()) return Report(uri.status());
-      uris.push_back(*uri);
-    }
-    flags.package_uris = uris;
+    auto uris = StagePackages(**conn, f.package_path, packages);
+    if (!uris.ok()) return Report(uris.status());
+    flags.package_uris = std::move(uris).value();
     ti = spec::TrainingInputFromFlags(flags, training_input);
     if (!ti.ok()) return Report(ti.status());
   }

@@ -195,36 +195,47 @@ int RunInContainer(const LocalRunFlags& f, const fs::path& package, const fs::pa
   return ExecLocalContainer(engine, run);
 }
 
-}  // namespace
-
-int AiCustomJobsLocalRun(const Globals&, const LocalRunFlags& f) {
+// Checks local-run's flags before anything runs; returns the package's
+// directory (absolute): --local-package-path, else the working directory.
+// InvalidArgument naming the flag.
+Result<fs::path> CheckLocalRunFlags(const LocalRunFlags& f) {
   // Neither: the image's own ENTRYPOINT, for an image in the engine's store.
   if (!f.script.empty() && !f.python_module.empty()) {
-    return Report(InvalidArgument(
+    return InvalidArgument(
         "--script, --python-module: give one, e.g. --script=trainer/task.py or "
-        "--python-module=trainer.task (or neither, to run the image's ENTRYPOINT)"));
+        "--python-module=trainer.task (or neither, to run the image's ENTRYPOINT)");
   }
   std::error_code ec;
   fs::path package =
       f.local_package_path.empty() ? fs::current_path(ec) : fs::path(f.local_package_path);
   if (!fs::is_directory(package, ec)) {
-    return Report(InvalidArgument("--local-package-path: " + package.string() +
-                                  " is not a directory; give the trainer's directory"));
+    return InvalidArgument("--local-package-path: " + package.string() +
+                           " is not a directory; give the trainer's directory");
   }
   package = fs::absolute(package, ec);
   if (!f.script.empty() && !fs::is_regular_file(package / f.script, ec)) {
-    return Report(InvalidArgument("--script: " + f.script + " is not a file in " +
-                                  package.string() + "; give a path relative to it"));
+    return InvalidArgument("--script: " + f.script + " is not a file in " + package.string() +
+                           "; give a path relative to it");
   }
   if (!f.extra_packages.empty()) {
-    return Report(InvalidArgument(
+    return InvalidArgument(
         "--extra-packages: local-run installs nothing; install them into the interpreter "
-        "(pip install ARCHIVE) or submit a job with them in packageUris"));
+        "(pip install ARCHIVE) or submit a job with them in packageUris");
   }
   if (!f.service_account_key_file.empty() && !fs::is_regular_file(f.service_account_key_file, ec)) {
-    return Report(InvalidArgument("--service-account-key-file: " + f.service_account_key_file +
-                                  " is not a file"));
+    return InvalidArgument("--service-account-key-file: " + f.service_account_key_file +
+                           " is not a file");
   }
+  return package;
+}
+
+}  // namespace
+
+int AiCustomJobsLocalRun(const Globals&, const LocalRunFlags& f) {
+  auto checked = CheckLocalRunFlags(f);
+  if (!checked.ok()) return Report(checked.status());
+  const fs::path package = *checked;
+  std::error_code ec;
 
   fs::path home = DefaultStokerHome();
   auto config = server::LoadConfig(home, home / "config.yaml", /*file_is_explicit=*/false);
