@@ -1,14 +1,12 @@
 #include "runner/supervisor.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,14 +25,13 @@
 #include "common/files.h"
 #include "common/time.h"
 #include "resources/nvml.h"
-#include "runner/isolation.h"
 #include "runner/launch.h"
 #include "runner/log_rotation.h"
-#include "runner/python_env.h"
 #include "runner/replica_cgroup.h"
 #include "runner/replica_processes.h"
+#include "runner/replica_python_env.h"
 #include "runner/telemetry_sampler.h"
-#include "runner/warm_start.h"
+#include "runner/trainer_start.h"
 
 #if STOKER_RUNNER_HAVE_STORAGE
 #include "storage/archive.h"
@@ -51,14 +48,6 @@ constexpr int64_t kCleanupLimitMs = 30000;
 
 // How often a supervisor checks that its replica directory still exists.
 constexpr int64_t kOrphanCheckMs = 1000;
-
-void Log(const std::string& line) {
-  std::string l = "stoker-run[" + std::to_string(::getpid()) + "]: " + line + "\n";
-  ssize_t n = ::write(STDERR_FILENO, l.data(), l.size());
-  (void)n;
-}
-
-std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
 // Every process below `root` in the /proc parent tree, `root` excluded.
 // Empty when /proc cannot be listed: the callers also wait for waitpid's
@@ -99,7 +88,7 @@ class Supervisor {
       : dir_(std::move(dir)), cookie_(ReplicaCookie(dir_)), hooks_(std::move(hooks)) {}
   ~Supervisor() {
     pump_.reset();  // before the log it writes to
-    for (int fd : {sfd_, lock_fd_, claim_fd_, null_fd_, warm_.conn, warm_.pidfd, warm_.go}) {
+    for (int fd : {sfd_, lock_fd_, claim_fd_, null_fd_}) {
       if (fd >= 0) ::close(fd);
     }
   }
@@ -119,19 +108,6 @@ class Supervisor {
   // write, and gives them to its account.
   Status MakeTrainerDirs(const LaunchSpec& spec);
   Result<std::vector<fs::path>> UnpackPackages(const LaunchSpec& spec);
-  // For launch.json's "python_env": installs the requirements (the
-  // daemon's and those the unpacked packages under `package_roots`
-  // declare) into the cached environment (python_env.h), or finds it
-  // built; its site directories go first on *python_path, its scripts last
-  // on the trainer's PATH, and one line in output.log says which it was.
-  // Cancelled when a cancel came meanwhile (pip is stopped).
-  Status PreparePythonEnv(LaunchSpec& spec, const std::vector<fs::path>& package_roots,
-                          std::vector<fs::path>* python_path);
-  // For a container whose image the engine lacks: `engine pull` (its
-  // output into output.log), the replica preparing meanwhile. Cancelled
-  // when a cancel came; FailedPrecondition with the engine's words and the
-  // fix when the pull fails.
-  Status PullImage(const replica::ContainerSpec& container);
   // Whether a cancel came (read from sfd_ while no trainer runs, so a
   // SIGCHLD there is only noted) or the daemon removed the claim.
   bool CancelRequested();
@@ -143,28 +119,18 @@ class Supervisor {
   void FailLaunch(const Status& s);
   // Reaps on SIGCHLD; true when a cancel (SIGTERM, SIGINT, SIGHUP) came.
   bool DrainSignals();
+  // Runs the preparation steps (the start's, then the requirement
+  // environment's) and returns the spec of the process to supervise; unset
+  // when the replica ended (outcome_ set: cancelled or launch_failed).
+  std::optional<LaunchSpec> Prepare(LaunchSpec spec, std::vector<fs::path>* python_path);
+  // Starts the supervised process through start_; trainer_ stays -1 when
+  // the launch failed (outcome_ says why).
   void StartTrainer(const LaunchSpec& spec, const std::vector<fs::path>& python_path);
-  // For launch.json's "container": writes DIR/container.env and returns the
-  // spec that runs `engine run ...` as the supervised process: the engine's
-  // client runs as the supervisor with a clean environment of its own (the
-  // job's variables reach only the container, never the engine, whose own
-  // settings they could otherwise name), and the trainer's account,
-  // isolation and GPUs go into the container's flags instead.
-  Result<LaunchSpec> ContainerLaunch(const LaunchSpec& spec,
-                                     const std::vector<fs::path>& python_path);
-  // `engine rm -f` of the replica's container, so that none outlives the
-  // supervisor (the client's --rm does it on a normal end; not after a
-  // SIGKILL of the client).
-  void RemoveContainer();
-  // Starts the trainer from a warm interpreter (warm_start.h): true once it
-  // runs (trainer_ and warm_ set); false with *cold_reason when it must
-  // start cold instead (nothing of it ran).
-  bool StartWarm(const LaunchSpec& spec, const std::vector<std::string>& env,
-                 const std::vector<std::string>& candidates, const std::vector<gid_t>& groups,
-                 int umask, int out_fd, Isolation& isolation, std::string* cold_reason);
-  // For a warm trainer: reads the zygote's connection; sets trainer_status_
-  // once it ended (or once the zygote died, taking it along).
-  void ReadWarm();
+  // Reads a trainer's end that does not come from waitpid (start_->ReadEnd).
+  void ReadEnd();
+  // outcome_ from the trainer's wait status, how it was stopped, and what
+  // the start or the cgroup tell of its end.
+  void RecordEnd();
   void Supervise();
   // Starts the resource sampler when launch.json asks for one.
   void StartSampler(const LaunchSpec& spec);
@@ -197,17 +163,16 @@ class Supervisor {
   int64_t stop_at_ms_ = 0;  // when the SIGTERM went out
 
   Outcome outcome_;
-  std::string start_note_;  // for trainer.json: how the trainer was started
-  WarmChild warm_;          // a warm trainer: the zygote's child (pid -1: cold)
-  std::string warm_buffer_;
+  // How the trainer starts, chosen once launch.json is read.
+  std::unique_ptr<TrainerStart> start_;
+  // False for a trainer that is not our child (a zygote's): its end comes
+  // from start_->ReadEnd, never from waitpid.
+  bool trainer_own_child_ = true;
   std::string late_log_line_;  // written to output.log after the trainer's last byte
-  std::optional<replica::ContainerSpec> container_;  // set: the trainer runs in it
   // A cancel read from sfd_ outside DrainSignals (while pip ran).
   bool cancel_seen_ = false;
   // DescribePythonEnv of the requirement environment, for the start note.
   std::string env_note_;
-  std::string pull_note_;       // "pulled image X in 2.1 s", for the start note
-  std::string container_note_;  // "the image's root is nobody (uid 65534) on this host"
   // The replica's cgroup (replica_cgroup.h), made before anything of the
   // replica runs; unset where none can be made (cgroup_note_ says why, and
   // the clean up falls back to the process tree and the cookie).
@@ -216,81 +181,8 @@ class Supervisor {
   replica::LimitsSpec limits_;
   // Makes cgroup_ for the replica (its memory limit from launch.json).
   void MakeCgroup(const LaunchSpec& spec);
-  // The cgroup's join fds for a child about to be forked (none without one).
-  std::vector<int> CgroupJoinFds() const {
-    return cgroup_ ? cgroup_->OpenJoinFds() : std::vector<int>{};
-  }
-};
-
-// The NVIDIA container toolkit's CDI spec, where podman looks for one.
-bool HaveNvidiaCdi() {
-  for (const char* dir : {"/etc/cdi", "/var/run/cdi"}) {
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
-      std::string name = e.path().filename().string();
-      if (name.rfind("nvidia", 0) == 0) return true;
-    }
-  }
-  return false;
-}
-
-// For a warm start: the isolated view the trainer must join, made by the
-// same Isolation::Enter a cold trainer runs, in a helper process forked
-// here; its user and mount namespaces are returned as fds (-1, -1 when
-// Enter left the view as it is: mode off, or auto where it is impossible).
-// Error: Enter refused (the cold start then reports it exactly).
-Result<std::pair<int, int>> PrepareIsolatedView(Isolation& isolation) {
-  STOKER_ASSIGN_OR_RETURN(HeldView view, HoldViewInHelper([&isolation](std::string*) {
-                            const char* error = isolation.Enter(STDERR_FILENO);
-                            return std::string(error ? error : "");
-                          }));
-  return std::pair<int, int>{view.userns_fd, view.mntns_fd};
-}
-
-// The interpreter a cold exec would run (the first candidate that can be
-// executed), when stoker-run may trust it for a zygote: the file and the
-// directories it lies in (where Python looks for pyvenv.cfg) writable by
-// no account but root and stoker-run's. "" with *why otherwise.
-std::string TrustedInterpreter(const std::vector<std::string>& candidates,
-                               const std::string& environment_python, std::string* why) {
-  std::string found;
-  for (const std::string& c : candidates) {
-    if (::access(c.c_str(), X_OK) == 0) {
-      found = c;
-      break;
-    }
-  }
-  if (found.empty()) {
-    *why = "the interpreter was not found";
-    return "";
-  }
-  std::error_code ec1, ec2;
-  fs::path real = fs::canonical(found, ec1);
-  fs::path env_real = fs::canonical(environment_python, ec2);
-  if (ec1 || ec2 || real != env_real) {
-    *why =
-        "the command runs " + found + ", not the environment's interpreter " + environment_python;
-    return "";
-  }
-  fs::path p = fs::absolute(found);
-  for (int level = 0; level < 3 && !p.empty(); ++level, p = p.parent_path()) {
-    struct stat st = {};
-    if (::lstat(p.c_str(), &st) != 0 || (st.st_uid != 0 && st.st_uid != ::geteuid()) ||
-        (!S_ISLNK(st.st_mode) && (st.st_mode & 022) != 0)) {
-      *why = p.string() + " may be changed by another account";
-      return "";
-    }
-    if (p == p.root_path()) break;
-  }
-  return found;
-}
-
-// Closes the fds it holds when it goes.
-struct ScopedFds {
-  std::vector<int> fds;
-  ~ScopedFds() {
-    for (int fd : fds) ::close(fd);
-  }
+  // What the starts and preparation steps borrow (trainer_start.h).
+  ReplicaServices Services();
 };
 
 void Supervisor::MakeCgroup(const LaunchSpec& spec) {
@@ -301,7 +193,7 @@ void Supervisor::MakeCgroup(const LaunchSpec& spec) {
   if (!cg.ok()) {
     cgroup_note_ = "not contained in a cgroup (" + cg.status().message() +
                    "): its processes are found by process tree and environment instead";
-    Log(cgroup_note_);
+    LogDiagnostic(cgroup_note_);
     return;
   }
   cgroup_ = std::move(*cg);
@@ -319,7 +211,7 @@ bool Supervisor::Claim(int* exit_code) {
     errno = EPERM;
   }
   if (lock_fd_ < 0) {
-    Log(Errno("cannot open " + lock.string()));
+    LogDiagnostic(ErrnoMessage("cannot open " + lock.string()));
     *exit_code = 1;
     return false;
   }
@@ -327,7 +219,7 @@ bool Supervisor::Claim(int* exit_code) {
     if (errno == EWOULDBLOCK) {
       *exit_code = 0;  // another supervisor is alive and owns the replica
     } else {
-      Log(Errno("cannot lock " + lock.string()));
+      LogDiagnostic(ErrnoMessage("cannot lock " + lock.string()));
       *exit_code = 1;
     }
     return false;
@@ -338,7 +230,7 @@ bool Supervisor::Claim(int* exit_code) {
     if (errno == EEXIST) {
       *exit_code = 0;  // a supervisor already ran for this replica
     } else {
-      Log(Errno("cannot create " + claim.string()));
+      LogDiagnostic(ErrnoMessage("cannot create " + claim.string()));
       *exit_code = 1;
     }
     return false;
@@ -359,7 +251,7 @@ void Supervisor::SyncClaim() {
   int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   synced = synced && dfd >= 0 && ::fsync(dfd) == 0;
   if (dfd >= 0) ::close(dfd);
-  if (!synced) Log(Errno("cannot sync " + (dir_ / "claim").string()));
+  if (!synced) LogDiagnostic(ErrnoMessage("cannot sync " + (dir_ / "claim").string()));
 }
 
 Result<LaunchSpec> Supervisor::LoadLaunch() {
@@ -404,24 +296,25 @@ Status Supervisor::CheckDirIsOurs() const {
 
 Status Supervisor::MakeTrainerDirs(const LaunchSpec& spec) {
   int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (dfd < 0) return Internal(Errno("cannot open " + dir_.string()));
+  if (dfd < 0) return Internal(ErrnoMessage("cannot open " + dir_.string()));
   Status out = OkStatus();
   for (const char* name : {"work", "hypertune"}) {
     fs::path path = dir_ / name;
     if (::mkdirat(dfd, name, 0700) != 0 && errno != EEXIST) {
-      out = Internal(Errno("cannot create " + path.string()));
+      out = Internal(ErrnoMessage("cannot create " + path.string()));
       break;
     }
     int fd = ::openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
-      out = FailedPrecondition(Errno("cannot open " + path.string() + " (a link or a file?)"));
+      out =
+          FailedPrecondition(ErrnoMessage("cannot open " + path.string() + " (a link or a file?)"));
       break;
     }
     bool given = !spec.run_as || ::fchown(fd, spec.run_as->uid, spec.run_as->gid) == 0;
     given = given && ::fchmod(fd, 0700) == 0;
     ::close(fd);
     if (!given) {
-      out = Internal(Errno("cannot hand " + path.string() + " to the trainer's account"));
+      out = Internal(ErrnoMessage("cannot hand " + path.string() + " to the trainer's account"));
       break;
     }
   }
@@ -462,63 +355,6 @@ Result<std::vector<fs::path>> Supervisor::UnpackPackages(const LaunchSpec& spec)
   return roots;
 }
 
-Status Supervisor::PreparePythonEnv(LaunchSpec& spec, const std::vector<fs::path>& package_roots,
-                                    std::vector<fs::path>* python_path) {
-  const replica::PythonEnvSpec& p = *spec.python_env;
-  std::vector<std::string> requirements = p.requirements;
-  std::vector<std::string> sources;
-  for (const fs::path& root : package_roots) {
-    DeclaredRequirements d = ReadDeclaredRequirements(root);
-    std::string rel = root.lexically_relative(dir_ / "packages").string();
-    if (!d.note.empty() && log_) {
-      Status w = log_->Write("stoker-run: package " + rel + ": " + d.note + "\n");
-      if (!w.ok()) Log(w.ToString());
-    }
-    if (d.requirements.empty()) continue;
-    sources.push_back(rel + "/" + d.source);
-    // Checked here so that the message names the file.
-    if (auto checked = NormaliseRequirements(d.requirements, rel + "/" + d.source + ": ");
-        !checked.ok()) {
-      return checked.status();
-    }
-    requirements.insert(requirements.end(), d.requirements.begin(), d.requirements.end());
-  }
-  if (requirements.empty()) return OkStatus();
-  PythonEnvRequest req;
-  req.cache_dir = p.cache_dir;
-  req.python = p.python;
-  if (spec.container) {
-    // The image's own Python runs the trainer: pip runs in the image too.
-    req.python = "python3";
-    req.container = PythonEnvRequest::Image{spec.container->engine, spec.container->image,
-                                            ContainerUlimitFlags()};
-    if (cgroup_ && fs::path(spec.container->engine).filename() == "podman") {
-      req.container->cgroup_parent = cgroup_->ContainerParent();
-    }
-  }
-  req.find_links = p.find_links;
-  req.index_url = p.index_url;
-  req.requirements = std::move(requirements);
-  req.on_slow = [this](const std::string& note) { SetPreparing(note); };
-  ScopedFds join{CgroupJoinFds()};
-  req.cgroup_fds = join.fds;
-  Result<PythonEnv> built = EnsurePythonEnv(req, [this] { return CancelRequested(); });
-  ::unlink((dir_ / replica::kPreparingFile).c_str());
-  if (!built.ok()) return built.status();
-  const PythonEnv& env = *built;
-  env_note_ = DescribePythonEnv(env);
-  if (log_) {
-    Status w = log_->Write("stoker-run: " + env_note_ + "\n");
-    if (!w.ok()) Log(w.ToString());
-  }
-  python_path->insert(python_path->begin(), env.site_dirs.begin(), env.site_dirs.end());
-  if (!env.bin_dir.empty()) {
-    std::string& path = spec.env["PATH"];
-    path = (path.empty() ? "/usr/local/bin:/usr/bin:/bin" : path) + ":" + env.bin_dir.string();
-  }
-  return OkStatus();
-}
-
 bool Supervisor::CancelRequested() {
   signalfd_siginfo si;
   while (::read(sfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
@@ -527,177 +363,18 @@ bool Supervisor::CancelRequested() {
   return cancel_seen_ || LockFileRemoved();
 }
 
-// The daemon sees the replica as preparing, not stuck (no start limit).
 void Supervisor::FailLaunch(const Status& s) {
   outcome_.message = s.message();
   outcome_.permanent = s.code() == Code::kInvalidArgument || s.code() == Code::kNotFound ||
                        s.code() == Code::kFailedPrecondition;
 }
 
+// The daemon sees the replica as preparing, not stuck (no start limit).
 void Supervisor::SetPreparing(const std::string& note) {
   Status s =
       WriteFileAtomic(dir_ / replica::kPreparingFile,
                       replica::FormatPreparingInfo({note, NowMicros()}), Durability::kNoSync);
-  if (!s.ok()) Log(s.ToString());
-}
-
-Status Supervisor::PullImage(const replica::ContainerSpec& c) {
-  SetPreparing("pulling image " + c.image);
-  const int64_t start_ms = MonotonicMs();
-  std::vector<std::string> env = {
-      "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"};
-  for (const char* keep : {"HOME", "XDG_RUNTIME_DIR", "http_proxy", "https_proxy", "no_proxy",
-                           "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"}) {
-    if (const char* v = std::getenv(keep)) env.push_back(std::string(keep) + "=" + v);
-  }
-  ScopedFds join{CgroupJoinFds()};
-  Result<CapturedRun> run = RunCapturing(
-      ContainerPullArgv(c), env, dir_, [this] { return CancelRequested(); }, join.fds);
-  ::unlink((dir_ / replica::kPreparingFile).c_str());
-  if (!run.ok()) return run.status();
-  if (log_) {
-    Status w = log_->Write("stoker-run: " + c.engine + " pull " + c.image + "\n" + run->output);
-    if (!w.ok()) Log(w.ToString());
-  }
-  if (run->cancelled) return Status(Code::kCancelled, "cancelled while pulling image " + c.image);
-  const int st = run->exit_status;
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-    std::string how = WIFEXITED(st) ? "exit " + std::to_string(WEXITSTATUS(st))
-                                    : "signal " + std::to_string(WTERMSIG(st));
-    return FailedPrecondition(
-        c.engine + " could not pull image " + c.image + " (" + how +
-        "): " + OutputTail(run->output, 3) +
-        "\nFix: check the image's name and tag; log the daemon's account in to the registry "
-        "(`" +
-        fs::path(c.engine).filename().string() +
-        " login REGISTRY`); or build it here with `stoker images build -t " + c.image +
-        " DIR` or import it with `stoker images import`");
-  }
-  char took[32];
-  std::snprintf(took, sizeof took, "%.1f", (MonotonicMs() - start_ms) / 1000.0);
-  pull_note_ = "pulled image " + c.image + " in " + took + " s";
-  if (log_) {
-    Status w = log_->Write("stoker-run: " + pull_note_ + "\n");
-    if (!w.ok()) Log(w.ToString());
-  }
-  return OkStatus();
-}
-
-Result<LaunchSpec> Supervisor::ContainerLaunch(const LaunchSpec& spec,
-                                               const std::vector<fs::path>& python_path) {
-  const replica::ContainerSpec& c = *spec.container;
-  std::map<std::string, std::string> env;
-  for (const std::string& kv : BuildTrainerEnv(spec.env, python_path)) {
-    size_t eq = kv.find('=');
-    env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  // A mount whose source does not exist (no bucket made yet) shows
-  // nothing: left out rather than failing the start.
-  replica::ContainerSpec kept = c;
-  auto missing = [](const fs::path& p) {
-    std::error_code ec;
-    return !fs::exists(p, ec);
-  };
-  std::erase_if(kept.mounts, missing);
-  std::erase_if(kept.mounts_read_only, missing);
-  ContainerRun run;
-  run.container = &kept;
-  run.run_as = spec.run_as;
-  // The image's root is the trainer's account (launch.h): HOME, USER and
-  // LOGNAME are then the image's root's (/root), as images written for
-  // Vertex expect.
-  run.user_namespace = spec.run_as && c.user_namespace && fs::path(c.engine).filename() == "podman";
-  if (run.user_namespace) {
-    for (const char* k : {"HOME", "USER", "LOGNAME"}) env.erase(k);
-    container_note_ = "the image's root is " + spec.run_as->user + " (uid " +
-                      std::to_string(spec.run_as->uid) + ") on this host";
-  }
-  if (auto it = env.find("CUDA_VISIBLE_DEVICES"); it != env.end()) {
-    if (auto gpus = GpuIndexes(it->second); gpus && !gpus->empty()) {
-      bool docker = fs::path(c.engine).filename() == "docker";
-      run.gpu_passing = docker ? GpuPassing::kDockerGpus
-                               : (HaveNvidiaCdi() ? GpuPassing::kCdi : GpuPassing::kNone);
-      if (run.gpu_passing == GpuPassing::kNone) {
-        return FailedPrecondition(
-            "the replica has GPU(s) " + it->second + " but " + c.engine +
-            " has no way to pass them: no CDI spec for NVIDIA GPUs in /etc/cdi or /var/run/cdi; "
-            "install nvidia-container-toolkit and run `nvidia-ctk cdi generate "
-            "--output=/etc/cdi/nvidia.yaml`, or run this image's jobs without a container");
-      }
-      run.gpus = *gpus;
-      // Inside, the container sees only its GPUs, numbered from 0.
-      std::string inside;
-      for (size_t i = 0; i < gpus->size(); ++i) inside += (i ? "," : "") + std::to_string(i);
-      it->second = inside;
-    }
-  }
-  run.ulimits = ContainerUlimitFlags();
-  if (cgroup_) {
-    // The container's processes under the replica's cgroup (podman with the
-    // cgroupfs manager; docker decides in its daemon), held to its memory.
-    if (fs::path(c.engine).filename() == "podman") run.cgroup_parent = cgroup_->ContainerParent();
-    run.memory_bytes = cgroup_->memory_limit();
-  }
-  run.conmon_pid_file = dir_ / "container.pid";
-  run.env_file = dir_ / "container.env";
-  // Made 0600 from the start (the job's variables may be secrets, and the
-  // trainer's group may list DIR); DIR is ours alone, so no link is planted.
-  const std::string text = ContainerEnvFile(env, &run.env_inline);
-  int fd =
-      ::open(run.env_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-  bool written = fd >= 0 && ::fchmod(fd, 0600) == 0 &&
-                 ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  if (fd >= 0) ::close(fd);
-  if (!written) return Internal(Errno("cannot write " + run.env_file.string()));
-
-  LaunchSpec out = spec;
-  out.argv = ContainerRunArgv(run);
-  out.env = {{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-             {std::string(kReplicaCookieVar), cookie_}};
-  for (const char* keep : {"HOME", "XDG_RUNTIME_DIR", "LANG"}) {
-    if (const char* v = std::getenv(keep)) out.env[keep] = v;
-  }
-  out.run_as.reset();
-  out.isolation = {};
-  if (out.warm.requested) {
-    out.warm.cold_reason = "the trainer runs in a container (" + c.image + ")";
-  }
-  out.container.reset();
-  return out;
-}
-
-void Supervisor::RemoveContainer() {
-  if (!container_) return;
-  std::vector<std::string> args = {container_->engine, "rm", "--force", container_->name};
-  if (fs::path(container_->engine).filename() == "podman")
-    args.insert(args.begin() + 3, "--time=0");
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(null_fd_, STDIN_FILENO);
-    int dev_null = ::open("/dev/null", O_WRONLY);
-    ::dup2(dev_null, STDOUT_FILENO);
-    ::dup2(dev_null, STDERR_FILENO);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  if (pid < 0) return;
-  const int64_t give_up = MonotonicMs() + kCleanupLimitMs;
-  int st = 0;
-  while (::waitpid(pid, &st, WNOHANG) == 0) {
-    if (MonotonicMs() > give_up) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &st, 0);
-      Log("giving up on `" + container_->engine + " rm` of container " + container_->name);
-      return;
-    }
-    ::usleep(10000);
-  }
+  if (!s.ok()) LogDiagnostic(s.ToString());
 }
 
 bool Supervisor::DrainSignals() {
@@ -708,265 +385,6 @@ bool Supervisor::DrainSignals() {
     if (si.ssi_signo == SIGCHLD) ReapChildren();
   }
   return cancel;
-}
-
-void Supervisor::StartTrainer(const LaunchSpec& spec, const std::vector<fs::path>& python_path) {
-  // Everything the child needs is prepared here: between fork and exec it
-  // only makes system calls.
-  std::vector<std::string> env = BuildTrainerEnv(spec.env, python_path);
-  auto path_it = spec.env.find("PATH");
-  std::vector<std::string> candidates =
-      ExecCandidates(spec.argv[0], path_it == spec.env.end() ? "" : path_it->second);
-  std::vector<char*> argv_p, env_p;
-  for (const auto& a : spec.argv) argv_p.push_back(const_cast<char*>(a.c_str()));
-  argv_p.push_back(nullptr);
-  for (const auto& e : env) env_p.push_back(const_cast<char*>(e.c_str()));
-  env_p.push_back(nullptr);
-  const std::string work = (dir_ / "work").string();
-  const char* dir = work.c_str();
-  const pid_t supervisor = ::getpid();
-  const std::optional<RunAs>& run_as = spec.run_as;
-  std::vector<gid_t> groups;
-  if (run_as) {
-    if (::geteuid() != 0 && ::geteuid() != run_as->uid) {
-      outcome_.permanent = true;
-      outcome_.message = "cannot run the trainer as " + run_as->user + " (uid " +
-                         std::to_string(run_as->uid) + "): stoker-run is not root";
-      return;
-    }
-    int n = 64;
-    groups.resize(n);
-    while (::getgrouplist(run_as->user.c_str(), run_as->gid, groups.data(), &n) < 0) {
-      groups.resize(n);
-    }
-    groups.resize(n);
-    for (uint32_t g : run_as->extra_gids) {
-      if (std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
-    }
-  }
-  const bool shares_buckets = run_as && !run_as->extra_gids.empty();
-
-  // The trainer writes into a pipe that the log pump copies into the
-  // rotating output.log; both ends are close-on-exec (dup2 clears it on the
-  // trainer's 1 and 2).
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    outcome_.message = Errno("cannot create the trainer's output pipe");
-    return;
-  }
-  ::fcntl(pipe_fds[0], F_SETPIPE_SZ, kPipeBytes);
-  Isolation isolation(spec.isolation, run_as ? run_as->uid == 0 : ::geteuid() == 0);
-
-  if (hooks_.before_fork) hooks_.before_fork();
-  outcome_.start_time_us = NowMicros();
-  bool warm = false;
-  if (spec.warm.requested) {
-    std::string reason =
-        !hooks_.no_warm_reason.empty() ? hooks_.no_warm_reason : spec.warm.cold_reason;
-    warm = reason.empty() && StartWarm(spec, env, candidates, groups, shares_buckets ? 002 : 022,
-                                       pipe_fds[1], isolation, &reason);
-    if (!warm) start_note_ = "cold start: " + reason;
-  }
-  ScopedFds join{warm ? std::vector<int>{} : CgroupJoinFds()};
-  const std::vector<int>& join_fds = join.fds;
-  pid_t pid = warm ? warm_.pid : ::fork();
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != supervisor) ::_exit(127);  // the supervisor died before prctl
-    // Into the replica's cgroup before anything else: what it starts stays there.
-    if (!ReplicaCgroup::JoinFromChild(join_fds)) {
-      dprintf(STDERR_FILENO, "stoker-run: cannot join the replica's cgroup: %s\n",
-              std::strerror(errno));
-      ::_exit(127);
-    }
-    struct sigaction dfl = {};
-    dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    // Before the account switch, and while stderr is still runner.log for
-    // its note (isolation.h).
-    const char* isolation_error = isolation.Enter(STDERR_FILENO);
-    ::dup2(null_fd_, STDIN_FILENO);
-    ::dup2(pipe_fds[1], STDOUT_FILENO);
-    ::dup2(pipe_fds[1], STDERR_FILENO);
-    if (isolation_error) {
-      dprintf(STDERR_FILENO, "stoker-run: %s\n", isolation_error);
-      ::_exit(127);
-    }
-    if (run_as) {
-      // Groups, then gid, then uid (after setuid the others are no longer
-      // ours to set); each checked, and root must be gone for good.
-      const char* step = nullptr;
-      if (::setgroups(groups.size(), groups.data()) != 0) {
-        step = "setgroups";
-      } else if (::setgid(run_as->gid) != 0) {
-        step = "setgid";
-      } else if (::setuid(run_as->uid) != 0) {
-        step = "setuid";
-      } else if (::getuid() != run_as->uid || ::geteuid() != run_as->uid ||
-                 ::getgid() != run_as->gid || ::getegid() != run_as->gid) {
-        step = "checking the ids after setuid";
-      } else if (run_as->uid != 0 && ::setuid(0) == 0) {
-        step = "checking that root cannot be regained";
-      }
-      if (step) {
-        dprintf(STDERR_FILENO, "stoker-run: cannot run the trainer as %s (uid %u gid %u): %s: %s\n",
-                run_as->user.c_str(), run_as->uid, run_as->gid, step, std::strerror(errno));
-        ::_exit(127);
-      }
-      // What it makes in a bucket stays writable by the bucket group.
-      ::umask(shares_buckets ? 002 : 022);
-      // A change of credentials clears the parent-death signal: set it again.
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != supervisor) ::_exit(127);
-    }
-    if (::chdir(dir) != 0) {
-      dprintf(STDERR_FILENO, "stoker-run: cannot enter %s: %s%s\n", dir, std::strerror(errno),
-              run_as ? " (the trainer runs as another account: every directory above the data "
-                       "dir must be searchable by it, e.g. use /var/lib/stoker, not /root/...)"
-                     : "");
-      ::_exit(127);
-    }
-    int err = ENOENT;
-    bool denied = false;
-    for (const auto& c : candidates) {
-      ::execve(c.c_str(), argv_p.data(), env_p.data());
-      err = errno;
-      if (err == EACCES) denied = true;
-      if (err != ENOENT && err != ENOTDIR && err != EACCES) break;
-    }
-    if (denied && (err == ENOENT || err == ENOTDIR)) err = EACCES;
-    dprintf(STDERR_FILENO, "stoker-run: cannot execute '%s': %s\n", argv_p[0], std::strerror(err));
-    ::_exit(127);
-  }
-  ::close(pipe_fds[1]);
-  if (pid < 0) {
-    outcome_.message = Errno("cannot fork the trainer");
-    ::close(pipe_fds[0]);
-    return;
-  }
-  trainer_ = pid;
-  RotatingLog* log = log_.get();
-  pump_ = std::make_unique<LogPump>(pipe_fds[0],
-                                    [log](std::string_view data) { return log->Write(data); });
-  // Also here, so that kill(-pid) works from now on (a warm trainer made
-  // its own session before it started).
-  if (!warm) ::setpgid(pid, pid);
-
-  // The requirement environment's line goes into the job's events too.
-  std::string note = start_note_;
-  for (const std::string* more : {&pull_note_, &container_note_, &env_note_, &cgroup_note_}) {
-    if (!more->empty()) note += (note.empty() ? "" : "; ") + *more;
-  }
-  Status s = WriteFileAtomic(dir_ / replica::kTrainerFile,
-                             replica::FormatTrainerInfo({pid, pid, outcome_.start_time_us, note}));
-  if (!s.ok()) Log(s.ToString());
-  s = WriteFileAtomic(dir_ / replica::kRunnerFile,
-                      replica::FormatRunnerInfo({supervisor, supervisor_start_us_}));
-  if (!s.ok()) Log(s.ToString());
-}
-
-bool Supervisor::StartWarm(const LaunchSpec& spec, const std::vector<std::string>& env,
-                           const std::vector<std::string>& candidates,
-                           const std::vector<gid_t>& groups, int umask, int out_fd,
-                           Isolation& isolation, std::string* cold_reason) {
-  Result<WarmInvocation> inv = ParseWarmInvocation(spec.argv);
-  if (!inv.ok()) {
-    *cold_reason = inv.status().message();
-    return false;
-  }
-  WarmRequest req;
-  req.invocation = *inv;
-  for (const std::string& kv : env) {
-    size_t eq = kv.find('=');
-    req.env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  *cold_reason = WarmEnvProblem(req.env);
-  if (cold_reason->empty()) *cold_reason = StartupVarProblem(req.env, spec.warm.defaults);
-  if (!cold_reason->empty()) return false;
-  ZygoteIdentity& id = req.zygote;
-  id.python_path = TrustedInterpreter(candidates, spec.warm.python, cold_reason);
-  if (id.python_path.empty()) return false;
-  id.preload = spec.warm.preload;
-  id.defaults = spec.warm.defaults;
-  id.user = spec.warm.user;
-  req.cwd = (dir_ / "work").string();
-  req.stdin_fd = null_fd_;
-  req.out_fd = out_fd;
-  req.umask = umask;
-  id.uid = ::geteuid();
-  id.gid = ::getegid();
-  if (spec.run_as) {
-    // The zygote runs as the trainer's account, never as root for another's.
-    id.uid = spec.run_as->uid;
-    id.gid = spec.run_as->gid;
-    id.groups.assign(groups.begin(), groups.end());
-    req.switch_account = ::geteuid() == 0;  // else it is stoker-run's own (launch.cc checks)
-  }
-  if (spec.isolation.mode != IsolationMode::kOff) {
-    // A zygote of stoker-run's own account joins the view stoker-run makes;
-    // one of another account joins only a view that account made itself.
-    Result<std::pair<int, int>> view = id.uid == ::geteuid()
-                                           ? PrepareIsolatedView(isolation)
-                                           : PrepareAccountView(spec.isolation, id);
-    if (!view.ok()) {
-      *cold_reason = view.status().message();
-      return false;
-    }
-    req.userns_fd = view->first;
-    req.mntns_fd = view->second;
-  }
-  Result<WarmChild> child = ForkWarm(spec.warm, ZygoteKey(id), req);
-  for (int fd : {req.userns_fd, req.mntns_fd}) {
-    if (fd >= 0) ::close(fd);
-  }
-  if (!child.ok()) {
-    *cold_reason = child.status().message();
-    return false;
-  }
-  warm_ = *child;
-  // The child runs nothing before its go byte: moved now, nothing it
-  // starts can be outside the replica's cgroup.
-  if (Status in = cgroup_ ? cgroup_->Add(warm_.pid) : OkStatus(); !in.ok()) {
-    ::close(warm_.go);  // the child exits unstarted
-    ::close(warm_.conn);
-    ::close(warm_.pidfd);
-    warm_ = WarmChild{};
-    *cold_reason = in.message();
-    return false;
-  }
-  if (Status go = StartWarmChild(&warm_); !go.ok()) {
-    // The child never got its go byte: it exits without running anything.
-    ::close(warm_.conn);
-    ::close(warm_.pidfd);
-    warm_ = WarmChild{};
-    *cold_reason = go.message();
-    return false;
-  }
-  start_note_ = WarmStartNote(warm_, spec.warm.user);
-  return true;
-}
-
-void Supervisor::ReadWarm() {
-  if (warm_.conn < 0 || trainer_status_) return;
-  bool closed = false;
-  if (std::optional<int> st = ReadWarmStatus(warm_.conn, &warm_buffer_, &closed)) {
-    trainer_status_ = *st;
-    return;
-  }
-  if (!closed) return;
-  // The zygote died without a word: its child's parent-death signal
-  // (SIGKILL) took the trainer along. Make sure, and wait for its end.
-  ::syscall(SYS_pidfd_send_signal, warm_.pidfd, SIGKILL, nullptr, 0);
-  ::kill(-trainer_, SIGKILL);
-  pollfd pfd = {warm_.pidfd, POLLIN, 0};
-  ::poll(&pfd, 1, 10000);
-  trainer_status_ = SIGKILL;  // as a wait status: killed by signal 9
-  late_log_line_ = "stoker-run: the warm interpreter (pid " + std::to_string(warm_.zygote_pid) +
-                   ") died; the trainer was killed with it\n";
 }
 
 void Supervisor::BeginStop(EndState reason) {
@@ -982,8 +400,8 @@ void Supervisor::BeginStop(EndState reason) {
 }
 
 void Supervisor::ReapChildren() {
-  // A warm trainer is the zygote's child: its status comes from ReadWarm.
-  if (trainer_ > 0 && !trainer_status_ && warm_.pid < 0) {
+  // A warm trainer is the zygote's child: its status comes from ReadEnd.
+  if (trainer_ > 0 && !trainer_status_ && trainer_own_child_) {
     // Kill the rest of the group while the trainer's zombie still pins the
     // group id, so that the id cannot have been reused.
     siginfo_t info = {};
@@ -1025,21 +443,23 @@ void Supervisor::Supervise() {
     // Wake at least every kOrphanCheckMs to notice a deleted replica directory.
     int wait_ms = static_cast<int>(
         std::clamp<int64_t>(next < 0 ? kOrphanCheckMs : next - now, 0, kOrphanCheckMs));
-    pollfd pfds[2] = {{sfd_, POLLIN, 0}, {warm_.conn, POLLIN, 0}};
-    int n = ::poll(pfds, warm_.conn >= 0 ? 2 : 1, wait_ms);
+    const int end_fd = start_->EndFd();
+    pollfd pfds[2] = {{sfd_, POLLIN, 0}, {end_fd, POLLIN, 0}};
+    int n = ::poll(pfds, end_fd >= 0 ? 2 : 1, wait_ms);
     if (!stop_reason_ && LockFileRemoved()) {
       // Someone deleted the replica directory: no daemon can see, cancel or
       // collect this replica any more, so it must not run on unobserved.
-      Log("the replica directory " + dir_.string() + " was deleted; stopping the trainer");
+      LogDiagnostic("the replica directory " + dir_.string() +
+                    " was deleted; stopping the trainer");
       BeginStop(EndState::kCancelled);
     }
     if (n < 0 && errno != EINTR) {
-      Log(Errno("poll"));
+      LogDiagnostic(ErrnoMessage("poll"));
       ::kill(-trainer_, SIGKILL);  // cannot supervise: stop rather than lose track
     }
     if (DrainSignals()) BeginStop(EndState::kCancelled);
     ReapChildren();
-    ReadWarm();
+    ReadEnd();
   }
 }
 
@@ -1053,9 +473,9 @@ void Supervisor::StartSampler(const LaunchSpec& spec) {
   }
   sampler_ = std::make_unique<TelemetrySampler>(dir_ / telemetry::kTelemetryFile, spec.telemetry,
                                                 VisibleGpuIndices(visible, uuids),
-                                                warm_.pid > 0 ? warm_.pid : ::getpid(),
-                                                /*include_root=*/warm_.pid > 0);
-  if (container_) sampler_->AlsoSampleBelowPidIn(dir_ / "container.pid");
+                                                trainer_own_child_ ? ::getpid() : trainer_,
+                                                /*include_root=*/!trainer_own_child_);
+  start_->AddToSampler(*sampler_);
   if (cgroup_) sampler_->UseCgroup(&*cgroup_);
   sampler_->Start();
 }
@@ -1070,7 +490,8 @@ void Supervisor::KillEverythingLeft() {
   std::optional<ProcessSweep> marked;
   if (cgroup_) {
     if (cgroup_->KillAll(kCleanupLimitMs) < 0) {
-      Log("giving up on process(es) in cgroup " + cgroup_->name() + " that would not die");
+      LogDiagnostic("giving up on process(es) in cgroup " + cgroup_->name() +
+                    " that would not die");
     }
   } else {
     marked.emplace(cookie_);
@@ -1085,15 +506,15 @@ void Supervisor::KillEverythingLeft() {
       // exits, so that none is alive once status.json says the replica ended.
       if (::waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD) {
         if (marked && !marked->WaitForExits(std::max<int64_t>(give_up - MonotonicMs(), 0)))
-          Log("giving up on process(es) carrying " + cookie_ + " that would not die");
+          LogDiagnostic("giving up on process(es) carrying " + cookie_ + " that would not die");
         return;
       }
     }
     if (trainer_ > 0) ::kill(-trainer_, SIGKILL);
     for (pid_t p : left) ::kill(p, SIGKILL);
     if (MonotonicMs() > give_up) {
-      Log("giving up on " + std::to_string(left.size() + outside) +
-          " process(es) of the replica that would not die");
+      LogDiagnostic("giving up on " + std::to_string(left.size() + outside) +
+                    " process(es) of the replica that would not die");
       return;
     }
     // Wait for the next SIGCHLD (a death, or a reparented orphan dying), with
@@ -1109,7 +530,7 @@ int Supervisor::Finish() {
     // Whatever a preparation step left (its own clean up ran), then the
     // cgroup itself.
     (void)cgroup_->KillAll(kCleanupLimitMs);
-    if (Status r = cgroup_->Remove(); !r.ok()) Log(r.ToString());
+    if (Status r = cgroup_->Remove(); !r.ok()) LogDiagnostic(r.ToString());
   }
   // Every byte the trainer wrote is in output.log before status.json says
   // it ended, so whoever reads the log's tail on that signal sees the end.
@@ -1122,19 +543,19 @@ int Supervisor::Finish() {
       trainer_ >= 0) {
     Status w = log_->Write(std::string(log_->AtLineStart() ? "" : "\n") +
                            "stoker-run: " + DescribeOutcome(outcome_) + "\n");
-    if (!w.ok()) Log(w.ToString());
+    if (!w.ok()) LogDiagnostic(w.ToString());
   }
   if (!late_log_line_.empty() && log_) {
     Status w = log_->Write(late_log_line_);
-    if (!w.ok()) Log(w.ToString());
+    if (!w.ok()) LogDiagnostic(w.ToString());
   }
   if (outcome_.state == EndState::kLaunchFailed && log_) {
     Status w = log_->Write("stoker-run: " + outcome_.message + "\n");
-    if (!w.ok()) Log(w.ToString());
+    if (!w.ok()) LogDiagnostic(w.ToString());
   }
   Status s = WriteFileAtomic(dir_ / "status.json", FormatStatusJson(outcome_));
   if (!s.ok()) {
-    Log(s.ToString());
+    LogDiagnostic(s.ToString());
     return 1;
   }
   return 0;
@@ -1155,10 +576,11 @@ int Supervisor::Run() {
   ::sigprocmask(SIG_BLOCK, &mask, nullptr);
   sfd_ = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sfd_ < 0) {
-    Log(Errno("signalfd"));
+    LogDiagnostic(ErrnoMessage("signalfd"));
     return 1;
   }
-  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) Log(Errno("PR_SET_CHILD_SUBREAPER"));
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+    LogDiagnostic(ErrnoMessage("PR_SET_CHILD_SUBREAPER"));
 
   int exit_code = 0;
   if (!Claim(&exit_code)) return exit_code;
@@ -1181,7 +603,7 @@ int Supervisor::Run() {
   }
   null_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (null_fd_ < 0) {
-    outcome_.message = Errno("cannot open /dev/null");
+    outcome_.message = ErrnoMessage("cannot open /dev/null");
     return Finish();
   }
   if (!spec.ok()) {
@@ -1210,31 +632,34 @@ int Supervisor::Run() {
     outcome_.state = EndState::kCancelled;
     return Finish();
   }
-  if (spec->container) {
-    // The daemon chose the engine on its own machine; a Slurm node may
-    // have it elsewhere, or only the other one.
-    replica::ContainerSpec& c = *spec->container;
-    std::string engine = EngineOnThisNode(
-        c.engine, [](const std::string& p) { return ::access(p.c_str(), X_OK) == 0; });
-    if (engine.empty()) {
-      char host[256] = "?";
-      ::gethostname(host, sizeof host - 1);
-      outcome_.message = std::string("node ") + host + " has no container engine to run image " +
-                         c.image + " (" + c.engine +
-                         " is missing, and neither podman nor docker is in /usr/local/bin, "
-                         "/usr/bin or /bin): install podman (apt-get install podman runc) on "
-                         "every node that runs container jobs";
-      return Finish();
-    }
-    if (engine != c.engine && log_) {
-      Status w = log_->Write("stoker-run: this node has no " + c.engine +
-                             "; the container runs "
-                             "with " +
-                             engine + "\n");
-      if (!w.ok()) Log(w.ToString());
-    }
-    c.engine = engine;
-  }
+  start_ = MakeTrainerStart(*spec, Services(), hooks_.no_warm_reason);
+  std::optional<LaunchSpec> supervised = Prepare(std::move(*spec), &*python_path);
+  if (!supervised) return Finish();
+  StartTrainer(*supervised, *python_path);
+  SyncClaim();
+  if (trainer_ < 0) return Finish();  // launch_failed, message set
+  StartSampler(*supervised);
+  Supervise();
+  if (sampler_) sampler_->Stop();
+  KillEverythingLeft();
+  start_->CleanUp();
+  RecordEnd();
+  return Finish();
+}
+
+ReplicaServices Supervisor::Services() {
+  ReplicaServices services;
+  services.dir = dir_;
+  services.cookie = cookie_;
+  services.null_fd = null_fd_;
+  services.log = log_.get();
+  services.cgroup = cgroup_ ? &*cgroup_ : nullptr;
+  services.cancel_requested = [this] { return CancelRequested(); };
+  services.set_preparing = [this](const std::string& note) { SetPreparing(note); };
+  return services;
+}
+
+std::optional<LaunchSpec> Supervisor::Prepare(LaunchSpec spec, std::vector<fs::path>* python_path) {
   // A preparation step that did not succeed ends the replica: cancelled, or
   // launch_failed with its message.
   auto stopped = [this](const Status& s) {
@@ -1245,34 +670,76 @@ int Supervisor::Run() {
     if (!s.ok()) FailLaunch(s);
     return !s.ok();
   };
-  if (spec->container && spec->container->pull && stopped(PullImage(*spec->container))) {
-    return Finish();
-  }
-  if (spec->python_env) {
+  if (stopped(start_->Prepare(spec))) return std::nullopt;
+  if (spec.python_env) {
     std::vector<fs::path> roots = *python_path;
-    if (stopped(PreparePythonEnv(*spec, roots, &*python_path))) return Finish();
-  }
-
-  if (spec->container) {
-    container_ = spec->container;
-    Result<LaunchSpec> run = ContainerLaunch(*spec, *python_path);
-    if (!run.ok()) {
-      FailLaunch(run.status());
-      return Finish();
+    if (stopped(PrepareReplicaPythonEnv(Services(), spec, roots, python_path, &env_note_))) {
+      return std::nullopt;
     }
-    spec = std::move(run);
-    python_path->clear();
   }
-  StartTrainer(*spec, *python_path);
-  SyncClaim();
-  if (trainer_ < 0) return Finish();  // launch_failed, message set
-  StartSampler(*spec);
-  Supervise();
-  if (sampler_) sampler_->Stop();
-  KillEverythingLeft();
-  RemoveContainer();
-  const bool oom_killed = cgroup_ && cgroup_->OomKilled();
+  Result<LaunchSpec> supervised = start_->SupervisedSpec(std::move(spec), python_path);
+  if (!supervised.ok()) {
+    FailLaunch(supervised.status());
+    return std::nullopt;
+  }
+  return std::move(*supervised);
+}
 
+void Supervisor::StartTrainer(const LaunchSpec& spec, const std::vector<fs::path>& python_path) {
+  // Everything the child needs is prepared here: between fork and exec it
+  // only makes system calls.
+  Result<TrainerExec> exec = PrepareTrainerExec(spec, python_path, dir_ / "work");
+  if (!exec.ok()) return FailLaunch(exec.status());
+  // The trainer writes into a pipe that the log pump copies into the
+  // rotating output.log; both ends are close-on-exec (dup2 clears it on the
+  // trainer's 1 and 2).
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    outcome_.message = ErrnoMessage("cannot create the trainer's output pipe");
+    return;
+  }
+  ::fcntl(pipe_fds[0], F_SETPIPE_SZ, kPipeBytes);
+  exec->out_fd = pipe_fds[1];
+
+  if (hooks_.before_fork) hooks_.before_fork();
+  outcome_.start_time_us = NowMicros();
+  Result<StartedTrainer> started = start_->Start(spec, *exec);
+  ::close(pipe_fds[1]);
+  if (!started.ok()) {
+    outcome_.message = started.status().message();
+    ::close(pipe_fds[0]);
+    return;
+  }
+  const pid_t pid = started->pid;
+  trainer_ = pid;
+  trainer_own_child_ = started->own_child;
+  RotatingLog* log = log_.get();
+  pump_ = std::make_unique<LogPump>(pipe_fds[0],
+                                    [log](std::string_view data) { return log->Write(data); });
+  // Also here, so that kill(-pid) works from now on (a warm trainer made
+  // its own session before it started).
+  if (trainer_own_child_) ::setpgid(pid, pid);
+
+  // The requirement environment's line goes into the job's events too.
+  std::string note = started->note;
+  for (const std::string* more : {&env_note_, &cgroup_note_}) {
+    if (!more->empty()) note += (note.empty() ? "" : "; ") + *more;
+  }
+  Status s = WriteFileAtomic(dir_ / replica::kTrainerFile,
+                             replica::FormatTrainerInfo({pid, pid, outcome_.start_time_us, note}));
+  if (!s.ok()) LogDiagnostic(s.ToString());
+  s = WriteFileAtomic(dir_ / replica::kRunnerFile,
+                      replica::FormatRunnerInfo({::getpid(), supervisor_start_us_}));
+  if (!s.ok()) LogDiagnostic(s.ToString());
+}
+
+void Supervisor::ReadEnd() {
+  if (trainer_status_) return;
+  if (std::optional<int> st = start_->ReadEnd(&late_log_line_)) trainer_status_ = *st;
+}
+
+void Supervisor::RecordEnd() {
+  const bool oom_killed = cgroup_ && cgroup_->OomKilled();
   int st = *trainer_status_;
   if (WIFEXITED(st)) {
     outcome_.state = EndState::kExited;
@@ -1291,21 +758,9 @@ int Supervisor::Run() {
                        MemoryAmount(cgroup_->memory_limit()) +
                        (limits_.machine_type.empty() ? "" : " (" + limits_.machine_type + ")") +
                        " and the kernel killed it; ask for a larger machine type";
-  } else if (container_ && outcome_.exit_code == 125) {
-    // The engine's own failure (docker and podman both say 125): nothing of
-    // the trainer ran. Its words are in the log just above.
-    outcome_.state = EndState::kLaunchFailed;
-    outcome_.permanent = true;
-    outcome_.message = container_->engine + " could not run image " + container_->image +
-                       " (exit 125; its words are in the replica's log). A missing image: "
-                       "build it with `stoker images build -t " +
-                       container_->image + " DIR` or import it with `stoker images import`";
-  } else if (container_ && (outcome_.exit_code == 126 || outcome_.exit_code == 127)) {
-    late_log_line_ = "stoker-run: the container's command could not be started (exit " +
-                     std::to_string(*outcome_.exit_code) + "): is it installed in image " +
-                     container_->image + " and on the image's PATH?\n";
+  } else {
+    start_->ExplainEnd(&outcome_, &late_log_line_);
   }
-  return Finish();
 }
 
 }  // namespace
