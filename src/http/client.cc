@@ -49,6 +49,60 @@ bool IsStaleConnection(const beast::error_code& ec) {
          ec == net::error::connection_aborted || ec == net::error::not_connected;
 }
 
+// The request line must not let a caller's text start another header.
+Status CheckRequestLine(const std::string& method, const std::string& target) {
+  if (method.empty() || target.find_first_of(" \r\n") != std::string::npos ||
+      method.find_first_of(" \r\n") != std::string::npos) {
+    return InvalidArgument("cannot send \"" + method + " " + target +
+                           "\": the method must be a token and the target percent-encoded");
+  }
+  return OkStatus();
+}
+
+// The request line and Stoker's headers, then the caller's. Returns the verb.
+template <typename Request>
+bhttp::verb StartRequest(Request& req, const std::string& method, const std::string& prefix,
+                         const std::string& target, const std::string& authority,
+                         const std::map<std::string, std::string>& headers) {
+  const bhttp::verb verb = bhttp::string_to_verb(method);
+  if (verb == bhttp::verb::unknown) {
+    req.method_string(method);
+  } else {
+    req.method(verb);
+  }
+  std::string full_target = prefix;
+  if (target.empty() || target.front() != '/') full_target.push_back('/');
+  full_target += target;
+  req.target(full_target);
+  req.version(11);
+  req.set(bhttp::field::host, authority);
+  req.set(bhttp::field::user_agent, "stoker");
+  for (const auto& [name, value] : headers) req.set(name, value);
+  req.keep_alive(true);
+  return verb;
+}
+
+// The answer's status and headers (names lower-cased, repeats joined with ", ").
+template <typename Message>
+void ReadHead(const Message& msg, Response& out) {
+  out.status = static_cast<int>(msg.result_int());
+  for (const auto& field : msg) {
+    std::string name(field.name_string());
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    beast::string_view value = field.value();
+    auto [it, inserted] = out.headers.try_emplace(std::move(name), value.data(), value.size());
+    if (!inserted) {
+      it->second += ", ";
+      it->second.append(value.data(), value.size());
+    }
+  }
+  out.content_type.clear();
+  if (auto it = out.headers.find("content-type"); it != out.headers.end()) {
+    out.content_type = it->second;
+  }
+}
+
 }  // namespace
 
 struct Client::Impl {
@@ -229,6 +283,59 @@ struct Client::Impl {
     return OkStatus();
   }
 
+  // Writes `req`'s header, then its body of `body_size` bytes from `reader`
+  // a piece at a time (Beast's buffer_body: each write returns need_buffer
+  // once the piece is sent), each write within `idle`. The stream's error,
+  // if any; `source` gets the reader's error, or a short source's.
+  beast::error_code WriteStreamed(bhttp::request<bhttp::buffer_body>& req, uint64_t body_size,
+                                  const Client::BodyReader& reader, std::chrono::milliseconds idle,
+                                  Status& source) {
+    bhttp::request_serializer<bhttp::buffer_body> sr(req);
+    auto write = [&](bool header_only) {
+      Tcp().expires_after(idle);
+      beast::error_code ec = OnStream([&](auto& s) {
+        return Run([&](auto handler) {
+          if (header_only) {
+            bhttp::async_write_header(s, sr, std::move(handler));
+          } else {
+            bhttp::async_write(s, sr, std::move(handler));
+          }
+        });
+      });
+      return ec == bhttp::error::need_buffer ? beast::error_code{} : ec;
+    };
+    beast::error_code ec = write(true);
+    std::vector<char> piece(
+        body_size > 0 ? static_cast<size_t>(std::min<uint64_t>(body_size, 1 << 20)) : 0);
+    uint64_t sent = 0;
+    while (!ec && sent < body_size) {
+      size_t want = static_cast<size_t>(std::min<uint64_t>(body_size - sent, piece.size()));
+      Result<size_t> got = reader(piece.data(), want);
+      if (!got.ok()) {
+        source = got.status();
+        return ec;
+      }
+      if (*got == 0 || *got > want) {
+        source = FailedPrecondition("the upload's source ended after " + std::to_string(sent) +
+                                    " of the " + std::to_string(body_size) +
+                                    " bytes announced (did the file shrink while it was read?)");
+        return ec;
+      }
+      sent += *got;
+      req.body().data = piece.data();
+      req.body().size = *got;
+      req.body().more = sent < body_size;
+      ec = write(false);
+    }
+    if (!ec && !sr.is_done()) {
+      req.body().data = nullptr;
+      req.body().size = 0;
+      req.body().more = false;
+      ec = write(false);
+    }
+    return ec;
+  }
+
   Status Timeout(const std::string& method, const std::string& target, int timeout_ms) {
     return DeadlineExceeded("stokerd at " + base_url + " did not answer " + method + " " + target +
                             " within " + std::to_string(timeout_ms) + " ms");
@@ -248,37 +355,19 @@ Result<Response> Client::Call(const std::string& method, const std::string& targ
                               const std::map<std::string, std::string>& headers, int timeout_ms) {
   Impl& im = *impl_;
   if (!im.config_error.ok()) return im.config_error;
-  if (method.empty() || target.find_first_of(" \r\n") != std::string::npos ||
-      method.find_first_of(" \r\n") != std::string::npos) {
-    return InvalidArgument("cannot send \"" + method + " " + target +
-                           "\": the method must be a token and the target percent-encoded");
-  }
+  STOKER_RETURN_IF_ERROR(CheckRequestLine(method, target));
   const Clock::time_point deadline = timeout_ms > 0
                                          ? Clock::now() + std::chrono::milliseconds(timeout_ms)
                                          : Clock::time_point::max();
 
   bhttp::request<bhttp::string_body> req;
-  const bhttp::verb verb = bhttp::string_to_verb(method);
-  if (verb == bhttp::verb::unknown) {
-    req.method_string(method);
-  } else {
-    req.method(verb);
-  }
-  std::string full_target = im.prefix;
-  if (target.empty() || target.front() != '/') full_target.push_back('/');
-  full_target += target;
-  req.target(full_target);
-  req.version(11);
-  req.set(bhttp::field::host, im.authority);
-  req.set(bhttp::field::user_agent, "stoker");
   if (!body.empty()) req.set(bhttp::field::content_type, "application/json");
-  for (const auto& [name, value] : headers) req.set(name, value);
+  const bhttp::verb verb = StartRequest(req, method, im.prefix, target, im.authority, headers);
   if (!body.empty() || verb == bhttp::verb::post || verb == bhttp::verb::put ||
       verb == bhttp::verb::patch) {
     req.content_length(body.size());
     req.body() = body;
   }
-  req.keep_alive(true);
 
   for (int attempt = 0;; ++attempt) {
     bool reused = im.connected();
@@ -325,22 +414,7 @@ Result<Response> Client::Call(const std::string& method, const std::string& targ
 
     bhttp::response<bhttp::string_body>& msg = im.parser->get();
     Response out;
-    out.status = static_cast<int>(msg.result_int());
-    out.content_type.clear();
-    for (const auto& field : msg) {
-      std::string name(field.name_string());
-      std::transform(name.begin(), name.end(), name.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      beast::string_view value = field.value();
-      auto [it, inserted] = out.headers.try_emplace(std::move(name), value.data(), value.size());
-      if (!inserted) {
-        it->second += ", ";
-        it->second.append(value.data(), value.size());
-      }
-    }
-    if (auto it = out.headers.find("content-type"); it != out.headers.end()) {
-      out.content_type = it->second;
-    }
+    ReadHead(msg, out);
     out.body = std::move(msg.body());
     const bool keep_alive = msg.keep_alive();
     im.parser.reset();
@@ -355,31 +429,13 @@ Result<Response> Client::Stream(const std::string& method, const std::string& ta
                                 const BodyWriter& writer, int idle_timeout_ms) {
   Impl& im = *impl_;
   if (!im.config_error.ok()) return im.config_error;
-  if (method.empty() || target.find_first_of(" \r\n") != std::string::npos ||
-      method.find_first_of(" \r\n") != std::string::npos) {
-    return InvalidArgument("cannot send \"" + method + " " + target +
-                           "\": the method must be a token and the target percent-encoded");
-  }
+  STOKER_RETURN_IF_ERROR(CheckRequestLine(method, target));
   const auto idle = std::chrono::milliseconds(idle_timeout_ms > 0 ? idle_timeout_ms : 1 << 30);
   bhttp::request<bhttp::buffer_body> req;
-  const bhttp::verb verb = bhttp::string_to_verb(method);
-  if (verb == bhttp::verb::unknown) {
-    req.method_string(method);
-  } else {
-    req.method(verb);
-  }
-  std::string full_target = im.prefix;
-  if (target.empty() || target.front() != '/') full_target.push_back('/');
-  full_target += target;
-  req.target(full_target);
-  req.version(11);
-  req.set(bhttp::field::host, im.authority);
-  req.set(bhttp::field::user_agent, "stoker");
-  for (const auto& [name, value] : headers) req.set(name, value);
+  const bhttp::verb verb = StartRequest(req, method, im.prefix, target, im.authority, headers);
   if (body_size > 0 || verb == bhttp::verb::post || verb == bhttp::verb::put) {
     req.content_length(body_size);
   }
-  req.keep_alive(true);
   req.body().data = nullptr;
   req.body().more = body_size > 0;
 
@@ -396,60 +452,20 @@ Result<Response> Client::Stream(const std::string& method, const std::string& ta
                        method + " " + target + ": " + ec.message());
   };
 
-  // The header, then the body a piece at a time (Beast's buffer_body: each
-  // write returns need_buffer once the piece is sent).
-  bhttp::request_serializer<bhttp::buffer_body> sr(req);
-  im.Tcp().expires_after(idle);
-  beast::error_code ec = im.OnStream([&](auto& s) {
-    return im.Run([&](auto handler) { bhttp::async_write_header(s, sr, std::move(handler)); });
-  });
-  std::vector<char> piece(
-      body_size > 0 ? static_cast<size_t>(std::min<uint64_t>(body_size, 1 << 20)) : 0);
-  uint64_t sent = 0;
-  bool send_failed = false;
-  while (!ec && sent < body_size) {
-    size_t want = static_cast<size_t>(std::min<uint64_t>(body_size - sent, piece.size()));
-    Result<size_t> got = reader(piece.data(), want);
-    if (!got.ok()) {
-      im.Close();
-      return got.status();
-    }
-    if (*got == 0 || *got > want) {
-      im.Close();
-      return FailedPrecondition("the upload's source ended after " + std::to_string(sent) +
-                                " of the " + std::to_string(body_size) +
-                                " bytes announced (did the file shrink while it was read?)");
-    }
-    sent += *got;
-    req.body().data = piece.data();
-    req.body().size = *got;
-    req.body().more = sent < body_size;
-    im.Tcp().expires_after(idle);
-    ec = im.OnStream([&](auto& s) {
-      return im.Run([&](auto handler) { bhttp::async_write(s, sr, std::move(handler)); });
-    });
-    if (ec == bhttp::error::need_buffer) ec = {};
+  Status source;
+  beast::error_code send_ec = im.WriteStreamed(req, body_size, reader, idle, source);
+  if (!source.ok()) {
+    im.Close();
+    return source;
   }
-  if (!ec && !sr.is_done()) {
-    req.body().data = nullptr;
-    req.body().size = 0;
-    req.body().more = false;
-    im.Tcp().expires_after(idle);
-    ec = im.OnStream([&](auto& s) {
-      return im.Run([&](auto handler) { bhttp::async_write(s, sr, std::move(handler)); });
-    });
-    if (ec == bhttp::error::need_buffer) ec = {};
+  if (send_ec == beast::error::timeout) {
+    im.Close();
+    return timeout();
   }
-  if (ec) {
-    if (ec == beast::error::timeout) {
-      im.Close();
-      return timeout();
-    }
-    // The server may have refused the upload and said why before closing:
-    // try to read that answer below, and fail with the write error if none.
-    send_failed = true;
-  }
-  beast::error_code send_ec = ec;
+  // After a failed send the server may have refused the upload and said why
+  // before closing: try to read that answer, and fail with the write error
+  // if none.
+  const bool send_failed = static_cast<bool>(send_ec);
 
   bhttp::response_parser<bhttp::buffer_body> parser;
   parser.header_limit(kHeaderLimit);
@@ -457,7 +473,7 @@ Result<Response> Client::Stream(const std::string& method, const std::string& ta
   if (verb == bhttp::verb::head) parser.skip(true);
   if (im.buffer.capacity() < 64 * 1024) im.buffer.reserve(64 * 1024);
   im.Tcp().expires_after(send_failed ? std::chrono::milliseconds(5000) : idle);
-  ec = im.OnStream([&](auto& s) {
+  beast::error_code ec = im.OnStream([&](auto& s) {
     return im.Run(
         [&](auto handler) { bhttp::async_read_header(s, im.buffer, parser, std::move(handler)); });
   });
@@ -468,22 +484,7 @@ Result<Response> Client::Stream(const std::string& method, const std::string& ta
     return lost("waiting for the answer to", ec);
   }
   Response out;
-  out.status = static_cast<int>(parser.get().result_int());
-  for (const auto& field : parser.get()) {
-    std::string name(field.name_string());
-    std::transform(name.begin(), name.end(), name.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    beast::string_view value = field.value();
-    auto [it, inserted] = out.headers.try_emplace(std::move(name), value.data(), value.size());
-    if (!inserted) {
-      it->second += ", ";
-      it->second.append(value.data(), value.size());
-    }
-  }
-  out.content_type.clear();
-  if (auto it = out.headers.find("content-type"); it != out.headers.end()) {
-    out.content_type = it->second;
-  }
+  ReadHead(parser.get(), out);
   const bool to_writer = writer && out.status / 100 == 2;
   std::vector<char> buf(256 * 1024);
   while (!parser.is_done()) {
