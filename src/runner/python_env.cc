@@ -1,3 +1,5 @@
+// Requirement environments (python_env.h): the key, pip run into the cache
+// (or in an image), and the marker that finishes an environment.
 #include "runner/python_env.h"
 
 #include <fcntl.h>
@@ -12,104 +14,31 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "common/files.h"
 #include "common/image_reference.h"
 #include "common/time.h"
 #include "runner/launch.h"
+#include "runner/python_env_text.h"
 
 namespace stoker::runner {
 namespace {
 
 namespace fs = std::filesystem;
+using env_text::Join;
+using env_text::Lines;
+using env_text::Trim;
 using nlohmann::json;
 
 // The marker of a finished environment, written last, inside it.
 constexpr char kMarker[] = "stoker-env.json";
 // How many bytes of pip's output are kept for messages (its tail).
 constexpr size_t kOutputKeep = 64 * 1024;
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-std::vector<std::string_view> Lines(std::string_view text) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(start, end - start);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    out.push_back(line);
-    start = end + 1;
-  }
-  return out;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-// A line without its comment (`#` to the end).
-std::string_view Uncomment(std::string_view line) {
-  size_t hash = line.find('#');
-  return hash == std::string_view::npos ? line : line.substr(0, hash);
-}
-
-// Parses a literal list of string literals starting at text[*pos] ('[' or
-// '('), Python's or TOML's: quoted strings (' or "), commas, whitespace and
-// # comments. nullopt for anything else (a name, a call, a triple quote).
-std::optional<std::vector<std::string>> ParseStringList(std::string_view text, size_t* pos) {
-  size_t i = *pos;
-  if (i >= text.size() || (text[i] != '[' && text[i] != '(')) return std::nullopt;
-  const char close = text[i] == '[' ? ']' : ')';
-  ++i;
-  std::vector<std::string> out;
-  bool want_item = true;
-  while (i < text.size()) {
-    char c = text[i];
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      ++i;
-    } else if (c == '#') {
-      while (i < text.size() && text[i] != '\n') ++i;
-    } else if (c == close) {
-      *pos = i + 1;
-      return out;
-    } else if (c == ',') {
-      if (want_item) return std::nullopt;
-      want_item = true;
-      ++i;
-    } else if (c == '"' || c == '\'') {
-      if (!want_item) return std::nullopt;
-      if (text.substr(i, 3) == std::string(3, c)) return std::nullopt;
-      std::string s;
-      ++i;
-      while (i < text.size() && text[i] != c && text[i] != '\n') {
-        if (text[i] == '\\' && i + 1 < text.size()) ++i;
-        s += text[i++];
-      }
-      if (i >= text.size() || text[i] != c) return std::nullopt;
-      ++i;
-      out.push_back(std::string(Trim(s)));
-      want_item = false;
-    } else {
-      return std::nullopt;
-    }
-  }
-  return std::nullopt;
-}
 
 std::string Hex(const unsigned char* d, size_t n) {
   static const char* kDigits = "0123456789abcdef";
@@ -121,236 +50,7 @@ std::string Hex(const unsigned char* d, size_t n) {
   return out;
 }
 
-std::string Join(const std::vector<std::string>& items, const char* sep) {
-  std::string out;
-  for (const std::string& s : items) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
-
 }  // namespace
-
-Result<std::string> CheckRequirement(std::string_view text) {
-  std::string_view r = Trim(text);
-  std::string shown(r.substr(0, 80));
-  if (r.empty()) return InvalidArgument("an empty requirement");
-  if (r.size() > 256) return InvalidArgument("requirement '" + shown + "...' is too long");
-  if (!std::isalnum(static_cast<unsigned char>(r[0]))) {
-    return InvalidArgument("requirement '" + shown +
-                           "' must start with a distribution name (e.g. numpy>=1.24)");
-  }
-  for (char c : r) {
-    if (c == '@' || c == '/' || c == '\\' || c == ':') {
-      return InvalidArgument("requirement '" + shown +
-                             "' is a direct reference (a URL or a path); give a name and "
-                             "version (e.g. numpy>=1.24) and put its wheel in the wheelhouse");
-    }
-    bool ok = std::isalnum(static_cast<unsigned char>(c)) ||
-              std::string_view(" ._-[],<>=!~*+;()'\"").find(c) != std::string_view::npos;
-    if (!ok) {
-      return InvalidArgument("requirement '" + shown + "' holds '" + std::string(1, c) +
-                             "', which no requirement has");
-    }
-  }
-  return std::string(r);
-}
-
-Result<std::vector<std::string>> NormaliseRequirements(const std::vector<std::string>& requirements,
-                                                       const std::string& where) {
-  std::set<std::string> out;
-  for (const std::string& r : requirements) {
-    Result<std::string> checked = CheckRequirement(r);
-    if (!checked.ok()) return InvalidArgument(where + checked.status().message());
-    out.insert(*checked);
-  }
-  return std::vector<std::string>(out.begin(), out.end());
-}
-
-std::vector<std::string> ParseRequiresTxt(std::string_view text) {
-  std::vector<std::string> out;
-  std::string marker;  // of the current section; "-" = an extra's (skipped)
-  for (std::string_view line : Lines(text)) {
-    std::string_view l = Trim(Uncomment(line));
-    if (l.empty()) continue;
-    if (l.front() == '[' && l.back() == ']') {
-      std::string_view section = Trim(l.substr(1, l.size() - 2));
-      marker =
-          section.empty() ? "" : (section.front() == ':' ? std::string(section.substr(1)) : "-");
-      continue;
-    }
-    if (marker == "-") continue;
-    out.push_back(marker.empty() ? std::string(l) : std::string(l) + "; " + marker);
-  }
-  return out;
-}
-
-std::vector<std::string> ParseRequiresDist(std::string_view text) {
-  std::vector<std::string> out;
-  for (std::string_view line : Lines(text)) {
-    if (Trim(line).empty()) break;  // the headers end; the description follows
-    size_t colon = line.find(':');
-    if (colon == std::string_view::npos || Lower(line.substr(0, colon)) != "requires-dist")
-      continue;
-    std::string_view value = Trim(line.substr(colon + 1));
-    size_t semi = value.find(';');
-    if (semi != std::string_view::npos) {
-      std::string marker = Lower(value.substr(semi + 1));
-      marker.erase(std::remove(marker.begin(), marker.end(), ' '), marker.end());
-      if (marker.find("extra==") != std::string::npos) continue;
-    }
-    if (!value.empty()) out.emplace_back(value);
-  }
-  return out;
-}
-
-std::optional<std::vector<std::string>> ParseSetupPyRequires(std::string_view text) {
-  const std::string_view kKey = "install_requires";
-  size_t at = 0;
-  bool named = false;
-  while ((at = text.find(kKey, at)) != std::string_view::npos) {
-    size_t i = at + kKey.size();
-    at = i;
-    // The start of a line up to here must not be a comment.
-    size_t bol = text.rfind('\n', at);
-    bol = bol == std::string_view::npos ? 0 : bol + 1;
-    if (text.substr(bol, at - bol).find('#') != std::string_view::npos) continue;
-    if (i < text.size() && (text[i] == '"' || text[i] == '\'')) ++i;  // a dict key
-    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
-    if (i >= text.size() || (text[i] != '=' && text[i] != ':')) continue;
-    if (text[i] == '=' && i + 1 < text.size() && text[i + 1] == '=') continue;
-    named = true;
-    ++i;
-    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-    std::optional<std::vector<std::string>> list = ParseStringList(text, &i);
-    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
-    // A literal followed by more (`[...] + extra`) is only part of the list.
-    if (list && (i >= text.size() || (text[i] != '+' && text[i] != '*'))) return list;
-  }
-  if (named) return std::nullopt;
-  return std::vector<std::string>{};
-}
-
-std::vector<std::string> ParseSetupCfgRequires(std::string_view text) {
-  std::vector<std::string> out;
-  bool in_options = false, in_value = false;
-  for (std::string_view line : Lines(text)) {
-    std::string_view l = Trim(line);
-    bool indented = !line.empty() && (line[0] == ' ' || line[0] == '\t');
-    if (in_value) {
-      if (indented || l.empty()) {
-        std::string_view v = Trim(Uncomment(l));
-        if (!v.empty()) out.emplace_back(v);
-        continue;
-      }
-      in_value = false;
-    }
-    if (l.empty() || l[0] == '#' || l[0] == ';') continue;
-    if (l.front() == '[') {
-      in_options = l == "[options]";
-      continue;
-    }
-    if (!in_options || indented) continue;
-    size_t eq = l.find_first_of("=:");
-    if (eq == std::string_view::npos || Trim(l.substr(0, eq)) != "install_requires") continue;
-    std::string_view v = Trim(Uncomment(l.substr(eq + 1)));
-    if (!v.empty()) out.emplace_back(v);
-    in_value = true;
-  }
-  return out;
-}
-
-std::optional<std::vector<std::string>> ParsePyprojectDependencies(std::string_view text) {
-  bool in_project = false;
-  size_t offset = 0;
-  for (std::string_view line : Lines(text)) {
-    size_t line_start = offset;
-    offset += line.size() + 1;
-    std::string_view l = Trim(Uncomment(line));
-    if (l.empty()) continue;
-    if (l.front() == '[') {
-      in_project = l == "[project]";
-      continue;
-    }
-    if (!in_project) continue;
-    size_t eq = l.find('=');
-    if (eq == std::string_view::npos || Trim(l.substr(0, eq)) != "dependencies") continue;
-    size_t i = text.find('=', line_start) + 1;
-    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-    return ParseStringList(text, &i);
-  }
-  return std::vector<std::string>{};
-}
-
-DeclaredRequirements ReadDeclaredRequirements(const fs::path& root) {
-  DeclaredRequirements out;
-  std::error_code ec;
-  // Root reads these in a package it unpacked: a link is never followed
-  // (the archive rules keep links inside, and this does not rely on them).
-  auto read = [](const fs::path& p) -> std::optional<std::string> {
-    std::error_code e;
-    if (!fs::is_regular_file(fs::symlink_status(p, e))) return std::nullopt;
-    Result<std::string> text = ReadFile(p);
-    if (!text.ok()) return std::nullopt;
-    return std::move(*text);
-  };
-  // setuptools' own record of the sdist's metadata.
-  std::vector<fs::path> egg_infos;
-  for (const fs::path& dir : {root, root / "src"}) {
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-      if (it->path().extension() == ".egg-info" && !it->is_symlink(ec) && it->is_directory(ec)) {
-        egg_infos.push_back(it->path());
-      }
-    }
-  }
-  std::sort(egg_infos.begin(), egg_infos.end());
-  std::vector<std::string> sources;
-  for (const fs::path& e : egg_infos) {
-    if (auto text = read(e / "requires.txt")) {
-      for (std::string& r : ParseRequiresTxt(*text)) out.requirements.push_back(std::move(r));
-      sources.push_back((e / "requires.txt").lexically_relative(root).string());
-    }
-  }
-  if (sources.empty() && !egg_infos.empty()) {
-    // An egg-info without requires.txt: the package requires nothing.
-    out.source = egg_infos[0].lexically_relative(root).string();
-    return out;
-  }
-  if (sources.empty()) {
-    if (auto text = read(root / "PKG-INFO")) {
-      out.requirements = ParseRequiresDist(*text);
-      if (!out.requirements.empty()) sources.push_back("PKG-INFO");
-    }
-  }
-  if (sources.empty()) {
-    if (auto text = read(root / "setup.cfg")) {
-      std::vector<std::string> r = ParseSetupCfgRequires(*text);
-      if (!r.empty()) sources.push_back("setup.cfg");
-      out.requirements.insert(out.requirements.end(), r.begin(), r.end());
-    }
-    if (auto text = read(root / "pyproject.toml")) {
-      std::optional<std::vector<std::string>> r = ParsePyprojectDependencies(*text);
-      if (!r) {
-        out.note = "pyproject.toml's [project] dependencies are not a list of strings";
-      } else if (!r->empty()) {
-        sources.push_back("pyproject.toml");
-        out.requirements.insert(out.requirements.end(), r->begin(), r->end());
-      }
-    }
-    if (auto text = read(root / "setup.py")) {
-      std::optional<std::vector<std::string>> r = ParseSetupPyRequires(*text);
-      if (!r) {
-        out.note =
-            "setup.py's install_requires is not a literal list of strings, and setup.py is "
-            "never run: its requirements are not installed (build the package with `python3 "
-            "setup.py sdist`, whose egg-info lists them, or write them as a literal list)";
-      } else if (!r->empty()) {
-        sources.push_back("setup.py");
-        out.requirements.insert(out.requirements.end(), r->begin(), r->end());
-      }
-    }
-  }
-  out.source = Join(sources, ", ");
-  return out;
-}
 
 std::string EnvKey(const EnvKeyInputs& in) {
   std::string canon = "stoker-pip-env-v1";
@@ -421,8 +121,6 @@ Result<std::string> InterpreterId(const std::string& python) {
          std::to_string(st.st_mtim.tv_sec) + '.' + std::to_string(st.st_mtim.tv_nsec);
 }
 
-// The index and what each wheelhouse holds (names and sizes: a wheel's name
-// carries its version), so that adding wheels makes a new environment.
 // What a container engine's client gets: no variable of the caller's
 // (which could name the engine's own settings) but where to find its
 // programs and its user's files, and proxies for a registry.
@@ -441,10 +139,9 @@ std::vector<std::string> EngineEnv() {
 Result<std::string> ImageId(const PythonEnvRequest::Image& c) {
   STOKER_ASSIGN_OR_RETURN(ImageReference ref,
                           ParseImageReference(c.image, "launch.json: container.image"));
-  STOKER_ASSIGN_OR_RETURN(
-      CapturedRun run,
-      RunCapturing({c.engine, "image", "inspect", "--format", "{{.Id}}", "--", ref.ToString()},
-                   EngineEnv(), "/", nullptr));
+  STOKER_ASSIGN_OR_RETURN(CapturedRun run, RunCapturing({c.engine, "image", "inspect", "--format",
+                                                         "{{.Id}}", "--", ref.ToString()},
+                                                        EngineEnv(), "/", nullptr));
   std::string id(Trim(run.output));
   if (!WIFEXITED(run.exit_status) || WEXITSTATUS(run.exit_status) != 0 || id.empty() ||
       id.find('\n') != std::string::npos) {
@@ -454,6 +151,8 @@ Result<std::string> ImageId(const PythonEnvRequest::Image& c) {
   return "image " + c.image + " " + id;
 }
 
+// The index and what each wheelhouse holds (names and sizes: a wheel's name
+// carries its version), so that adding wheels makes a new environment.
 std::string SourcesId(const std::vector<fs::path>& find_links, const std::string& index_url) {
   std::string out = "index=" + index_url;
   for (const fs::path& dir : find_links) {
@@ -535,7 +234,6 @@ Status OwnTreeAsRoot(const fs::path& dir) {
   }
   return OkStatus();
 }
-
 
 // The environment pip gets: none of the caller's PIP_* settings or pip
 // configuration files (the wheelhouse and index are ours to give), nor its
@@ -673,6 +371,124 @@ std::string OutputTail(const std::string& output, size_t lines) {
   return out;
 }
 
+namespace {
+
+// Takes the key's lock on `lock` (the open `lock_path`; flock, polled so
+// that a cancel stops the wait); *waited when another replica held it.
+// Closes `lock` when it fails: Cancelled when a cancel came while waiting.
+Status WaitForLock(int lock, const fs::path& lock_path, const std::function<bool()>& cancelled,
+                   bool* waited) {
+  while (::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) {
+      int err = errno;
+      ::close(lock);
+      return Internal("cannot lock " + lock_path.string() + ": " + std::strerror(err));
+    }
+    *waited = true;
+    if (cancelled && cancelled()) {
+      ::close(lock);
+      return Status(Code::kCancelled, "cancelled while another replica built the environment");
+    }
+    ::usleep(20000);
+  }
+  return OkStatus();
+}
+
+// Runs pip for `requirements` into the empty `dir` (in the image for a
+// container request, as pip's own account), its output also kept in
+// <cache_dir>/<key>.log.
+Result<CapturedRun> RunPip(const PythonEnvRequest& req, const std::string& key, const fs::path& dir,
+                           const std::vector<std::string>& requirements,
+                           const std::function<bool()>& cancelled) {
+  std::vector<std::string> argv =
+      PipInstallArgv(req.python, dir, req.find_links, req.index_url, requirements);
+  std::vector<std::string> pip_env = PipEnv(dir);
+  std::string container_name;
+  if (req.container) {
+    container_name = "stoker-pip-" + key.substr(0, 12) + "-" + std::to_string(::getpid());
+    argv = PipInContainerArgv(*req.container, container_name, dir, req.find_links, req.index_url,
+                              argv, pip_env);
+    pip_env = EngineEnv();
+    if (::chown(dir.c_str(), kPipUid, kPipUid) != 0) {
+      return Internal("cannot give " + dir.string() + " to pip's account: " + std::strerror(errno));
+    }
+  }
+  STOKER_ASSIGN_OR_RETURN(CapturedRun run,
+                          RunCapturing(argv, pip_env, req.cache_dir, cancelled, req.cgroup_fds));
+  if (run.cancelled && req.container) {
+    // The client is gone; its container may still run pip.
+    (void)RunCapturing({req.container->engine, "rm", "--force", container_name}, EngineEnv(),
+                       req.cache_dir, nullptr);
+  }
+  // pip's whole output, for whoever wants more than the message's tail.
+  (void)WriteFileAtomic(req.cache_dir / (key + ".log"), run.output, Durability::kNoSync);
+  return run;
+}
+
+// Why pip (exited non-zero or killed: `run`) could not install the
+// requirements `list`, and the fix: FailedPrecondition.
+Status PipFailed(const PythonEnvRequest& req, const CapturedRun& run, const std::string& list,
+                 const std::string& key) {
+  std::string how = WIFEXITED(run.exit_status)
+                        ? "exited with code " + std::to_string(WEXITSTATUS(run.exit_status))
+                        : "was killed by signal " + std::to_string(WTERMSIG(run.exit_status));
+  if (req.container && run.output.find("No module named pip") != std::string::npos) {
+    return FailedPrecondition(
+        "requirements " + list + ": image " + req.container->image +
+        " has no pip (`python3 -m pip` fails in it), which installs them: add "
+        "`RUN apt-get update && apt-get install -y python3-pip` (or your base image's way) to "
+        "its Dockerfile and build it again, or install the requirements in the image itself");
+  }
+  if (req.container && WIFEXITED(run.exit_status) && WEXITSTATUS(run.exit_status) >= 125) {
+    return FailedPrecondition("requirements " + list + ": " + req.container->engine +
+                              " could not run pip in image " + req.container->image + " (" + how +
+                              "):\n" + OutputTail(run.output, 4));
+  }
+  if (run.output.find("No module named pip") != std::string::npos) {
+    return FailedPrecondition(
+        "requirements " + list + ": the interpreter " + req.python + " has no pip (`" + req.python +
+        " -m pip --version` fails), which installs them: "
+        "install it for that interpreter (Debian: apt-get install python3-pip), or map the "
+        "image to an interpreter that has pip (images: in the config)");
+  }
+  std::string where = req.find_links.empty() ? "a wheelhouse directory (python_packages.wheelhouse)"
+                                             : "the wheelhouse " + PathList(req.find_links);
+  return FailedPrecondition(
+      "requirements " + list + " could not be installed: pip " + how + ":\n" +
+      OutputTail(run.output, 6) + "\nFix: put wheels of them and of their dependencies into " +
+      where +
+      " (`pip download --only-binary=:all: -d DIR REQUIREMENT` where there is network; only "
+      "wheels are installed, never built), or set python_packages.index_url (" +
+      req.config_hint + "); pip's whole output is in " + (req.cache_dir / (key + ".log")).string());
+}
+
+// Finishes the environment pip built in `dir`: root's (built in an image),
+// its marker written last. Returns its site and script directories.
+Result<PythonEnv> FinishEnv(const PythonEnvRequest& req, const std::string& key,
+                            const fs::path& dir, const std::vector<std::string>& requirements) {
+  if (req.container) STOKER_RETURN_IF_ERROR(OwnTreeAsRoot(dir));
+  std::vector<std::string> site_dirs = FindSiteDirs(dir);
+  std::string bin_dir;
+  std::error_code ec;
+  for (const char* b : {"bin", "local/bin"}) {
+    if (fs::is_directory(dir / b, ec)) bin_dir = b;
+  }
+  json marker = {{"key", key},
+                 {"python", req.python},
+                 {"requirements", requirements},
+                 {"site_dirs", site_dirs},
+                 {"bin_dir", bin_dir},
+                 {"built_us", NowMicros()}};
+  STOKER_RETURN_IF_ERROR(WriteFileAtomic(dir / kMarker, marker.dump(2) + "\n"));
+  ::chmod((dir / kMarker).c_str(), 0644);
+  PythonEnv env;
+  for (const std::string& s : site_dirs) env.site_dirs.push_back(dir / s);
+  if (!bin_dir.empty()) env.bin_dir = dir / bin_dir;
+  return env;
+}
+
+}  // namespace
+
 Result<PythonEnv> EnsurePythonEnv(const PythonEnvRequest& req,
                                   const std::function<bool()>& cancelled) {
   const int64_t start_ms = MonotonicMs();
@@ -712,19 +528,7 @@ Result<PythonEnv> EnsurePythonEnv(const PythonEnvRequest& req,
     req.on_slow("installing requirements " + list + " (environment " + key.substr(0, 12) + ")");
   }
   bool waited = false;
-  while (::flock(lock, LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK && errno != EINTR) {
-      int err = errno;
-      ::close(lock);
-      return Internal("cannot lock " + lock_path.string() + ": " + std::strerror(err));
-    }
-    waited = true;
-    if (cancelled && cancelled()) {
-      ::close(lock);
-      return Status(Code::kCancelled, "cancelled while another replica built the environment");
-    }
-    ::usleep(20000);
-  }
+  STOKER_RETURN_IF_ERROR(WaitForLock(lock, lock_path, cancelled, &waited));
   struct Unlock {
     int fd;
     ~Unlock() { ::close(fd); }
@@ -736,87 +540,16 @@ Result<PythonEnv> EnsurePythonEnv(const PythonEnvRequest& req,
   if (::mkdir(dir.c_str(), 0755) != 0 || ::chmod(dir.c_str(), 0755) != 0) {
     return Internal("cannot create " + dir.string() + ": " + std::strerror(errno));
   }
-  std::vector<std::string> argv =
-      PipInstallArgv(req.python, dir, req.find_links, req.index_url, requirements);
-  std::vector<std::string> pip_env = PipEnv(dir);
-  std::string container_name;
-  if (req.container) {
-    container_name = "stoker-pip-" + key.substr(0, 12) + "-" + std::to_string(::getpid());
-    argv = PipInContainerArgv(*req.container, container_name, dir, req.find_links, req.index_url,
-                              argv, pip_env);
-    pip_env = EngineEnv();
-    if (::chown(dir.c_str(), kPipUid, kPipUid) != 0) {
-      return Internal("cannot give " + dir.string() + " to pip's account: " + std::strerror(errno));
-    }
-  }
-  STOKER_ASSIGN_OR_RETURN(CapturedRun run,
-                          RunCapturing(argv, pip_env, req.cache_dir, cancelled, req.cgroup_fds));
-  if (run.cancelled && req.container) {
-    // The client is gone; its container may still run pip.
-    (void)RunCapturing({req.container->engine, "rm", "--force", container_name}, EngineEnv(),
-                       req.cache_dir, nullptr);
-  }
-  // pip's whole output, for whoever wants more than the message's tail.
-  (void)WriteFileAtomic(req.cache_dir / (key + ".log"), run.output, Durability::kNoSync);
+  STOKER_ASSIGN_OR_RETURN(CapturedRun run, RunPip(req, key, dir, requirements, cancelled));
   if (run.cancelled) {
     (void)RemoveTreeNoFollow(dir);
     return Status(Code::kCancelled, "cancelled while pip installed requirements " + list);
   }
   if (!WIFEXITED(run.exit_status) || WEXITSTATUS(run.exit_status) != 0) {
     (void)RemoveTreeNoFollow(dir);
-    std::string how = WIFEXITED(run.exit_status)
-                          ? "exited with code " + std::to_string(WEXITSTATUS(run.exit_status))
-                          : "was killed by signal " + std::to_string(WTERMSIG(run.exit_status));
-    if (req.container && run.output.find("No module named pip") != std::string::npos) {
-      return FailedPrecondition(
-          "requirements " + list + ": image " + req.container->image +
-          " has no pip (`python3 -m pip` fails in it), which installs them: add "
-          "`RUN apt-get update && apt-get install -y python3-pip` (or your base image's way) to "
-          "its Dockerfile and build it again, or install the requirements in the image itself");
-    }
-    if (req.container && WIFEXITED(run.exit_status) && WEXITSTATUS(run.exit_status) >= 125) {
-      return FailedPrecondition("requirements " + list + ": " + req.container->engine +
-                                " could not run pip in image " + req.container->image + " (" + how +
-                                "):\n" + OutputTail(run.output, 4));
-    }
-    if (run.output.find("No module named pip") != std::string::npos) {
-      return FailedPrecondition(
-          "requirements " + list + ": the interpreter " + req.python + " has no pip (`" +
-          req.python +
-          " -m pip --version` fails), which installs them: "
-          "install it for that interpreter (Debian: apt-get install python3-pip), or map the "
-          "image to an interpreter that has pip (images: in the config)");
-    }
-    std::string where = req.find_links.empty()
-                            ? "a wheelhouse directory (python_packages.wheelhouse)"
-                            : "the wheelhouse " + PathList(req.find_links);
-    return FailedPrecondition(
-        "requirements " + list + " could not be installed: pip " + how + ":\n" +
-        OutputTail(run.output, 6) + "\nFix: put wheels of them and of their dependencies into " +
-        where +
-        " (`pip download --only-binary=:all: -d DIR REQUIREMENT` where there is network; only "
-        "wheels are installed, never built), or set python_packages.index_url (" +
-        req.config_hint + "); pip's whole output is in " +
-        (req.cache_dir / (key + ".log")).string());
+    return PipFailed(req, run, list, key);
   }
-  if (req.container) STOKER_RETURN_IF_ERROR(OwnTreeAsRoot(dir));
-  std::vector<std::string> site_dirs = FindSiteDirs(dir);
-  std::string bin_dir;
-  std::error_code ec;
-  for (const char* b : {"bin", "local/bin"}) {
-    if (fs::is_directory(dir / b, ec)) bin_dir = b;
-  }
-  json marker = {{"key", key},
-                 {"python", req.python},
-                 {"requirements", requirements},
-                 {"site_dirs", site_dirs},
-                 {"bin_dir", bin_dir},
-                 {"built_us", NowMicros()}};
-  STOKER_RETURN_IF_ERROR(WriteFileAtomic(dir / kMarker, marker.dump(2) + "\n"));
-  ::chmod((dir / kMarker).c_str(), 0644);
-  PythonEnv env;
-  for (const std::string& s : site_dirs) env.site_dirs.push_back(dir / s);
-  if (!bin_dir.empty()) env.bin_dir = dir / bin_dir;
+  STOKER_ASSIGN_OR_RETURN(PythonEnv env, FinishEnv(req, key, dir, requirements));
   return done(std::move(env), true, waited);
 }
 
