@@ -292,6 +292,26 @@ std::vector<double> WarpObjectives(const std::vector<double>& y, OutputWarping w
   return w;
 }
 
+namespace {
+
+// The model's targets: the feasible objectives warped; infeasible points
+// one standard deviation above the worst feasible value, so that the model
+// steers away from their region. Needs a feasible point.
+std::vector<double> ModelTargets(const std::vector<double>& raw, const std::vector<bool>& feasible,
+                                 OutputWarping warping) {
+  std::vector<double> fy;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (feasible[i]) fy.push_back(raw[i]);
+  }
+  std::vector<double> wf = WarpObjectives(fy, warping);
+  double worst = *std::max_element(wf.begin(), wf.end()) + 1.0;
+  std::vector<double> y(raw.size());
+  for (size_t i = 0, k = 0; i < raw.size(); ++i) y[i] = feasible[i] ? wf[k++] : worst;
+  return y;
+}
+
+}  // namespace
+
 std::vector<Assignment> GpBoSampler::Suggest(const Space& space,
                                              const std::vector<Observation>& done,
                                              const std::vector<Assignment>& pending, int count,
@@ -322,14 +342,13 @@ std::vector<Assignment> GpBoSampler::Suggest(const Space& space,
   std::vector<std::vector<double>> xs;
   std::vector<double> raw;
   std::vector<bool> feasible;
-  int n_feasible = 0;
   for (const auto& o : done) {
     xs.push_back(enc.Encode(o.params));
     bool ok = o.feasible && std::isfinite(o.objective);
     feasible.push_back(ok);
     raw.push_back(ok ? o.objective : 0.0);
-    n_feasible += ok;
   }
+  const int n_feasible = static_cast<int>(std::count(feasible.begin(), feasible.end(), true));
 
   // 1. Initial design.
   ScrambledHalton halton(d, options_.seed);
@@ -345,16 +364,8 @@ std::vector<Assignment> GpBoSampler::Suggest(const Space& space,
   }
   if (static_cast<int>(out.size()) >= count) return out;
 
-  // 2. Warped targets; infeasible points sit one standard deviation above the
-  // worst feasible value, so the model steers away from their region.
-  std::vector<double> fy;
-  for (size_t i = 0; i < raw.size(); ++i) {
-    if (feasible[i]) fy.push_back(raw[i]);
-  }
-  std::vector<double> wf = WarpObjectives(fy, options_.warping);
-  double worst = *std::max_element(wf.begin(), wf.end()) + 1.0;
-  std::vector<double> y(raw.size());
-  for (size_t i = 0, k = 0; i < raw.size(); ++i) y[i] = feasible[i] ? wf[k++] : worst;
+  // 2. Warped targets.
+  std::vector<double> y = ModelTargets(raw, feasible, options_.warping);
 
   // 3. Fit.
   std::vector<bool> categorical(d);
