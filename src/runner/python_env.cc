@@ -30,9 +30,6 @@ namespace stoker::runner {
 namespace {
 
 namespace fs = std::filesystem;
-using env_text::Join;
-using env_text::Lines;
-using env_text::Trim;
 using nlohmann::json;
 
 // The marker of a finished environment, written last, inside it.
@@ -93,8 +90,8 @@ std::vector<std::string> PipInstallArgv(const std::string& python, const fs::pat
 }
 
 std::string DescribePythonEnv(const PythonEnv& env) {
-  std::string line =
-      "requirements [" + Join(env.requirements, ", ") + "]: environment " + env.key.substr(0, 12);
+  std::string line = "requirements [" + env_text::Join(env.requirements, ", ") + "]: environment " +
+                     env.key.substr(0, 12);
   char t[64];
   if (env.built) {
     std::snprintf(t, sizeof t, " built in %.1f s", static_cast<double>(env.elapsed_ms) / 1000);
@@ -142,7 +139,7 @@ Result<std::string> ImageId(const PythonEnvRequest::Image& c) {
   STOKER_ASSIGN_OR_RETURN(CapturedRun run, RunCapturing({c.engine, "image", "inspect", "--format",
                                                          "{{.Id}}", "--", ref.ToString()},
                                                         EngineEnv(), "/", nullptr));
-  std::string id(Trim(run.output));
+  std::string id(env_text::Trim(run.output));
   if (!WIFEXITED(run.exit_status) || WEXITSTATUS(run.exit_status) != 0 || id.empty() ||
       id.find('\n') != std::string::npos) {
     return FailedPrecondition("cannot read the ID of image " + c.image + " from " + c.engine +
@@ -356,8 +353,8 @@ Result<CapturedRun> RunCapturing(const std::vector<std::string>& argv,
 
 std::string OutputTail(const std::string& output, size_t lines) {
   std::vector<std::string> all;
-  for (std::string_view l : Lines(output)) {
-    std::string_view t = Trim(l);
+  for (std::string_view l : env_text::Lines(output)) {
+    std::string_view t = env_text::Trim(l);
     if (!t.empty()) all.emplace_back(t.substr(0, 300));
   }
   std::vector<std::string> errors;
@@ -523,7 +520,7 @@ Result<PythonEnv> EnsurePythonEnv(const PythonEnvRequest& req,
   fs::path lock_path = req.cache_dir / (key + ".lock");
   int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (lock < 0) return Internal("cannot open " + lock_path.string() + ": " + std::strerror(errno));
-  const std::string list = "[" + Join(requirements, ", ") + "]";
+  const std::string list = "[" + env_text::Join(requirements, ", ") + "]";
   if (req.on_slow) {
     req.on_slow("installing requirements " + list + " (environment " + key.substr(0, 12) + ")");
   }
