@@ -174,9 +174,28 @@ Isolation::Isolation(const IsolationSpec& spec, bool trainer_is_root)
   std::sort(binds_.begin(), binds_.end(),
             [](const Bind& a, const Bind& b) { return fs::path(a.target) < fs::path(b.target); });
 
-  // The mount points to make in the tmpfs: each component between the hidden
-  // directory and a bind's target, unless an earlier bind already shows the
-  // real directory there.
+  PlanMountPoints();
+
+  // Hidden files inside a hidden directory are gone already, unless they are
+  // inside a kept path too.
+  for (const fs::path& f : files) {
+    bool under_dir = std::any_of(hide_dirs_.begin(), hide_dirs_.end(),
+                                 [&](const std::string& h) { return IsUnder(f, h); });
+    bool under_bind = std::any_of(binds_.begin(), binds_.end(), [&](const Bind& b) {
+      return IsUnder(f, b.target) || IsUnder(f, b.source);
+    });
+    if (!under_dir || under_bind) hide_files_.push_back(f.string());
+  }
+  PlanSecondPaths(spec.bind);
+  if (root_ && !trainer_is_root_ && !(hide_dirs_.empty() && hide_files_.empty())) {
+    MakeRootUserNamespace();
+  }
+}
+
+// The mount points to make in the tmpfs: each component between the hidden
+// directory and a bind's target, unless an earlier bind already shows the
+// real directory there.
+void Isolation::PlanMountPoints() {
   for (size_t i = 0; i < binds_.size(); ++i) {
     fs::path target = binds_[i].target;
     const std::string* root = nullptr;
@@ -195,22 +214,16 @@ Isolation::Isolation(const IsolationSpec& spec, bool trainer_is_root)
       if (!dup) mount_points_.push_back({p.string(), !is_target || binds_[i].is_dir});
     }
   }
+}
 
-  // Hidden files inside a hidden directory are gone already, unless they are
-  // inside a kept path too.
-  for (const fs::path& f : files) {
-    bool under_dir = std::any_of(hide_dirs_.begin(), hide_dirs_.end(),
-                                 [&](const std::string& h) { return IsUnder(f, h); });
-    bool under_bind = std::any_of(binds_.begin(), binds_.end(), [&](const Bind& b) {
-      return IsUnder(f, b.target) || IsUnder(f, b.source);
-    });
-    if (!under_dir || under_bind) hide_files_.push_back(f.string());
-  }
-  // Second paths: only onto directories that exist (the view makes nothing
-  // outside its tmpfs), parents first.
-  std::vector<replica::BindSpec> second = spec.bind;
-  std::sort(second.begin(), second.end(),
-            [](const replica::BindSpec& a, const replica::BindSpec& b) { return a.target < b.target; });
+// Second paths: only onto directories that exist (the view makes nothing
+// outside its tmpfs), parents first.
+void Isolation::PlanSecondPaths(const std::vector<replica::BindSpec>& binds) {
+  std::error_code ec;
+  std::vector<replica::BindSpec> second = binds;
+  std::sort(
+      second.begin(), second.end(),
+      [](const replica::BindSpec& a, const replica::BindSpec& b) { return a.target < b.target; });
   for (const replica::BindSpec& b : second) {
     fs::path source = fs::canonical(b.source, ec);
     if (ec || !fs::is_directory(source, ec)) continue;
@@ -225,9 +238,6 @@ Isolation::Isolation(const IsolationSpec& spec, bool trainer_is_root)
     }
     if (!fs::is_directory(where, ec)) continue;
     extra_binds_.push_back({source.string(), target.string(), true, false});
-  }
-  if (root_ && !trainer_is_root_ && !(hide_dirs_.empty() && hide_files_.empty())) {
-    MakeRootUserNamespace();
   }
 }
 

@@ -99,6 +99,11 @@ class Isolation {
     bool is_dir = true;
   };
 
+  // The constructor's steps, after binds_ and hide_dirs_ are known: the
+  // tmpfs mount points binds_ need, and extra_binds_ from the spec's `bind`.
+  void PlanMountPoints();
+  void PlanSecondPaths(const std::vector<replica::BindSpec>& binds);
+
   // Enter's steps; each false return leaves the reason in message_.
   bool Unshare();
   void MakeRootUserNamespace();
@@ -131,7 +136,7 @@ class Isolation {
   // the host (/gcs), parents first, bound after binds_.
   std::vector<Bind> extra_binds_;
   int mounted_extra_ = 0;
-  int mounted_dirs_ = 0;                  // how many of hide_dirs_ carry our tmpfs
+  int mounted_dirs_ = 0;  // how many of hide_dirs_ carry our tmpfs
   int mounted_files_ = 0;
   char message_[1024] = {};
 };

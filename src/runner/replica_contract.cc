@@ -165,6 +165,99 @@ bool IsWarmStartupVar(std::string_view name) {
   return false;
 }
 
+namespace {
+
+// launch.json's "run_as" (not null).
+Result<RunAs> ParseRunAs(const json& r) {
+  auto id = [&r](const char* key) -> Result<uint32_t> {
+    auto v = r.find(key);
+    if (v == r.end() || !v->is_number_unsigned() || v->get<uint64_t>() > 0xFFFFFFFEu) {
+      return InvalidArgument(std::string("launch.json: run_as.") + key +
+                             ": must be a numeric id from 0 to 4294967294");
+    }
+    return static_cast<uint32_t>(v->get<uint64_t>());
+  };
+  if (!r.is_object() || !r.contains("user") || !r["user"].is_string() ||
+      r["user"].get<std::string>().empty() || HasNul(r["user"].get<std::string>())) {
+    return InvalidArgument("launch.json: run_as: must be {\"user\": NAME, \"uid\": N, \"gid\": N}");
+  }
+  RunAs run_as;
+  run_as.user = r["user"].get<std::string>();
+  STOKER_ASSIGN_OR_RETURN(run_as.uid, id("uid"));
+  STOKER_ASSIGN_OR_RETURN(run_as.gid, id("gid"));
+  if (auto g = r.find("extra_gids"); g != r.end() && !g->is_null()) {
+    if (!g->is_array() || g->size() > 16) {
+      return InvalidArgument("launch.json: run_as.extra_gids: must be a list of at most 16 ids");
+    }
+    for (const json& v : *g) {
+      if (!v.is_number_unsigned() || v.get<uint64_t>() > 0xFFFFFFFEu) {
+        return InvalidArgument(
+            "launch.json: run_as.extra_gids: must hold numeric ids from 0 to 4294967294");
+      }
+      run_as.extra_gids.push_back(static_cast<uint32_t>(v.get<uint64_t>()));
+    }
+  }
+  if (auto h = r.find("home"); h != r.end() && h->is_string() && !HasNul(h->get<std::string>())) {
+    run_as.home = h->get<std::string>();
+  }
+  return run_as;
+}
+
+// launch.json's "warm" (not null).
+Result<WarmSpec> ParseWarmSpec(const json& value) {
+  const char* shape =
+      "launch.json: warm: must be {\"preload\": [MODULE...], \"dir\": ABS_PATH, "
+      "\"zygote\": ABS_PATH, \"python\": ABS_PATH, \"idle_seconds\": N} or "
+      "{\"cold_reason\": TEXT}";
+  if (!value.is_object()) return InvalidArgument(shape);
+  WarmSpec w;
+  w.requested = true;
+  auto str = [&](const char* key) -> std::optional<std::string> {
+    auto f = value.find(key);
+    if (f == value.end() || !f->is_string() || HasNul(f->get<std::string>())) return std::nullopt;
+    return f->get<std::string>();
+  };
+  if (auto r = str("cold_reason")) w.cold_reason = *r;
+  if (auto p = value.find("preload"); p != value.end() && p->is_array()) {
+    for (const json& m : *p) {
+      if (!m.is_string() || HasNul(m.get<std::string>())) return InvalidArgument(shape);
+      w.preload.push_back(m.get<std::string>());
+    }
+  }
+  if (auto d = str("dir")) w.dir = *d;
+  if (auto z = str("zygote")) w.zygote = *z;
+  if (auto py = str("python")) w.python = *py;
+  STOKER_ASSIGN_OR_RETURN(w.idle_seconds, ParseSeconds(value, "idle_seconds", 600));
+  if (auto u = str("user")) w.user = *u;
+  if (auto d = value.find("defaults"); d != value.end() && !d->is_null()) {
+    if (!d->is_object()) return InvalidArgument("launch.json: warm.defaults: must be an object");
+    for (const auto& [k, v] : d->items()) {
+      if (!v.is_string() || !IsWarmStartupVar(k) || HasNul(v.get<std::string>())) {
+        return InvalidArgument("launch.json: warm.defaults." + k +
+                               ": must be a start-up variable with a string value");
+      }
+      w.defaults[k] = v.get<std::string>();
+    }
+  }
+  for (auto [key, field] : {std::pair<const char*, int*>{"max_per_user", &w.max_per_user},
+                            {"max_total", &w.max_total}}) {
+    auto f = value.find(key);
+    if (f == value.end()) continue;
+    if (!f->is_number_integer() || f->get<int64_t>() < 1 || f->get<int64_t>() > 100000) {
+      return InvalidArgument(std::string("launch.json: warm.") + key +
+                             ": must be an integer of at least 1");
+    }
+    *field = f->get<int>();
+  }
+  if (w.cold_reason.empty() &&
+      (!w.dir.is_absolute() || !w.zygote.is_absolute() || w.python.empty() || w.python[0] != '/')) {
+    return InvalidArgument(shape);
+  }
+  return w;
+}
+
+}  // namespace
+
 Result<LaunchSpec> ParseLaunchSpec(std::string_view text) {
   json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return InvalidArgument("launch.json: not valid JSON");
@@ -235,40 +328,7 @@ Result<LaunchSpec> ParseLaunchSpec(std::string_view text) {
     spec.log_limits.max_files = it->get<int>();
   }
   if (auto it = doc.find("run_as"); it != doc.end() && !it->is_null()) {
-    const json& r = *it;
-    auto id = [&r](const char* key) -> Result<uint32_t> {
-      auto v = r.find(key);
-      if (v == r.end() || !v->is_number_unsigned() || v->get<uint64_t>() > 0xFFFFFFFEu) {
-        return InvalidArgument(std::string("launch.json: run_as.") + key +
-                               ": must be a numeric id from 0 to 4294967294");
-      }
-      return static_cast<uint32_t>(v->get<uint64_t>());
-    };
-    if (!r.is_object() || !r.contains("user") || !r["user"].is_string() ||
-        r["user"].get<std::string>().empty() || HasNul(r["user"].get<std::string>())) {
-      return InvalidArgument(
-          "launch.json: run_as: must be {\"user\": NAME, \"uid\": N, \"gid\": N}");
-    }
-    RunAs run_as;
-    run_as.user = r["user"].get<std::string>();
-    STOKER_ASSIGN_OR_RETURN(run_as.uid, id("uid"));
-    STOKER_ASSIGN_OR_RETURN(run_as.gid, id("gid"));
-    if (auto g = r.find("extra_gids"); g != r.end() && !g->is_null()) {
-      if (!g->is_array() || g->size() > 16) {
-        return InvalidArgument("launch.json: run_as.extra_gids: must be a list of at most 16 ids");
-      }
-      for (const json& v : *g) {
-        if (!v.is_number_unsigned() || v.get<uint64_t>() > 0xFFFFFFFEu) {
-          return InvalidArgument(
-              "launch.json: run_as.extra_gids: must hold numeric ids from 0 to 4294967294");
-        }
-        run_as.extra_gids.push_back(static_cast<uint32_t>(v.get<uint64_t>()));
-      }
-    }
-    if (auto h = r.find("home"); h != r.end() && h->is_string() && !HasNul(h->get<std::string>())) {
-      run_as.home = h->get<std::string>();
-    }
-    spec.run_as = run_as;
+    STOKER_ASSIGN_OR_RETURN(spec.run_as, ParseRunAs(*it));
   }
   if (auto it = doc.find("isolation"); it != doc.end()) {
     STOKER_ASSIGN_OR_RETURN(spec.isolation, ParseIsolationSpec(*it));
@@ -298,54 +358,7 @@ Result<LaunchSpec> ParseLaunchSpec(std::string_view text) {
     }
   }
   if (auto it = doc.find("warm"); it != doc.end() && !it->is_null()) {
-    const char* shape =
-        "launch.json: warm: must be {\"preload\": [MODULE...], \"dir\": ABS_PATH, "
-        "\"zygote\": ABS_PATH, \"python\": ABS_PATH, \"idle_seconds\": N} or "
-        "{\"cold_reason\": TEXT}";
-    if (!it->is_object()) return InvalidArgument(shape);
-    WarmSpec& w = spec.warm;
-    w.requested = true;
-    auto str = [&](const char* key) -> std::optional<std::string> {
-      auto f = it->find(key);
-      if (f == it->end() || !f->is_string() || HasNul(f->get<std::string>())) return std::nullopt;
-      return f->get<std::string>();
-    };
-    if (auto r = str("cold_reason")) w.cold_reason = *r;
-    if (auto p = it->find("preload"); p != it->end() && p->is_array()) {
-      for (const json& m : *p) {
-        if (!m.is_string() || HasNul(m.get<std::string>())) return InvalidArgument(shape);
-        w.preload.push_back(m.get<std::string>());
-      }
-    }
-    if (auto d = str("dir")) w.dir = *d;
-    if (auto z = str("zygote")) w.zygote = *z;
-    if (auto py = str("python")) w.python = *py;
-    STOKER_ASSIGN_OR_RETURN(w.idle_seconds, ParseSeconds(*it, "idle_seconds", 600));
-    if (auto u = str("user")) w.user = *u;
-    if (auto d = it->find("defaults"); d != it->end() && !d->is_null()) {
-      if (!d->is_object()) return InvalidArgument("launch.json: warm.defaults: must be an object");
-      for (const auto& [k, v] : d->items()) {
-        if (!v.is_string() || !IsWarmStartupVar(k) || HasNul(v.get<std::string>())) {
-          return InvalidArgument("launch.json: warm.defaults." + k +
-                                 ": must be a start-up variable with a string value");
-        }
-        w.defaults[k] = v.get<std::string>();
-      }
-    }
-    for (auto [key, field] : {std::pair<const char*, int*>{"max_per_user", &w.max_per_user},
-                              {"max_total", &w.max_total}}) {
-      auto f = it->find(key);
-      if (f == it->end()) continue;
-      if (!f->is_number_integer() || f->get<int64_t>() < 1 || f->get<int64_t>() > 100000) {
-        return InvalidArgument(std::string("launch.json: warm.") + key +
-                               ": must be an integer of at least 1");
-      }
-      *field = f->get<int>();
-    }
-    if (w.cold_reason.empty() && (!w.dir.is_absolute() || !w.zygote.is_absolute() ||
-                                  w.python.empty() || w.python[0] != '/')) {
-      return InvalidArgument(shape);
-    }
+    STOKER_ASSIGN_OR_RETURN(spec.warm, ParseWarmSpec(*it));
   }
   if (auto it = doc.find("container"); it != doc.end()) {
     STOKER_ASSIGN_OR_RETURN(spec.container, ParseContainerSpec(*it));
