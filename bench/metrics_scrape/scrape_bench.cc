@@ -24,7 +24,7 @@
 
 #include "api/api.h"
 #include "api/control_plane.h"
-#include "api/daemon_metrics.h"
+#include "metrics/daemon_metrics.h"
 
 using namespace stoker;
 using nlohmann::json;
@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "store filled in %.1f s\n",
                Ms(std::chrono::steady_clock::now() - t0) / 1000);
 
-  api::DaemonMetrics metrics;
+  metrics::DaemonMetrics metrics;
   std::vector<resources::GpuUsage> sample;
   for (int g = 0; g < 2 * jobs; ++g) {
     sample.push_back({.index = g,

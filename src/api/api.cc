@@ -731,7 +731,7 @@ int HttpStatusFor(Code code) {
 
 ApiHandlers MakeHandlers(ApiDeps deps) {
   auto api = std::make_shared<Api>(deps);
-  DaemonMetrics* metrics = deps.daemon_metrics;
+  metrics::DaemonMetrics* metrics = deps.daemon_metrics;
   ApiHandlers out;
   out.handler = [api, metrics](const http::Request& req) {
     http::Response r = api->Handle(req);

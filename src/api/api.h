@@ -59,7 +59,7 @@
 
 #include "admission/admission.h"
 #include "api/control_plane.h"
-#include "api/daemon_metrics.h"
+#include "metrics/daemon_metrics.h"
 #include "auth/auth_store.h"
 #include "auth/policy.h"
 #include "cost/accounting.h"
@@ -90,7 +90,7 @@ struct ApiDeps {
   cost::Accountant* accountant = nullptr;
   // The daemon's own measurements, for GET /metrics (daemon_metrics.h); the
   // handler counts its responses into it. Null = none.
-  DaemonMetrics* daemon_metrics = nullptr;
+  metrics::DaemonMetrics* daemon_metrics = nullptr;
   // The server speaks HTTPS: the web console's cookie is Secure.
   bool tls = false;
   // The config's `auth:` section: priority ceilings (a submission above its

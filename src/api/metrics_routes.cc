@@ -30,15 +30,16 @@ constexpr JobState kStates[] = {JobState::kQueued,    JobState::kPending, JobSta
 double Seconds(int64_t us) { return us / 1e6; }
 
 void AddHistogram(MetricsText& m, const std::string& name, const std::string& help,
-                  const Histogram::Snapshot& h) {
+                  const metrics::Histogram::Snapshot& h) {
   m.Family(name, "histogram", help);
   m.Histogram({}, h.upper_bounds, h.cumulative, h.sum, h.count);
 }
 
 // The daemon itself: build, start, the control loop's heartbeat and timings, HTTP responses.
-void AddDaemonMetrics(const DaemonMetrics& dm, int64_t now_us, MetricsText& m) {
+void AddDaemonMetrics(const metrics::DaemonMetrics& dm, int64_t now_us, MetricsText& m) {
   m.Family("stoker_build_info", "gauge", "Always 1; labels: how this stokerd was built.");
-  m.Sample({{"build_type", DaemonMetrics::BuildType()}, {"compiler", DaemonMetrics::Compiler()}},
+  m.Sample({{"build_type", metrics::DaemonMetrics::BuildType()},
+            {"compiler", metrics::DaemonMetrics::Compiler()}},
            1);
   m.Family("stoker_start_time_seconds", "gauge", "When stokerd started, in Unix seconds.");
   m.Sample({}, Seconds(dm.start_time_us()));
@@ -104,8 +105,8 @@ struct GpuView {
 
 // GPUs booked (the scheduler's view, as `stoker nodes` shows it) and busy
 // (the control loop's last NVML sample), per GPU and in total.
-void AddGpuMetrics(const ApiDeps& d, const DaemonMetrics::GpuSample& sample, int64_t now_us,
-                   MetricsText& m) {
+void AddGpuMetrics(const ApiDeps& d, const metrics::DaemonMetrics::GpuSample& sample,
+                   int64_t now_us, MetricsText& m) {
   if (d.control_plane == nullptr) return;
   json nodes = d.control_plane->Nodes();
   std::map<int, GpuView> gpus;  // by index (one local node)
@@ -165,7 +166,7 @@ void AddGpuMetrics(const ApiDeps& d, const DaemonMetrics::GpuSample& sample, int
 // Each running replica's GPUs: device-level numbers of the last sample for
 // the GPUs its allocation holds (a shared GPU shows the whole device's use).
 void AddReplicaGpuMetrics(const std::vector<store::JobRecord>& running,
-                          const DaemonMetrics::GpuSample& sample, MetricsText& m) {
+                          const metrics::DaemonMetrics::GpuSample& sample, MetricsText& m) {
   struct Row {
     MetricsText::Labels labels;
     double fraction;
@@ -316,7 +317,7 @@ std::optional<http::Response> HandleMetricsRoutes(const ApiDeps& d, const http::
   // One clock for every age in the scrape: the daemon's own (a fake one in tests).
   const int64_t now_us = d.daemon_metrics ? d.daemon_metrics->clock().NowMicros() : NowMicros();
   MetricsText m;
-  DaemonMetrics::GpuSample sample;
+  metrics::DaemonMetrics::GpuSample sample;
   if (d.daemon_metrics) {
     AddDaemonMetrics(*d.daemon_metrics, now_us, m);
     sample = d.daemon_metrics->gpu_sample();

@@ -23,7 +23,7 @@
 
 #include "admission/admission.h"
 #include "api/control_plane.h"
-#include "api/daemon_metrics.h"
+#include "metrics/daemon_metrics.h"
 #include "common/clock.h"
 #include "cost/accounting.h"
 #include "exec/environments.h"
@@ -65,7 +65,7 @@ struct ControllerDeps {
   std::function<std::vector<resources::GpuUsage>()> sample_gpus;
   // Where the loop counts its passes, scheduling times, first starts and
   // GPU samples for GET /metrics (docs/metrics.md); null = nowhere.
-  api::DaemonMetrics* metrics = nullptr;
+  metrics::DaemonMetrics* metrics = nullptr;
 };
 
 class Controller final : public api::ControlPlane, private TrialJobs {
@@ -140,7 +140,7 @@ class Controller final : public api::ControlPlane, private TrialJobs {
   exec::Executor& executor_;
   const Clock& clock_;
   // GET /metrics' measurements (ControllerDeps::metrics); may be null.
-  api::DaemonMetrics* metrics_;
+  metrics::DaemonMetrics* metrics_;
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "api/daemon_metrics.h"
+#include "metrics/daemon_metrics.h"
 #include "common/clock.h"
 #include "resources/resources.h"
 #include "scheduler/placement.h"
@@ -105,7 +105,7 @@ class JobFunnel {
  public:
   // Every reference must outlive the funnel; `metrics` may be null.
   JobFunnel(store::Store& store, const std::vector<Webhook>& webhooks, const Clock& clock,
-            api::DaemonMetrics* metrics, scheduler::RunHistory& run_history)
+            metrics::DaemonMetrics* metrics, scheduler::RunHistory& run_history)
       : store_(store),
         webhooks_(webhooks),
         clock_(clock),
@@ -127,7 +127,7 @@ class JobFunnel {
   store::Store& store_;
   const std::vector<Webhook>& webhooks_;
   const Clock& clock_;
-  api::DaemonMetrics* metrics_;
+  metrics::DaemonMetrics* metrics_;
   scheduler::RunHistory& run_history_;
   // (job, note) pairs RecordNote already recorded; a cache of the store's
   // events, cleared when it grows past a bound.

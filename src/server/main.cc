@@ -466,7 +466,7 @@ int main(int argc, char** argv) {
   cost::Accountant accountant(*store->get(), config->catalog, shape, SystemClock());
   accountant.StartRefresher();  // budget states off the submit path and the control loop
   // GET /metrics: what the control loop and the HTTP handler count.
-  api::DaemonMetrics daemon_metrics;
+  metrics::DaemonMetrics daemon_metrics;
   server::Controller controller(
       {.config = &*config,
        .node = &node,

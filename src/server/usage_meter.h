@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "api/daemon_metrics.h"
+#include "metrics/daemon_metrics.h"
 #include "common/clock.h"
 #include "cost/accounting.h"
 #include "exec/executor.h"
@@ -32,7 +32,7 @@ struct UsageMeterDeps {
   cost::Accountant* accountant = nullptr;  // budgets to enforce; null = none
   // Reads the node's GPUs; null = no GPU telemetry.
   std::function<std::vector<resources::GpuUsage>()> sample_gpus;
-  api::DaemonMetrics* metrics = nullptr;  // gets each GPU sample; may be null
+  metrics::DaemonMetrics* metrics = nullptr;  // gets each GPU sample; may be null
 };
 
 class UsageMeter {
@@ -82,7 +82,7 @@ class UsageMeter {
   const Clock& clock_;
   cost::Accountant* accountant_;
   std::function<std::vector<resources::GpuUsage>()> sample_gpus_;
-  api::DaemonMetrics* metrics_;
+  metrics::DaemonMetrics* metrics_;
   JobTable& table_;
 
   std::map<std::string, double> usage_;    // decayed GPU-seconds per user (fair share)

@@ -2,8 +2,8 @@
 // control loop and the HTTP handler count as they go, and the control loop's
 // latest GPU sample. main.cc makes one and hands it to the controller
 // (server::ControllerDeps) and to the API (ApiDeps), which renders it; it
-// lives in src/api, beside the ControlPlane interface, so that the API never
-// includes src/server (docs/decisions/0017).
+// has a folder of its own, so that neither the API nor the server includes
+// the other for it (docs/decisions/0017).
 //
 // Thread-safe: every method may be called from any thread. Writes are a few
 // atomic adds or a short critical section, so the control loop never waits
@@ -19,7 +19,7 @@
 #include "common/clock.h"
 #include "resources/nvml.h"
 
-namespace stoker::api {
+namespace stoker::metrics {
 
 // A Prometheus histogram: observations counted into fixed buckets.
 class Histogram {
@@ -106,4 +106,4 @@ class DaemonMetrics {
   GpuSample gpu_sample_;
 };
 
-}  // namespace stoker::api
+}  // namespace stoker::metrics

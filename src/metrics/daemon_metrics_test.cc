@@ -1,10 +1,10 @@
-#include "api/daemon_metrics.h"
+#include "metrics/daemon_metrics.h"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 
-namespace stoker::api {
+namespace stoker::metrics {
 namespace {
 
 TEST(HistogramTest, CountsEachObservationInTheFirstBucketWhoseBoundHoldsIt) {
@@ -58,4 +58,4 @@ TEST(DaemonMetricsTest, StampsPassesAndSamplesWithItsClockAndCountsResponsesByCl
 }
 
 }  // namespace
-}  // namespace stoker::api
+}  // namespace stoker::metrics

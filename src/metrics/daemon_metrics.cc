@@ -1,8 +1,8 @@
-#include "api/daemon_metrics.h"
+#include "metrics/daemon_metrics.h"
 
 #include <algorithm>
 
-namespace stoker::api {
+namespace stoker::metrics {
 
 Histogram::Histogram(std::vector<double> upper_bounds)
     : upper_bounds_(std::move(upper_bounds)), counts_(upper_bounds_.size() + 1, 0) {}
@@ -87,4 +87,4 @@ std::array<uint64_t, 6> DaemonMetrics::responses() const {
   return out;
 }
 
-}  // namespace stoker::api
+}  // namespace stoker::metrics
