@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "common/time.h"
 #include "http/http.h"
+#include "storage/transfer.h"
 
 namespace stoker::cli {
 namespace {
@@ -23,17 +24,7 @@ std::string Pct(const json& j, const char* key) {
   return buf;
 }
 
-std::string Bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) {
-    b /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
-  return buf;
-}
+std::string Bytes(double b) { return storage::HumanBytes(b, 1); }
 
 // The mean of `key` over the GPUs of a summary or a point, as "NN%"; "-"
 // when no GPU has it.

@@ -68,8 +68,9 @@ class ObjectApi {
   virtual const std::string& url() const = 0;
 };
 
-// "1.50 MiB": bytes in B, KiB, MiB, GiB or TiB, two decimals above bytes.
-std::string HumanBytes(double bytes);
+// "1.50 MiB": bytes in B, KiB, MiB, GiB or TiB, with `decimals` decimals
+// above bytes.
+std::string HumanBytes(double bytes, int decimals = 2);
 
 // True when `s` has one of gsutil's wildcard characters (* ? [).
 bool HasWildcard(const std::string& s);

@@ -13,7 +13,7 @@ namespace stoker::storage {
 
 namespace fs = std::filesystem;
 
-std::string HumanBytes(double bytes) {
+std::string HumanBytes(double bytes, int decimals) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
   while (bytes >= 1024 && u < 4) {
@@ -21,7 +21,7 @@ std::string HumanBytes(double bytes) {
     ++u;
   }
   char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", bytes, units[u]);
+  std::snprintf(buf, sizeof buf, "%.*f %s", u == 0 ? 0 : decimals, bytes, units[u]);
   return buf;
 }
 
