@@ -491,6 +491,74 @@ Result<std::string> PackSdist(const fs::path& package_dir, const std::string& na
   return PackSdist(package_dir, name, version, {});
 }
 
+namespace {
+
+// The package directory's files and directories under `prefix` ("NAME-VERSION/PKG"),
+// without __pycache__ and .pyc files; a symlink to a file is packed as the file.
+Status AddPackageTree(const fs::path& dir, const std::string& prefix,
+                      std::vector<SdistMember>& members) {
+  std::error_code ec;
+  fs::recursive_directory_iterator it(dir, ec);
+  if (ec) return Internal("cannot read " + dir.string() + ": " + ec.message());
+  for (fs::recursive_directory_iterator end; it != end; it.increment(ec)) {
+    if (ec) return Internal("cannot read " + dir.string() + ": " + ec.message());
+    const fs::path& p = it->path();
+    std::string rel = p.lexically_relative(dir).generic_string();
+    std::string file = p.filename().string();
+    fs::file_status lst = it->symlink_status(ec);
+    if (fs::is_directory(lst)) {
+      if (file == "__pycache__") {
+        it.disable_recursion_pending();
+        continue;
+      }
+      members.push_back({prefix + "/" + rel, true, false, {}, {}});
+      continue;
+    }
+    if (p.extension() == ".pyc") continue;
+    fs::file_status st = fs::status(p, ec);  // follows a symlink to a file
+    if (fs::is_directory(st)) {
+      return InvalidArgument("--package-path: " + p.string() +
+                             " is a symlink to a directory, which is not packed; copy the "
+                             "directory into the package instead");
+    }
+    if (!fs::is_regular_file(st)) {
+      return InvalidArgument("--package-path: " + p.string() +
+                             " is not a regular file (a broken symlink, fifo or socket); "
+                             "remove it from the package");
+    }
+    bool exec = (st.permissions() & fs::perms::owner_exec) != fs::perms::none;
+    members.push_back({prefix + "/" + rel, false, exec, p, {}});
+  }
+
+  return OkStatus();
+}
+
+// Files the caller adds under `top` (requirements, a generated module): each
+// a safe relative path that no package member has.
+Status AddExtraFiles(const std::vector<SdistFile>& extra_files, const std::string& top,
+                     std::vector<SdistMember>& members) {
+  for (const SdistFile& f : extra_files) {
+    fs::path rel(f.path);
+    bool safe = !f.path.empty() && rel.is_relative() && f.path.find('\\') == std::string::npos;
+    for (const fs::path& part : rel) {
+      if (part == ".." || part == "." || part.empty()) safe = false;
+    }
+    if (!safe)
+      return InvalidArgument("sdist extra file '" + f.path + "': not a safe relative path");
+    std::string path = top + "/" + rel.generic_string();
+    for (const SdistMember& m : members) {
+      if (m.path == path) {
+        return InvalidArgument("sdist extra file '" + f.path + "' clashes with " + m.path +
+                               " of the package");
+      }
+    }
+    members.push_back({path, false, f.executable, {}, f.content});
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 Result<std::string> PackSdist(const fs::path& package_dir, const std::string& name,
                               const std::string& version,
                               const std::vector<SdistFile>& extra_files) {
@@ -510,37 +578,7 @@ Result<std::string> PackSdist(const fs::path& package_dir, const std::string& na
   members.push_back({top, true, false, {}, {}});
   members.push_back({top + "/" + pkg, true, false, {}, {}});
 
-  fs::recursive_directory_iterator it(dir, ec);
-  if (ec) return Internal("cannot read " + dir.string() + ": " + ec.message());
-  for (fs::recursive_directory_iterator end; it != end; it.increment(ec)) {
-    if (ec) return Internal("cannot read " + dir.string() + ": " + ec.message());
-    const fs::path& p = it->path();
-    std::string rel = p.lexically_relative(dir).generic_string();
-    std::string file = p.filename().string();
-    fs::file_status lst = it->symlink_status(ec);
-    if (fs::is_directory(lst)) {
-      if (file == "__pycache__") {
-        it.disable_recursion_pending();
-        continue;
-      }
-      members.push_back({top + "/" + pkg + "/" + rel, true, false, {}, {}});
-      continue;
-    }
-    if (p.extension() == ".pyc") continue;
-    fs::file_status st = fs::status(p, ec);  // follows a symlink to a file
-    if (fs::is_directory(st)) {
-      return InvalidArgument("--package-path: " + p.string() +
-                             " is a symlink to a directory, which is not packed; copy the "
-                             "directory into the package instead");
-    }
-    if (!fs::is_regular_file(st)) {
-      return InvalidArgument("--package-path: " + p.string() +
-                             " is not a regular file (a broken symlink, fifo or socket); "
-                             "remove it from the package");
-    }
-    bool exec = (st.permissions() & fs::perms::owner_exec) != fs::perms::none;
-    members.push_back({top + "/" + pkg + "/" + rel, false, exec, p, {}});
-  }
+  STOKER_RETURN_IF_ERROR(AddPackageTree(dir, top + "/" + pkg, members));
 
   members.push_back({top + "/PKG-INFO",
                      false,
@@ -562,23 +600,7 @@ Result<std::string> PackSdist(const fs::path& package_dir, const std::string& na
                        "from setuptools import setup, find_packages\nsetup(name='" + name +
                            "', version='" + version + "', packages=find_packages())\n"});
   }
-  for (const SdistFile& f : extra_files) {
-    fs::path rel(f.path);
-    bool safe = !f.path.empty() && rel.is_relative() && f.path.find('\\') == std::string::npos;
-    for (const fs::path& part : rel) {
-      if (part == ".." || part == "." || part.empty()) safe = false;
-    }
-    if (!safe)
-      return InvalidArgument("sdist extra file '" + f.path + "': not a safe relative path");
-    std::string path = top + "/" + rel.generic_string();
-    for (const SdistMember& m : members) {
-      if (m.path == path) {
-        return InvalidArgument("sdist extra file '" + f.path + "' clashes with " + m.path +
-                               " of the package");
-      }
-    }
-    members.push_back({path, false, f.executable, {}, f.content});
-  }
+  STOKER_RETURN_IF_ERROR(AddExtraFiles(extra_files, top, members));
   std::sort(members.begin(), members.end(),
             [](const SdistMember& a, const SdistMember& b) { return a.path < b.path; });
 
