@@ -122,7 +122,7 @@ class TrainerStart {
 
   // Starts it: called once, after the supervisor's before-fork hook, with
   // exec.out_fd set. An error fails the launch with nothing of it running.
-  virtual Result<StartedTrainer> Start(const LaunchSpec& spec, TrainerExec& exec) = 0;
+  virtual Result<StartedTrainer> Start(const LaunchSpec& spec, const TrainerExec& exec) = 0;
 
   // For a trainer that is not the supervisor's child: an fd that polls
   // readable when ReadEnd has news; -1 otherwise.

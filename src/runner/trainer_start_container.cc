@@ -63,7 +63,7 @@ class ContainerStart : public TrainerStart {
   // isolation and GPUs go into the container's flags instead.
   Result<LaunchSpec> SupervisedSpec(LaunchSpec spec, std::vector<fs::path>* python_path) override;
 
-  Result<StartedTrainer> Start(const LaunchSpec& /*spec*/, TrainerExec& exec) override {
+  Result<StartedTrainer> Start(const LaunchSpec& /*spec*/, const TrainerExec& exec) override {
     STOKER_ASSIGN_OR_RETURN(pid_t pid, ForkTrainer(services_, exec));
     std::string note = cold_note_;
     for (const std::string* more : {&pull_note_, &container_note_}) {

@@ -107,7 +107,7 @@ class PlainStart : public TrainerStart {
   PlainStart(const ReplicaServices& services, std::string note)
       : services_(services), note_(std::move(note)) {}
 
-  Result<StartedTrainer> Start(const LaunchSpec& /*spec*/, TrainerExec& exec) override {
+  Result<StartedTrainer> Start(const LaunchSpec& /*spec*/, const TrainerExec& exec) override {
     STOKER_ASSIGN_OR_RETURN(pid_t pid, ForkTrainer(services_, exec));
     return StartedTrainer{pid, /*own_child=*/true, note_};
   }

@@ -75,7 +75,7 @@ class WarmStart : public TrainerStart {
     }
   }
 
-  Result<StartedTrainer> Start(const LaunchSpec& spec, TrainerExec& exec) override {
+  Result<StartedTrainer> Start(const LaunchSpec& spec, const TrainerExec& exec) override {
     std::string why_cold;
     if (StartWarm(spec, exec, &why_cold)) {
       return StartedTrainer{warm_.pid, /*own_child=*/false, WarmStartNote(warm_, spec.warm.user)};
@@ -107,10 +107,10 @@ class WarmStart : public TrainerStart {
  private:
   // True once the zygote's child runs (warm_ set); false with *why_cold
   // when the trainer must start cold instead (nothing of it ran).
-  bool StartWarm(const LaunchSpec& spec, TrainerExec& exec, std::string* why_cold);
+  bool StartWarm(const LaunchSpec& spec, const TrainerExec& exec, std::string* why_cold);
   // Fills the zygote's identity and the request's account and view; false
   // with *why_cold when it cannot run this trainer.
-  bool PrepareRequest(const LaunchSpec& spec, TrainerExec& exec, WarmRequest* req,
+  bool PrepareRequest(const LaunchSpec& spec, const TrainerExec& exec, WarmRequest* req,
                       std::string* why_cold);
   // Lets go of a zygote's child that never got its go byte (it then exits
   // without running anything).
@@ -125,7 +125,7 @@ class WarmStart : public TrainerStart {
   std::string buffer_;  // what ReadWarmStatus has read of the connection
 };
 
-bool WarmStart::PrepareRequest(const LaunchSpec& spec, TrainerExec& exec, WarmRequest* req,
+bool WarmStart::PrepareRequest(const LaunchSpec& spec, const TrainerExec& exec, WarmRequest* req,
                                std::string* why_cold) {
   Result<WarmInvocation> inv = ParseWarmInvocation(spec.argv);
   if (!inv.ok()) {
@@ -175,7 +175,7 @@ bool WarmStart::PrepareRequest(const LaunchSpec& spec, TrainerExec& exec, WarmRe
   return true;
 }
 
-bool WarmStart::StartWarm(const LaunchSpec& spec, TrainerExec& exec, std::string* why_cold) {
+bool WarmStart::StartWarm(const LaunchSpec& spec, const TrainerExec& exec, std::string* why_cold) {
   WarmRequest req;
   if (!PrepareRequest(spec, exec, &req, why_cold)) return false;
   Result<WarmChild> child = ForkWarm(spec.warm, ZygoteKey(req.zygote), req);
