@@ -26,10 +26,10 @@
 #include "cli/commands.h"
 #include "common/files.h"
 #include "common/image_reference.h"
+#include "config/config.h"
 #include "exec/command.h"
 #include "exec/containers.h"
 #include "runner/launch.h"
-#include "server/config.h"
 
 namespace stoker::cli {
 
@@ -45,8 +45,8 @@ constexpr double kListTimeoutSeconds = 120;
 Result<exec::ContainerEngine> EngineForCli() {
   fs::path home = DefaultStokerHome();
   fs::path file = home / "config.yaml";
-  STOKER_ASSIGN_OR_RETURN(server::Config config,
-                          server::LoadConfig(home, file, /*file_is_explicit=*/false));
+  STOKER_ASSIGN_OR_RETURN(config::Config config,
+                          config::LoadConfig(home, file, /*file_is_explicit=*/false));
   STOKER_ASSIGN_OR_RETURN(exec::ContainerEngine engine,
                           exec::DetectContainerEngine(config.container_engine));
   if (engine.usable()) return engine;

@@ -21,11 +21,11 @@
 #include "cli/commands.h"
 #include "cli/local_run_container.h"
 #include "common/files.h"
+#include "config/config.h"
 #include "exec/environments.h"
+#include "exec/gcs_mounts.h"
 #include "runner/launch.h"
 #include "runner/python_env.h"
-#include "server/config.h"
-#include "server/gcs_mounts.h"
 #include "storage/buckets.h"
 
 extern char** environ;
@@ -56,13 +56,13 @@ bool WriteProc(const char* path, const std::string& text) {
   return ok;
 }
 
-// The buckets at /gcs/BUCKET, as a job's trainer sees them (server/gcs_mounts.h),
+// The buckets at /gcs/BUCKET, as a job's trainer sees them (exec/gcs_mounts.h),
 // in a mount namespace of this process's own (a user namespace mapping only
 // this account first, when not root). Only where the host has /gcs to mount
 // on; best effort: says on stderr what the trainer gets.
-void ShowBucketsAtGcs(const fs::path& home, const server::Config& config) {
+void ShowBucketsAtGcs(const fs::path& home, const config::Config& config) {
   std::error_code ec;
-  if (!fs::is_directory(server::kGcsRoot, ec)) {
+  if (!fs::is_directory(exec::kGcsRoot, ec)) {
     std::cerr << "local-run: no /gcs on this host (a root stokerd makes it); use gs:// paths\n";
     return;
   }
@@ -76,7 +76,7 @@ void ShowBucketsAtGcs(const fs::path& home, const server::Config& config) {
                            WriteProc("/proc/self/gid_map",
                                      std::to_string(gid) + " " + std::to_string(gid) + " 1\n");
   ok = ok && ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0;
-  for (const replica::BindSpec& b : server::GcsBinds(home, config.buckets)) {
+  for (const replica::BindSpec& b : exec::GcsBinds(home, config.buckets)) {
     if (!ok) break;
     if (!fs::is_directory(b.source, ec)) continue;
     ok = ::mount(b.source.c_str(), b.target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) == 0;
@@ -95,7 +95,7 @@ void ShowBucketsAtGcs(const fs::path& home, const server::Config& config) {
 // Python); nullopt when there are none.
 Result<std::optional<runner::PythonEnv>> RequirementEnv(
     const LocalRunFlags& f, const fs::path& package, const fs::path& home,
-    const server::Config& config, const std::string& python,
+    const config::Config& config, const std::string& python,
     std::optional<runner::PythonEnvRequest::Image> image) {
   runner::DeclaredRequirements declared = runner::ReadDeclaredRequirements(package);
   if (!declared.note.empty())
@@ -124,7 +124,7 @@ Result<std::optional<runner::PythonEnv>> RequirementEnv(
 // Requirements are installed by the image's own pip (as for a job's
 // container), after a pull of an image the engine lacks.
 int RunInContainer(const LocalRunFlags& f, const fs::path& package, const fs::path& home,
-                   const server::Config& config, const exec::ContainerEngine& engine,
+                   const config::Config& config, const exec::ContainerEngine& engine,
                    const exec::Environment& env) {
   runner::ContainerSpec image;
   image.engine = engine.path;
@@ -238,10 +238,10 @@ int AiCustomJobsLocalRun(const Globals&, const LocalRunFlags& f) {
   std::error_code ec;
 
   fs::path home = DefaultStokerHome();
-  auto config = server::LoadConfig(home, home / "config.yaml", /*file_is_explicit=*/false);
+  auto config = config::LoadConfig(home, home / "config.yaml", /*file_is_explicit=*/false);
   if (!config.ok()) return Report(config.status());
   std::vector<exec::ImageMatch> rules;
-  for (const server::ImageRule& r : config->images)
+  for (const config::ImageRule& r : config->images)
     rules.push_back({r.match, r.python, r.framework});
   exec::Environments environments(rules, home / "envs", PythonHelpers(),
                                   config->config_file.string());

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "config/config.h"
 #include "exec/executor.h"
-#include "server/config.h"
 #include "server/job_table.h"
 #include "server/usage_meter.h"
 #include "storage/buckets.h"
@@ -20,7 +20,7 @@
 namespace stoker::server {
 
 struct AttemptsDeps {
-  const Config* config = nullptr;
+  const config::Config* config = nullptr;
   store::Store* store = nullptr;
   exec::Executor* executor = nullptr;
   storage::Buckets* buckets = nullptr;  // where checkpoints are looked for
@@ -73,7 +73,7 @@ class Attempts {
   // The last 20 lines of a replica's log, for a failed job's message.
   std::string LogTail(const ActiveJob& a, const std::string& replica) const;
 
-  const Config& config_;
+  const config::Config& config_;
   store::Store& store_;
   exec::Executor& executor_;
   storage::Buckets& buckets_;

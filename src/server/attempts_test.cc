@@ -114,7 +114,7 @@ class AttemptsTest : public ::testing::Test {
       fs::temp_directory_path() / ("attempts_test_" + std::to_string(::getpid()) + "_" +
                                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
   std::unique_ptr<store::Store> store_;
-  Config config_;
+  config::Config config_;
   resources::Node node_;
   exec::FakeExecutor executor_{dir_};
   storage::Buckets buckets_{dir_, {}};

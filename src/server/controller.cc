@@ -312,7 +312,7 @@ scheduler::Snapshot Controller::TakeSnapshot(int64_t now_us) {
   snap.options.accelerator_substitution = config_.accelerator_substitution;
   snap.options.backfill = config_.backfill;
   snap.options.aging_threshold_us = static_cast<int64_t>(config_.aging_hours * 3600e6);
-  const PreemptionConfig& pc = config_.preemption;
+  const config::PreemptionConfig& pc = config_.preemption;
   snap.options.preemption.enabled = pc.enabled;
   snap.options.preemption.priority_margin = pc.priority_margin;
   snap.options.preemption.min_run_us = static_cast<int64_t>(pc.min_run_seconds * 1e6);

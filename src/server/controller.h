@@ -23,18 +23,18 @@
 
 #include "admission/admission.h"
 #include "api/control_plane.h"
-#include "metrics/daemon_metrics.h"
 #include "common/clock.h"
+#include "config/config.h"
 #include "cost/accounting.h"
 #include "exec/environments.h"
 #include "exec/executor.h"
+#include "metrics/daemon_metrics.h"
 #include "resources/nvml.h"
 #include "resources/resources.h"
 #include "scheduler/placement.h"
 #include "scheduler/policy.h"
 #include "scheduler/run_history.h"
 #include "server/attempts.h"
-#include "server/config.h"
 #include "server/job_table.h"
 #include "server/launcher.h"
 #include "server/retention.h"
@@ -51,7 +51,7 @@ namespace stoker::server {
 
 // What the controller works with. Every pointer must outlive it.
 struct ControllerDeps {
-  const Config* config = nullptr;
+  const config::Config* config = nullptr;
   const resources::Node* node = nullptr;  // the local executor's inventory
   store::Store* store = nullptr;
   exec::Executor* executor = nullptr;
@@ -134,7 +134,7 @@ class Controller final : public api::ControlPlane, private TrialJobs {
   // Executors that place replicas themselves (Slurm): launch queued jobs at once.
   void HandOverQueued();
 
-  const Config& config_;
+  const config::Config& config_;
   const resources::Node& node_;
   store::Store& store_;
   exec::Executor& executor_;

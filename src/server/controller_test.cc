@@ -103,7 +103,7 @@ class ControllerTest : public ::testing::Test {
   fs::path dir_ = fs::temp_directory_path() / ("controller_test_" + std::to_string(getpid()));
   FakeClock clock_{kT0};
   std::unique_ptr<store::Store> store_;
-  Config config_;
+  config::Config config_;
   resources::Node node_;
   storage::Buckets buckets_{dir_, {}};
   exec::Environments environments_{

@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "metrics/daemon_metrics.h"
 #include "common/clock.h"
+#include "metrics/daemon_metrics.h"
 #include "resources/resources.h"
 #include "scheduler/placement.h"
 #include "scheduler/run_history.h"
@@ -104,7 +104,7 @@ std::string Num(double v);
 class JobFunnel {
  public:
   // Every reference must outlive the funnel; `metrics` may be null.
-  JobFunnel(store::Store& store, const std::vector<Webhook>& webhooks, const Clock& clock,
+  JobFunnel(store::Store& store, const std::vector<config::Webhook>& webhooks, const Clock& clock,
             metrics::DaemonMetrics* metrics, scheduler::RunHistory& run_history)
       : store_(store),
         webhooks_(webhooks),
@@ -125,7 +125,7 @@ class JobFunnel {
 
  private:
   store::Store& store_;
-  const std::vector<Webhook>& webhooks_;
+  const std::vector<config::Webhook>& webhooks_;
   const Clock& clock_;
   metrics::DaemonMetrics* metrics_;
   scheduler::RunHistory& run_history_;

@@ -46,7 +46,7 @@ struct LaunchSettings {
   // tells executors whose own scheduler preempts (Slurm) where to put the
   // job. Left default, the label and SPOT still count; the
   // preemptible_below band does not.
-  PreemptionConfig preemption;
+  config::PreemptionConfig preemption;
   // Bind-mounted into every container at the same path (docs/containers.md):
   // the buckets read-write; the environments and Python helpers read only.
   std::vector<std::string> container_mounts;

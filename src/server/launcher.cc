@@ -3,14 +3,14 @@
 #include <sys/stat.h>
 
 #include "common/files.h"
-#include "server/gcs_mounts.h"
+#include "exec/gcs_mounts.h"
 #include "server/preemption.h"
 
 namespace stoker::server {
 
 using nlohmann::json;
 
-Launcher::Launcher(const Config& config, storage::Buckets& buckets,
+Launcher::Launcher(const config::Config& config, storage::Buckets& buckets,
                    const exec::Environments& environments, exec::Executor& executor,
                    store::Store& store)
     : config_(config),
@@ -19,7 +19,7 @@ Launcher::Launcher(const Config& config, storage::Buckets& buckets,
       executor_(executor),
       store_(store) {}
 
-LaunchSettings DaemonLaunchSettings(const Config& config) {
+LaunchSettings DaemonLaunchSettings(const config::Config& config) {
   LaunchSettings s = {config.cancel_grace_seconds, config.log_max_bytes,
                       config.log_max_files,        config.api_url,
                       config.push_secret,          config.telemetry_seconds};
@@ -36,7 +36,7 @@ LaunchSettings DaemonLaunchSettings(const Config& config) {
   for (const auto& [name, dir] : config.buckets) {
     s.container_mounts.push_back(std::filesystem::absolute(dir).string());
   }
-  s.container_binds = GcsBinds(config.data_dir, config.buckets);
+  s.container_binds = exec::GcsBinds(config.data_dir, config.buckets);
   s.container_user_namespace = config.container_user_namespace;
   s.container_mounts_read_only = {(config.data_dir / "envs").string(),
                                   config.python_helpers.string()};

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "common/status.h"
+#include "config/config.h"
 #include "exec/environments.h"
 #include "exec/executor.h"
-#include "server/config.h"
 #include "server/job_table.h"
 #include "server/launch_builder.h"
 #include "storage/buckets.h"
@@ -22,14 +22,14 @@
 namespace stoker::server {
 
 // The settings every replica of this daemon gets, from its config.
-LaunchSettings DaemonLaunchSettings(const Config& config);
+LaunchSettings DaemonLaunchSettings(const config::Config& config);
 
 class Launcher {
  public:
   // Every reference must outlive the launcher. The daemon settings each
   // replica gets are built once, at the first launch (DaemonLaunchSettings).
-  Launcher(const Config& config, storage::Buckets& buckets, const exec::Environments& environments,
-           exec::Executor& executor, store::Store& store);
+  Launcher(const config::Config& config, storage::Buckets& buckets,
+           const exec::Environments& environments, exec::Executor& executor, store::Store& store);
 
   // Launches the attempt `a` holds (its allocation is stored). Idempotent,
   // as the executor's Launch. The job's launch events (which path runs each
@@ -53,7 +53,7 @@ class Launcher {
   Status VerifyStaged(const std::string& uri, const std::filesystem::path& path,
                       const std::string& field);
 
-  const Config& config_;
+  const config::Config& config_;
   storage::Buckets& buckets_;
   const exec::Environments& environments_;
   exec::Executor& executor_;

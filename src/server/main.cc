@@ -20,15 +20,15 @@
 #include "api/api.h"
 #include "auth/auth_store.h"
 #include "common/files.h"
+#include "config/config.h"
 #include "exec/command.h"
 #include "exec/environments.h"
 #include "exec/executor_registry.h"
+#include "exec/gcs_mounts.h"
 #include "exec/image_engine.h"
 #include "http/http.h"
 #include "resources/nvml.h"
-#include "server/config.h"
 #include "server/controller.h"
-#include "server/gcs_mounts.h"
 #include "server/webhooks.h"
 #include "storage/buckets.h"
 #include "store/store.h"
@@ -150,7 +150,7 @@ std::optional<uint32_t> BucketWriterGroup(const std::string& name) {
 // helpers; the executor adds the job's own directory (and the Slurm one its
 // shared dir to what is hidden).
 // Mode "off": an empty plan.
-exec::IsolationPlan IsolationPlanFor(const server::Config& config, const fs::path& data) {
+exec::IsolationPlan IsolationPlanFor(const config::Config& config, const fs::path& data) {
   exec::IsolationPlan plan;
   // The config loader accepts only the three names.
   auto mode = replica::ParseIsolationMode(config.job_isolation);
@@ -165,9 +165,9 @@ exec::IsolationPlan IsolationPlanFor(const server::Config& config, const fs::pat
   plan.keep = {data / "buckets"};
   for (const auto& [name, dir] : config.buckets) plan.keep.push_back(fs::absolute(dir));
   plan.keep_read_only = {data / "envs", config.python_helpers};
-  plan.bind = server::GcsBinds(data, config.buckets);
-  spdlog::info("/gcs: {}", server::PrepareGcsMountPoints(data, config.buckets));
-  for (const server::ImageRule& r : config.images) {
+  plan.bind = exec::GcsBinds(data, config.buckets);
+  spdlog::info("/gcs: {}", exec::PrepareGcsMountPoints(data, config.buckets));
+  for (const config::ImageRule& r : config.images) {
     fs::path python = fs::absolute(r.python).lexically_normal();
     auto rel = python.lexically_relative(data);
     if (r.python != "auto" && !rel.empty() && *rel.begin() != "..") {
@@ -204,12 +204,12 @@ Result<int> LockPidFile(const fs::path& data) {
 
 // The config file (--config, else DATA/config.yaml if there) with the
 // command line's overrides and where stoker-run and the Python helpers are.
-Result<server::Config> LoadDaemonConfig(const fs::path& data, const std::string& config_path,
+Result<config::Config> LoadDaemonConfig(const fs::path& data, const std::string& config_path,
                                         const std::string& listen, const std::string& runner) {
   bool explicit_config = !config_path.empty();
   fs::path config_file = explicit_config ? fs::path(config_path) : data / "config.yaml";
-  STOKER_ASSIGN_OR_RETURN(server::Config config,
-                          server::LoadConfig(data, config_file, explicit_config));
+  STOKER_ASSIGN_OR_RETURN(config::Config config,
+                          config::LoadConfig(data, config_file, explicit_config));
   if (!listen.empty()) config.listen = listen;
   fs::path exe_dir = ExeDir();
   config.runner = !runner.empty()
@@ -228,7 +228,7 @@ Result<server::Config> LoadDaemonConfig(const fs::path& data, const std::string&
 
 // This machine: the config's inventory; GPUs declared there, else found
 // through NVML.
-resources::Node FindNode(const server::Config& config) {
+resources::Node FindNode(const config::Config& config) {
   resources::Node node = config.inventory ? *config.inventory : resources::DetectLocalNode();
   if (!config.inventory || !config.inventory_declares_gpus) {
     std::string why;
@@ -248,7 +248,7 @@ resources::Node FindNode(const server::Config& config) {
 // the store holds is kept current in the background (exec/image_catalog.h),
 // so that admission and launch never run the engine. Returns the catalog
 // (null without an engine), which must live as long as `environments`.
-Result<std::shared_ptr<exec::ImageCatalog>> UseContainers(const server::Config& config,
+Result<std::shared_ptr<exec::ImageCatalog>> UseContainers(const config::Config& config,
                                                           exec::Environments& environments) {
   STOKER_ASSIGN_OR_RETURN(exec::ContainerEngine engine,
                           exec::DetectContainerEngine(config.container_engine));
@@ -266,7 +266,7 @@ Result<std::shared_ptr<exec::ImageCatalog>> UseContainers(const server::Config& 
 
 // Says which accounts run trainers when the daemon is root, and warns when
 // they cannot read the Python helpers.
-void LogTrainerPolicy(const auth::TrainerPolicy& policy, const server::Config& config) {
+void LogTrainerPolicy(const auth::TrainerPolicy& policy, const config::Config& config) {
   if (!policy.daemon_is_root) return;
   spdlog::info(
       "stokerd runs as root: replicas run as their user's unix_user, else as '{}' "
@@ -284,7 +284,7 @@ void LogTrainerPolicy(const auth::TrainerPolicy& policy, const server::Config& c
 
 // Bearer tokens must not cross the network in the clear: plain HTTP only on
 // loopback unless the config says a TLS proxy is in front.
-Status CheckPlainHttp(const server::Config& config, const std::string& host, const fs::path& data) {
+Status CheckPlainHttp(const config::Config& config, const std::string& host, const fs::path& data) {
   if (!config.tls_cert_file.empty() || IsLoopbackHost(host) || config.allow_insecure_http) {
     return OkStatus();
   }
@@ -307,7 +307,7 @@ std::string TrainerApiUrl(const std::string& scheme, const std::string& host, in
 
 // The accounts database, the local admin's token (written at the first
 // start) and the secret behind trial push keys (into `config`).
-Result<std::unique_ptr<auth::AuthStore>> OpenUsers(const fs::path& data, server::Config& config) {
+Result<std::unique_ptr<auth::AuthStore>> OpenUsers(const fs::path& data, config::Config& config) {
   STOKER_ASSIGN_OR_RETURN(std::unique_ptr<auth::AuthStore> users,
                           auth::AuthStore::Open(data / "stoker.db"));
   STOKER_ASSIGN_OR_RETURN(bool wrote_token,
@@ -322,10 +322,10 @@ Result<std::unique_ptr<auth::AuthStore>> OpenUsers(const fs::path& data, server:
 
 // The image rules (the config's, then the built-in ones) and the
 // interpreters they name, checked in the background.
-std::unique_ptr<exec::Environments> MakeEnvironments(const server::Config& config,
+std::unique_ptr<exec::Environments> MakeEnvironments(const config::Config& config,
                                                      const fs::path& data) {
   std::vector<exec::ImageMatch> rules;
-  for (const server::ImageRule& r : config.images)
+  for (const config::ImageRule& r : config.images)
     rules.push_back({r.match, r.python, r.framework});
   auto environments = std::make_unique<exec::Environments>(
       rules, data / "envs", config.python_helpers, config.config_file.string(),
@@ -338,7 +338,7 @@ std::unique_ptr<exec::Environments> MakeEnvironments(const server::Config& confi
 
 // The executor the config names, built by the registry with everything it
 // needs. `store` and `users` must outlive it.
-Result<std::unique_ptr<exec::Executor>> MakeExecutor(const server::Config& config,
+Result<std::unique_ptr<exec::Executor>> MakeExecutor(const config::Config& config,
                                                      const fs::path& data, store::Store& store,
                                                      auth::AuthStore& users,
                                                      const auth::TrainerPolicy& policy) {
@@ -357,7 +357,7 @@ Result<std::unique_ptr<exec::Executor>> MakeExecutor(const server::Config& confi
 // The API's HTTP server for `deps`, listening on config.listen (TLS when
 // configured); `url` gets the address it serves, config.api_url where
 // trainers on this machine reach it.
-Result<std::unique_ptr<http::Server>> ListenForApi(const api::ApiDeps& deps, server::Config& config,
+Result<std::unique_ptr<http::Server>> ListenForApi(const api::ApiDeps& deps, config::Config& config,
                                                    const fs::path& data, std::string& url) {
   // Object uploads and package staging stream through the router, outside
   // the server's body limit (which stays for JSON requests).

@@ -10,7 +10,7 @@
 
 namespace stoker::server {
 
-bool IsPreemptible(const spec::CustomJob& job, const PreemptionConfig& config) {
+bool IsPreemptible(const spec::CustomJob& job, const config::PreemptionConfig& config) {
   auto label = job.labels.find("stoker-preemptible");
   if (label != job.labels.end()) return label->second == "true";
   const spec::Scheduling& s = job.job_spec.scheduling;

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 
-#include "server/config.h"
+#include "config/config.h"
 #include "spec/custom_job.h"
 
 namespace stoker::server {
@@ -14,7 +14,7 @@ namespace stoker::server {
 // Whether `job` may be preempted under `config` (enabled or not): label
 // stoker-preemptible "true" or "false" decides when present; otherwise
 // scheduling.strategy SPOT, or a priority below config.preemptible_below.
-bool IsPreemptible(const spec::CustomJob& job, const PreemptionConfig& config);
+bool IsPreemptible(const spec::CustomJob& job, const config::PreemptionConfig& config);
 
 // The newest modification time (microseconds since the epoch) of the
 // entries of `root`/`relative` and of its subdirectories one level down,

@@ -23,7 +23,7 @@ spec::CustomJob JobWith(const std::string& strategy, int priority,
 }
 
 TEST(IsPreemptibleTest, TheLabelWinsThenSpotThenTheBand) {
-  PreemptionConfig band;
+  config::PreemptionConfig band;
   band.preemptible_below = 0;
   EXPECT_FALSE(IsPreemptible(JobWith("STANDARD", 0), {}));
   EXPECT_TRUE(IsPreemptible(JobWith("SPOT", 500), {}));

@@ -25,7 +25,7 @@ constexpr int64_t kMinScanGapUs = 2'000'000;
 }  // namespace
 
 std::vector<int64_t> JobsToRemove(std::vector<FinishedJob> finished, int64_t now_us,
-                                  const RetentionPolicy& policy) {
+                                  const config::RetentionPolicy& policy) {
   std::sort(finished.begin(), finished.end(), [](const FinishedJob& a, const FinishedJob& b) {
     return a.end_time_us != b.end_time_us ? a.end_time_us < b.end_time_us : a.job_id < b.job_id;
   });
@@ -47,8 +47,8 @@ std::vector<int64_t> JobsToRemove(std::vector<FinishedJob> finished, int64_t now
   return out;
 }
 
-void ApplyRetention(RetentionState& state, const RetentionPolicy& policy, store::Store& store,
-                    exec::Executor& executor, int64_t now_us) {
+void ApplyRetention(RetentionState& state, const config::RetentionPolicy& policy,
+                    store::Store& store, exec::Executor& executor, int64_t now_us) {
   bool over_count = policy.max_finished_replica_dirs >= 0 &&
                     static_cast<int64_t>(state.finished.size()) + state.ended_since_scan >
                         policy.max_finished_replica_dirs;

@@ -18,6 +18,8 @@
 #include <set>
 #include <vector>
 
+#include "config/config.h"
+
 namespace stoker::exec {
 class Executor;
 }
@@ -26,12 +28,6 @@ class Store;
 }
 
 namespace stoker::server {
-
-struct RetentionPolicy {
-  double replica_dirs_days = 7;               // < 0: no age limit
-  int64_t max_finished_replica_dirs = 10000;  // < 0: no count limit
-  double scan_interval_seconds = 60;
-};
 
 struct FinishedJob {
   int64_t job_id = 0;
@@ -43,7 +39,7 @@ struct FinishedJob {
 // the oldest of the rest until at most `max_finished_replica_dirs` remain.
 // Pure and deterministic.
 std::vector<int64_t> JobsToRemove(std::vector<FinishedJob> finished, int64_t now_us,
-                                  const RetentionPolicy& policy);
+                                  const config::RetentionPolicy& policy);
 
 // What ApplyRetention remembers between calls: an incremental index of
 // finished jobs whose directories exist. Its size stays within
@@ -74,7 +70,7 @@ struct RetentionState {
 // A job a supervisor of which is still alive (a replica still stopping) is
 // left for a later scan. Errors are logged, never fatal. Call
 // from one thread (the control loop).
-void ApplyRetention(RetentionState& state, const RetentionPolicy& policy, store::Store& store,
-                    exec::Executor& executor, int64_t now_us);
+void ApplyRetention(RetentionState& state, const config::RetentionPolicy& policy,
+                    store::Store& store, exec::Executor& executor, int64_t now_us);
 
 }  // namespace stoker::server

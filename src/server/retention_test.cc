@@ -23,32 +23,32 @@ constexpr int64_t kDay = 86400'000'000LL;
 constexpr int64_t kNow = 1000 * kDay;
 
 TEST(JobsToRemoveTest, RemovesJobsThatEndedLongerAgoThanTheLimit) {
-  RetentionPolicy p{.replica_dirs_days = 7, .max_finished_replica_dirs = -1};
+  config::RetentionPolicy p{.replica_dirs_days = 7, .max_finished_replica_dirs = -1};
   auto out =
       JobsToRemove({{1, kNow - 8 * kDay}, {2, kNow - 6 * kDay}, {3, kNow - 7 * kDay}}, kNow, p);
   EXPECT_THAT(out, ElementsAre(1, 3));
 }
 
 TEST(JobsToRemoveTest, ZeroDaysRemovesEveryFinishedJob) {
-  RetentionPolicy p{.replica_dirs_days = 0, .max_finished_replica_dirs = -1};
+  config::RetentionPolicy p{.replica_dirs_days = 0, .max_finished_replica_dirs = -1};
   EXPECT_THAT(JobsToRemove({{5, kNow}, {4, kNow - 1}}, kNow, p), ElementsAre(4, 5));
 }
 
 TEST(JobsToRemoveTest, KeepsOnlyTheNewestWhenOverTheCount) {
-  RetentionPolicy p{.replica_dirs_days = -1, .max_finished_replica_dirs = 2};
+  config::RetentionPolicy p{.replica_dirs_days = -1, .max_finished_replica_dirs = 2};
   // Oldest end first; equal ends go by id.
   auto out = JobsToRemove({{10, kNow - 5}, {11, kNow - 9}, {12, kNow - 9}, {13, kNow}}, kNow, p);
   EXPECT_THAT(out, ElementsAre(11, 12));
 }
 
 TEST(JobsToRemoveTest, AppliesBothRulesTogether) {
-  RetentionPolicy p{.replica_dirs_days = 1, .max_finished_replica_dirs = 1};
+  config::RetentionPolicy p{.replica_dirs_days = 1, .max_finished_replica_dirs = 1};
   auto out = JobsToRemove({{1, kNow - 2 * kDay}, {2, kNow - 10}, {3, kNow - 5}}, kNow, p);
   EXPECT_THAT(out, ElementsAre(1, 2));
 }
 
 TEST(JobsToRemoveTest, KeepsEverythingWhenBothRulesAreOff) {
-  RetentionPolicy p{.replica_dirs_days = -1, .max_finished_replica_dirs = -1};
+  config::RetentionPolicy p{.replica_dirs_days = -1, .max_finished_replica_dirs = -1};
   EXPECT_THAT(JobsToRemove({{1, 0}, {2, kNow}}, kNow, p), IsEmpty());
 }
 
@@ -90,7 +90,7 @@ class ApplyRetentionTest : public ::testing::Test {
 };
 
 TEST_F(ApplyRetentionTest, RemovesOnlyFinishedJobsPastThePolicyAndNeverBuckets) {
-  RetentionPolicy p{.replica_dirs_days = 7, .max_finished_replica_dirs = 100};
+  config::RetentionPolicy p{.replica_dirs_days = 7, .max_finished_replica_dirs = 100};
   ASSERT_TRUE(MakeDirs(dir_ / "buckets" / "b").ok());
   int64_t old_job = Job(8 * kDay), recent = Job(kDay), running = Job(std::nullopt);
   ApplyRetention(state_, p, *store_, *executor_, kNow);
@@ -102,7 +102,7 @@ TEST_F(ApplyRetentionTest, RemovesOnlyFinishedJobsPastThePolicyAndNeverBuckets) 
 }
 
 TEST_F(ApplyRetentionTest, WaitsForTheScanIntervalThenSeesJobsThatEndedMeanwhile) {
-  RetentionPolicy p{
+  config::RetentionPolicy p{
       .replica_dirs_days = 0, .max_finished_replica_dirs = -1, .scan_interval_seconds = 60};
   int64_t running = Job(std::nullopt);
   ApplyRetention(state_, p, *store_, *executor_, kNow);
@@ -117,7 +117,7 @@ TEST_F(ApplyRetentionTest, WaitsForTheScanIntervalThenSeesJobsThatEndedMeanwhile
 }
 
 TEST_F(ApplyRetentionTest, TheCountLimitBoundsItsOwnMemory) {
-  RetentionPolicy p{
+  config::RetentionPolicy p{
       .replica_dirs_days = -1, .max_finished_replica_dirs = 3, .scan_interval_seconds = 0};
   for (int i = 0; i < 20; ++i) Job(100 - i);
   for (int tick = 0; tick < 3; ++tick) ApplyRetention(state_, p, *store_, *executor_, kNow + tick);
@@ -127,7 +127,7 @@ TEST_F(ApplyRetentionTest, TheCountLimitBoundsItsOwnMemory) {
 }
 
 TEST_F(ApplyRetentionTest, JobsEndingPastTheCountLimitBringTheScanForward) {
-  RetentionPolicy p{
+  config::RetentionPolicy p{
       .replica_dirs_days = -1, .max_finished_replica_dirs = 2, .scan_interval_seconds = 60};
   Job(30);
   Job(20);
@@ -146,7 +146,7 @@ TEST_F(ApplyRetentionTest, JobsEndingPastTheCountLimitBringTheScanForward) {
 }
 
 TEST_F(ApplyRetentionTest, JobsEndingBelowTheCountLimitWaitForTheInterval) {
-  RetentionPolicy p{
+  config::RetentionPolicy p{
       .replica_dirs_days = -1, .max_finished_replica_dirs = 5, .scan_interval_seconds = 60};
   Job(30);
   ApplyRetention(state_, p, *store_, *executor_, kNow);

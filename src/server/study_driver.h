@@ -50,7 +50,7 @@ struct StudyDriverDeps {
   const Clock* clock = &SystemClock();
   TrialJobs* jobs = nullptr;
   // study.best_trial goes to the hooks that asked for it; null = none.
-  const std::vector<Webhook>* webhooks = nullptr;
+  const std::vector<config::Webhook>* webhooks = nullptr;
 };
 
 class StudyDriver {
@@ -93,7 +93,7 @@ class StudyDriver {
   const admission::Admission& admission_;
   const Clock& clock_;
   TrialJobs& jobs_;
-  const std::vector<Webhook>* webhooks_;
+  const std::vector<config::Webhook>* webhooks_;
   std::map<int64_t, Study> studies_;
 };
 

@@ -162,9 +162,9 @@ void UsageMeter::CheckGpuIdle(ActiveJob& a, double busy_percent, int64_t since_u
   }
   if (a.gpu_idle_since_us == 0) a.gpu_idle_since_us = since_us;
   const double idle_minutes = (now_us - a.gpu_idle_since_us) / 60e6;
-  std::vector<Webhook> due;
+  std::vector<config::Webhook> due;
   for (size_t h = 0; h < config_.webhooks.size(); ++h) {
-    const Webhook& hook = config_.webhooks[h];
+    const config::Webhook& hook = config_.webhooks[h];
     if (!hook.events.count("job.gpu_idle") || a.gpu_idle_told.count(h) ||
         idle_minutes < hook.gpu_idle_minutes) {
       continue;

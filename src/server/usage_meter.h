@@ -13,19 +13,19 @@
 #include <string>
 #include <vector>
 
-#include "metrics/daemon_metrics.h"
 #include "common/clock.h"
+#include "config/config.h"
 #include "cost/accounting.h"
 #include "exec/executor.h"
+#include "metrics/daemon_metrics.h"
 #include "resources/nvml.h"
-#include "server/config.h"
 #include "server/job_table.h"
 #include "store/store.h"
 
 namespace stoker::server {
 
 struct UsageMeterDeps {
-  const Config* config = nullptr;
+  const config::Config* config = nullptr;
   const resources::Node* node = nullptr;  // the local executor's inventory
   store::Store* store = nullptr;
   const Clock* clock = nullptr;
@@ -76,7 +76,7 @@ class UsageMeter {
   // under 15% busy for its gpu_idle_minutes (again after a busy spell).
   void CheckGpuIdle(ActiveJob& a, double busy_percent, int64_t since_us, int64_t now_us);
 
-  const Config& config_;
+  const config::Config& config_;
   const resources::Node& node_;
   store::Store& store_;
   const Clock& clock_;

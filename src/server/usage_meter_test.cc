@@ -119,7 +119,7 @@ class UsageMeterTest : public ::testing::Test {
   FakeClock clock_{*ParseRfc3339Micros("2026-11-10T00:00:00Z")};
   fs::path dir_;
   std::unique_ptr<store::Store> store_;
-  Config config_;
+  config::Config config_;
   resources::Node node_;
   JobTable table_;
   std::vector<resources::GpuUsage> gpus_;

@@ -23,33 +23,14 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "config/webhooks.h"
 #include "store/store.h"
 
 namespace stoker::server {
 
-// The events a hook may ask for.
-inline const std::set<std::string>& WebhookEvents() {
-  static const std::set<std::string> kEvents = {"job.state",      "job.failed",
-                                                "job.gpu_idle",   "study.best_trial",
-                                                "budget.warning", "budget.exceeded"};
-  return kEvents;
-}
-
-struct Webhook {
-  std::string url;  // http:// or https://
-  std::string secret;
-  std::set<std::string> events;
-  // job.gpu_idle: the job's GPUs under 15% busy for this long without a break.
-  double gpu_idle_minutes = 30;
-};
-
-// Parses the config's `webhooks:` list (JSON as read from YAML); reads
-// secret_file. InvalidArgument naming the key ("webhooks[0].events: ...").
-Result<std::vector<Webhook>> ParseWebhooks(const nlohmann::json& value);
-
 // Outbox messages for `event` with `body` (the "event" and "time" fields are
 // added here), one per hook that asked for it.
-std::vector<store::OutboxMessage> WebhookMessages(const std::vector<Webhook>& hooks,
+std::vector<store::OutboxMessage> WebhookMessages(const std::vector<config::Webhook>& hooks,
                                                   const std::string& event, nlohmann::json body,
                                                   int64_t now_us);
 
@@ -68,7 +49,7 @@ class WebhookSender {
  public:
   static constexpr int kMaxAttempts = 20;
 
-  WebhookSender(store::Store& store, std::vector<Webhook> hooks, const Clock& clock);
+  WebhookSender(store::Store& store, std::vector<config::Webhook> hooks, const Clock& clock);
   ~WebhookSender();
   void Start();  // a thread that runs RunOnce every 500 ms
   void Stop();
@@ -81,7 +62,7 @@ class WebhookSender {
   bool Deliver(const store::OutboxMessage& m, int64_t now_us);
 
   store::Store& store_;
-  const std::vector<Webhook> hooks_;
+  const std::vector<config::Webhook> hooks_;
   const Clock& clock_;
   std::thread thread_;
   std::mutex mu_;

@@ -17,7 +17,7 @@ TEST(WebhookSignatureTest, IsHmacSha256OfTimeDotBody) {
 }
 
 TEST(ParseWebhooksTest, NamesTheKeyOfEveryMistake) {
-  auto parse = [](const std::string& text) { return ParseWebhooks(json::parse(text)); };
+  auto parse = [](const std::string& text) { return config::ParseWebhooks(json::parse(text)); };
   auto ok =
       parse(R"([{"url": "https://h.example/x?y=1", "secret": "s", "events": ["job.failed"]}])");
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
@@ -53,9 +53,9 @@ TEST(ParseWebhooksTest, NamesTheKeyOfEveryMistake) {
 }
 
 TEST(WebhookMessagesTest, OneMessagePerHookThatAskedForTheEvent) {
-  std::vector<Webhook> hooks = {{"http://a/x", "s", {"job.state"}},
-                                {"http://b/y", "s", {"job.failed", "job.state"}},
-                                {"http://c/z", "s", {"budget.warning"}}};
+  std::vector<config::Webhook> hooks = {{"http://a/x", "s", {"job.state"}},
+                                        {"http://b/y", "s", {"job.failed", "job.state"}},
+                                        {"http://c/z", "s", {"budget.warning"}}};
   auto m =
       WebhookMessages(hooks, "job.state", {{"to", "JOB_STATE_RUNNING"}}, 1'700'000'000'000'000);
   ASSERT_EQ(m.size(), 2u);
@@ -73,7 +73,7 @@ TEST(WebhookSenderTest, AnUnreachableReceiverIsRetriedLaterAndTheMessageKept) {
   FakeClock clock(1'700'000'000'000'000);
   auto store = std::move(store::Store::Open(dir, clock)).value();
   // Port 1 on loopback: nothing listens there.
-  std::vector<Webhook> hooks = {{"http://127.0.0.1:1/hook", "s", {"budget.warning"}}};
+  std::vector<config::Webhook> hooks = {{"http://127.0.0.1:1/hook", "s", {"budget.warning"}}};
   ASSERT_TRUE(store->Enqueue(WebhookMessages(hooks, "budget.warning", json::object(), 0)).ok());
   ASSERT_TRUE(store->Enqueue(WebhookMessages(hooks, "budget.warning", {{"n", 2}}, 0)).ok());
   WebhookSender sender(*store, hooks, clock);

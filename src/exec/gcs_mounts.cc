@@ -1,4 +1,4 @@
-#include "server/gcs_mounts.h"
+#include "exec/gcs_mounts.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace stoker::server {
+namespace stoker::exec {
 
 namespace fs = std::filesystem;
 
@@ -30,7 +30,8 @@ std::string PrepareGcsMountPoints(const fs::path& data,
     if (!fs::exists(point, ec)) ::mkdir(point.c_str(), 0755);  // best effort: /gcs/NAME only
   }
   if (fs::is_directory(kGcsRoot, ec)) {
-    return std::string("trainers find the buckets at ") + kGcsRoot + "/BUCKET (isolated and "
+    return std::string("trainers find the buckets at ") + kGcsRoot +
+           "/BUCKET (isolated and "
            "container trainers; docs/storage.md)";
   }
   if (::geteuid() == 0) {
@@ -46,4 +47,4 @@ std::string PrepareGcsMountPoints(const fs::path& data,
          "sudo mkdir /gcs)";
 }
 
-}  // namespace stoker::server
+}  // namespace stoker::exec

@@ -1,4 +1,4 @@
-#include "server/config.h"
+#include "config/config.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,7 +7,7 @@
 #include "common/json_yaml.h"
 #include "exec/executor_registry.h"
 
-namespace stoker::server {
+namespace stoker::config {
 
 std::vector<ImageRule> DefaultImageRules() {
   std::vector<ImageRule> rules;
@@ -609,4 +609,4 @@ Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::file
   return c;
 }
 
-}  // namespace stoker::server
+}  // namespace stoker::config

@@ -85,14 +85,21 @@
 
 #include "auth/policy.h"
 #include "common/status.h"
+#include "config/webhooks.h"
 #include "cost/catalog.h"
 #include "exec/slurm_executor.h"
 #include "resources/resources.h"
 #include "scheduler/policy.h"
-#include "server/retention.h"
-#include "server/webhooks.h"
 
-namespace stoker::server {
+namespace stoker::config {
+
+// `retention:` (server/retention.h): how long finished jobs' replica
+// directories are kept.
+struct RetentionPolicy {
+  double replica_dirs_days = 7;               // < 0: no age limit
+  int64_t max_finished_replica_dirs = 10000;  // < 0: no count limit
+  double scan_interval_seconds = 60;
+};
 
 struct ImageRule {
   std::string match;      // glob on the image URI
@@ -195,4 +202,4 @@ std::vector<ImageRule> DefaultImageRules();
 Result<Config> LoadConfig(const std::filesystem::path& data_dir, const std::filesystem::path& file,
                           bool file_is_explicit);
 
-}  // namespace stoker::server
+}  // namespace stoker::config

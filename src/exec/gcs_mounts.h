@@ -14,15 +14,16 @@
 
 #include "runner/replica_contract.h"
 
-namespace stoker::server {
+namespace stoker::exec {
 
 inline constexpr char kGcsRoot[] = "/gcs";
 
 // The binds for a daemon whose data dir is `data` and whose config maps
 // `overrides` (bucket name -> directory): data/buckets -> /gcs, then each
 // override -> /gcs/NAME.
-std::vector<replica::BindSpec> GcsBinds(const std::filesystem::path& data,
-                                        const std::map<std::string, std::filesystem::path>& overrides);
+std::vector<replica::BindSpec> GcsBinds(
+    const std::filesystem::path& data,
+    const std::map<std::string, std::filesystem::path>& overrides);
 
 // Readies the host at daemon start: makes data/buckets, and /gcs (empty, root's, 0755) when
 // the daemon is root and it is missing, and an empty mount point
@@ -33,4 +34,4 @@ std::vector<replica::BindSpec> GcsBinds(const std::filesystem::path& data,
 std::string PrepareGcsMountPoints(const std::filesystem::path& data,
                                   const std::map<std::string, std::filesystem::path>& overrides);
 
-}  // namespace stoker::server
+}  // namespace stoker::exec

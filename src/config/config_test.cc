@@ -1,6 +1,6 @@
 // LoadConfig over real files: each key's parser, the errors that name the
 // key and the fix, and the rules every config gets.
-#include "server/config.h"
+#include "config/config.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-namespace stoker::server {
+namespace stoker::config {
 namespace {
 
 namespace fs = std::filesystem;
@@ -99,4 +99,4 @@ TEST_F(ConfigTest, AMissingFileIsAnErrorOnlyWhenNamed) {
 }
 
 }  // namespace
-}  // namespace stoker::server
+}  // namespace stoker::config
