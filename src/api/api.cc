@@ -319,8 +319,8 @@ class Api {
     const bool upload = std::regex_match(head.path, m, kUpload);
     const bool chunk =
         upload && (head.method == "PUT" || head.method == "POST") && head.query.count("upload_id");
-    const bool media = upload && head.method == "POST" && !chunk &&
-                       QueryValue(head, "uploadType") != "resumable";
+    const bool media =
+        upload && head.method == "POST" && !chunk && QueryValue(head, "uploadType") != "resumable";
     if (!staging && !chunk && !media) return nullptr;
     auth::Principal caller;
     if (auto r = Authenticate(head, &caller)) return RejectBody(std::move(*r));
@@ -618,7 +618,7 @@ class Api {
   // (server/retention.h): the replica directory of an ended job is gone.
   std::optional<std::string> RemovedNotice(const store::JobRecord& rec,
                                            const std::string& replica) const {
-    if (!spec::IsTerminal(rec.state) || d_.executor->HasJobFiles(rec.id)) return std::nullopt;
+    if (!spec::IsTerminal(rec.state) || d_.files->HasJobFiles(rec.id)) return std::nullopt;
     return "stoker: the logs of replica " + replica + " of job " + std::to_string(rec.id) +
            " were removed by the retention policy (stokerd config key 'retention', "
            "replica_dirs_days / max_finished_replica_dirs); the job's outputs in buckets are "
@@ -642,8 +642,8 @@ class Api {
         if (auto notice = RemovedNotice(*rec, n)) {
           r["size"] = notice->size();
           r["removed"] = *notice;
-        } else if (auto stream = d_.executor->ReadLog(id, rec->attempt, n,
-                                                      std::numeric_limits<uint64_t>::max(), 0);
+        } else if (auto stream = d_.files->ReadLog(id, rec->attempt, n,
+                                                   std::numeric_limits<uint64_t>::max(), 0);
                    stream.ok()) {
           r["size"] = stream->size;
         }
@@ -669,7 +669,7 @@ class Api {
       out["data"] = std::move(data);
       return Json(out);
     }
-    auto stream = d_.executor->ReadLog(id, rec->attempt, it->second, offset, kMaxLogChunk);
+    auto stream = d_.files->ReadLog(id, rec->attempt, it->second, offset, kMaxLogChunk);
     if (!stream.ok()) return Error(stream.status());
     std::string data = std::move(stream->data);
     if (stream->skipped > 0) {

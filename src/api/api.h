@@ -59,12 +59,12 @@
 
 #include "admission/admission.h"
 #include "api/control_plane.h"
-#include "metrics/daemon_metrics.h"
 #include "auth/auth_store.h"
 #include "auth/policy.h"
 #include "cost/accounting.h"
 #include "exec/executor.h"
 #include "http/http.h"
+#include "metrics/daemon_metrics.h"
 #include "storage/buckets.h"
 #include "store/store.h"
 
@@ -76,8 +76,9 @@ struct ApiDeps {
   // Every submitted job, tuning job and AI Platform job passes it before it
   // is stored (admission/admission.h).
   const admission::Admission* admission;
-  // The replicas' logs; a deleted job's files are removed through it.
-  exec::Executor* executor;
+  // The replicas' files (logs, metrics, telemetry); a deleted job's files
+  // are removed through it. Null = none (route tests).
+  exec::ReplicaFiles* files;
   ControlPlane* control_plane;  // told about stored intents; the queue and nodes views
   // Users and tokens: every route but /healthz (and a trainer's measurement
   // push with its trial's key) needs a valid bearer token.

@@ -63,8 +63,8 @@ class ApiTest : public ::testing::Test {
     ASSERT_TRUE(buckets_.Create("data").ok());
     admission_ = std::make_unique<admission::Admission>(admission::AdmissionDeps{
         .buckets = &buckets_, .environments = &environments_, .node = &node_});
-    handler_ = MakeHandler({store_.get(), &buckets_, admission_.get(), /*executor=*/nullptr,
-                            &control_, auth_.get(), "push-secret"});
+    handler_ = MakeHandler({store_.get(), &buckets_, admission_.get(), /*files=*/nullptr, &control_,
+                            auth_.get(), "push-secret"});
     ASSERT_TRUE(auth_->AddUser({"ada", auth::Role::kUser, "", 0}).ok());
     ASSERT_TRUE(auth_->AddUser({"val", auth::Role::kViewer, "", 0}).ok());
     ada_ = auth_->IssueToken("ada")->token;
@@ -300,9 +300,9 @@ TEST_F(ApiTest, StorageRefusesWhatItCannotKeepNamingTheField) {
     return handler_(r);
   };
   const std::string part = "--b\r\nContent-Type: application/json\r\n\r\n";
-  http::Response ok = upload({{"uploadType", "multipart"}}, "multipart/related; boundary=b",
-                             part + R"({"name":"m.txt","contentType":"text/plain"})" +
-                                 "\r\n--b\r\n\r\nhello\r\n--b--");
+  http::Response ok = upload(
+      {{"uploadType", "multipart"}}, "multipart/related; boundary=b",
+      part + R"({"name":"m.txt","contentType":"text/plain"})" + "\r\n--b\r\n\r\nhello\r\n--b--");
   ASSERT_EQ(ok.status, 200) << ok.body;
   EXPECT_EQ(Body(ok)["contentType"], "text/plain");
   EXPECT_EQ(Body(ok)["size"], "5");
@@ -313,9 +313,9 @@ TEST_F(ApiTest, StorageRefusesWhatItCannotKeepNamingTheField) {
                                   part + "{}\r\n--b\r\n\r\nhello\r\n--b--");
   EXPECT_EQ(no_name.status, 400);
   EXPECT_NE(no_name.body.find("name: the object name is required"), std::string::npos);
-  http::Response bad_type = upload({{"uploadType", "multipart"}}, "multipart/related; boundary=b",
-                                   part + R"({"name":"n","contentType":7})" +
-                                       "\r\n--b\r\n\r\nx\r\n--b--");
+  http::Response bad_type =
+      upload({{"uploadType", "multipart"}}, "multipart/related; boundary=b",
+             part + R"({"name":"n","contentType":7})" + "\r\n--b\r\n\r\nx\r\n--b--");
   EXPECT_EQ(bad_type.status, 400);
   EXPECT_NE(bad_type.body.find("metadata part.contentType"), std::string::npos) << bad_type.body;
   http::Response cut = upload({{"uploadType", "multipart"}}, "multipart/related; boundary=b",

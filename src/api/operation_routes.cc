@@ -46,8 +46,8 @@ json RenderOperation(const store::OperationRecord& op) {
 // Removes the files of job `id` (exec::Executor::RemoveJobFiles, as retention
 // does). Unavailable while a replica of it is still stopping: clients retry that.
 Status RemoveFiles(const ApiDeps& d, int64_t id) {
-  if (d.executor == nullptr) return OkStatus();
-  auto gone = d.executor->RemoveJobFiles(id);
+  if (d.files == nullptr) return OkStatus();
+  auto gone = d.files->RemoveJobFiles(id);
   if (!gone.ok()) return gone.status();
   if (!*gone) {
     return Unavailable("job " + std::to_string(id) +

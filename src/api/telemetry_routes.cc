@@ -32,7 +32,7 @@ std::vector<std::string> ReplicasOf(const store::JobRecord& r) {
 json ReplicaTelemetry(const ApiDeps& d, const store::JobRecord& r, int attempt,
                       const std::string& replica, bool with_points) {
   std::vector<telemetry::Point> points =
-      telemetry::ParsePoints(d.executor->ReadTelemetry(r.id, attempt, replica, kMaxTelemetryBytes));
+      telemetry::ParsePoints(d.files->ReadTelemetry(r.id, attempt, replica, kMaxTelemetryBytes));
   json out = {{"replica", replica}, {"attempt", attempt + 1}};
   if (with_points) {
     json pts = json::array();

@@ -124,8 +124,8 @@ http::Response TrainingMetrics(const ApiDeps& d, const store::JobRecord& r, size
 
   // The chief of the latest attempt (a job that never ran reads as nothing).
   exec::TrialMetrics reports;
-  if (d.executor) {
-    reports = d.executor->ReadTrialMetrics(r.id, r.attempt, "workerpool0-0", kMaxHypertuneBytes);
+  if (d.files) {
+    reports = d.files->ReadTrialMetrics(r.id, r.attempt, "workerpool0-0", kMaxHypertuneBytes);
   }
   for (const std::string& source : reports.too_large) {
     skipped.push_back(

@@ -123,7 +123,7 @@ http::Response AddMeasurement(const ApiDeps& d, int64_t study_id, int64_t trial_
     auto job = d.store->GetJob(t.job_id);
     if (!job.ok()) return Error(job.status());
     // The executor keeps it beside the trainer's own reports, never through a link.
-    Status s = d.executor->AppendPushedMetrics(job->id, job->attempt, "workerpool0-0", line.dump());
+    Status s = d.files->AppendPushedMetrics(job->id, job->attempt, "workerpool0-0", line.dump());
     if (!s.ok()) return Error(s);
     return Json(json::object());
   }

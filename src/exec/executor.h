@@ -16,7 +16,8 @@
 //   "Trust boundary") and never change the executor's state.
 // Threads: Launch, Poll and Cancel are called from the control loop thread
 // only. ReplicaDir and the reads are const and thread-safe: the API calls
-// them from its handler threads while the control loop runs.
+// them from its handler threads while the control loop runs. The reads and
+// the job files' removal are the ReplicaFiles side, all the API is given.
 #pragma once
 
 #include <cstdint>
@@ -173,29 +174,16 @@ struct TrialMetrics {
   std::vector<std::string> too_large;
 };
 
-class Executor {
+// What the API and the control loop read of replicas: their files (logs,
+// metrics, telemetry, the supervisor's diagnostics) and a job's files as a
+// whole (retention). The API gets only this side of an executor.
+class ReplicaFiles {
  public:
-  virtual ~Executor() = default;
+  virtual ~ReplicaFiles() = default;
 
   // Where a replica's files live (log, status, metrics): known before launch.
   virtual std::filesystem::path ReplicaDir(int64_t job_id, int attempt,
                                            const std::string& replica) const = 0;
-
-  virtual Status Launch(const JobLaunch& launch) = 0;
-
-  // One status per name in `replicas`, in the same order.
-  virtual Result<std::vector<ReplicaStatus>> Poll(int64_t job_id, int attempt,
-                                                  const std::vector<std::string>& replicas) = 0;
-
-  virtual Status Cancel(int64_t job_id, int attempt, const std::vector<std::string>& replicas) = 0;
-
-  // True when the executor decides where replicas run (Slurm): the
-  // controller then launches a QUEUED job at once, without booking this
-  // node's resources, and shows the message of a kStarting replica as the
-  // job's wait reason (e.g. Slurm's pending reason).
-  virtual bool PlacesReplicas() const { return false; }
-
-  // ---- a replica's files (thread-safe, see above) ----
 
   // Up to `max_bytes` of the replica's log stream from `offset`. A replica
   // with no log yet reads as an empty stream (size 0). Unavailable when the
@@ -250,6 +238,25 @@ class Executor {
   // made. Ok(false), removing nothing, while a supervisor of the job still
   // runs; Ok(true) once nothing of it is left (also when nothing was).
   virtual Result<bool> RemoveJobFiles(int64_t job_id) = 0;
+};
+
+// Runs replicas: launches, polls and cancels them (and, for Slurm, places
+// them); its replicas' files are the ReplicaFiles side.
+class Executor : public ReplicaFiles {
+ public:
+  virtual Status Launch(const JobLaunch& launch) = 0;
+
+  // One status per name in `replicas`, in the same order.
+  virtual Result<std::vector<ReplicaStatus>> Poll(int64_t job_id, int attempt,
+                                                  const std::vector<std::string>& replicas) = 0;
+
+  virtual Status Cancel(int64_t job_id, int attempt, const std::vector<std::string>& replicas) = 0;
+
+  // True when the executor decides where replicas run (Slurm): the
+  // controller then launches a QUEUED job at once, without booking this
+  // node's resources, and shows the message of a kStarting replica as the
+  // job's wait reason (e.g. Slurm's pending reason).
+  virtual bool PlacesReplicas() const { return false; }
 };
 
 }  // namespace stoker::exec
