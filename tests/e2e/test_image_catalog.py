@@ -78,9 +78,11 @@ class ImageCatalogTest(StokerTestCase):
                 if not c.startswith("image ls --no-trunc") and not c.startswith("events ")]
 
     def test_submissions_and_launches_run_no_podman(self):
+        # The catalog logs its first list, then starts following the events.
+        wait_for(lambda: any(c.startswith("events ") for c in self.podman_calls()), 30,
+                 "the catalog's events stream")
         calls = self.podman_calls()
         self.assertTrue(any(c.startswith("image ls --no-trunc") for c in calls), calls)
-        self.assertTrue(any(c.startswith("events ") for c in calls), calls)
         before = len(calls)
         jobs = [self.submit(container_job("catalog-%d" % i, "true")) for i in range(20)]
         for j in jobs:
