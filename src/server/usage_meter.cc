@@ -39,8 +39,12 @@ void UsageMeter::Accrue(int64_t now_us) {
 
 void UsageMeter::Rebuild(int64_t now_us) {
   const double half_life_s = config_.fair_share_half_life_hours * 3600;
-  // Use older than ten half-lives weighs under 0.1%: not worth reading.
-  auto ended = store_.EndedJobsSince(now_us - static_cast<int64_t>(10 * half_life_s * 1e6));
+  // Use older than ten half-lives weighs under 0.1%: not worth reading
+  // (a half-life longer than the clock's past reads everything).
+  const double lookback_us = 10 * half_life_s * 1e6;
+  const int64_t since_us =
+      lookback_us >= static_cast<double>(now_us) ? 0 : now_us - static_cast<int64_t>(lookback_us);
+  auto ended = store_.EndedJobsSince(since_us);
   std::vector<GpuInterval> intervals;
   if (ended.ok()) {
     for (const store::JobRecord& rec : *ended) {
