@@ -2,7 +2,13 @@
 """Prints the tuning benchmark tables from JSON lines written by tune-bench
 and optuna_bench.py (see run.sh). Markdown output, ready for RESULTS.md.
 
-usage: report.py RESULTS.jsonl... [--latency LATENCY.jsonl]
+usage: report.py RESULTS.jsonl... [--stoker stoker-gp[,variant...]] [--latency LATENCY.jsonl]
+
+Per (entry, budget) cell: regrets are normalised by the median regret of
+optuna-random in that cell; the best peer is the Optuna sampler with the
+lowest median; a two-sided Mann-Whitney U test (normal approximation with tie
+correction and continuity correction, alpha 0.05) between the candidate's
+regrets and the best peer's decides won / lost / tied.
 """
 import argparse
 import json
@@ -11,14 +17,14 @@ from collections import defaultdict
 
 import numpy as np
 
-BUDGETS = ["25", "50", "100"]
-FUNCTIONS = ["branin", "hartmann6", "rosenbrock4", "ackley5", "mixed"]
-OPTUNA_SEQ = ["optuna-tpe", "optuna-mvtpe", "optuna-cmaes"]
+BUDGETS = ["20", "30", "50", "100"]
 RANDOM = "optuna-random"
-STOKER = "stoker-gp"
+ALPHA = 0.05
 
 
 def fmt(x):
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
     if x == 0:
         return "0"
     if abs(x) >= 100:
@@ -28,108 +34,181 @@ def fmt(x):
     return "%.1e" % x
 
 
+def mann_whitney(a, b):
+    """(U of a, two-sided p). U < len(a)·len(b)/2 means a tends to be smaller."""
+    n1, n2 = len(a), len(b)
+    pooled = sorted([(v, 0) for v in a] + [(v, 1) for v in b])
+    rank_sum_a, tie_term, i = 0.0, 0.0, 0
+    while i < len(pooled):
+        j = i
+        while j + 1 < len(pooled) and pooled[j + 1][0] == pooled[i][0]:
+            j += 1
+        midrank = (i + j) / 2.0 + 1
+        rank_sum_a += midrank * sum(1 for k in range(i, j + 1) if pooled[k][1] == 0)
+        t = j - i + 1
+        tie_term += t ** 3 - t
+        i = j + 1
+    u = rank_sum_a - n1 * (n1 + 1) / 2.0
+    n = n1 + n2
+    var = n1 * n2 / 12.0 * ((n + 1) - tie_term / (n * (n - 1)))
+    if var <= 0:
+        return u, 1.0
+    z = max(abs(u - n1 * n2 / 2.0) - 0.5, 0.0) / math.sqrt(var)
+    return u, math.erfc(z / math.sqrt(2))
+
+
+def load(paths):
+    runs = defaultdict(list)  # (method, entry, budget) -> regrets
+    entries, seeds = [], defaultdict(set)
+    for path in paths:
+        for line in open(path):
+            r = json.loads(line)
+            if r["function"] not in entries:
+                entries.append(r["function"])
+            seeds[r["method"]].add(r["seed"])
+            for b, v in r["regret"].items():
+                runs[(r["method"], r["function"], b)].append(max(v, 0.0))
+    return runs, entries, seeds
+
+
+def verdict(cand, peer):
+    u, p = mann_whitney(cand, peer)
+    if p >= ALPHA:
+        return "tied", p
+    return ("won" if u < len(cand) * len(peer) / 2.0 else "lost"), p
+
+
+def cells(runs, entries, stoker):
+    """One dict per (entry, budget) with the candidate, best peer, random, verdicts."""
+    peers = sorted({m for m, _, _ in runs if m.startswith("optuna-")})
+    out = []
+    for f in entries:
+        for b in BUDGETS:
+            rnd = runs.get((RANDOM, f, b))
+            cand = runs.get((stoker, f, b))
+            if not rnd or not cand:
+                continue
+            best = min((m for m in peers if runs.get((m, f, b))),
+                       key=lambda m: np.median(runs[(m, f, b)]))
+            scale = np.median(rnd)
+            norm = (lambda v: np.median(v) / scale) if scale > 0 else (lambda v: float("nan"))
+            vs_peer, p = verdict(cand, runs[(best, f, b)])
+            vs_random, _ = verdict(cand, rnd)
+            out.append({"entry": f, "budget": b, "cand": np.median(cand), "norm": norm(cand),
+                        "best": best, "best_med": np.median(runs[(best, f, b)]),
+                        "best_norm": norm(runs[(best, f, b)]), "p": p, "verdict": vs_peer,
+                        "lower_median": np.median(cand) < np.median(runs[(best, f, b)]),
+                        "le_random": np.median(cand) <= scale, "vs_random": vs_random})
+    return out
+
+
+def print_cells(cs, stoker):
+    print("### %s vs the best Optuna sampler per cell\n" % stoker)
+    print("Each budget column: verdict of the rank test (p), then normalised median regret "
+          "(median / optuna-random's median) of %s vs the best peer's, and the best peer." % stoker)
+    print("\n| entry | " + " | ".join("%s trials" % b for b in BUDGETS) + " |")
+    print("|---|" + "---|" * len(BUDGETS))
+    by_entry = defaultdict(dict)
+    for c in cs:
+        by_entry[c["entry"]][c["budget"]] = c
+    for f, row in by_entry.items():
+        texts = []
+        for b in BUDGETS:
+            c = row.get(b)
+            if c is None:
+                texts.append("—")
+                continue
+            v = c["verdict"] if c["verdict"] == "tied" else "**%s**" % c["verdict"]
+            texts.append("%s (p %.2g): %s vs %s %s" % (v, c["p"], fmt(c["norm"]),
+                                                       fmt(c["best_norm"]),
+                                                       c["best"].replace("optuna-", "")))
+        print("| %s | %s |" % (f, " | ".join(texts)))
+
+
+def print_summary(cs, stoker):
+    n = len(cs)
+    won = sum(c["verdict"] == "won" for c in cs)
+    lost = sum(c["verdict"] == "lost" for c in cs)
+    lower = sum(c["lower_median"] for c in cs)
+    le_rnd = sum(c["le_random"] for c in cs)
+    lost_rnd = sum(c["vs_random"] == "lost" for c in cs)
+    print("| %s | %d | %d | %d | %d (%.0f%%) | %d | %d |" % (
+        stoker, won, lost, n - won - lost, lower, 100.0 * lower / max(n, 1), le_rnd, lost_rnd))
+
+
+def print_summary_header(n):
+    print("| candidate | won | lost | tied | lower median than best peer (of %d) | "
+          "median ≤ random's | significantly worse than random |" % n)
+    print("|---|---|---|---|---|---|---|")
+
+
+def print_by_budget(cs):
+    print("\n| budget | won | lost | tied | lower median |")
+    print("|---|---|---|---|---|")
+    for b in BUDGETS:
+        sub = [c for c in cs if c["budget"] == b]
+        won = sum(c["verdict"] == "won" for c in sub)
+        lost = sum(c["verdict"] == "lost" for c in sub)
+        print("| %s | %d | %d | %d | %d of %d |" % (b, won, lost, len(sub) - won - lost,
+                                                   sum(c["lower_median"] for c in sub), len(sub)))
+
+
+def print_geomeans(runs, entries):
+    methods = sorted({m for m, _, _ in runs if m != RANDOM},
+                     key=lambda m: (not m.startswith("stoker"), m))
+    print("\nGeometric mean over entries of normalised median regret (zero regret floored "
+          "at 1e-6 of random's median):\n")
+    print("| method | " + " | ".join("%s trials" % b for b in BUDGETS) + " |")
+    print("|---|" + "---|" * len(BUDGETS))
+    for m in methods:
+        row = []
+        for b in BUDGETS:
+            logs = []
+            for f in entries:
+                v, rnd = runs.get((m, f, b)), runs.get((RANDOM, f, b))
+                if v and rnd and np.median(rnd) > 0:
+                    logs.append(math.log(max(np.median(v) / np.median(rnd), 1e-6)))
+            row.append(fmt(math.exp(sum(logs) / len(logs))) if logs else "—")
+        print("| %s | %s |" % (m, " | ".join(row)))
+
+
+def print_latency(path):
+    lat = defaultdict(list)
+    for line in open(path):
+        r = json.loads(line)
+        lat[r["observations"]].append((r["cold_ms"], r["warm_ms"]))
+    print("\n### Suggestion latency, 10 dimensions, one suggestion (ms; median and max over reps)\n")
+    print("| observations | cold (fresh sampler, full fit) | warm (previous fit reused) |")
+    print("|---|---|---|")
+    for n in sorted(lat):
+        cold = [c for c, _ in lat[n]]
+        warm = [w for _, w in lat[n]]
+        print("| %d | %.0f (max %.0f) | %.0f (max %.0f) |" % (
+            n, np.median(cold), max(cold), np.median(warm), max(warm)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("files", nargs="+")
+    ap.add_argument("--stoker", default="stoker-gp",
+                    help="candidates, comma-separated; the full table is printed for the last")
     ap.add_argument("--latency")
     args = ap.parse_args()
-    runs = defaultdict(list)  # (method, function, budget) -> regrets
-    seeds = defaultdict(set)
-    for path in args.files:
-        for line in open(path):
-            r = json.loads(line)
-            for b, v in r["regret"].items():
-                runs[(r["method"], r["function"], b)].append(max(v, 0.0))
-            seeds[r["method"]].add(r["seed"])
-    methods = sorted({m for m, _, _ in runs}, key=lambda m: (not m.startswith("stoker"), m))
-    functions = [f for f in FUNCTIONS if any((m, f, "25") in runs for m in methods)]
-
-    def q(m, f, b):
-        v = runs.get((m, f, b))
-        if not v:
-            return None
-        return np.percentile(v, [25, 50, 75])
-
-    print("### Simple regret: median [25th–75th percentile] over %s seeds\n"
-          % "/".join(str(len(seeds[m])) for m in methods[:1]))
-    print("| function | budget | " + " | ".join(methods) + " |")
-    print("|---|---|" + "---|" * len(methods))
-    for f in functions:
-        for b in BUDGETS:
-            cells = []
-            for m in methods:
-                s = q(m, f, b)
-                cells.append("—" if s is None else "%s [%s–%s]" % (fmt(s[1]), fmt(s[0]), fmt(s[2])))
-            print("| %s | %s | %s |" % (f, b, " | ".join(cells)))
-
-    print("\n### Normalised regret (median / %s median) and Stoker vs Optuna's best sampler\n" % RANDOM)
-    norm_methods = [m for m in methods if m != RANDOM]
-    print("| function | budget | " + " | ".join(norm_methods) +
-          " | Optuna's best (seq.) | Stoker GP beats it? | Stoker GP ≤ random? |")
-    print("|---|---|" + "---|" * (len(norm_methods) + 3))
-    wins = cells_total = never_worse = 0
-    at50 = defaultdict(list)
-    par_wins = par_total = 0
-    for f in functions:
-        for b in BUDGETS:
-            rnd = q(RANDOM, f, b)
-            row = []
-            for m in norm_methods:
-                s = q(m, f, b)
-                if s is None or rnd is None:
-                    row.append("—")
-                    continue
-                norm = s[1] / rnd[1] if rnd[1] > 0 else float("nan")
-                row.append(fmt(norm))
-                if b == "50":
-                    at50[m].append(norm)
-            best_name, best_med = None, math.inf
-            for m in OPTUNA_SEQ:
-                s = q(m, f, b)
-                if s is not None and s[1] < best_med:
-                    best_name, best_med = m, s[1]
-            st = q(STOKER, f, b)
-            win = st is not None and st[1] < best_med
-            ok = st is not None and rnd is not None and st[1] <= rnd[1]
-            wins += win
-            never_worse += ok
-            cells_total += 1
-            sp, tp = q("stoker-gp-batch8", f, b), q("optuna-tpe-cl", f, b)
-            if sp is not None and tp is not None:
-                par_total += 1
-                par_wins += sp[1] < tp[1]
-            print("| %s | %s | %s | %s (%s) | %s | %s |" % (
-                f, b, " | ".join(row), best_name, fmt(best_med), "yes" if win else "**no**",
-                "yes" if ok else "**no**"))
-    print("\nGeometric mean of normalised regret at 50 trials (cells with zero regret "
-          "are floored at 1e-12 of the random median):\n")
-    print("| method | geometric mean |")
-    print("|---|---|")
-    for m in norm_methods:
-        v = [max(x, 1e-12) for x in at50[m] if not math.isnan(x)]
-        if v:
-            print("| %s | %s |" % (m, fmt(math.exp(sum(math.log(x) for x in v) / len(v)))))
-    print("\nStoker GP (sequential) beats Optuna's best sequential sampler in %d of %d cells "
-          "(%.0f%%); it is no worse than random in %d of %d." % (
-              wins, cells_total, 100.0 * wins / max(1, cells_total), never_worse, cells_total))
-    if par_total:
-        print("Parallel (8 per round): stoker-gp-batch8 beats optuna-tpe-cl in %d of %d cells."
-              % (par_wins, par_total))
-
+    runs, entries, seeds = load(args.files)
+    candidates = args.stoker.split(",")
+    print("Seeds per method: %s\n" % ", ".join(
+        "%s %d" % (m, len(s)) for m, s in sorted(seeds.items())))
+    all_cells = {s: cells(runs, entries, s) for s in candidates}
+    print_summary_header(len(all_cells[candidates[-1]]))
+    for s in candidates:
+        print_summary(all_cells[s], s)
+    print("\nBy budget (%s):" % candidates[-1])
+    print_by_budget(all_cells[candidates[-1]])
+    print()
+    print_cells(all_cells[candidates[-1]], candidates[-1])
+    print_geomeans(runs, entries)
     if args.latency:
-        lat = defaultdict(list)
-        for line in open(args.latency):
-            r = json.loads(line)
-            lat[r["observations"]].append((r["cold_ms"], r["warm_ms"]))
-        print("\n### Suggestion latency, 10 dimensions, one suggestion (ms; median and max over reps)\n")
-        print("| observations | cold (fresh sampler, full fit) | warm (previous fit reused) | target |")
-        print("|---|---|---|---|")
-        for n in sorted(lat):
-            cold = [c for c, _ in lat[n]]
-            warm = [w for _, w in lat[n]]
-            target = "< 50" if n == 100 else ("< 1000" if n == 1000 else "—")
-            print("| %d | %.0f (max %.0f) | %.0f (max %.0f) | %s |" % (
-                n, np.median(cold), max(cold), np.median(warm), max(warm), target))
+        print_latency(args.latency)
 
 
 if __name__ == "__main__":

@@ -1,25 +1,31 @@
 #!/usr/bin/env bash
-# The tuning benchmark: Stoker's samplers and Optuna's on the same test
-# functions, then a report (Markdown tables on stdout).
-#   bench/tune/run.sh                 # 20 seeds, budgets 25/50/100
+# The tuning benchmark (issue #33): Stoker's samplers and Optuna's on the
+# suite of bench/tune/suite.cc, then a report (Markdown tables on stdout).
+#   bench/tune/run.sh                 # 20 seeds, budgets 20/30/50/100
 #   SEEDS=5 bench/tune/run.sh         # quicker
-# Needs Debian's python3-optuna (apt-get install -y python3-optuna); always
-# runs /usr/bin/python3. Takes about 10 minutes on 2 cores.
+#   METHODS=stoker-gp,stoker-gp-tr bench/tune/run.sh   # compare a candidate fix
+# Needs Debian's python3-optuna and python3-scipy (for QMC); always runs
+# /usr/bin/python3. About 45 minutes on 2 cores (see RESULTS.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SEEDS=${SEEDS:-20}
 BUILD=${BUILD:-build-tune}
 OUT=${OUT:-$BUILD/bench-tune}
+METHODS=${METHODS:-stoker-gp,stoker-random}
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" --target tune-bench -j2
 mkdir -p "$OUT"
-# Regret runs: Stoker and Optuna side by side, one core each.
-"$BUILD/bin/tune-bench" regret --seeds "$SEEDS" --budget 100 --out "$OUT/stoker.jsonl" &
-stoker_pid=$!
-/usr/bin/python3 -W ignore bench/tune/optuna_bench.py --seeds "$SEEDS" --budget 100 \
-  --out "$OUT/optuna.jsonl"
-wait "$stoker_pid"
+BENCH="$BUILD/bin/tune-bench"
+# Stoker: the suite in two shards, one per core.
+"$BENCH" regret --seeds "$SEEDS" --methods "$METHODS" --shard 0/2 --out "$OUT/stoker0.jsonl" &
+shard0=$!
+"$BENCH" regret --seeds "$SEEDS" --methods "$METHODS" --shard 1/2 --out "$OUT/stoker1.jsonl"
+wait "$shard0"
+# Optuna: every sampler of Optuna 3.1 (TPE, multivariate TPE, CMA-ES, QMC,
+# random; constant-liar TPE on the parallel entries), two worker processes.
+/usr/bin/python3 -W ignore bench/tune/optuna_bench.py --bench "$BENCH" --seeds "$SEEDS" \
+  --jobs 2 --out "$OUT/optuna.jsonl"
 # Latency alone, so that the timings are not disturbed by the regret runs.
-"$BUILD/bin/tune-bench" latency --reps 5 --out "$OUT/latency.jsonl"
-/usr/bin/python3 bench/tune/report.py "$OUT/stoker.jsonl" "$OUT/optuna.jsonl" \
-  --latency "$OUT/latency.jsonl"
+"$BENCH" latency --reps 5 --out "$OUT/latency.jsonl"
+/usr/bin/python3 bench/tune/report.py "$OUT/stoker0.jsonl" "$OUT/stoker1.jsonl" \
+  "$OUT/optuna.jsonl" --stoker "$METHODS" --latency "$OUT/latency.jsonl"

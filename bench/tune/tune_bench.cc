@@ -46,6 +46,8 @@ std::unique_ptr<stoker::tune::Sampler> MakeMethod(const std::string& method, uin
   if (method == "stoker-gp-nowarp") options.warping = stoker::tune::OutputWarping::kNone;
   if (method == "stoker-gp-rank") options.warping = stoker::tune::OutputWarping::kRank;
   if (method == "stoker-gp-log") options.warping = stoker::tune::OutputWarping::kLog;
+  // Candidate fixes (#33), measured against stoker-gp on the whole suite.
+  if (method == "stoker-gp-tr") options.trust_region = true;
   return std::make_unique<stoker::tune::GpBoSampler>(options);
 }
 

@@ -87,10 +87,28 @@ class Acquisition {
   double best_;
 };
 
+// A box in the unit representation that numeric slots are confined to;
+// empty bounds: the whole cube.
+struct Region {
+  std::vector<double> lo, hi;
+};
+
+// u with every active numeric slot clamped into the region (then snapped);
+// with `squeeze`, mapped from [0, 1] onto the region's side instead.
+void Confine(const Encoding& enc, const Region& r, bool squeeze, std::vector<double>& u) {
+  if (r.lo.empty()) return;
+  for (int j = 0; j < enc.size(); ++j) {
+    if (u[j] == kInactive || enc.IsCategorical(j)) continue;
+    double v = squeeze ? r.lo[j] + (r.hi[j] - r.lo[j]) * u[j] : std::clamp(u[j], r.lo[j], r.hi[j]);
+    u[j] = enc.Snap(j, v);
+  }
+}
+
 // All evaluated candidates, best first.
 std::vector<Scored> MaximizeAcquisition(const Encoding& enc, const Acquisition& acq,
                                         const std::vector<std::vector<double>>& observed,
-                                        const std::vector<double>& y, int budget, Rng& rng) {
+                                        const std::vector<double>& y, int budget,
+                                        const Region& region, Rng& rng) {
   std::vector<Scored> all;
   auto evaluate = [&](std::vector<std::vector<double>>& pts) {
     std::vector<double> v = acq(pts);
@@ -104,13 +122,17 @@ std::vector<Scored> MaximizeAcquisition(const Encoding& enc, const Acquisition& 
   ScrambledHalton halton(enc.size(), rng());
   for (int i = 0; i < n_global; ++i) {
     pool.push_back(i % 2 == 0 ? RandomPoint(enc, rng) : FromCube(enc, halton.Point(i + 1)));
+    Confine(enc, region, true, pool.back());
   }
   std::vector<int> order(y.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return y[a] < y[b]; });
   const int n_top = std::min<int>(5, order.size());
   for (int t = 0; t < n_top; ++t) {
-    for (int k = 0; k < 12; ++k) pool.push_back(Mutate(enc, observed[order[t]], 0.05, rng));
+    for (int k = 0; k < 12; ++k) {
+      pool.push_back(Mutate(enc, observed[order[t]], 0.05, rng));
+      Confine(enc, region, false, pool.back());
+    }
   }
   const int used = static_cast<int>(pool.size());
   evaluate(pool);
@@ -136,7 +158,10 @@ std::vector<Scored> MaximizeAcquisition(const Encoding& enc, const Acquisition& 
   for (int r = 0; r < rounds; ++r) {
     std::vector<std::vector<double>> batch;
     for (const auto& w : walkers) {
-      for (int k = 0; k < kNeighbours; ++k) batch.push_back(Mutate(enc, w.u, w.sigma, rng));
+      for (int k = 0; k < kNeighbours; ++k) {
+        batch.push_back(Mutate(enc, w.u, w.sigma, rng));
+        Confine(enc, region, false, batch.back());
+      }
     }
     size_t first = evaluate(batch);
     for (size_t w = 0; w < walkers.size(); ++w) {
@@ -310,6 +335,48 @@ std::vector<double> ModelTargets(const std::vector<double>& raw, const std::vect
   return y;
 }
 
+// The trust region's side length, replayed from the feasible objectives in
+// the order they were observed (see GpBoOptions::trust_region).
+double TrustRegionLength(const std::vector<double>& raw, const std::vector<bool>& feasible,
+                         int n_init, int d) {
+  constexpr double kInit = 0.8, kMax = 1.6, kMin = kInit / 128;
+  const int fail_limit = std::max(4, d);
+  double length = kInit, best = INFINITY;
+  int successes = 0, failures = 0, seen = 0;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (!feasible[i]) continue;
+    bool better = raw[i] < best - 1e-3 * std::fabs(best);
+    best = std::min(best, raw[i]);
+    if (++seen <= n_init) continue;
+    successes = better ? successes + 1 : 0;
+    failures = better ? 0 : failures + 1;
+    if (successes == 3) length = std::min(kMax, 2 * length), successes = 0;
+    if (failures == fail_limit) length /= 2, failures = 0;
+    if (length < kMin) length = kInit;
+  }
+  return length;
+}
+
+// The box of side length·w_j around `center` in each numeric slot j, w_j
+// the slot's length scale over the geometric mean of the numeric ones.
+Region TrustRegion(const Encoding& enc, const std::vector<double>& center,
+                   const Eigen::VectorXd& theta, double length) {
+  double log_mean = 0;
+  int numeric = 0;
+  for (int j = 0; j < enc.size(); ++j) {
+    if (!enc.IsCategorical(j)) log_mean += theta[j], ++numeric;
+  }
+  log_mean /= std::max(1, numeric);
+  Region r{std::vector<double>(enc.size(), 0.0), std::vector<double>(enc.size(), 1.0)};
+  for (int j = 0; j < enc.size(); ++j) {
+    if (enc.IsCategorical(j) || center[j] == kInactive) continue;
+    double half = 0.5 * length * std::exp(theta[j] - log_mean);
+    r.lo[j] = std::max(0.0, center[j] - half);
+    r.hi[j] = std::min(1.0, center[j] + half);
+  }
+  return r;
+}
+
 }  // namespace
 
 std::vector<Assignment> GpBoSampler::Suggest(const Space& space,
@@ -410,10 +477,16 @@ std::vector<Assignment> GpBoSampler::Suggest(const Space& space,
   const double n = static_cast<double>(all_x.size());
   const int budget = std::clamp(static_cast<int>(options_.acquisition_evaluations * 9e4 / (n * n)),
                                 500, options_.acquisition_evaluations);
+  Region region;
+  if (options_.trust_region) {
+    int incumbent = static_cast<int>(std::min_element(y.begin(), y.end()) - y.begin());
+    region =
+        TrustRegion(enc, xs[incumbent], gp.theta(), TrustRegionLength(raw, feasible, n_init, d));
+  }
   while (static_cast<int>(out.size()) < count) {
     double best = *std::min_element(all_y.begin(), all_y.end());
     Acquisition acq(gp, best);
-    std::vector<Scored> cands = MaximizeAcquisition(enc, acq, xs, y, budget, rng);
+    std::vector<Scored> cands = MaximizeAcquisition(enc, acq, xs, y, budget, region, rng);
     bool found = false;
     for (const auto& c : cands) {
       if (TooClose(enc, c.u, batch_points)) continue;

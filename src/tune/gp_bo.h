@@ -48,6 +48,13 @@ struct GpBoOptions {
   // grows so that a call stays well under a second at 1000 observations.
   int acquisition_evaluations = 3000;
   OutputWarping warping = OutputWarping::kHalfRank;
+  // Confine the acquisition search to a trust region around the incumbent
+  // (TuRBO: Eriksson et al., NeurIPS 2019): a box of side L·w_j in slot j,
+  // w_j the length scale over their geometric mean. L is replayed from the
+  // history each call: 0.8 after the initial design, doubled (to at most
+  // 1.6) after 3 improvements in a row, halved after max(4, D) trials
+  // without one, and reset to 0.8 below 0.8·2^-7.
+  bool trust_region = false;
 };
 
 class GpBoSampler final : public Sampler {

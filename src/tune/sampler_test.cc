@@ -209,6 +209,36 @@ TEST(GpBoSamplerTest, ABatchOfEightHasPairwiseDistinctPoints) {
   EXPECT_GT(min_dist, 1e-3);
 }
 
+TEST(GpBoSamplerTest, TrustRegionShrinksAroundAnIncumbentThatIsNeverBeaten) {
+  Space space;
+  for (const char* name : {"a", "b", "c", "d"}) {
+    space.parameters.push_back(Num(name, ParameterKind::kDouble, 0, 1));
+  }
+  auto f = [](const Assignment& a) {
+    double s = 0;
+    for (const char* name : {"a", "b", "c", "d"}) s += std::pow(Num(a, name) - 0.8, 2);
+    return s;
+  };
+  // The optimum first, then 29 random points: 24 failures after the initial
+  // design halve the region six times (side 0.8 / 64 times the length-scale
+  // weight).
+  std::vector<Observation> done;
+  Assignment best = {{"a", 0.8}, {"b", 0.8}, {"c", 0.8}, {"d", 0.8}};
+  done.push_back({best, f(best), true});
+  RandomSampler random;
+  Rng data_rng(3);
+  for (auto& a : random.Suggest(space, {}, {}, 29, data_rng)) done.push_back({a, f(a), true});
+  GpBoOptions options;
+  options.trust_region = true;
+  GpBoSampler gp(options);
+  Rng rng(8);
+  auto next = gp.Suggest(space, done, {}, 3, rng);
+  ASSERT_EQ(next.size(), 3u);
+  for (const auto& a : next) {
+    for (const char* name : {"a", "b", "c", "d"}) EXPECT_NEAR(Num(a, name), 0.8, 0.1) << name;
+  }
+}
+
 TEST(GpBoSamplerTest, SameSeedGivesSameSuggestions) {
   Space space = MixedSpace();
   GpBoSampler a, b;
