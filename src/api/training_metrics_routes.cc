@@ -5,7 +5,9 @@
 //   - the chief's hypertune reports of the latest attempt (its
 //     CLOUD_ML_HP_METRIC_FILE and the pushed measurements), source "hypertune";
 //   - the scalars of every TensorBoard event file under the job's
-//     AIP_TENSORBOARD_LOG_DIR (<baseOutputDirectory>/logs/), source "tensorboard".
+//     AIP_TENSORBOARD_LOG_DIR (<baseOutputDirectory>/logs/), source "tensorboard";
+//     where several processes (replicas) wrote there, each one's series
+//     apart, with a "writer" ("<host> pid <pid>", tfevents::EventFileWriter).
 // Files or values that cannot be read are listed in "skipped" and become a
 // job event each (once), through the control loop (ControlPlane::NoteJobEvent).
 #include <algorithm>
@@ -148,7 +150,9 @@ http::Response TrainingMetrics(const ApiDeps& d, const store::JobRecord& r, size
       for (const tfevents::Point& x : tfevents::Downsample(s.points, max_points)) {
         p.push_back(PointJson(x));
       }
-      series.push_back({{"name", s.name}, {"source", "tensorboard"}, {"points", std::move(p)}});
+      json one = {{"name", s.name}, {"source", "tensorboard"}, {"points", std::move(p)}};
+      if (!s.writer.empty()) one["writer"] = s.writer;  // one of several replicas (processes)
+      series.push_back(std::move(one));
     }
     for (const tfevents::Skipped& s : tb.skipped) {
       skipped.push_back({"logs/" + s.file, s.reason, !s.transient});

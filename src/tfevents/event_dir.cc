@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <set>
 
 namespace stoker::tfevents {
 namespace {
@@ -108,6 +109,37 @@ uint64_t KeptPoints(const FileState& s) {
 
 }  // namespace
 
+std::string EventFileWriter(const std::string& file_name) {
+  static const std::string kPrefix = "events.out.tfevents.";
+  size_t at = file_name.find(kPrefix);
+  if (at == std::string::npos) return "";
+  std::vector<std::string> parts;
+  std::string rest = file_name.substr(at + kPrefix.size());
+  for (size_t start = 0;;) {
+    size_t dot = rest.find('.', start);
+    parts.push_back(rest.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  auto number = [](const std::string& s) {
+    return !s.empty() &&
+           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  const size_t n = parts.size();
+  if (n >= 5 && !number(parts[n - 1]) && number(parts[n - 2]) && number(parts[n - 3])) {
+    parts.pop_back();  // a suffix after <pid>.<n>: TF2's ".v2"
+  }
+  if (parts.size() < 2) return "";  // the time alone
+  if (parts.size() >= 4 && number(parts[parts.size() - 1]) && number(parts[parts.size() - 2])) {
+    std::string host;
+    for (size_t i = 1; i + 2 < parts.size(); ++i) host += (i > 1 ? "." : "") + parts[i];
+    return host + " pid " + parts[parts.size() - 2];
+  }
+  std::string host;
+  for (size_t i = 1; i < parts.size(); ++i) host += (i > 1 ? "." : "") + parts[i];
+  return host;
+}
+
 std::vector<Point> Downsample(const std::vector<Point>& points, size_t max) {
   if (points.size() <= max) return points;
   if (max == 0) return {};
@@ -149,7 +181,8 @@ DirScalars EventDirReader::Read(const std::filesystem::path& dir) {
   }
 
   uint64_t budget = dir_limits_.max_read_bytes;
-  std::map<std::string, std::vector<Point>> merged;
+  std::map<std::pair<std::string, std::string>, std::vector<Point>> merged;  // (name, writer)
+  std::set<std::string> writers;
   for (const std::string& rel : walk.files) {
     const std::string path = (dir / rel).string();
     int file = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -190,8 +223,10 @@ DirScalars EventDirReader::Read(const std::filesystem::path& dir) {
 
     std::string prefix = std::filesystem::path(rel).parent_path().string();
     if (!prefix.empty()) prefix += "/";
+    const std::string writer = EventFileWriter(std::filesystem::path(rel).filename().string());
+    if (!c.state.series.empty()) writers.insert(writer);
     for (const auto& [tag, series] : c.state.series) {
-      std::vector<Point>& m = merged[prefix + tag];
+      std::vector<Point>& m = merged[{prefix + tag, writer}];
       std::vector<Point> points = series.Points();
       m.insert(m.end(), points.begin(), points.end());
       if (m.size() > 4 * limits_.max_points) m = Downsample(m, 2 * limits_.max_points);
@@ -210,17 +245,26 @@ DirScalars EventDirReader::Read(const std::filesystem::path& dir) {
     }
   }
 
-  if (merged.size() > dir_limits_.max_series) {
+  // One writer: its series by name alone (the writer's name is no news).
+  // Several: each writer's own, so three replicas are three lines, not one
+  // zigzag through all of their points.
+  const bool by_writer = writers.size() > 1;
+  std::map<std::pair<std::string, std::string>, std::vector<Point>> series;
+  for (auto& [key, points] : merged) {
+    std::vector<Point>& s = series[{key.first, by_writer ? key.second : ""}];
+    s.insert(s.end(), points.begin(), points.end());
+  }
+  if (series.size() > dir_limits_.max_series) {
     out.skipped.push_back(
         {"", "more than " + std::to_string(dir_limits_.max_series) + " series: only the first " +
                  std::to_string(dir_limits_.max_series) + " (by name) are shown"});
   }
-  for (auto& [name, points] : merged) {
+  for (auto& [key, points] : series) {
     if (out.series.size() >= dir_limits_.max_series) break;
     std::stable_sort(points.begin(), points.end(), [](const Point& a, const Point& b) {
       return a.step != b.step ? a.step < b.step : a.wall_time < b.wall_time;
     });
-    out.series.push_back({name, Downsample(points, limits_.max_points)});
+    out.series.push_back({key.first, key.second, Downsample(points, limits_.max_points)});
   }
   return out;
 }

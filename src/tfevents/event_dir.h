@@ -30,9 +30,14 @@ struct DirLimits {
 };
 
 // A series: a tag, prefixed by its run directory ("train/loss" for
-// logs/train/events...; "loss" at the top).
+// logs/train/events...; "loss" at the top). When the directory holds the
+// files of more than one writer (the replicas of a job, each its own
+// process, writing one log directory), each writer's points of a tag are a
+// series of their own, named by `writer`; otherwise `writer` is empty and
+// the files' points are one series, as TensorBoard shows a run.
 struct NamedSeries {
   std::string name;
+  std::string writer;         // EventFileWriter of its files; "" with one writer
   std::vector<Point> points;  // by step, then wall time; at most Limits::max_points
 };
 
@@ -74,6 +79,12 @@ class EventDirReader {
   uint64_t cached_points_ = 0;
   uint64_t clock_ = 0;
 };
+
+// Who wrote an event file, from its name: TensorFlow, PyTorch and
+// tensorboardX name them events.out.tfevents.<seconds>.<host>[.<pid>.<n>]
+// [.v2], so "<host> pid <pid>", or "<host>" without a pid, or "" for a
+// name of another form. Files of one process share it.
+std::string EventFileWriter(const std::string& file_name);
 
 // Evenly spread `max` of `points` (the first and the last among them), or
 // all when there are no more than `max`.

@@ -347,6 +347,42 @@ TEST_F(EventDirTest, NamesSeriesByRunDirectoryAndReadsGrowingFilesOnwards) {
   EXPECT_DOUBLE_EQ(d.series[0].points[1].value, 0.5);
 }
 
+TEST(EventFileWriterTest, NamesTheHostAndProcessOfTheUsualFileNames) {
+  // TF2 (.v2), PyTorch and tensorboardX: <seconds>.<host>.<pid>.<n>.
+  EXPECT_EQ(EventFileWriter("events.out.tfevents.1732000000.node-1.lab.4242.0.v2"),
+            "node-1.lab pid 4242");
+  EXPECT_EQ(EventFileWriter("events.out.tfevents.1732000000.node-1.4243.7"), "node-1 pid 4243");
+  EXPECT_EQ(EventFileWriter("events.out.tfevents.1732000000.node-1"), "node-1");  // TF1
+  EXPECT_EQ(EventFileWriter("events.out.tfevents.1732000000"), "");
+  EXPECT_EQ(EventFileWriter("notes.txt"), "");
+}
+
+TEST_F(EventDirTest, ThreeReplicasWritingOneDirectoryAreThreeSeriesNotOneZigzag) {
+  // Three processes on one host log the same steps with their own values.
+  for (int r = 0; r < 3; ++r) {
+    std::string bytes;
+    for (int step = 1; step <= 4; ++step) {
+      bytes += Record(Event(100 + step, step, SimpleValue("loss", 10 * r + step)));
+    }
+    Write("events.out.tfevents.1732000000.node." + std::to_string(100 + r) + ".0.v2", bytes);
+  }
+  // A second file of the first process (it reopened its writer) is the same writer.
+  Write("events.out.tfevents.1732000100.node.100.1.v2",
+        Record(Event(105, 5, SimpleValue("loss", 5))));
+  DirScalars d = EventDirReader().Read(dir_);
+  ASSERT_EQ(d.series.size(), 3u);
+  for (int r = 0; r < 3; ++r) {
+    const NamedSeries& s = d.series[r];
+    EXPECT_EQ(s.name, "loss");
+    EXPECT_EQ(s.writer, "node pid " + std::to_string(100 + r));
+    ASSERT_EQ(s.points.size(), r == 0 ? 5u : 4u);
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      EXPECT_EQ(s.points[i].step, static_cast<int64_t>(i + 1));  // one point per step, in order
+      EXPECT_DOUBLE_EQ(s.points[i].value, 10 * r + static_cast<double>(i + 1));
+    }
+  }
+}
+
 TEST_F(EventDirTest, ACorruptFileIsSkippedWithItsReasonAndTheOthersAreRead) {
   std::string bad = Record(Event(1, 1, SimpleValue("acc", 1)));
   bad[bad.size() - 1] ^= 0x7f;
