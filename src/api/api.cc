@@ -294,6 +294,7 @@ http::Response Unauthenticated(const std::string& why) {
 
 auth::Action ActionOf(const http::Request& req) {
   if (req.path.rfind("/v1/admin/", 0) == 0) return auth::Action::kManage;
+  if (req.path == kSignInLinkPath) return auth::Action::kRead;  // changes nothing
   if (req.method == "GET" || req.method == "HEAD") return auth::Action::kRead;
   return auth::Action::kWrite;
 }
@@ -430,6 +431,7 @@ class Api {
     const std::string& method = req.method;
     if (Status s = CheckRequestBounds(req); !s.ok()) return Error(s);
     if (auto r = HandleAdminRoutes(d_, req, caller)) return *r;
+    if (auto r = HandleConsoleLinkRoutes(d_, req, caller)) return *r;
     if (auto r = HandleTelemetryRoutes(d_, req, caller)) return *r;
     if (auto r = HandleTrainingMetricsRoutes(d_, req, caller)) return *r;
     if (auto r = HandleCostRoutes(d_, req, caller)) return *r;

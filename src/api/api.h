@@ -47,6 +47,7 @@
 //   GET    /v1/budgets, PUT|DELETE /v1/budgets/{scope}  (Stoker) monthly budgets (admins change)
 //   GET    /metrics                                     Prometheus text format (viewers, admins)
 //   GET    /, /console/...; POST /console/session       (Stoker) the web console (docs/console.md)
+//   POST   /v1/stoker/console:signInLink                (Stoker) a one-time console sign-in link
 // Errors: {"error": {"code": <http>, "message": "...", "status": "INVALID_ARGUMENT"}}.
 // Auth: "Authorization: Bearer stk_..." on every route but /healthz and the
 // console's files, or the console's session cookie (console_session.h); 401
@@ -58,6 +59,7 @@
 #include <memory>
 
 #include "admission/admission.h"
+#include "api/console_links.h"
 #include "api/control_plane.h"
 #include "auth/auth_store.h"
 #include "auth/policy.h"
@@ -98,6 +100,8 @@ struct ApiDeps {
   // user's is stored lowered, with a warning event) and console sessions'
   // lifetime (auth/policy.h).
   auth::AuthPolicy auth_policy;
+  // One-time console sign-in links (console_links.h). Null = none issued.
+  console::SignInLinks* signin_links = nullptr;
   // Which Unix account runs a caller's trainers (AI Platform's getConfig
   // answers it as the jobs' service account).
   auth::TrainerPolicy trainer_policy;

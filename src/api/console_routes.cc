@@ -2,11 +2,15 @@
 //   GET  /, /index.html, /console/{file}  the page, scripts and styles (no token:
 //                                        they hold no data; the data comes from
 //                                        the API with the session cookie)
-//   POST /console/session   body {"token"}: checks the token, opens a session kept
-//                           by stokerd, sets its id in the cookie, answers
+//   POST /console/session   body {"token"} or {"link"} (a one-time sign-in link's
+//                           code, console_links.h): opens a session kept by
+//                           stokerd, sets its id in the cookie, answers
 //                           {"user","role","csrf"}
 //   GET  /console/session   with the cookie: {"user","role","csrf"} (a reload)
 //   POST /console/signout   ends the session and deletes the cookie
+//   POST /v1/stoker/console:signInLink  (with a token, through the API's
+//                           authentication) a one-time link for the caller:
+//                           {"code","path","expireTime","user"}
 // Every answer carries a Content-Security-Policy that allows only this
 // origin's own script and style files, and forbids framing.
 #include <cctype>
@@ -14,6 +18,7 @@
 #include <unordered_map>
 
 #include "api/console_assets.h"
+#include "api/console_links.h"
 #include "api/console_session.h"
 #include "api/routes.h"
 #include "auth/auth.h"
@@ -100,6 +105,38 @@ http::Response SessionAnswer(const ApiDeps& d, const auth::Principal& p,
                {"csrf", console::CsrfValue(d.push_secret, s)}});
 }
 
+// Opens a console session for `caller` and answers it with its cookie. The
+// session is read back as every later request reads it (its token not
+// revoked, its user's current role): a sign-in link redeemed after its
+// token was revoked opens nothing.
+http::Response OpenSession(const ApiDeps& d, const auth::Principal& caller, bool secure) {
+  const int64_t lifetime = d.auth_policy.console_session_seconds;
+  auto id = d.auth->OpenConsoleSession(caller, NowMicros() + lifetime * 1'000'000);
+  if (!id.ok()) return Error(id.status());
+  auto who = d.auth->AuthenticateConsoleSession(*id);
+  if (!who.ok()) {
+    (void)d.auth->CloseConsoleSession(*id);
+    if (who.status().code() == Code::kNotFound) return Unauthenticated(who.status().message());
+    return Error(who.status());
+  }
+  console::Session session{*id};
+  http::Response r = SessionAnswer(d, *who, session);
+  r.headers["Set-Cookie"] = console::SetCookieValue(session, secure, lifetime);
+  return r;
+}
+
+// A one-time link's code (console_links.h): a session for the user it was
+// issued to, once.
+http::Response SignInWithLink(const ApiDeps& d, const std::string& code, bool secure) {
+  std::optional<auth::Principal> who = d.signin_links ? d.signin_links->Redeem(code) : std::nullopt;
+  if (!who) {
+    return Unauthenticated(
+        "this sign-in link was used already or is older than two minutes; run 'stoker console' "
+        "for a new one, or sign in with a token");
+  }
+  return OpenSession(d, *who, secure);
+}
+
 http::Response SignIn(const ApiDeps& d, const http::Request& req, bool secure) {
   if (Status s = console::CheckSameOrigin(req); !s.ok()) return Error(s);
   // A form of another site cannot send JSON without a preflight stokerd never grants.
@@ -107,7 +144,14 @@ http::Response SignIn(const ApiDeps& d, const http::Request& req, bool secure) {
   if (type == req.headers.end() || type->second.rfind("application/json", 0) != 0) {
     return Error(InvalidArgument("sign-in: send Content-Type: application/json"));
   }
+  if (d.push_secret.empty()) {
+    return Error(FailedPrecondition("this stokerd has no session secret; the console is off"));
+  }
   json body = json::parse(req.body, nullptr, false);
+  if (body.is_object() && body.contains("link")) {
+    if (!body["link"].is_string()) return Error(InvalidArgument("link: a sign-in link's code"));
+    return SignInWithLink(d, body["link"].get<std::string>(), secure);
+  }
   if (!body.is_object() || !body["token"].is_string() || body["token"].get<std::string>().empty()) {
     return Error(InvalidArgument("token: paste a Stoker API token (stk_...)"));
   }
@@ -119,22 +163,13 @@ http::Response SignIn(const ApiDeps& d, const http::Request& req, bool secure) {
         "token: not a Stoker token (stk_ and 64 hex digits); an admin issues one with "
         "'stoker admin users token NAME', and the local admin's is in stokerd's data dir"));
   }
-  if (d.push_secret.empty()) {
-    return Error(FailedPrecondition("this stokerd has no session secret; the console is off"));
-  }
   auto caller = d.auth->Authenticate(token);
   if (!caller.ok()) {
     if (caller.status().code() == Code::kNotFound)
       return Unauthenticated(caller.status().message());
     return Error(caller.status());
   }
-  const int64_t lifetime = d.auth_policy.console_session_seconds;
-  auto id = d.auth->OpenConsoleSession(*caller, NowMicros() + lifetime * 1'000'000);
-  if (!id.ok()) return Error(id.status());
-  console::Session session{*id};
-  http::Response r = SessionAnswer(d, *caller, session);
-  r.headers["Set-Cookie"] = console::SetCookieValue(session, secure, lifetime);
-  return r;
+  return OpenSession(d, *caller, secure);
 }
 
 std::optional<console::Session> CookieSession(const http::Request& req) {
@@ -165,6 +200,22 @@ http::Response CurrentSession(const ApiDeps& d, const http::Request& req) {
 }
 
 }  // namespace
+
+std::optional<http::Response> HandleConsoleLinkRoutes(const ApiDeps& d, const http::Request& req,
+                                                      const auth::Principal& caller) {
+  if (req.path != kSignInLinkPath) return std::nullopt;
+  if (req.method != "POST") {
+    return Error(InvalidArgument("method " + req.method + " is not supported on " + req.path +
+                                 "; POST asks for a sign-in link"));
+  }
+  if (!d.signin_links) return Error(FailedPrecondition("this stokerd issues no sign-in links"));
+  auto link = d.signin_links->Issue(caller);
+  if (!link.ok()) return Error(link.status());
+  return Json({{"code", link->code},
+               {"path", "/console/signin.html#code=" + link->code},
+               {"expireTime", FormatRfc3339(link->expire_time_us)},
+               {"user", caller.user}});
+}
 
 std::optional<http::Response> HandleConsoleRoutes(const ApiDeps& d, const http::Request& req) {
   const std::string& path = req.path;

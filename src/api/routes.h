@@ -123,5 +123,11 @@ std::optional<http::Response> HandleTrainingMetricsRoutes(const ApiDeps& d,
 // The web console's files and sign-in (console_routes.cc); called before
 // authentication, answers "/", "/index.html" and "/console/..." only.
 std::optional<http::Response> HandleConsoleRoutes(const ApiDeps& d, const http::Request& req);
+// POST kSignInLinkPath: a one-time console sign-in link for the caller
+// (console_links.h; `stoker console`). Any role may ask: the link opens no
+// more than the caller's token does.
+inline constexpr char kSignInLinkPath[] = "/v1/stoker/console:signInLink";
+std::optional<http::Response> HandleConsoleLinkRoutes(const ApiDeps& d, const http::Request& req,
+                                                      const auth::Principal& caller);
 
 }  // namespace stoker::api

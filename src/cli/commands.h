@@ -36,6 +36,8 @@ struct Globals {
 // Adds `auth print-access-token`, `config list` and `config get-value` to
 // `app` (session_commands.cc); each sets `rc` to its exit code.
 void RegisterSessionCommands(CLI::App& app, Globals& g, int& rc);
+// Adds `console` (console_command.cc).
+void RegisterConsoleCommand(CLI::App& app, Globals& g, int& rc);
 
 // ---- gcloud's output conventions (printing.cc; output_format.h) ----
 // Whether --format asked for anything but the command's own text.

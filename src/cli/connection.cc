@@ -2,9 +2,11 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -62,10 +64,36 @@ fs::path StokerdBinary() {
   return "stokerd";  // from PATH
 }
 
+// Where the local daemon listens (server/listen_address.h): LocalPort(), the
+// console's fixed address, else the next free of the nine after it (a second
+// user's daemon on the machine), else any free port.
+Result<std::string> LocalListen() {
+  STOKER_ASSIGN_OR_RETURN(int first, LocalPort());
+  std::string list;
+  for (int port = first; port < first + 10; ++port) {
+    list += "127.0.0.1:" + std::to_string(port) + ",";
+  }
+  return list + "127.0.0.1:0";
+}
+
+// Whether the daemon of `home` runs: it holds the lock on its pid file for
+// its whole life (server/main.cc). A stokerd.addr left by a daemon that did
+// not stop cleanly may name a port that another user's daemon now has.
+// Unknown (no pid file we can open) counts as running: the address is then
+// checked by asking it.
+bool LocalDaemonMayRun(const fs::path& home) {
+  int fd = ::open((home / "stokerd.pid").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;
+  bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // releases our shared lock, if we took it
+  return held;
+}
+
 // Starts stokerd detached (its own session; output to HOME/stokerd.log).
 Status StartDaemon(const fs::path& home) {
   STOKER_RETURN_IF_ERROR(MakeDirs(home));
   std::string bin = StokerdBinary().string();
+  STOKER_ASSIGN_OR_RETURN(std::string listen, LocalListen());
   std::string data = home.string();
   std::string log = (home / "stokerd.log").string();
   pid_t pid = ::fork();
@@ -80,9 +108,9 @@ Status StartDaemon(const fs::path& home) {
       ::dup2(out, 1);
       ::dup2(out, 2);
     }
-    ::execl(bin.c_str(), bin.c_str(), "--data-dir", data.c_str(), "--listen", "127.0.0.1:0",
+    ::execl(bin.c_str(), bin.c_str(), "--data-dir", data.c_str(), "--listen", listen.c_str(),
             static_cast<char*>(nullptr));
-    ::execlp("stokerd", "stokerd", "--data-dir", data.c_str(), "--listen", "127.0.0.1:0",
+    ::execlp("stokerd", "stokerd", "--data-dir", data.c_str(), "--listen", listen.c_str(),
              static_cast<char*>(nullptr));
     ::_exit(127);
   }
@@ -92,6 +120,19 @@ Status StartDaemon(const fs::path& home) {
 }
 
 }  // namespace
+
+Result<int> LocalPort() {
+  const char* env = std::getenv("STOKER_LOCAL_PORT");
+  if (!env || !*env) return kLocalPort;
+  char* end = nullptr;
+  long port = std::strtol(env, &end, 10);
+  if (*end != '\0' || port < 1 || port > 65535 - 9) {
+    return InvalidArgument(std::string("STOKER_LOCAL_PORT: '") + env +
+                           "' is not a port in 1..65526; unset it for the default " +
+                           std::to_string(kLocalPort));
+  }
+  return static_cast<int>(port);
+}
 
 Connection::Connection(std::string url, std::string token, const http::ClientOptions& options)
     : url_(url), token_(std::move(token)), client_(url, options) {}
@@ -119,7 +160,10 @@ Result<std::unique_ptr<Connection>> Connection::Open(const ConnectionOptions& op
     return std::unique_ptr<Connection>(new Connection(url, token(), client_options));
   }
   fs::path addr = home / "stokerd.addr";
-  if (auto text = ReadFile(addr); text.ok() && Healthy(Trim(*text), client_options)) {
+  if (!LocalDaemonMayRun(home)) {
+    std::error_code ec;
+    fs::remove(addr, ec);  // stale: the daemon we start writes its own
+  } else if (auto text = ReadFile(addr); text.ok() && Healthy(Trim(*text), client_options)) {
     return std::unique_ptr<Connection>(new Connection(Trim(*text), token(), client_options));
   }
   STOKER_RETURN_IF_ERROR(StartDaemon(home));

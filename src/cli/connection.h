@@ -2,8 +2,10 @@
 //
 // Discovery order: --server URL, then $STOKER_SERVER, then
 // $STOKER_HOME/stokerd.addr (STOKER_HOME defaults to DefaultStokerHome()).
-// Only in the last case, when no daemon answers, the CLI starts one in the
-// background for that STOKER_HOME and waits until GET /healthz answers.
+// Only in the last case, when no daemon answers (or the daemon of that
+// STOKER_HOME does not run: it holds a lock on stokerd.pid while it does),
+// the CLI starts one in the background for that STOKER_HOME, listening on
+// kLocalPort, and waits until GET /healthz answers.
 //
 // Credentials: every call carries "Authorization: Bearer TOKEN", the token
 // being --token, else $STOKER_TOKEN, else the contents of
@@ -21,6 +23,13 @@
 #include "http/http.h"
 
 namespace stoker::cli {
+
+// The port the local daemon asks for first, so that its console stays at
+// http://127.0.0.1:8470/ across restarts (docs/console.md): $STOKER_LOCAL_PORT,
+// else 8470. Taken, the daemon asks for the next of the nine after it, then
+// for any free port. InvalidArgument when $STOKER_LOCAL_PORT is not a port.
+inline constexpr int kLocalPort = 8470;
+Result<int> LocalPort();
 
 struct ConnectionOptions {
   std::string server;   // --server ("" if not given)

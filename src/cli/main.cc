@@ -696,6 +696,7 @@ int main(int argc, char** argv) {
                  "anywhere on the line, as gcloud's (csv alone: stoker usage)");
   int rc = 0;
   RegisterSessionCommands(app, g, rc);
+  RegisterConsoleCommand(app, g, rc);
   RegisterBuildsCommands(app, g, rc);
 
   AddJobsCommands(app, g, rc);

@@ -20,6 +20,7 @@
 #include "api/api.h"
 #include "auth/auth_store.h"
 #include "common/files.h"
+#include "common/time.h"
 #include "config/config.h"
 #include "exec/command.h"
 #include "exec/environments.h"
@@ -29,6 +30,7 @@
 #include "http/http.h"
 #include "resources/nvml.h"
 #include "server/controller.h"
+#include "server/listen_address.h"
 #include "server/webhooks.h"
 #include "storage/buckets.h"
 #include "store/store.h"
@@ -366,21 +368,31 @@ Result<std::unique_ptr<http::Server>> ListenForApi(const api::ApiDeps& deps, con
   server_options.stream_router = std::move(handlers.stream_router);
   auto server =
       std::make_unique<http::Server>(std::move(handlers.handler), std::move(server_options));
-  std::string host = config.listen.substr(0, config.listen.rfind(':'));
-  int port = std::atoi(config.listen.substr(config.listen.rfind(':') + 1).c_str());
-  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-  STOKER_RETURN_IF_ERROR(CheckPlainHttp(config, host, data));
+  STOKER_ASSIGN_OR_RETURN(std::vector<server::ListenAddress> candidates,
+                          server::ParseListenList(config.listen));
+  for (const server::ListenAddress& a : candidates) {
+    STOKER_RETURN_IF_ERROR(CheckPlainHttp(config, a.host, data));
+  }
   const bool tls = !config.tls_cert_file.empty();
   if (tls) STOKER_RETURN_IF_ERROR(server->EnableTls(config.tls_cert_file, config.tls_key_file));
-  auto bound = server->Listen(host, port);
-  if (!bound.ok()) {
+  int port = 0;
+  auto chosen = server::BindFirstFree(
+      candidates,
+      [&](const server::ListenAddress& a) -> Status {
+        auto bound = server->Listen(a.host, a.port);
+        if (!bound.ok()) return bound.status();
+        port = *bound;
+        return OkStatus();
+      },
+      [](const std::string& note) { spdlog::warn("listen: {}", note); });
+  if (!chosen.ok()) {
     return FailedPrecondition("cannot listen on " + config.listen + ": " +
-                              bound.status().message());
+                              chosen.status().message());
   }
+  const std::string& host = candidates[*chosen].host;
   const std::string scheme = tls ? "https://" : "http://";
-  url = scheme + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
-        std::to_string(*bound);
-  config.api_url = TrainerApiUrl(scheme, host, *bound);
+  url = scheme + server::ListenAddress{host, port}.ToString();
+  config.api_url = TrainerApiUrl(scheme, host, port);
   return server;
 }
 
@@ -416,7 +428,9 @@ int main(int argc, char** argv) {
   std::string runner;
   app.add_option("--data-dir", data_dir, "Where the store, buckets and job files live")
       ->capture_default_str();
-  app.add_option("--listen", listen, "HOST:PORT to serve the API on (port 0 picks a free one)");
+  app.add_option("--listen", listen,
+                 "HOST:PORT to serve the API on (port 0 picks a free one; several, "
+                 "comma-separated: the first free)");
   app.add_option("--config", config_path, "Config file (default: DATA_DIR/config.yaml)");
   app.add_option("--runner", runner, "The stoker-run binary (default: beside stokerd)");
   CLI11_PARSE(app, argc, argv);
@@ -490,6 +504,8 @@ int main(int argc, char** argv) {
   deps.tls = !config->tls_cert_file.empty();
   deps.auth_policy = config->auth;
   deps.trainer_policy = policy;
+  api::console::SignInLinks signin_links(NowMicros);
+  deps.signin_links = &signin_links;
   ::signal(SIGPIPE, SIG_IGN);
   // Detached supervisors re-parent to us rather than to init while we run, so
   // the controller reaps them even where init does not (containers).

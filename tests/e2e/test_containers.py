@@ -333,7 +333,9 @@ class ContainerJobTest(StokerTestCase):
         status, body = self.api("GET", self.project_path + "/" + j + "/telemetry")
         self.assertEqual(status, 200, body)
         points = body["replicas"][0]["points"]
-        self.assertGreaterEqual(len([p for p in points if p["cpuPercent"] > 50]), 2, points)
+        # A busy loop: near 100 % of a core on a quiet machine, 35-50 % seen
+        # when builds share the 2 cores; a sleeping process is near 0.
+        self.assertGreaterEqual(len([p for p in points if p["cpuPercent"] > 20]), 2, points)
 
     def test_a_timeout_stops_the_container(self):
         spec = job("slow", pool(TRAINER, command=["sleep", "600"]))
