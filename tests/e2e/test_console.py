@@ -10,6 +10,7 @@ STOKER_TEST_REQUIRE_ALL=1. Screenshots go to $STOKER_ARTIFACTS_DIR, else
 <repo>/build/artifacts/console/.
 """
 import json
+import math
 import os
 import shutil
 import unittest
@@ -53,7 +54,8 @@ def artifacts_dir():
     return d
 
 
-class ConsoleTest(harness.StokerTestCase):
+class ConsoleBase(harness.StokerTestCase):
+    """A stokerd and headless Chromium browsers (helpers; no tests here)."""
 
     def setUp(self):
         if webdriver is None:
@@ -143,7 +145,9 @@ class ConsoleTest(harness.StokerTestCase):
     def job_path(self, job_id):
         return self.project_path + "/" + job_id
 
-    # ---- tests ----
+
+
+class ConsoleTest(ConsoleBase):
 
     def test_a_user_follows_a_running_job_and_cancels_it(self):
         ada = self.add_user("ada", "user")
@@ -268,7 +272,9 @@ class ConsoleTest(harness.StokerTestCase):
                 "metrics": [{"metricId": "score", "goal": "MAXIMIZE"}],
                 "parameters": [
                     {"parameterId": "x", "doubleValueSpec": {"minValue": 0.0, "maxValue": 1.0}},
-                    {"parameterId": "n", "integerValueSpec": {"minValue": 1, "maxValue": 5}}],
+                    {"parameterId": "n", "integerValueSpec": {"minValue": 1, "maxValue": 5}},
+                    {"parameterId": "lr", "doubleValueSpec": {"minValue": 1e-4, "maxValue": 1e-1},
+                     "scaleType": "UNIT_LOG_SCALE"}],
                 "algorithm": "RANDOM_SEARCH"},
             "trialJobSpec": {"workerPoolSpecs": [{
                 "machineSpec": {"machineType": "e2-standard-2"}, "replicaCount": 1,
@@ -300,10 +306,60 @@ class ConsoleTest(harness.StokerTestCase):
         self.until(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#trials tbody tr")[-1]
                    .get_attribute("data-trial") == best, "the ascending sort")
         charts = d.find_elements(By.CSS_SELECTOR, "#study-charts svg.chart")
-        self.assertEqual(len(charts), 3)  # the metric by trial, then x and n against it
+        self.assertEqual(len(charts), 4)  # the metric by trial, then x, n and lr against it
         for c in charts:
             self.assertGreaterEqual(int(c.get_attribute("data-points")), 3)
+        by_title = {c.get_attribute("aria-label"): c for c in charts}
+        # Each parameter in its own scale: log-scaled lr on a log axis, x linear.
+        self.assertEqual(by_title["score against lr"].get_attribute("data-log-x"), "1")
+        self.assertEqual(by_title["score against x"].get_attribute("data-log-x"), "0")
+        lrs = {t["id"]: next(p["value"] for p in t["parameters"] if p["parameterId"] == "lr")
+               for t in study["trials"]}
+        cx = {}
+        for c in by_title["score against lr"].find_elements(By.CSS_SELECTOR, "circle.pt"):
+            label = c.find_element(By.TAG_NAME, "title").get_attribute("textContent")
+            cx[label.split(":")[0].split()[1]] = float(c.get_attribute("cx"))
+        self.assertEqual(set(cx), set(lrs))
+        lo, hi = min(lrs, key=lrs.get), max(lrs, key=lrs.get)
+        span = math.log10(lrs[hi]) - math.log10(lrs[lo])
+        for t, v in lrs.items():  # where each point sits: a fraction of the log span
+            self.assertAlmostEqual((cx[t] - cx[lo]) / (cx[hi] - cx[lo]),
+                                   (math.log10(v) - math.log10(lrs[lo])) / span, delta=0.01)
+        # Parallel coordinates: a line per trial over x, n, lr (log) and the
+        # objective; the best trial's line stands out.
+        pc = d.find_element(By.CSS_SELECTOR, "#study-parallel svg.parallel")
+        self.assertEqual(pc.get_attribute("data-lines"), "3")
+        self.assertEqual(pc.get_attribute("data-axes"), "4")
+        self.assertEqual(pc.find_element(By.CSS_SELECTOR, "g[data-axis='lr']")
+                         .get_attribute("data-scale"), "log")
+        self.assertEqual(pc.find_element(By.CSS_SELECTOR, ".best-line").get_attribute("data-trial"),
+                         best)
         self.shot(d, "study")
+
+        # Compare two trials: their curves overlaid, their parameters and
+        # objective side by side.
+        button = d.find_element(By.ID, "compare-trials")
+        self.assertFalse(button.is_enabled())
+        rows = d.find_elements(By.CSS_SELECTOR, "#trials tbody tr")
+        picked = [r.get_attribute("data-trial") for r in rows[:2]]
+        for r in rows[:2]:
+            r.find_element(By.CSS_SELECTOR, "input.pick").click()
+        self.assertEqual(button.text, "Compare 2 selected")
+        button.click()
+        table = self.until(d, lambda d: (lambda r: r if len(r) == 2 else None)(
+            d.find_elements(By.CSS_SELECTOR, "#compare-table tbody tr")), "2 runs compared")
+        shown = {r.find_element(By.TAG_NAME, "a").text: r.text for r in table}
+        self.assertEqual(set(shown), {"trial " + t for t in picked})
+        headers = [h.text for h in d.find_elements(By.CSS_SELECTOR, "#compare-table th")]
+        for h in ("score (objective)", "x", "n", "lr"):
+            self.assertIn(h, headers)
+        for t in picked:
+            self.assertIn("%.4g" % scores[t], shown["trial " + t].replace("e-0", "e-"))
+        overlay = self.until(d, lambda d: d.find_element(
+            By.CSS_SELECTOR, "#compare-metrics svg.chart[aria-label='score (hypertune)']"),
+            "the overlaid metric")
+        self.assertEqual(overlay.get_attribute("data-series"), "2")
+        self.shot(d, "compare-trials")
 
     def test_pages_without_data(self):
         # The page needs no token and carries its security headers.
