@@ -371,7 +371,10 @@ export function chart(series, opts) {
     if (d.pan) return;
     const [px, py] = local(ev);
     const x = Math.max(L, Math.min(W - R, px)), y = Math.max(T, Math.min(H - B, py));
-    if (Math.abs(x - d.px) < 4) return redraw();
+    if (Math.abs(x - d.px) < 4) { // a click, not a drag: nothing to zoom (and no redraw, which would lose a double-click)
+      current.brush.setAttribute("visibility", "hidden");
+      return;
+    }
     const xr = [d.xs.inv(Math.min(x, d.px)), d.xs.inv(Math.max(x, d.px))];
     // A flat drag zooms x only; a box zooms both.
     const yr = Math.abs(y - d.py) < 8 ? view.y : [d.ys.inv(Math.max(y, d.py)), d.ys.inv(Math.min(y, d.py))];
