@@ -302,6 +302,11 @@ class ConsoleTest(ConsoleBase):
         self.assertEqual(rows[0].get_attribute("data-trial"), best)
         self.assertIn("best-row", rows[0].get_attribute("class"))
         self.assertIn("trial " + best, self.text(d, "#best"))
+        # The study's usage: its trials' replica-hours, as the API counts them.
+        hours = self.until(d, lambda d: d.find_element(
+            By.CSS_SELECTOR, "#study-usage td[data-k='replicaHours']").text, "the study's usage")
+        self.assertAlmostEqual(float(hours), study["stoker"]["usage"]["replicaHours"],
+                               delta=study["stoker"]["usage"]["replicaHours"] * 0.01)  # 3 digits shown
         d.find_element(By.CSS_SELECTOR, "#trials th[data-key='metric']").click()
         self.until(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#trials tbody tr")[-1]
                    .get_attribute("data-trial") == best, "the ascending sort")

@@ -2,7 +2,7 @@
 a real headless Chromium against a real stokerd, at a laptop's 1366x768:
 sign in, skip to the content, move between pages, sort a table and work a
 chart without a mouse, every focused control visibly outlined; every text
-on the jobs, job, study-less usage and nodes pages at least WCAG AA contrast
+on the jobs, job, usage and nodes pages at least WCAG AA contrast
 (4.5:1, 3:1 for large text), in light and dark colour schemes. Skips like
 test_console.py without Chromium."""
 import unittest
