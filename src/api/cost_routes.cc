@@ -3,13 +3,15 @@
 //          {"startTime", "endTime", "groupBy", "groups": [{"key", "jobs", ...totals}],
 //           "total": {...totals}, "catalog": {"region", "priceDate"}}
 //   GET    /v1/usage:breakEven?days=N        buy vs rent from the last N days (default 30)
-//   POST   /v1/cost:estimate                 body: a CustomJob or a bare CustomJobSpec
+//   POST   /v1/cost:estimate?region=R        body: a CustomJob or a bare CustomJobSpec
 //          {"pools": [...], "usdPerHour": {...}, "timeoutHours", "usdAtTimeout": {...}}
+//          priced in R (Catalog::RegionFor; default: the config's cost.region)
 //   GET    /v1/budgets                       {"budgets": [BudgetState]}
 //   PUT    /v1/budgets/{scope}               admin: {"monthlyUsd", "monthlyGpuHours",
 //                                            "price", "warnAt", "stopRunning"}
 //   DELETE /v1/budgets/{scope}               admin
-// A job's and a study's own usage and cost ride in their GET as stoker.usage.
+// A job's and a study's own usage and cost ride in their GET as stoker.usage,
+// priced in the region of their location (Catalog::RegionFor).
 // Callers with the user role see only their own usage.
 #include <cmath>
 #include <map>
@@ -93,8 +95,19 @@ std::vector<store::UsageRecord> Visible(std::vector<store::UsageRecord> rows,
   return out;
 }
 
-json CatalogJson(const cost::Catalog& c) {
-  return {{"region", c.region()}, {"priceDate", c.price_date()}};
+json CatalogJson(const cost::Catalog& c, const std::string& region = "") {
+  const std::string& r = region.empty() ? c.region() : region;
+  return {{"region", r},
+          {"priceDate", c.price_date()},
+          {"usdPerTrainingUnit", cost::Catalog::TrainingUnitUsd(r)}};
+}
+
+// The location in a rendered resource's name (projects/P/locations/L/...); "" when none.
+std::string LocationOf(const json& rendered) {
+  static const std::regex kName(R"(^projects/[^/]+/locations/([^/]+)/)");
+  std::smatch m;
+  const std::string name = rendered.is_object() ? rendered.value("name", "") : "";
+  return std::regex_search(name, m, kName) ? std::string(m[1]) : std::string();
 }
 
 http::Response Usage(const ApiDeps& d, const http::Request& req, const auth::Principal& caller) {
@@ -165,14 +178,19 @@ json RateJson(const cost::CloudPrice& p, double replicas) {
           {"spot", times(p.spot_usd_per_hour)}};
 }
 
-http::Response Estimate(const ApiDeps& d, const std::string& body) {
-  json j = json::parse(body, nullptr, false);
+http::Response Estimate(const ApiDeps& d, const http::Request& req) {
+  const cost::Catalog& catalog = d.accountant->catalog();
+  std::string region = catalog.region();
+  if (auto it = req.query.find("region"); it != req.query.end() && !it->second.empty()) {
+    region = catalog.RegionFor(it->second);
+    if (Status s = catalog.CheckRegion(region, "region"); !s.ok()) return Error(s);
+  }
+  json j = json::parse(req.body, nullptr, false);
   if (!j.is_object()) {
     return Error(InvalidArgument("request body: expected a CustomJob or a CustomJobSpec object"));
   }
   auto job = spec::ParseCustomJob(j);
   if (!job.ok()) return Error(job.status());
-  const cost::Catalog& catalog = d.accountant->catalog();
   json pools = json::array();
   std::map<std::string, std::optional<double>> total = {
       {"vertex", 0.0}, {"compute-engine", 0.0}, {"spot", 0.0}, {"own", 0.0}};
@@ -182,7 +200,7 @@ http::Response Estimate(const ApiDeps& d, const std::string& body) {
     const spec::WorkerPoolSpec& pool = specs[i];
     if (pool.empty || pool.replica_count == 0) continue;
     const double n = static_cast<double>(pool.replica_count);
-    cost::CloudPrice p = catalog.PriceReplica(pool.machine_spec);
+    cost::CloudPrice p = catalog.PriceReplica(pool.machine_spec, region);
     json pj = {{"pool", i},
                {"machineType", pool.machine_spec.machine_type},
                {"replicaCount", pool.replica_count},
@@ -242,7 +260,7 @@ http::Response Estimate(const ApiDeps& d, const std::string& body) {
                {"usdAtTimeout", at_timeout},
                {"noPrice", reasons},
                {"notes", notes},
-               {"catalog", CatalogJson(catalog)}});
+               {"catalog", CatalogJson(catalog, region)}});
 }
 
 http::Response Budgets(const ApiDeps& d) {
@@ -290,18 +308,22 @@ void AddJobUsage(const ApiDeps& d, const store::JobRecord& r, json& rendered) {
   if (d.accountant == nullptr) return;
   auto rows = d.accountant->JobRows(r);
   if (!rows.ok()) return;
-  rendered["stoker"]["usage"] = cost::ToJson(d.accountant->Price(*rows));
+  const std::string region = d.accountant->catalog().RegionFor(r.location);
+  rendered["stoker"]["usage"] = cost::ToJson(d.accountant->Price(*rows, region));
 }
 
 namespace {
 
+// Training units: the Compute Engine price in the job's region at AI
+// Platform's rate there ($0.49 Americas, $0.54 Europe and Asia-Pacific).
 void PutConsumedMlUnits(const ApiDeps& d, const std::vector<store::UsageRecord>& rows,
-                        json& rendered) {
+                        const std::string& location, json& rendered) {
   if (rows.empty()) return;
-  std::optional<double> usd = d.accountant->Price(rows).usd[cost::PriceKind::kComputeEngine];
+  const std::string region = d.accountant->catalog().RegionFor(location);
+  std::optional<double> usd =
+      d.accountant->Price(rows, region).usd[cost::PriceKind::kComputeEngine];
   if (!usd) return;  // no price: no number, rather than a wrong one
-  constexpr double kUsdPerTrainingUnit = 0.49;
-  rendered["trainingOutput"]["consumedMLUnits"] = *usd / kUsdPerTrainingUnit;
+  rendered["trainingOutput"]["consumedMLUnits"] = *usd / cost::Catalog::TrainingUnitUsd(region);
 }
 
 }  // namespace
@@ -309,19 +331,24 @@ void PutConsumedMlUnits(const ApiDeps& d, const std::vector<store::UsageRecord>&
 void AddConsumedMlUnits(const ApiDeps& d, const store::JobRecord& r, json& rendered) {
   if (d.accountant == nullptr || r.study_id != 0) return;
   auto rows = d.accountant->JobRows(r);
-  if (rows.ok()) PutConsumedMlUnits(d, *rows, rendered);
+  if (rows.ok()) PutConsumedMlUnits(d, *rows, r.location, rendered);
 }
 
 void AddStudyConsumedMlUnits(const ApiDeps& d, int64_t study_id, json& rendered) {
   if (d.accountant == nullptr) return;
   auto rows = d.accountant->StudyRows(study_id);
-  if (rows.ok()) PutConsumedMlUnits(d, *rows, rendered);
+  std::string location;  // an AI Platform job names its region in trainingInput
+  if (rendered.contains("trainingInput") && rendered["trainingInput"].is_object()) {
+    location = rendered["trainingInput"].value("region", "");
+  }
+  if (rows.ok()) PutConsumedMlUnits(d, *rows, location, rendered);
 }
 
 void AddStudyUsage(const ApiDeps& d, int64_t study_id, json& rendered) {
   if (d.accountant == nullptr) return;
   auto rows = d.accountant->StudyRows(study_id);
   if (!rows.ok()) return;
+  const std::string region = d.accountant->catalog().RegionFor(LocationOf(rendered));
   std::map<int64_t, std::vector<store::UsageRecord>> by_job;
   for (const store::UsageRecord& u : *rows) by_job[u.job_id].push_back(u);
   auto trials = d.store->Trials(study_id);
@@ -330,10 +357,10 @@ void AddStudyUsage(const ApiDeps& d, int64_t study_id, json& rendered) {
     for (const store::TrialRecord& t : *trials) {
       if (i >= rendered["trials"].size()) break;
       rendered["trials"][i++]["stoker"]["usage"] =
-          cost::ToJson(d.accountant->Price(by_job[t.job_id]));
+          cost::ToJson(d.accountant->Price(by_job[t.job_id], region));
     }
   }
-  rendered["stoker"]["usage"] = cost::ToJson(d.accountant->Price(*rows));
+  rendered["stoker"]["usage"] = cost::ToJson(d.accountant->Price(*rows, region));
 }
 
 Status CheckBudgets(const ApiDeps& d, const std::string& user, const std::string& project,
@@ -358,8 +385,7 @@ std::optional<http::Response> HandleCostRoutes(const ApiDeps& d, const http::Req
   if (path == "/v1/usage:breakEven") {
     return req.method == "GET" ? BreakEvenRoute(d, req, caller) : wrong_method();
   }
-  if (path == "/v1/cost:estimate")
-    return req.method == "POST" ? Estimate(d, req.body) : wrong_method();
+  if (path == "/v1/cost:estimate") return req.method == "POST" ? Estimate(d, req) : wrong_method();
   if (path == "/v1/budgets") return req.method == "GET" ? Budgets(d) : wrong_method();
   // /v1/budgets/{scope}
   std::string scope = m[1];

@@ -251,6 +251,17 @@ int CostEstimate(const Globals& g, const std::string& config) {
   json job = *j;
   auto legacy = FromAiPlatformFile(job);
   if (!legacy.ok()) return Report(legacy.status());
+  // The region that prices it: --region when it names a Google Cloud region
+  // (Stoker's own locations, such as "local", have no dash), else an AI
+  // Platform file's trainingInput.region, else the server's cost.region.
+  std::string region = g.region.find('-') != std::string::npos ? g.region : "";
+  if (*legacy && region.empty()) {
+    const json& ti = job.contains("trainingInput") ? job["trainingInput"] : job;
+    if (ti.is_object() && ti.contains("region") && ti["region"].is_string()) {
+      region = ti["region"].get<std::string>();
+    }
+  }
+  const bool ai_platform = legacy->has_value();
   if (*legacy) job = **legacy;
   if (job.is_object() && !job.contains("jobSpec") && job.contains("workerPoolSpecs")) {
     json spec = job;
@@ -264,8 +275,12 @@ int CostEstimate(const Globals& g, const std::string& config) {
   }
   if (job.is_object() && !job.contains("displayName")) job["displayName"] = "estimate";
   return CallAndPrint(
-      g, [&](Connection& c) { return c.Call("POST", "/v1/cost:estimate", job.dump()); },
-      [](const json& e) {
+      g,
+      [&](Connection& c) {
+        return c.Call("POST", "/v1/cost:estimate" + (region.empty() ? "" : "?region=" + region),
+                      job.dump());
+      },
+      [ai_platform](const json& e) {
         std::printf("%-5s %-20s %8s %10s %14s %10s %10s\n", "POOL", "MACHINE", "REPLICAS",
                     "VERTEX/H", "COMPUTE_ENG/H", "SPOT/H", "OWN/H");
         for (const json& p : e["pools"]) {
@@ -295,6 +310,14 @@ int CostEstimate(const Globals& g, const std::string& config) {
                   << Money(t["own"]) << "\n";
         for (const json& n : e.value("notes", json::array())) {
           std::cout << "note: " << n.get<std::string>() << "\n";
+        }
+        const double unit = e["catalog"].value("usdPerTrainingUnit", 0.0);
+        if (ai_platform && h["compute-engine"].is_number() && unit > 0) {
+          const double usd = h["compute-engine"].get<double>();
+          std::cout << "AI Platform training units: " << Num(usd / unit, "%.4f")
+                    << " per hour (Compute Engine " << Money(h["compute-engine"]) << " at $"
+                    << Num(unit, "%.2f") << " per unit, the "
+                    << (unit > 0.49 ? "Europe and Asia-Pacific" : "Americas") << " rate)\n";
         }
         std::cout << "prices: " << e["catalog"].value("region", "") << " list prices of "
                   << e["catalog"].value("priceDate", "") << " (docs/prices.md)\n";

@@ -51,8 +51,9 @@ class Accountant {
   // Every row that overlaps [from_us, to_us), running attempts included, clipped to it.
   Result<std::vector<store::UsageRecord>> RowsBetween(int64_t from_us, int64_t to_us);
 
-  Totals Price(const std::vector<store::UsageRecord>& rows) const {
-    return Total(rows, catalog_, node_);
+  // `rows` priced in `region` (the catalog's configured region when empty).
+  Totals Price(const std::vector<store::UsageRecord>& rows, const std::string& region = "") const {
+    return Total(rows, catalog_, node_, region);
   }
 
   // Budgets and how much of each this month has used. While the refresher

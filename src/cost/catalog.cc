@@ -92,7 +92,7 @@ Part AcceleratorPart(const std::string& name, double count, const AcceleratorPri
 }
 
 // Sums the parts per market; a market any part lacks stays empty, with why.
-void Combine(const std::vector<Part>& parts, CloudPrice& out) {
+void Combine(const std::vector<Part>& parts, const std::string& region, CloudPrice& out) {
   std::optional<double>* figures[kMarkets] = {
       &out.vertex_usd_per_hour, &out.compute_engine_usd_per_hour, &out.spot_usd_per_hour};
   // Why each market is missing; markets with the same explanation share it.
@@ -108,7 +108,7 @@ void Combine(const std::vector<Part>& parts, CloudPrice& out) {
         sum += r->usd_per_hour * p.count;
         continue;
       }
-      std::string w = WhyMissing(p.name);
+      std::string w = WhyMissing(p.name, region);
       if (w.empty()) {
         w = std::string("the catalog has none for ") + p.name + " (set cost." +
             (p.accelerator ? "accelerators." : "machines.") + p.name + "." +
@@ -288,7 +288,40 @@ std::string PriceAttachedGpus(const Resolved& r, const Machines& machines,
 
 }  // namespace
 
-CloudPrice Catalog::PriceReplica(const spec::MachineSpec& machine) const {
+const RegionPrices* Catalog::Prices(const std::string& region) const {
+  auto it = regions_.find(region);
+  return it == regions_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> Catalog::regions() const {
+  std::vector<std::string> out;
+  for (const auto& entry : regions_) out.push_back(entry.first);
+  return out;
+}
+
+Status Catalog::CheckRegion(const std::string& region, const std::string& field) const {
+  if (Prices(region)) return OkStatus();
+  return InvalidArgument(field + ": no prices for '" + region +
+                         "'; known: " + Join(regions(), ", "));
+}
+
+std::string Catalog::RegionFor(const std::string& location) const {
+  // Google Cloud regions have a dash ("us-central1", "europe-west4"); Stoker's
+  // own locations ("local") do not.
+  if (location.find('-') != std::string::npos) return location;
+  return region_;
+}
+
+double Catalog::TrainingUnitUsd(const std::string& region) {
+  for (const char* prefix : {"europe-", "asia-", "australia-"}) {
+    if (region.rfind(prefix, 0) == 0) return 0.54;
+  }
+  return 0.49;
+}
+
+CloudPrice Catalog::PriceReplica(const spec::MachineSpec& machine,
+                                 const std::string& region_asked) const {
+  const std::string& region = region_asked.empty() ? region_ : region_asked;
   CloudPrice out;
   Resolved r;
   r.type = machine.machine_type;
@@ -304,6 +337,12 @@ CloudPrice Catalog::PriceReplica(const spec::MachineSpec& machine) const {
   if (std::string why = CountProblem(r.type, r.accel, r.count); !why.empty()) {
     return no_price(why);
   }
+  const RegionPrices* prices = Prices(region);
+  if (!prices) {
+    return no_price("no prices for '" + region + "'; known: " + Join(regions(), ", "));
+  }
+  const Machines& machines = prices->machines;
+  const Accelerators& accelerators = prices->accelerators;
   if (!r.accel.empty() && r.count == 0) {
     out.notes.push_back("accelerator_type " + r.accel +
                         " with accelerator_count 0: priced without GPUs");
@@ -313,11 +352,11 @@ CloudPrice Catalog::PriceReplica(const spec::MachineSpec& machine) const {
 
   // Resolve the machine: a catalog row, or a legacy AI Platform name.
   r.row_name = r.type;
-  if (auto it = machines_.find(r.type); it != machines_.end()) {
+  if (auto it = machines.find(r.type); it != machines.end()) {
     r.row = &it->second;
   } else if ((r.legacy = FindLegacy(r.type)) != nullptr) {
     r.row_name = r.legacy->machine_type;
-    if (auto base = machines_.find(r.row_name); base != machines_.end()) r.row = &base->second;
+    if (auto base = machines.find(r.row_name); base != machines.end()) r.row = &base->second;
   }
   if (!r.row) {
     if (r.legacy) {
@@ -341,24 +380,30 @@ CloudPrice Catalog::PriceReplica(const spec::MachineSpec& machine) const {
   parts.push_back(MachinePart(r.row_name, *r.row));
   std::string why;
   if (bundled_count > 0) {
-    why = PriceBundledGpus(r, bundled_gpu, bundled_count, machines_, accelerators_, out, parts);
+    why = PriceBundledGpus(r, bundled_gpu, bundled_count, machines, accelerators, out, parts);
   } else if (!r.accel.empty()) {
-    why = PriceAttachedGpus(r, machines_, accelerators_, out, parts);
+    why = PriceAttachedGpus(r, machines, accelerators, out, parts);
   } else if (r.legacy) {
     out.basis = r.type + " = " + r.row_name + " (legacy AI Platform name)";
   }
   if (!why.empty()) return no_price(why);
 
   if (r.legacy) {
-    out.notes.push_back("AI Platform listed " + r.type + " at $" + Num(r.legacy->usd_2019) +
-                        "/h in the Americas in 2019 (S4b)");
+    std::string note = "AI Platform listed " + r.type + " at $" + Num(r.legacy->usd_2019) +
+                       "/h in the Americas in 2019 (S4b)";
+    if (TrainingUnitUsd(region) != TrainingUnitUsd("us-central1")) {
+      note += "; in Europe and Asia-Pacific $" +
+              Num(std::round(r.legacy->usd_2019 / 0.49 * 0.54 * 1e4) / 1e4) +
+              " (training units at $0.54, not $0.49)";
+    }
+    out.notes.push_back(note);
   }
   for (const Part& p : parts) {
     if (p.name == "NVIDIA_TESLA_K80") {
       out.notes.push_back("the K80 is end of life on Google Cloud; its price is the 2019 one");
     }
   }
-  Combine(parts, out);
+  Combine(parts, region, out);
   return out;
 }
 

@@ -28,7 +28,7 @@ struct Rate {
   std::string source;      // e.g. "S1 pricing.yml 2026-07-30"
 };
 
-// A machine type's row (reference: Compute Engine list prices, us-central1).
+// A machine type's row in one region.
 struct MachinePrice {
   double vcpus = 0;
   double memory_gb = 0;
@@ -47,7 +47,7 @@ struct AcceleratorPrice {
   std::vector<int> n1_counts;  // counts that attach to N1; empty = cannot attach to N1
 };
 
-// What one replica of a machineSpec costs per hour in the catalog's region.
+// What one replica of a machineSpec costs per hour in a region.
 // A figure is absent when the catalog has no price for that market; `reason`
 // then says why (all three absent = "no price").
 struct CloudPrice {
@@ -78,25 +78,50 @@ struct OwnHardware {
   double pue = 1.0;  // facility overhead on power (1.0 = none)
 };
 
+// The prices of one region.
+struct RegionPrices {
+  std::map<std::string, MachinePrice> machines;
+  std::map<std::string, AcceleratorPrice> accelerators;
+};
+
 class Catalog {
  public:
-  // The catalog shipped with Stoker: us-central1 list prices (sources and
-  // dates in docs/cost.md) and own-hardware defaults for GPUs whose purchase
-  // price and power are published.
+  // The catalog shipped with Stoker: list prices for the regions Vertex AI
+  // custom training runs in (sources and dates in docs/prices.md), priced in
+  // us-central1 unless the config's cost.region says otherwise, and
+  // own-hardware defaults for GPUs whose purchase price and power are published.
   static Catalog BuiltIn();
 
   // Applies the config's `cost:` section (docs/cost.md) over this catalog:
-  // region, machine and accelerator price overrides and additions, own
+  // region (one the catalog has), machine and accelerator price overrides and
+  // additions (in every region: they are the operator's own figures), own
   // hardware. InvalidArgument naming the key (e.g.
   // "cost.machines.n1-standard-4.vertex_usd_per_hour: must be a number >= 0") on malformed input;
   // nothing is applied then.
   Status Apply(const YAML::Node& cost);
 
-  // The price of one replica of `machine` per hour. Fractional accelerator
-  // counts (Stoker's GPU sharing) are priced as one whole GPU, with a note.
-  // Legacy AI Platform names (standard_gpu, complex_model_m, ...) price as
-  // the Compute Engine machine they were built on.
-  CloudPrice PriceReplica(const spec::MachineSpec& machine) const;
+  // The price of one replica of `machine` per hour in `region` (the
+  // configured region() when empty). Fractional accelerator counts (Stoker's
+  // GPU sharing) are priced as one whole GPU, with a note. Legacy AI Platform
+  // names (standard_gpu, complex_model_m, ...) price as the Compute Engine
+  // machine they were built on. A region the catalog does not have gets no
+  // price, with the reason "no prices for REGION; known: ...".
+  CloudPrice PriceReplica(const spec::MachineSpec& machine, const std::string& region = "") const;
+
+  // The region that prices a job in `location` (the location of its resource
+  // name): the location itself when it reads as a Google Cloud region (has a
+  // dash; known to the catalog or not: an unknown one then gets no price rather
+  // than another region's), else (Stoker's own locations such as "local") region().
+  std::string RegionFor(const std::string& location) const;
+  // InvalidArgument "FIELD: no prices for 'REGION'; known: ..." unless the
+  // catalog has prices for `region`.
+  Status CheckRegion(const std::string& region, const std::string& field) const;
+  // The regions priced, sorted.
+  std::vector<std::string> regions() const;
+
+  // AI Platform's price of a training unit in `region`: $0.49 in the
+  // Americas, $0.54 in Europe and Asia-Pacific (docs/prices.md, S5).
+  static double TrainingUnitUsd(const std::string& region);
 
   // Own hardware per hour: `gpus` GPUs of `gpu_type` (fractions allowed)
   // amortised plus their power at `own().usd_per_kwh` × pue; nullopt with
@@ -110,14 +135,17 @@ class Catalog {
   const std::string& region() const { return region_; }
   const std::string& price_date() const { return price_date_; }
   const OwnHardware& own() const { return own_; }
-  const std::map<std::string, MachinePrice>& machines() const { return machines_; }
-  const std::map<std::string, AcceleratorPrice>& accelerators() const { return accelerators_; }
+  // The configured region's rows; Prices(region) another's (nullptr when not priced).
+  const std::map<std::string, MachinePrice>& machines() const { return Prices(region_)->machines; }
+  const std::map<std::string, AcceleratorPrice>& accelerators() const {
+    return Prices(region_)->accelerators;
+  }
+  const RegionPrices* Prices(const std::string& region) const;
 
  private:
   std::string region_ = "us-central1";
   std::string price_date_;
-  std::map<std::string, MachinePrice> machines_;
-  std::map<std::string, AcceleratorPrice> accelerators_;
+  std::map<std::string, RegionPrices> regions_;  // never without region_
   OwnHardware own_;
 };
 

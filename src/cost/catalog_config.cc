@@ -323,10 +323,16 @@ Status Catalog::Apply(const YAML::Node& cost) {
       const std::string key = kv.first.Scalar();
       if (key == "region") {
         STOKER_RETURN_IF_ERROR(internal::ReadString(kv.second, "cost.region", &next.region_));
+        STOKER_RETURN_IF_ERROR(next.CheckRegion(next.region_, "cost.region"));
       } else if (key == "machines") {
-        STOKER_RETURN_IF_ERROR(internal::ApplyMachines(kv.second, next.machines_));
+        // The operator's figures hold in every region.
+        for (auto& [region, prices] : next.regions_) {
+          STOKER_RETURN_IF_ERROR(internal::ApplyMachines(kv.second, prices.machines));
+        }
       } else if (key == "accelerators") {
-        STOKER_RETURN_IF_ERROR(internal::ApplyAccelerators(kv.second, next.accelerators_));
+        for (auto& [region, prices] : next.regions_) {
+          STOKER_RETURN_IF_ERROR(internal::ApplyAccelerators(kv.second, prices.accelerators));
+        }
       } else if (key == "own_hardware") {
         STOKER_RETURN_IF_ERROR(internal::ApplyOwnHardware(kv.second, next.own_));
       } else {

@@ -1,6 +1,7 @@
 // The price tables shipped with Stoker (Catalog::BuiltIn): us-central1 list
 // prices with their sources and dates (docs/prices.md, keep the two in step),
-// legacy AI Platform machine names, and own-hardware defaults.
+// the other regions' from S1's per-region table (catalog_regions.cc) by the
+// rules below, legacy AI Platform machine names, and own-hardware defaults.
 #include <map>
 #include <optional>
 #include <string>
@@ -39,6 +40,14 @@ constexpr char kT4Vertex[] =
     "public Vertex job script citing cloud.google.com/vertex-ai/pricing (= 0.35 x 1.15)";
 constexpr char kK80Ce[] =
     "S4b AI Platform pricing 2019-11-04 (BASIC_GPU $0.83 - n1-standard-8 $0.38)";
+constexpr char kRegionalVertexRule[] =
+    "est.: S1 Compute Engine price in the region (2026-07-30) x the machine's us-central1 "
+    "Vertex / Compute Engine ratio";
+constexpr char kK80Regional[] =
+    "est.: the 2019 Americas K80 price (S4b) x AI Platform's regional training-unit rate "
+    "($0.54 Europe/Asia vs $0.49 Americas, S5)";
+constexpr char kK80RegionalVertex[] =
+    "est.: the regional K80 estimate x 1.15 (Vertex GPU uplift seen between 1.00 and 1.20)";
 
 constexpr double kNone = -1;  // "no figure" in the tables below
 
@@ -250,6 +259,46 @@ OwnHardware BuiltInOwnHardware() {
   return own;
 }
 
+// Another region's rows from us-central1's: the shapes and N1 counts stay;
+// Compute Engine and Spot are S1's figures for the region (a type S1 does
+// not list there has none); Vertex is scaled from us-central1 by the
+// regional Compute Engine price. Per-GPU prices are known for us-central1
+// only, except the K80's (2019 AI Platform price x the regional rate).
+RegionPrices Regional(const std::string& region, const RegionPrices& us) {
+  RegionPrices out = us;
+  for (auto& [name, m] : out.machines) {
+    m.compute_engine.reset();
+    m.spot.reset();
+    m.vertex.reset();
+  }
+  for (int i = 0; i < kRegionalPriceCount; ++i) {
+    const RegionalPrice& p = kRegionalPrices[i];
+    auto row = out.machines.find(p.machine_type);
+    if (region != p.region || row == out.machines.end()) continue;
+    MachinePrice& m = row->second;
+    m.compute_engine = MakeRate(p.compute_engine, "A", kS1);
+    m.spot = MakeRate(p.spot, "A", kS1Spot);
+    const MachinePrice& base = us.machines.at(p.machine_type);
+    if (base.compute_engine && base.vertex && base.compute_engine->usd_per_hour > 0) {
+      m.vertex =
+          MakeRate(p.compute_engine * base.vertex->usd_per_hour / base.compute_engine->usd_per_hour,
+                   "C", kRegionalVertexRule);
+    }
+  }
+  const double rate = Catalog::TrainingUnitUsd(region) / Catalog::TrainingUnitUsd("us-central1");
+  for (auto& [name, a] : out.accelerators) {
+    a.compute_engine.reset();
+    a.spot.reset();
+    a.vertex.reset();
+    const std::optional<Rate>& base = us.accelerators.at(name).compute_engine;
+    if (name == "NVIDIA_TESLA_K80" && base) {  // $0.45 in 2019 (S4b)
+      a.compute_engine = MakeRate(base->usd_per_hour * rate, "C", kK80Regional);
+      a.vertex = MakeRate(base->usd_per_hour * rate * 1.15, "C", kK80RegionalVertex);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 const LegacyMachine* FindLegacy(const std::string& name) {
@@ -260,10 +309,23 @@ const LegacyMachine* FindLegacy(const std::string& name) {
 }
 
 // Why a shipped row lacks a figure, for the reason text.
-std::string WhyMissing(const std::string& name) {
+std::string WhyMissing(const std::string& name, const std::string& region) {
+  bool sold = false;  // S1 prices the machine type in the region
+  for (int i = 0; i < kRegionalPriceCount; ++i) {
+    sold = sold || (region == kRegionalPrices[i].region && name == kRegionalPrices[i].machine_type);
+  }
+  if (name == "a3-megagpu-8g" && sold) {
+    return "no Vertex estimate for a3-megagpu-8g (no us-central1 Vertex figure to scale); set "
+           "cost.machines.a3-megagpu-8g.vertex_usd_per_hour";
+  }
   if (name == "a3-megagpu-8g") {
-    return "S1 (2026-07-30) has no us-central1 price for a3-megagpu-8g (us-east4: $92.9376/h on "
-           "demand, $23.2752/h Spot); set it under cost.machines.a3-megagpu-8g";
+    return "S1 (2026-07-30) has no " + region +
+           " price for a3-megagpu-8g (us-east4: $92.9376/h on demand, $23.2752/h Spot); set it "
+           "under cost.machines.a3-megagpu-8g";
+  }
+  if (region != "us-central1" && name.rfind("NVIDIA_", 0) == 0 && name != "NVIDIA_TESLA_K80") {
+    return "the catalog's per-GPU prices of " + name +
+           " are for us-central1 only (set cost.accelerators." + name + ")";
   }
   if (name == "NVIDIA_TESLA_K80") {
     return "the K80 is end of life on Google Cloud and has no current Spot price (preemptible K80s "
@@ -289,8 +351,13 @@ Catalog Catalog::BuiltIn() {
   Catalog c;
   c.region_ = "us-central1";
   c.price_date_ = "2026-07-30";
-  c.machines_ = internal::BuiltInMachines();
-  c.accelerators_ = internal::BuiltInAccelerators();
+  RegionPrices& us = c.regions_["us-central1"];
+  us.machines = internal::BuiltInMachines();
+  us.accelerators = internal::BuiltInAccelerators();
+  for (int i = 0; i < internal::kRegionCount; ++i) {
+    const std::string region = internal::kRegions[i];
+    if (region != "us-central1") c.regions_[region] = internal::Regional(region, us);
+  }
   c.own_ = internal::BuiltInOwnHardware();
   return c;
 }

@@ -126,7 +126,7 @@ std::string PriceKindName(PriceKind kind) {
 }
 
 Totals Total(const std::vector<store::UsageRecord>& rows, const Catalog& catalog,
-             const NodeShape& node) {
+             const NodeShape& node, const std::string& region) {
   Totals t;
   constexpr PriceKind kKinds[] = {PriceKind::kVertex, PriceKind::kComputeEngine, PriceKind::kSpot,
                                   PriceKind::kOwn};
@@ -170,7 +170,7 @@ Totals Total(const std::vector<store::UsageRecord>& rows, const Catalog& catalog
       m.machine_type = u.machine_type;
       m.accelerator_type = u.accelerator_type;
       m.accelerator_count = u.accelerator_count;
-      cached = prices.emplace(key, catalog.PriceReplica(m)).first;
+      cached = prices.emplace(key, catalog.PriceReplica(m, region)).first;
       for (const std::string& n : cached->second.notes) AddOnce(t.notes, n);
     }
     const CloudPrice& p = cached->second;

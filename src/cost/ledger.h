@@ -74,9 +74,10 @@ struct NodeShape {
 // node's CPUs (the host part only when cost.own_hardware.node is set, with
 // a note otherwise). A row with measured energy pays for its GPUs' power by
 // that energy (scaled from the sampled part to the whole run) instead of by
-// their rated watts.
+// their rated watts. Cloud prices are `region`'s (the catalog's configured
+// region when empty).
 Totals Total(const std::vector<store::UsageRecord>& rows, const Catalog& catalog,
-             const NodeShape& node);
+             const NodeShape& node, const std::string& region = "");
 
 // {"replicaHours", "gpuHours", "gpuHoursByType", "vcpuHours", "memoryGbHours",
 //  "usd": {"vertex": 1.23 | null, ...}, "noPrice": {"own": ["..."]}, "notes": [...],

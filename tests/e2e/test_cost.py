@@ -14,7 +14,8 @@ import time
 import urllib.error
 import urllib.request
 
-from harness import (IMAGE, Daemon, StokerTestCase, container_job, stokerd_refuses, wait_for)
+from harness import (IMAGE, STOKER, Daemon, StokerTestCase, container_job, stokerd_refuses,
+                     wait_for)
 
 # Vertex list prices (docs/prices.md): n1-standard-4 $0.21849885/h, one T4 $0.4025/h.
 N1_4_T4_VERTEX = 0.21849885 + 0.4025
@@ -181,6 +182,72 @@ workerPoolSpecs:
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("machineSpec", r.stderr)
 
+    def estimate_in(self, region, config, *args, check=True):
+        """`stoker cost estimate` with the global --region set to `region` (self.stoker
+        sets it to the test's location, l)."""
+        env = dict(os.environ, STOKER_TOKEN=self.daemon.token,
+                   STOKER_HOME=os.path.join(self.tmp, "no-home"))
+        env.pop("STOKER_SERVER", None)
+        r = subprocess.run([STOKER, "--server", self.daemon.url, "--project", "p", "--region",
+                            region] + list(args) + ["cost", "estimate", "--config", config],
+                           capture_output=True, text=True, env=env, timeout=120)
+        if check:
+            self.assertEqual(r.returncode, 0, r.stderr)
+        return r
+
+    def test_cost_estimate_prices_in_the_region_asked(self):
+        # The issue's Asia-Pacific BASIC_GPU: one n1-standard-8 with a K80, priced in
+        # asia-east1 (trainingInput.region) from S1's asia-east1 row ($0.439996/h), the
+        # K80 at the 2019 Americas $0.45 x AI Platform's $0.54 / $0.49, and training
+        # units at $0.54, the Europe and Asia-Pacific rate.
+        tier = self.write("asia.yaml", "trainingInput:\n  scaleTier: BASIC_GPU\n"
+                                       "  region: asia-east1\n")
+        out = json.loads(self.stoker("--format", "json", "cost", "estimate", "--config",
+                                     tier).stdout)
+        ce = 0.439996 + 0.45 * 0.54 / 0.49
+        self.assertEqual(out["catalog"]["region"], "asia-east1", out)
+        self.assertEqual(out["catalog"]["usdPerTrainingUnit"], 0.54, out)
+        self.assertAlmostEqual(out["usdPerHour"]["compute-engine"], ce, places=9)
+        self.assertIn("NVIDIA_TESLA_K80", out["pools"][0]["basis"], out)
+        text = self.stoker("cost", "estimate", "--config", tier).stdout
+        self.assertIn("AI Platform training units: %.4f per hour" % (ce / 0.54), text)
+        self.assertIn("at $0.54 per unit, the Europe and Asia-Pacific rate", text)
+        self.assertIn("prices: asia-east1 list prices", text)
+        # --region wins over the file's; without either, the config's cost.region.
+        out = json.loads(self.estimate_in("us-east1", tier, "--format", "json").stdout)
+        self.assertEqual(out["catalog"]["usdPerTrainingUnit"], 0.49, out)
+        self.assertAlmostEqual(out["usdPerHour"]["compute-engine"], 0.379998 + 0.45, places=9)
+        plain = self.write("plain.yaml", "workerPoolSpecs:\n  - machineSpec: {machineType: "
+                           "n1-standard-4}\n    replicaCount: 1\n    containerSpec: {imageUri: "
+                           "%s}\n" % IMAGE)
+        out = json.loads(self.stoker("--format", "json", "cost", "estimate", "--config",
+                                     plain).stdout)
+        self.assertEqual(out["catalog"]["region"], "us-central1", out)
+        self.assertAlmostEqual(out["usdPerHour"]["compute-engine"], 0.19, places=9)
+        out = json.loads(self.estimate_in("europe-west4", plain, "--format", "json").stdout)
+        self.assertAlmostEqual(out["usdPerHour"]["compute-engine"], 0.209168, places=9)
+        # A region the catalog does not price is an error, never us-central1's prices.
+        r = self.estimate_in("asia-pacific", plain, check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("region: no prices for 'asia-pacific'; known: asia-east1,", r.stderr)
+
+    def test_a_jobs_location_chooses_its_prices(self):
+        self.project_path = "/v1/projects/p/locations/europe-west4/customJobs"
+        job_id = self.submit(container_job("eu", "sleep 1", machine="n1-standard-4"))
+        self.assertEqual(self.wait_state(job_id)["state"], "JOB_STATE_SUCCEEDED")
+        usage = self.job(job_id)["stoker"]["usage"]
+        hours = usage["replicaHours"]
+        self.assertGreater(hours, 0)
+        # S1's europe-west4 n1-standard-4: $0.209168/h (us-central1: $0.19).
+        self.assertAlmostEqual(usage["usd"]["compute-engine"] / hours, 0.209168, places=6)
+        # A location that names a region the catalog lacks gets no price, with why.
+        self.project_path = "/v1/projects/p/locations/mars-north1/customJobs"
+        job_id = self.submit(container_job("mars", "true", machine="n1-standard-4"))
+        self.assertEqual(self.wait_state(job_id)["state"], "JOB_STATE_SUCCEEDED")
+        usage = self.job(job_id)["stoker"]["usage"]
+        self.assertIsNone(usage["usd"]["compute-engine"], usage)
+        self.assertIn("no prices for 'mars-north1'", json.dumps(usage["noPrice"]))
+
     def test_budgets_warn_refuse_new_jobs_and_stop_running_ones(self):
         me = self.me()
         running = self.submit(self.gpu_job("long", "sleep 120"))
@@ -323,6 +390,10 @@ cost: {machines: {n1-standard-4: {vertex_usd: 1}}}
 """)
         self.assertIn("cost.machines.n1-standard-4", err)
         self.assertIn("vertex_usd", err)
+        err = stokerd_refuses(os.path.join(self.tmp, "bad3"), StokerTestCase.config + """
+cost: {region: asia-pacific}
+""")
+        self.assertIn("cost.region: no prices for 'asia-pacific'; known: asia-east1", err)
 
 
 FAKE_NVML = os.path.join(os.path.dirname(os.path.abspath(__import__("harness").STOKER)), "..",
