@@ -326,6 +326,19 @@ workerPoolSpecs:
         # n1-standard-4 at Compute Engine's $0.19/h, in training units of $0.49.
         self.assertAlmostEqual(j["trainingOutput"]["consumedMLUnits"], hours * 0.19 / 0.49,
                                places=4)
+        # In europe-west4: that region's $0.209168/h (S1), in units of $0.54.
+        ti["region"] = "europe-west4"
+        status, body = self.api("POST", "/v1/projects/p/jobs", {"jobId": "legacy_eu",
+                                                              "trainingInput": ti})
+        self.assertEqual(status, 200, body)
+        j = wait_for(lambda: (lambda j: j if j["state"] == "SUCCEEDED" else None)(
+            self.api("GET", "/v1/projects/p/jobs/legacy_eu")[1]), 60, "legacy_eu to succeed")
+        groups = json.loads(self.stoker("--format", "json", "usage", "--by", "job").stdout)[
+            "groups"]
+        eu_hours = sum(g["replicaHours"] for g in groups) - hours
+        self.assertGreater(eu_hours, 0)
+        self.assertAlmostEqual(j["trainingOutput"]["consumedMLUnits"],
+                               eu_hours * 0.209168 / 0.54, places=4)
 
     def metrics(self, token=None):
         req = urllib.request.Request(self.daemon.url + "/metrics", headers={
