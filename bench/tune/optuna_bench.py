@@ -122,10 +122,16 @@ def main():
     ap.add_argument("--methods", default=",".join(SEQUENTIAL + PARALLEL_ONLY))
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--out", default="-")
+    ap.add_argument("--skip", help="JSON lines of runs already done: their (method, entry, "
+                    "seed) are not run again")
     args = ap.parse_args()
     spec = json.loads(subprocess.run([args.bench, "spec"], check=True, capture_output=True,
                                      text=True).stdout)
     wanted = set(filter(None, args.functions.split(",")))
+    skip = set()
+    for line in open(args.skip) if args.skip else []:
+        r = json.loads(line)
+        skip.add((r["method"], r["function"], r["seed"]))
     tasks = []
     for entry in spec:
         if wanted and entry["name"] not in wanted:
@@ -133,7 +139,8 @@ def main():
         for method in args.methods.split(","):
             if method in PARALLEL_ONLY and entry["parallel"] == 1:
                 continue
-            tasks += [(method, entry, seed, args.budget) for seed in range(args.seeds)]
+            tasks += [(method, entry, seed, args.budget) for seed in range(args.seeds)
+                      if (method, entry["name"], seed) not in skip]
     out = sys.stdout if args.out == "-" else open(args.out, "w")
     start = time.time()
     with multiprocessing.Pool(args.jobs, initializer=init_worker, initargs=(args.bench,)) as pool:

@@ -59,13 +59,13 @@ def mann_whitney(a, b):
 
 def load(paths):
     runs = defaultdict(list)  # (method, entry, budget) -> regrets
-    entries, seeds = [], defaultdict(set)
+    entries, seeds = [], defaultdict(set)  # (method, entry) -> seeds
     for path in paths:
         for line in open(path):
             r = json.loads(line)
             if r["function"] not in entries:
                 entries.append(r["function"])
-            seeds[r["method"]].add(r["seed"])
+            seeds[(r["method"], r["function"])].add(r["seed"])
             for b, v in r["regret"].items():
                 runs[(r["method"], r["function"], b)].append(max(v, 0.0))
     return runs, entries, seeds
@@ -187,17 +187,48 @@ def print_latency(path):
             n, np.median(cold), max(cold), np.median(warm), max(warm)))
 
 
+def describe_params(params):
+    kinds = defaultdict(int)
+    for p in params:
+        k = p["kind"]
+        if p.get("scale") in ("log", "reverse_log"):
+            k += " " + p["scale"]
+        kinds[k] += 1
+        for c in p["children"]:
+            kinds["conditional child"] += 1
+            for k2, n in describe_params([c["param"]]).items():
+                kinds[k2] += n
+    return kinds
+
+
+def print_spec(path):
+    """The suite's entries, from `tune-bench spec` output."""
+    print("| entry | parameters | optimum | noise sd | per round | source |")
+    print("|---|---|---|---|---|---|")
+    for e in json.load(open(path)):
+        kinds = ", ".join("%d %s" % (n, k) for k, n in describe_params(e["params"]).items())
+        print("| %s | %s | %.6g | %s | %d | %s |" % (e["name"], kinds, e["optimum"],
+                                                   fmt(e["noise"]), e["parallel"], e["source"]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("files", nargs="+")
     ap.add_argument("--stoker", default="stoker-gp",
                     help="candidates, comma-separated; the full table is printed for the last")
     ap.add_argument("--latency")
+    ap.add_argument("--spec", help="also print the suite's entries from `tune-bench spec`")
     args = ap.parse_args()
+    if args.spec:
+        print_spec(args.spec)
+        print()
     runs, entries, seeds = load(args.files)
     candidates = args.stoker.split(",")
-    print("Seeds per method: %s\n" % ", ".join(
-        "%s %d" % (m, len(s)) for m, s in sorted(seeds.items())))
+    per_method = defaultdict(list)
+    for (m, _), s in seeds.items():
+        per_method[m].append(len(s))
+    print("Seeds per entry: %s\n" % ", ".join(
+        "%s %d–%d" % (m, min(n), max(n)) for m, n in sorted(per_method.items())))
     all_cells = {s: cells(runs, entries, s) for s in candidates}
     print_summary_header(len(all_cells[candidates[-1]]))
     for s in candidates:
