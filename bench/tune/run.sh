@@ -3,9 +3,9 @@
 # suite of bench/tune/suite.cc, then a report (Markdown tables on stdout).
 #   bench/tune/run.sh                 # 20 seeds, budgets 20/30/50/100
 #   SEEDS=5 bench/tune/run.sh         # quicker
-#   METHODS=stoker-gp,stoker-gp-tr bench/tune/run.sh   # compare a candidate fix
+#   METHODS=stoker-gp-notr,stoker-gp bench/tune/run.sh   # before/after the trust region
 # Needs Debian's python3-optuna and python3-scipy (for QMC); always runs
-# /usr/bin/python3. About 45 minutes on 2 cores (see RESULTS.md).
+# /usr/bin/python3. About 40 minutes on 2 idle cores (an estimate: RESULTS.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SEEDS=${SEEDS:-20}
