@@ -5,6 +5,8 @@
 // them. A type S1 does not list in a region is absent.
 #include "cost/catalog_internal.h"
 
+// One row a line, as written.
+// clang-format off
 namespace stoker::cost::internal {
 
 const char* const kRegions[] = {
@@ -655,3 +657,4 @@ const RegionalPrice kRegionalPrices[] = {
 const int kRegionalPriceCount = sizeof kRegionalPrices / sizeof kRegionalPrices[0];
 
 }  // namespace stoker::cost::internal
+// clang-format on

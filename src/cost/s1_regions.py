@@ -47,6 +47,7 @@ def main():
               "// each region. Do not edit by hand; docs/prices.md says how the catalog uses\n"
               "// them. A type S1 does not list in a region is absent.\n" % generated)
     out.write('#include "cost/catalog_internal.h"\n\n'
+              "// One row a line, as written.\n// clang-format off\n"
               "namespace stoker::cost::internal {\n\n"
               "const char* const kRegions[] = {\n")
     for r in REGIONS:
@@ -62,7 +63,8 @@ def main():
             spot = cost.get("hour_spot", -1)
             out.write('    {"%s", "%s", %r, %r},\n' % (r, m, float(cost["hour"]), float(spot)))
     out.write("};\nconst int kRegionalPriceCount = sizeof kRegionalPrices / "
-              "sizeof kRegionalPrices[0];\n\n}  // namespace stoker::cost::internal\n")
+              "sizeof kRegionalPrices[0];\n\n}  // namespace stoker::cost::internal\n"
+              "// clang-format on\n")
 
 
 if __name__ == "__main__":
