@@ -32,11 +32,16 @@ import random, socket
 random.seed(os.getpid())
 base = random.uniform(20, 100)
 name = "events.out.tfevents.%d.%s.%d.0.v2" % (time.time(), socket.gethostname(), os.getpid())
-with open(os.path.join(logs, name), "wb") as f:
+with open(os.path.join(logs, "." + name), "wb") as f:
     f.write(version)
     for step in range(1, 61):
         loss = base * 0.95 ** step * (1 + 0.3 * random.uniform(-1, 1))
         f.write(record(event(step, [simple("loss", loss)])))
+os.rename(os.path.join(logs, "." + name), os.path.join(logs, name))
+# The job ends with its chief: every replica waits for all three files.
+deadline = time.time() + 60
+while len([n for n in os.listdir(logs) if n.startswith("events.out")]) < 3 and time.time() < deadline:
+    time.sleep(0.05)
 '''
 
 # One process, a loss of SCALE * 10 / step for 20 steps: its last is SCALE / 2.
@@ -151,6 +156,14 @@ class ConsoleChartsTest(ConsoleBase):
         for t in zoomed:
             self.assertTrue(5 <= t <= 30, zoomed)
         self.shot(d, "job-replicas-zoomed")
+        # Shift-drag pans: dragging the plot to the left shows later steps.
+        ActionChains(d).key_down(Keys.SHIFT).move_to_element_with_offset(chart, 0, 0).click_and_hold() \
+            .move_by_offset(-80, 0).release().key_up(Keys.SHIFT).perform()
+        chart = self.until(d, lambda d: (lambda c: c if x_ticks(c) and min(x_ticks(c)) > min(zoomed) else None)(
+            self.metric_chart(d, title)), "a panned chart")
+        self.assertEqual(chart.get_attribute("data-zoomed"), "1")
+        panned = x_ticks(chart)
+        self.assertAlmostEqual(max(panned) - min(panned), max(zoomed) - min(zoomed), delta=5)  # same width
         ActionChains(d).double_click(chart).perform()
         chart = self.until(d, lambda d: (lambda c: c if c.get_attribute("data-zoomed") == "0" else None)(
             self.metric_chart(d, title)), "the zoom reset")
