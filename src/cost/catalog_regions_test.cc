@@ -90,7 +90,8 @@ TEST(RegionsTest, VertexScalesWithTheRegionalComputeEnginePrice) {
   // a2-highgpu-1g: Vertex est. $4.2244 / Compute Engine $3.6734 in us-central1.
   CloudPrice a2 = PriceIn("europe-west4", "a2-highgpu-1g");
   EXPECT_NEAR(*a2.vertex_usd_per_hour, 3.747972 * 4.2244 / 3.6734, 1e-12);
-  const MachinePrice& row = Catalog::BuiltIn().Prices("europe-west4")->machines.at("n1-standard-4");
+  const Catalog catalog = Catalog::BuiltIn();  // the row below lives in it
+  const MachinePrice& row = catalog.Prices("europe-west4")->machines.at("n1-standard-4");
   EXPECT_EQ(row.vertex->confidence, "C");
   EXPECT_EQ(row.compute_engine->confidence, "A");
   EXPECT_THAT(row.compute_engine->source, HasSubstr("2026-07-30"));
