@@ -65,11 +65,6 @@ Status RewriteCluster(json& cluster, const std::map<std::string, int>& role_pool
 Result<PortReservation> PortReservation::Bind() {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Unavailable(std::string("cannot reserve a port: socket: ") + strerror(errno));
-  // SO_REUSEADDR on the reservation lets the trainer's listening socket
-  // (which sets it too, as torch's TCPStore and gRPC do) bind the port even
-  // before the release; without it a bound socket blocks every other bind.
-  int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_ANY);
@@ -81,6 +76,14 @@ Result<PortReservation> PortReservation::Bind() {
     ::close(fd);
     return Unavailable("cannot reserve a port: bind: " + why);
   }
+  // SO_REUSEADDR on the reservation lets the trainer's listening socket
+  // (which sets it too, as torch's TCPStore and gRPC do) bind the port even
+  // before the release; without it a bound socket blocks every other bind.
+  // It is set after the bind: two sockets that both had it while binding
+  // port 0 could be given the same port (two replicas on one host saw one
+  // port in the Slurm contract test).
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   return PortReservation(fd, ntohs(addr.sin_port));
 }
 
