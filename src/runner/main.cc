@@ -32,8 +32,10 @@
 
 #include "common/files.h"
 #include "runner/isolation.h"
+#include "runner/replica_cgroup.h"
 #include "runner/slurm_task.h"
 #include "runner/supervisor.h"
+#include "runner/trainer_start.h"
 
 namespace {
 
@@ -238,6 +240,9 @@ int main(int argc, char** argv) {
   // started with (the trainer gets 022, or 002 with the bucket group).
   ::umask(::umask(0) | 022);
   if ((argc == 2 || argc == 3) && std::strcmp(argv[1], "--standby") == 0) {
+    // Before the wait, what does not depend on the replica.
+    (void)stoker::runner::ThisProcessCgroupLayout();
+    stoker::runner::WarmUpGroupLookup();
     std::string dir = AwaitReplicaDir();
     ShowReplicaDirInArgv(argc, argv, dir);
     OutputToRunnerLog(dir);

@@ -179,6 +179,11 @@ CgroupLayout DetectCgroupLayout() {
   return ParseCgroupLayout(ReadSmall("/proc/self/cgroup"), ReadSmall("/proc/self/mountinfo"));
 }
 
+const CgroupLayout& ThisProcessCgroupLayout() {
+  static const CgroupLayout layout = DetectCgroupLayout();
+  return layout;
+}
+
 std::string ReplicaCgroupName(std::string_view cookie) {
   const std::string hex = Fnv1aHex(cookie);
   std::string last = fs::path(std::string(cookie)).filename().string();

@@ -64,6 +64,11 @@ CgroupLayout ParseCgroupLayout(std::string_view proc_self_cgroup, std::string_vi
 // This process's layout (ParseCgroupLayout of its /proc files).
 CgroupLayout DetectCgroupLayout();
 
+// DetectCgroupLayout, read the first time it is asked for in this process
+// and kept: a supervisor serves one replica, and a standby supervisor asks
+// before it waits for its replica (runner/main.cc), off the start path.
+const CgroupLayout& ThisProcessCgroupLayout();
+
 // The cgroup's name for the replica whose cookie (ReplicaCookie) is given:
 // "r-<16 hex of the cookie's hash>-<last path component>", at most 64
 // characters of [A-Za-z0-9_.-]. The same string in stoker-run and stokerd.

@@ -187,9 +187,8 @@ class Supervisor {
 
 void Supervisor::MakeCgroup(const LaunchSpec& spec) {
   limits_ = spec.limits;
-  const CgroupLayout layout = DetectCgroupLayout();
-  Result<ReplicaCgroup> cg =
-      ReplicaCgroup::Create(layout, ReplicaCgroupName(cookie_), spec.limits.memory_bytes);
+  Result<ReplicaCgroup> cg = ReplicaCgroup::Create(
+      ThisProcessCgroupLayout(), ReplicaCgroupName(cookie_), spec.limits.memory_bytes);
   if (!cg.ok()) {
     cgroup_note_ = "not contained in a cgroup (" + cg.status().message() +
                    "): its processes are found by process tree and environment instead";

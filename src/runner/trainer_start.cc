@@ -3,6 +3,7 @@
 #include "runner/trainer_start.h"
 
 #include <grp.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,6 +34,16 @@ std::vector<int> ReplicaServices::CgroupJoinFds() const {
 
 ScopedFds::~ScopedFds() {
   for (int fd : fds) ::close(fd);
+}
+
+void WarmUpGroupLookup() {
+  struct passwd pw = {};
+  struct passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (::getpwuid_r(::geteuid(), &pw, buf.data(), buf.size(), &found) != 0 || !found) return;
+  std::vector<gid_t> groups(64);
+  int n = static_cast<int>(groups.size());
+  (void)::getgrouplist(found->pw_name, found->pw_gid, groups.data(), &n);
 }
 
 Result<TrainerExec> PrepareTrainerExec(const LaunchSpec& spec,

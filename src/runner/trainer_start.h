@@ -79,6 +79,11 @@ struct TrainerExec {
   std::unique_ptr<Isolation> isolation;  // its view; made once, here
 };
 
+// Loads what PrepareTrainerExec's group lookup (getgrouplist) loads on its
+// first use in a process, the name service's modules (~0.5 ms): a standby
+// supervisor calls it before it waits for its replica, off the start path.
+void WarmUpGroupLookup();
+
 // Builds the exec of `spec` with `python_path` before its PYTHONPATH.
 // FailedPrecondition when stoker-run cannot switch to run_as (not root).
 Result<TrainerExec> PrepareTrainerExec(const LaunchSpec& spec,

@@ -492,9 +492,12 @@ void Controller::StartPlaced(ActiveJob& a, const scheduler::StartJob& start,
                     " because it ends (scheduling.timeout) before that job can start");
   }
   json allocation = {{"node", node_.name}, {"replicas", replicas}};
-  for (const std::string& n : notes) (void)store_.AddEvent(a.rec.id, n);
+  // Not synced: this machine runs the replicas, so a crash of the machine
+  // ends them too, and recovery finds the job QUEUED again or its replicas'
+  // claims (store.h, TransitionUpdate::synced). A crash of stokerd alone
+  // keeps the commit. The fsync (~1 ms) is off the start path.
   if (!funnel_.Move(a, JobState::kPending, "resources allocated on " + node_.name,
-                    {.allocation = allocation})) {
+                    {.allocation = allocation, .synced = false})) {
     return;
   }
   a.rec.allocation = allocation;
@@ -504,6 +507,8 @@ void Controller::StartPlaced(ActiveJob& a, const scheduler::StartJob& start,
   a.placed = start.replicas;
   a.placed_us = clock_.NowMicros();
   LaunchOrFail(a);
+  // After the launch, as the launch's own events: each is a commit.
+  for (const std::string& n : notes) (void)store_.AddEvent(a.rec.id, n);
 }
 
 void Controller::LaunchOrFail(ActiveJob& a) {

@@ -171,6 +171,14 @@ struct TransitionUpdate {
   std::optional<int> preemptions;             // a preemption counts one more
   std::optional<std::string> restart_reason;  // JobRecord::restart_reason of that attempt
   std::vector<OutboxMessage> outbox;          // webhook deliveries reporting this change
+  // False: committed without an fsync (SQLite's synchronous=NORMAL in WAL
+  // mode), so the change survives a crash of stokerd but not of the
+  // machine. Only for a change that a machine crash undoes anyway: a local
+  // launch's PENDING, whose trainer dies with the machine (recovery then
+  // finds the job QUEUED and places it again, or finds the replica's claim
+  // and reports it lost). The next synced commit makes it durable too: the
+  // WAL is written in order.
+  bool synced = true;
 };
 
 // One replica's part of one attempt in the usage ledger (docs/cost.md): what
@@ -384,6 +392,8 @@ class Store {
   Result<bool> LegacyIdTaken(const char* table, const std::string& project,
                              const std::string& legacy_job_id);
   static Status LegacyIdExists(const std::string& project, const std::string& legacy_job_id);
+  Status TransitionLocked(int64_t id, spec::JobState from, spec::JobState to,
+                          const std::string& reason, const TransitionUpdate& update);
   Status InsertEvent(int64_t id, spec::JobState from, spec::JobState to, const std::string& reason,
                      int64_t time_us);
   // Inserts outbox rows; the caller holds mu_ and a transaction.

@@ -251,6 +251,17 @@ Status Store::RequestCancel(int64_t id) {
 Status Store::Transition(int64_t id, JobState from, JobState to, const std::string& reason,
                          const TransitionUpdate& update) {
   std::lock_guard lock(mu_);
+  if (update.synced) return TransitionLocked(id, from, to, reason, update);
+  // The level cannot change inside a transaction: around it, back to FULL
+  // whatever the transition returned.
+  STOKER_RETURN_IF_ERROR(Exec("PRAGMA synchronous=NORMAL"));
+  Status s = TransitionLocked(id, from, to, reason, update);
+  Status full = Exec("PRAGMA synchronous=FULL");
+  return s.ok() ? full : s;
+}
+
+Status Store::TransitionLocked(int64_t id, JobState from, JobState to, const std::string& reason,
+                               const TransitionUpdate& update) {
   Txn txn(db_);
   if (!txn.begun()) return SqliteError(db_, "begin");
   int64_t now = clock_.NowMicros();

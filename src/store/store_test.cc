@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -64,6 +65,36 @@ TEST_F(StoreTest, TransitionRequiresTheExpectedFromState) {
   EXPECT_EQ(got.state, JobState::kPending);
   EXPECT_EQ(got.allocation["cpus"], 2);
   EXPECT_EQ(store->Events(job.id)->size(), 2u);
+}
+
+// A local launch's PENDING is committed without an fsync (synced = false):
+// it must still survive a crash of the process that wrote it, and a lost
+// race must still be refused.
+TEST_F(StoreTest, AnUnsyncedTransitionSurvivesACrashOfTheProcess) {
+  int64_t id = std::move(Store::Open(dir_)).value()->CreateJob(Job("a")).value().id;
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto store = Store::Open(dir_);
+    if (!store.ok()) ::_exit(2);
+    store::TransitionUpdate unsynced{.allocation = nlohmann::json{{"cpus", 2}}, .synced = false};
+    if (!(*store)->Transition(id, JobState::kQueued, JobState::kPending, "placed", unsynced).ok())
+      ::_exit(3);
+    Status lost = (*store)->Transition(id, JobState::kQueued, JobState::kPending, "x", unsynced);
+    if (lost.code() != Code::kFailedPrecondition) ::_exit(4);
+    // The next commit is synced again, and works.
+    if (!(*store)->CreateJob(Job("b")).ok()) ::_exit(5);
+    ::_exit(0);  // no destructor, no close: as a crash leaves the files
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  auto store = std::move(Store::Open(dir_)).value();
+  auto got = store->GetJob(id).value();
+  EXPECT_EQ(got.state, JobState::kPending);
+  EXPECT_EQ(got.allocation["cpus"], 2);
+  EXPECT_EQ(store->Events(id)->size(), 2u);
 }
 
 TEST_F(StoreTest, APreemptionIsCountedAndTheRestartReasonKeptAcrossReopen) {
