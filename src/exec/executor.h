@@ -81,6 +81,8 @@ struct ReplicaLaunch {
   // Set: the packages' requirements are installed into a cached
   // environment before the trainer starts (docs/python-packages.md).
   std::optional<replica::PythonEnvSpec> python_env;
+  // The replica's place in the job (launch.json's "cluster").
+  std::optional<replica::ClusterTask> cluster;
 };
 
 struct JobLaunch {

@@ -8,12 +8,6 @@ namespace {
 
 using nlohmann::json;
 
-// TensorFlow role of a pool (reference §3.2): chief, worker, ps, evaluator.
-const char* TfRole(int pool) {
-  static const char* kRoles[] = {"chief", "worker", "ps", "evaluator"};
-  return pool >= 0 && pool < 4 ? kRoles[pool] : "worker";
-}
-
 std::string JoinPath(const std::string& dir, const std::string& leaf) {
   if (dir.empty()) return "";
   std::string d = dir;
@@ -22,10 +16,6 @@ std::string JoinPath(const std::string& dir, const std::string& leaf) {
 }
 
 }  // namespace
-
-std::string ReplicaName(int pool, int index) {
-  return "workerpool" + std::to_string(pool) + "-" + std::to_string(index);
-}
 
 std::optional<std::string> ExpandVars(const std::string& text,
                                       const std::map<std::string, std::string>& vars,
@@ -78,40 +68,9 @@ Result<ReplicaCommand> BuildReplicaCommand(const ReplicaEnvInput& in) {
     job_desc["job_args"] = pool.container_spec->args;
   }
 
-  json cluster = json::object();
-  json tf_cluster = json::object();
-  int world_size = 0;
-  std::vector<int> rank_base(in.addresses.size(), 0);
-  for (size_t p = 0; p < in.addresses.size(); ++p) {
-    rank_base[p] = world_size;
-    world_size += static_cast<int>(in.addresses[p].size());
-    if (in.addresses[p].empty()) continue;
-    cluster["workerpool" + std::to_string(p)] = in.addresses[p];
-    if (p != 3) tf_cluster[TfRole(static_cast<int>(p))] = in.addresses[p];
-  }
-  json task = {{"type", "workerpool" + std::to_string(in.place.pool)}, {"index", in.place.index}};
-  json tf_task = {{"type", TfRole(in.place.pool)}, {"index", in.place.index}};
-  if (!in.trial_id.empty()) {
-    task["trial"] = in.trial_id;
-    tf_task["trial"] = in.trial_id;
-  }
-  json cluster_spec = {
-      {"cluster", cluster}, {"environment", "cloud"}, {"task", task}, {"job", job_desc.dump()}};
-  json tf_config = {{"cluster", tf_cluster},
-                    {"environment", "cloud"},
-                    {"task", tf_task},
-                    {"job", job_desc.dump()}};
-  env["CLUSTER_SPEC"] = cluster_spec.dump();
-  env["TF_CONFIG"] = tf_config.dump();
-
-  const std::string& master = in.addresses.at(0).at(0);
-  size_t colon = master.rfind(':');
-  env["MASTER_ADDR"] = master.substr(0, colon);
-  env["MASTER_PORT"] = master.substr(colon + 1);
-  env["WORLD_SIZE"] = std::to_string(world_size);
-  env["RANK"] = std::to_string(rank_base[in.place.pool] + in.place.index);
-  env["LOCAL_RANK"] = "0";  // each replica is its own node and sees only its GPUs
-  env["LOCAL_WORLD_SIZE"] = "1";
+  cmd.cluster = {in.place.pool, in.place.index, in.trial_id, job_desc.dump()};
+  STOKER_ASSIGN_OR_RETURN(auto cluster_env, replica::ClusterEnv(in.addresses, cmd.cluster));
+  for (auto& [k, v] : cluster_env) env[k] = std::move(v);
 
   std::string gpus;
   for (int g : in.place.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);

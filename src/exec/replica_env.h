@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "runner/cluster_env.h"
 #include "spec/custom_job.h"
 
 namespace stoker::exec {
@@ -21,7 +22,7 @@ struct ReplicaPlace {
 };
 
 // "workerpool<pool>-<index>", the replica's name in logs and CLUSTER_SPEC.
-std::string ReplicaName(int pool, int index);
+using replica::ReplicaName;
 
 struct ReplicaEnvInput {
   std::string job_id;
@@ -47,6 +48,9 @@ struct ReplicaCommand {
   // or python -m MODULE); the rest are the args.
   size_t command_size = 0;
   std::map<std::string, std::string> env;
+  // The replica's place in the cluster, as its distributed variables were
+  // built from it (launch.json's "cluster"; Slurm builds them again).
+  replica::ClusterTask cluster;
 };
 
 // Builds the replica's argv and environment: service variables first
@@ -54,21 +58,10 @@ struct ReplicaCommand {
 // spec's env in order with $(VAR) expansion against what is defined so far,
 // then args and command expanded against the whole environment.
 //
-// Distributed variables (reference/vertex.md §3.2, §3.4), with N_p the
-// replica count of pool p (an empty `{}` pool counts 0):
-//   CLUSTER_SPEC  {"cluster": {"workerpool<p>": [host:port, ...]} for the
-//                 non-empty pools, "task": {"type": "workerpool<p>", "index": i
-//                 [, "trial": id]}, "environment": "cloud", "job": "<JSON string>"}
-//   TF_CONFIG     the same with chief/worker/ps; evaluators (pool 3) are not in
-//                 "cluster" and get task.type "evaluator"
-//   MASTER_ADDR, MASTER_PORT  host and port of workerpool0[0] (the chief's
-//                 CLUSTER_SPEC address, a port the caller reserved for the job)
-//   WORLD_SIZE    N_0 + N_1 + N_2 + N_3: every replica of every pool
-//   RANK          node rank: chief 0, workerpool1[i] 1+i, workerpool2[i]
-//                 1+N_1+i, workerpool3[i] 1+N_1+N_2+i
-//   LOCAL_RANK=0, LOCAL_WORLD_SIZE=1  each replica is one process, its own
-//                 "node" (the reference's ranks are node-level); a trainer that
-//                 wants one process per GPU runs torchrun inside its replica
+// Distributed variables: replica::ClusterEnv (runner/cluster_env.h), with
+// LOCAL_RANK=0 and LOCAL_WORLD_SIZE=1 (each replica is one process, its own
+// "node": a trainer that wants one process per GPU runs torchrun inside its
+// replica), and
 //   CUDA_VISIBLE_DEVICES  only the GPUs allocated to this replica; "" for none
 // Requires `in.addresses` to hold one entry per pool of the spec, with the
 // chief at addresses[0][0].

@@ -76,6 +76,7 @@ replica::LaunchSpec LaunchSpecOf(const ReplicaLaunch& r) {
   spec.warm = r.warm;
   spec.container = r.container;
   spec.python_env = r.python_env;
+  spec.cluster = r.cluster;
   return spec;
 }
 

@@ -207,8 +207,9 @@ int RunSlurmTask(const std::string& job_dir) {
   const std::filesystem::path port_dir = runner::SlurmPortDir(job_dir, task.job_id);
   auto held = std::make_shared<std::optional<runner::PortReservation>>();
   runner::SupervisorHooks hooks;
-  hooks.rewrite = [task, replicas, port_dir, held](const std::map<std::string, std::string>& env)
-      -> stoker::Result<std::map<std::string, std::string>> {
+  hooks.rewrite =
+      [task, replicas, port_dir,
+       held](const runner::LaunchSpec& spec) -> stoker::Result<std::map<std::string, std::string>> {
     STOKER_ASSIGN_OR_RETURN(runner::PortReservation reservation, runner::PortReservation::Bind());
     STOKER_RETURN_IF_ERROR(runner::PublishPort(port_dir, task.procid, reservation.port()));
     *held = std::move(reservation);
@@ -217,7 +218,7 @@ int RunSlurmTask(const std::string& job_dir) {
         runner::AwaitPorts(port_dir, task.ntasks, runner::kSlurmPortWaitSeconds, StopPending));
     runner::SlurmTask placed = task;
     placed.ports = std::move(ports);
-    return runner::SlurmTaskEnv(env, replicas, placed);
+    return runner::SlurmTaskEnv(spec.env, spec.cluster, replicas, placed);
   };
   hooks.before_fork = [held] { held->reset(); };
   hooks.no_warm_reason =

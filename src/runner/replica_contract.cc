@@ -366,6 +366,31 @@ Result<LaunchSpec> ParseLaunchSpec(std::string_view text) {
   if (auto it = doc.find("python_env"); it != doc.end()) {
     STOKER_ASSIGN_OR_RETURN(spec.python_env, ParsePythonEnvSpec(*it));
   }
+  if (auto it = doc.find("cluster"); it != doc.end() && !it->is_null()) {
+    auto whole = [&](const char* key) -> std::optional<int> {
+      auto f = it->find(key);
+      if (f == it->end() || !f->is_number_integer()) return std::nullopt;
+      int64_t v = f->get<int64_t>();
+      if (v < 0 || v > 1'000'000) return std::nullopt;
+      return static_cast<int>(v);
+    };
+    auto text = [&](const char* key) -> std::optional<std::string> {
+      auto f = it->find(key);
+      if (f == it->end()) return std::string();
+      if (!f->is_string()) return std::nullopt;
+      return f->get<std::string>();
+    };
+    std::optional<int> pool = it->is_object() ? whole("pool") : std::nullopt;
+    std::optional<int> index = it->is_object() ? whole("index") : std::nullopt;
+    std::optional<std::string> trial = it->is_object() ? text("trial") : std::nullopt;
+    std::optional<std::string> job = it->is_object() ? text("job") : std::nullopt;
+    if (!pool || !index || !trial || !job) {
+      return InvalidArgument(
+          "launch.json: cluster: must be {\"pool\": N, \"index\": N, \"trial\": ID, \"job\": "
+          "TEXT}");
+    }
+    spec.cluster = ClusterTask{*pool, *index, *trial, *job};
+  }
   return spec;
 }
 
@@ -534,6 +559,12 @@ std::string FormatLaunchSpec(const LaunchSpec& s) {
                          {"find_links", PathStrings(p.find_links)},
                          {"index_url", p.index_url},
                          {"requirements", p.requirements}};
+  }
+  if (s.cluster) {
+    doc["cluster"] = {{"pool", s.cluster->pool},
+                      {"index", s.cluster->index},
+                      {"trial", s.cluster->trial},
+                      {"job", s.cluster->job}};
   }
   return doc.dump(2);
 }

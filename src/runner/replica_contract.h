@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "runner/cluster_env.h"
 
 namespace stoker::replica {
 
@@ -208,6 +209,11 @@ struct LaunchSpec {
   WarmSpec warm;            // written only when requested
   std::optional<ContainerSpec> container;
   std::optional<PythonEnvSpec> python_env;
+  // The replica's place in its job (cluster_env.h; local_rank and
+  // local_world_size are not written: they are the node's): env holds the
+  // variables built from it, and a replica placed by Slurm builds them again
+  // from it with the addresses Slurm chose (slurm_task.h).
+  std::optional<ClusterTask> cluster;
 };
 
 // InvalidArgument naming the offending field ("launch.json: argv[0]: ...").

@@ -132,16 +132,15 @@ TEST(ContainerRunArgvTest, RunsTheImageWithTheAccountMountsAndGpus) {
   run.gpu_passing = GpuPassing::kCdi;
   EXPECT_THAT(
       ContainerRunArgv(run),
-      ElementsAre("/usr/bin/podman", "run", "--rm", "--name", "stoker-7-0-workerpool0-0",
-                  "--network=host", "--pull=never", "--log-driver=passthrough",
-                  "--ulimit=nofile=1024:20000",
-                  "--env-file=/data/jobs/7/workerpool0-0/container.env", "--env", "NOTE=a\nb",
-                  "--user=1001:1002", "--group-add=50", "--cap-drop=all",
-                  "--security-opt=no-new-privileges", "--volume=/data/buckets:/data/buckets",
-                  "--volume=/data/jobs/7:/data/jobs/7:ro", "--volume=/data/buckets:/gcs",
-                  "--volume=/srv/sets:/gcs/sets", "--device=nvidia.com/gpu=2",
-                  "--device=nvidia.com/gpu=3", R"(--entrypoint=["python3","-m","t"])", "--",
-                  "gcr.io/p/t:v1", "--lr", "0.1"));
+      ElementsAre(
+          "/usr/bin/podman", "run", "--rm", "--name", "stoker-7-0-workerpool0-0", "--network=host",
+          "--pull=never", "--log-driver=passthrough", "--ulimit=nofile=1024:20000",
+          "--env-file=/data/jobs/7/workerpool0-0/container.env", "--env", "NOTE=a\nb",
+          "--user=1001:1002", "--group-add=50", "--cap-drop=all",
+          "--security-opt=no-new-privileges", "--volume=/data/buckets:/data/buckets",
+          "--volume=/data/jobs/7:/data/jobs/7:ro", "--volume=/data/buckets:/gcs",
+          "--volume=/srv/sets:/gcs/sets", "--device=nvidia.com/gpu=2", "--device=nvidia.com/gpu=3",
+          R"(--entrypoint=["python3","-m","t"])", "--", "gcr.io/p/t:v1", "--lr", "0.1"));
 }
 
 TEST(ContainerRunArgvTest, InAUserNamespaceTheImagesRootIsTheAccountAndNothingElseIsMapped) {
@@ -685,8 +684,7 @@ int RunSupervisorInChild(const fs::path& dir, const SupervisorHooks& hooks) {
 TEST_F(StokerRunTest, ACancelledEnvRewriteEndsTheReplicaCancelledWithoutATrainer) {
   WriteLaunch({{"argv", {"sh", "-c", "echo started > started.txt"}}});
   SupervisorHooks hooks;
-  hooks.rewrite =
-      [](const std::map<std::string, std::string>&) -> Result<std::map<std::string, std::string>> {
+  hooks.rewrite = [](const LaunchSpec&) -> Result<std::map<std::string, std::string>> {
     return Status(Code::kCancelled, "stopped while waiting for the ports of the other tasks");
   };
   hooks.before_fork = [this] { (void)WriteFileAtomic(dir_ / "forked", ""); };
@@ -702,10 +700,9 @@ TEST_F(StokerRunTest, ACancelledEnvRewriteEndsTheReplicaCancelledWithoutATrainer
 TEST_F(StokerRunTest, ReleasesWhatTheRewriteHeldRightBeforeTheTrainerStarts) {
   WriteLaunch({{"argv", {"sh", "-c", "cat ../order.txt; echo \"trainer X=$X\""}}});
   SupervisorHooks hooks;
-  hooks.rewrite = [this](const std::map<std::string, std::string>& env)
-      -> Result<std::map<std::string, std::string>> {
+  hooks.rewrite = [this](const LaunchSpec& spec) -> Result<std::map<std::string, std::string>> {
     (void)AppendLine(dir_ / "order.txt", "rewrite");
-    auto out = env;
+    auto out = spec.env;
     out["X"] = "1";
     return out;
   };

@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "common/files.h"
@@ -17,12 +16,6 @@ namespace stoker::runner {
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
-
-// Pool index of "workerpool<P>-<I>" and its index; false if not that form.
-bool SplitReplicaName(const std::string& name, int* pool, int* index) {
-  return std::sscanf(name.c_str(), "workerpool%d-%d", pool, index) == 2;
-}
 
 // The node (host) that runs task `t` with block distribution.
 Result<std::string> HostOfTask(const SlurmTask& task, int t) {
@@ -34,30 +27,6 @@ Result<std::string> HostOfTask(const SlurmTask& task, int t) {
   return InvalidArgument("SLURM_STEP_TASKS_PER_NODE: places only " + std::to_string(first) +
                          " tasks on " + std::to_string(task.hosts.size()) + " node(s); task " +
                          std::to_string(t) + " has none");
-}
-
-// Rewrites the address lists of `cluster` (role -> [host:port]) for the pools
-// that `role_pool` maps each role to.
-Status RewriteCluster(json& cluster, const std::map<std::string, int>& role_pool,
-                      const std::map<std::pair<int, int>, std::string>& address,
-                      const std::string& var) {
-  if (!cluster.is_object()) return InvalidArgument(var + ": \"cluster\" is not an object");
-  for (auto& [role, list] : cluster.items()) {
-    int pool = -1;
-    if (auto it = role_pool.find(role); it != role_pool.end()) pool = it->second;
-    if (pool < 0 || !list.is_array()) {
-      return InvalidArgument(var + ": unexpected cluster entry '" + role + "'");
-    }
-    for (size_t i = 0; i < list.size(); ++i) {
-      auto a = address.find({pool, static_cast<int>(i)});
-      if (a == address.end()) {
-        return InvalidArgument(var + ": " + role + "[" + std::to_string(i) +
-                               "] has no Slurm task (slurm.json lists fewer replicas)");
-      }
-      list[i] = a->second;
-    }
-  }
-  return OkStatus();
 }
 
 }  // namespace
@@ -195,59 +164,39 @@ Result<std::string> SlurmReplica(const SlurmTask& task, const std::vector<std::s
 }
 
 Result<std::map<std::string, std::string>> SlurmTaskEnv(
-    const std::map<std::string, std::string>& env, const std::vector<std::string>& replicas,
+    const std::map<std::string, std::string>& env,
+    const std::optional<replica::ClusterTask>& cluster, const std::vector<std::string>& replicas,
     const SlurmTask& task) {
-  STOKER_RETURN_IF_ERROR(SlurmReplica(task, replicas).status());
+  STOKER_ASSIGN_OR_RETURN(std::string mine, SlurmReplica(task, replicas));
   if (task.ports.size() != replicas.size()) {
     return InvalidArgument("ports: " + std::to_string(task.ports.size()) + " task port(s) for " +
                            std::to_string(replicas.size()) + " replicas");
   }
-  std::map<std::pair<int, int>, std::string> address;  // (pool, index) -> host:port
+  if (!cluster) {
+    return InvalidArgument(
+        "launch.json has no \"cluster\" (written by an older stokerd than this stoker-run): "
+        "submit the job again");
+  }
+  if (replica::ReplicaName(cluster->pool, cluster->index) != mine) {
+    return InvalidArgument("launch.json: cluster: names " +
+                           replica::ReplicaName(cluster->pool, cluster->index) + " but task " +
+                           std::to_string(task.procid) + " is " + mine + " in slurm.json");
+  }
+  replica::ClusterAddresses addresses;
   for (int t = 0; t < static_cast<int>(replicas.size()); ++t) {
     int pool = 0, index = 0;
-    if (!SplitReplicaName(replicas[t], &pool, &index)) {
+    if (!replica::ParseReplicaName(replicas[t], &pool, &index)) {
       return InvalidArgument("slurm.json: replica '" + replicas[t] +
                              "' is not named workerpool<P>-<I>");
     }
-    STOKER_ASSIGN_OR_RETURN(std::string host, HostOfTask(task, t));
-    address[{pool, index}] = host + ":" + std::to_string(task.ports[t]);
-  }
-
-  std::map<std::string, std::string> out = env;
-  auto get = [&](const std::string& var) -> Result<std::string> {
-    auto it = env.find(var);
-    if (it == env.end()) return InvalidArgument(var + ": missing from launch.json's env");
-    return it->second;
-  };
-  STOKER_ASSIGN_OR_RETURN(std::string rank, get("RANK"));
-  STOKER_ASSIGN_OR_RETURN(std::string world, get("WORLD_SIZE"));
-  if (rank != std::to_string(task.procid) || world != std::to_string(task.ntasks)) {
-    return InvalidArgument("RANK/WORLD_SIZE: launch.json says " + rank + "/" + world +
-                           " but this is Slurm task " + std::to_string(task.procid) + " of " +
-                           std::to_string(task.ntasks) +
-                           "; slurm.json must list replicas in rank order");
-  }
-
-  std::map<std::string, int> pools;
-  for (const auto& [key, unused] : address)
-    pools["workerpool" + std::to_string(key.first)] = key.first;
-  const std::map<std::string, int> tf_roles = {{"chief", 0}, {"worker", 1}, {"ps", 2}};
-  for (const auto& [var, roles] : {std::pair{std::string("CLUSTER_SPEC"), pools},
-                                   std::pair{std::string("TF_CONFIG"), tf_roles}}) {
-    auto it = env.find(var);
-    if (it == env.end()) continue;
-    json doc = json::parse(it->second, nullptr, /*allow_exceptions=*/false);
-    if (doc.is_discarded() || !doc.is_object() || !doc.contains("cluster")) {
-      return InvalidArgument(var + ": not a JSON object with a \"cluster\"");
+    if (static_cast<size_t>(pool) >= addresses.size()) addresses.resize(pool + 1);
+    if (static_cast<size_t>(index) != addresses[pool].size()) {
+      return InvalidArgument("slurm.json: replica '" + replicas[t] +
+                             "' is out of rank order (pool by pool, index by index)");
     }
-    STOKER_RETURN_IF_ERROR(RewriteCluster(doc["cluster"], roles, address, var));
-    out[var] = doc.dump();
+    STOKER_ASSIGN_OR_RETURN(std::string host, HostOfTask(task, t));
+    addresses[pool].push_back(host + ":" + std::to_string(task.ports[t]));
   }
-
-  STOKER_ASSIGN_OR_RETURN(std::string master, HostOfTask(task, 0));
-  out["MASTER_ADDR"] = master;
-  out["MASTER_PORT"] = std::to_string(task.ports[0]);
-  out["LOCAL_RANK"] = std::to_string(task.localid);
   // Tasks on this node: the entry of the node that runs this task.
   int first = 0, local_world = 1, node = 0;
   for (; node < static_cast<int>(task.tasks_per_node.size()); ++node) {
@@ -258,7 +207,18 @@ Result<std::map<std::string, std::string>> SlurmTaskEnv(
     }
     first += n;
   }
-  out["LOCAL_WORLD_SIZE"] = std::to_string(local_world);
+  replica::ClusterTask placed = *cluster;
+  placed.local_rank = task.localid;
+  placed.local_world_size = local_world;
+  STOKER_ASSIGN_OR_RETURN(auto variables, replica::ClusterEnv(addresses, placed));
+  if (variables["RANK"] != std::to_string(task.procid)) {
+    return InvalidArgument("RANK: " + mine + " has rank " + variables["RANK"] +
+                           " but is Slurm task " + std::to_string(task.procid) + " of " +
+                           std::to_string(task.ntasks) +
+                           "; slurm.json must list replicas in rank order");
+  }
+  std::map<std::string, std::string> out = env;
+  for (auto& [k, v] : variables) out[k] = std::move(v);
   out["CUDA_VISIBLE_DEVICES"] = task.gpus;
   // Slurm's own view, consistent with the above (rank = task), for trainers
   // and frameworks that read it.

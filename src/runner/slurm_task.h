@@ -6,17 +6,17 @@
 // The daemon builds every replica's environment before Slurm decides where
 // the replicas run, with placeholder addresses (127.0.0.1:0). Task i of the
 // step is the i-th replica of slurm.json (rank order: chief, workers,
-// parameter servers, evaluators); the task rewrites what depends on the
-// placement:
-//   CLUSTER_SPEC, TF_CONFIG  every address becomes <node of its task>:<port of its task>
-//   MASTER_ADDR              the node of task 0
-//   MASTER_PORT              the port of task 0 (the same in every task)
+// parameter servers, evaluators); the task builds what depends on the
+// placement again, with the daemon's builder (cluster_env.h) from
+// launch.json's "cluster" and the addresses below:
+//   CLUSTER_SPEC, TF_CONFIG  every replica at <node of its task>:<port of its task>
+//   MASTER_ADDR, MASTER_PORT the node and port of task 0 (the same in every task)
+//   WORLD_SIZE, RANK         the tasks, and this one's (rank = task index)
 //   LOCAL_RANK               SLURM_LOCALID
 //   LOCAL_WORLD_SIZE         tasks of this step on this node
 //   CUDA_VISIBLE_DEVICES     the GPUs Slurm bound to the task ("" if none)
 //   SLURM_JOB_ID, SLURM_PROCID, SLURM_LOCALID, SLURM_NODEID, SLURM_NTASKS
 //                            Slurm's view of the same, for frameworks that read it
-// RANK and WORLD_SIZE must already agree with the task (rank = task index).
 //
 // Ports (docs/decisions/0007, amended): every task reserves a port on its own
 // node by binding port 0 (the kernel picks one that no socket uses), writes
@@ -33,10 +33,12 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "runner/cluster_env.h"
 
 namespace stoker::runner {
 
@@ -105,11 +107,13 @@ Result<std::vector<int>> ParseTasksPerNode(const std::string& text);
 Result<std::string> SlurmReplica(const SlurmTask& task, const std::vector<std::string>& replicas);
 
 // `env` (the replica's launch.json environment) with the variables above
-// rewritten for `task`. InvalidArgument, naming the variable, when the task
-// layout and the environment disagree (a hand-edited launch.json, a step
-// with another task count) or `task.ports` has not one port per task.
+// built for `task` and `cluster` (launch.json's). InvalidArgument, naming
+// what disagrees, when the task layout, slurm.json and launch.json do (a
+// hand-edited file, a step with another task count, a launch.json without
+// "cluster" from an older stokerd) or `task.ports` has not one port per task.
 Result<std::map<std::string, std::string>> SlurmTaskEnv(
-    const std::map<std::string, std::string>& env, const std::vector<std::string>& replicas,
+    const std::map<std::string, std::string>& env,
+    const std::optional<replica::ClusterTask>& cluster, const std::vector<std::string>& replicas,
     const SlurmTask& task);
 
 }  // namespace stoker::runner

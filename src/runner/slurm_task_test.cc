@@ -20,21 +20,23 @@ using nlohmann::json;
 
 const std::vector<std::string> kReplicas = {"workerpool0-0", "workerpool1-0", "workerpool1-1"};
 
-// The env the daemon built for `rank` with placeholder addresses.
-std::map<std::string, std::string> DaemonEnv(int pool, int index, int rank) {
-  json cluster = {{"workerpool0", {"127.0.0.1:0"}},
-                  {"workerpool1", {"127.0.0.1:0", "127.0.0.1:0"}}};
-  json tf = {{"chief", {"127.0.0.1:0"}}, {"worker", {"127.0.0.1:0", "127.0.0.1:0"}}};
-  json task = {{"type", "workerpool" + std::to_string(pool)}, {"index", index}};
-  return {{"CLUSTER_SPEC", json{{"cluster", cluster}, {"task", task}}.dump()},
-          {"TF_CONFIG", json{{"cluster", tf}, {"task", task}}.dump()},
-          {"MASTER_ADDR", "127.0.0.1"},
-          {"MASTER_PORT", "0"},
-          {"RANK", std::to_string(rank)},
-          {"WORLD_SIZE", "3"},
-          {"LOCAL_RANK", "0"},
-          {"CUDA_VISIBLE_DEVICES", ""},
-          {"OTHER", "kept"}};
+// The env and cluster the daemon wrote for a replica, with placeholder
+// addresses (built as the daemon builds them).
+struct Daemon {
+  std::map<std::string, std::string> env;
+  replica::ClusterTask cluster;
+};
+Daemon DaemonLaunch(int pool, int index) {
+  Daemon d;
+  d.cluster = {pool, index, "", R"({"python_module":"trainer.task"})"};
+  d.env = replica::ClusterEnv({{"127.0.0.1:0"}, {"127.0.0.1:0", "127.0.0.1:0"}}, d.cluster).value();
+  d.env["CUDA_VISIBLE_DEVICES"] = "";
+  d.env["OTHER"] = "kept";
+  return d;
+}
+Result<std::map<std::string, std::string>> TaskEnv(int pool, int index, const SlurmTask& task) {
+  Daemon d = DaemonLaunch(pool, index);
+  return SlurmTaskEnv(d.env, d.cluster, kReplicas, task);
 }
 
 SlurmTask Task(int procid, int localid) {
@@ -50,13 +52,15 @@ SlurmTask Task(int procid, int localid) {
 }
 
 TEST(SlurmTaskEnvTest, RewritesAddressesForBlockDistributionAcrossNodes) {
-  auto env = SlurmTaskEnv(DaemonEnv(1, 1, 2), kReplicas, Task(2, 0));
+  auto env = TaskEnv(1, 1, Task(2, 0));
   ASSERT_TRUE(env.ok()) << env.status().ToString();
   json cs = json::parse(env->at("CLUSTER_SPEC"));
   // Task t's address is its node and the port it reserved.
   EXPECT_EQ(cs["cluster"]["workerpool0"], json({"n1:41001"}));
   EXPECT_EQ(cs["cluster"]["workerpool1"], json({"n1:41777", "n2:40002"}));
-  EXPECT_EQ(cs["task"]["index"], 1);  // untouched
+  EXPECT_EQ(cs["task"]["type"], "workerpool1");  // the replica's own place
+  EXPECT_EQ(cs["task"]["index"], 1);
+  EXPECT_EQ(cs["job"], R"({"python_module":"trainer.task"})");
   json tf = json::parse(env->at("TF_CONFIG"));
   EXPECT_EQ(tf["cluster"]["chief"], json({"n1:41001"}));
   EXPECT_EQ(tf["cluster"]["worker"], json({"n1:41777", "n2:40002"}));
@@ -65,6 +69,7 @@ TEST(SlurmTaskEnvTest, RewritesAddressesForBlockDistributionAcrossNodes) {
   EXPECT_EQ(env->at("LOCAL_RANK"), "0");
   EXPECT_EQ(env->at("LOCAL_WORLD_SIZE"), "1");  // n2 runs one task
   EXPECT_EQ(env->at("RANK"), "2");
+  EXPECT_EQ(env->at("WORLD_SIZE"), "3");
   EXPECT_EQ(env->at("OTHER"), "kept");
   EXPECT_EQ(env->at("SLURM_JOB_ID"), "20007");
   EXPECT_EQ(env->at("SLURM_PROCID"), "2");
@@ -75,7 +80,7 @@ TEST(SlurmTaskEnvTest, RewritesAddressesForBlockDistributionAcrossNodes) {
 TEST(SlurmTaskEnvTest, LocalRankAndWorldSizeComeFromTheNode) {
   SlurmTask t = Task(1, 1);
   t.gpus = "1";
-  auto env = SlurmTaskEnv(DaemonEnv(1, 0, 1), kReplicas, t);
+  auto env = TaskEnv(1, 0, t);
   ASSERT_TRUE(env.ok()) << env.status().ToString();
   EXPECT_EQ(env->at("LOCAL_RANK"), "1");
   EXPECT_EQ(env->at("LOCAL_WORLD_SIZE"), "2");
@@ -85,12 +90,23 @@ TEST(SlurmTaskEnvTest, LocalRankAndWorldSizeComeFromTheNode) {
 TEST(SlurmTaskEnvTest, RefusesAStepWithAnotherTaskCountOrRank) {
   SlurmTask t = Task(0, 0);
   t.ntasks = 2;
-  auto env = SlurmTaskEnv(DaemonEnv(0, 0, 0), kReplicas, t);
+  auto env = TaskEnv(0, 0, t);
   ASSERT_FALSE(env.ok());
   EXPECT_NE(env.status().message().find("SLURM_STEP_NUM_TASKS"), std::string::npos);
-  auto wrong_rank = SlurmTaskEnv(DaemonEnv(0, 0, 0), kReplicas, Task(1, 1));
+  // launch.json says workerpool0-0 but task 1 is workerpool1-0.
+  auto wrong_rank = TaskEnv(0, 0, Task(1, 1));
   ASSERT_FALSE(wrong_rank.ok());
-  EXPECT_NE(wrong_rank.status().message().find("RANK"), std::string::npos);
+  EXPECT_NE(wrong_rank.status().message().find("workerpool1-0"), std::string::npos);
+  // slurm.json out of rank order.
+  Daemon d = DaemonLaunch(1, 0);
+  auto swapped = SlurmTaskEnv(d.env, d.cluster, {"workerpool1-0", "workerpool0-0", "workerpool1-1"},
+                              Task(0, 0));
+  ASSERT_FALSE(swapped.ok());
+  EXPECT_NE(swapped.status().message().find("rank order"), std::string::npos);
+  // An older stokerd's launch.json, without "cluster".
+  auto old = SlurmTaskEnv(d.env, std::nullopt, kReplicas, Task(1, 1));
+  ASSERT_FALSE(old.ok());
+  EXPECT_NE(old.status().message().find("\"cluster\""), std::string::npos);
 }
 
 TEST(SlurmTaskEnvTest, TaskIsTheReplicaAtItsPosition) {
@@ -112,7 +128,7 @@ TEST(SlurmTaskEnvTest, EveryTaskSeesTheSameMasterPortAndCluster) {
   std::vector<json> clusters;
   for (int t = 0; t < 3; ++t) {
     int pool = t == 0 ? 0 : 1, index = t == 0 ? 0 : t - 1;
-    auto env = SlurmTaskEnv(DaemonEnv(pool, index, t), kReplicas, Task(t, t == 2 ? 0 : t));
+    auto env = TaskEnv(pool, index, Task(t, t == 2 ? 0 : t));
     ASSERT_TRUE(env.ok()) << env.status().ToString();
     EXPECT_EQ(env->at("MASTER_PORT"), "41001");
     clusters.push_back(json::parse(env->at("CLUSTER_SPEC"))["cluster"]);
@@ -124,7 +140,7 @@ TEST(SlurmTaskEnvTest, EveryTaskSeesTheSameMasterPortAndCluster) {
 TEST(SlurmTaskEnvTest, RefusesWithoutOnePortPerTask) {
   SlurmTask t = Task(0, 0);
   t.ports = {41001};
-  auto env = SlurmTaskEnv(DaemonEnv(0, 0, 0), kReplicas, t);
+  auto env = TaskEnv(0, 0, t);
   ASSERT_FALSE(env.ok());
   EXPECT_NE(env.status().message().find("ports"), std::string::npos);
 }

@@ -259,7 +259,7 @@ Result<LaunchSpec> Supervisor::LoadLaunch() {
   STOKER_ASSIGN_OR_RETURN(std::string text, ReadOwnFileNoFollow(dir_, "launch.json", 16 << 20));
   STOKER_ASSIGN_OR_RETURN(LaunchSpec spec, ParseLaunchSpec(text));
   if (hooks_.rewrite) {
-    STOKER_ASSIGN_OR_RETURN(spec.env, hooks_.rewrite(spec.env));
+    STOKER_ASSIGN_OR_RETURN(spec.env, hooks_.rewrite(spec));
   }
   // Every process of the replica inherits the cookie, which is how the clean
   // up finds those that left its process tree (replica_processes.h).

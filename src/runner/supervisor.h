@@ -29,6 +29,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "runner/launch.h"
 
 namespace stoker::runner {
 
@@ -41,11 +42,10 @@ namespace stoker::runner {
 // stderr.
 //
 // `hooks` are for stoker-run --slurm; both may be empty.
-using EnvRewrite = std::function<Result<std::map<std::string, std::string>>(
-    const std::map<std::string, std::string>&)>;
+using EnvRewrite = std::function<Result<std::map<std::string, std::string>>(const LaunchSpec&)>;
 struct SupervisorHooks {
-  // Turns launch.json's env into the trainer's env after the claim (the
-  // placement-dependent variables). An error ends the replica as
+  // Turns launch.json (its env and cluster) into the trainer's env after
+  // the claim (the placement-dependent variables). An error ends the replica as
   // launch_failed with its message; Cancelled (a stop signal came while it
   // waited) ends it as cancelled, before any trainer starts.
   EnvRewrite rewrite;
