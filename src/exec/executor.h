@@ -83,6 +83,9 @@ struct ReplicaLaunch {
   std::optional<replica::PythonEnvSpec> python_env;
   // The replica's place in the job (launch.json's "cluster").
   std::optional<replica::ClusterTask> cluster;
+  // The host GPUs placed for it (launch.json's "gpu_indexes"); empty for
+  // none and where the executor places replicas (Slurm binds them).
+  std::vector<int> gpu_indexes;
 };
 
 struct JobLaunch {

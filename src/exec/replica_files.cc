@@ -77,6 +77,7 @@ replica::LaunchSpec LaunchSpecOf(const ReplicaLaunch& r) {
   spec.container = r.container;
   spec.python_env = r.python_env;
   spec.cluster = r.cluster;
+  spec.gpu_indexes = r.gpu_indexes;
   return spec;
 }
 

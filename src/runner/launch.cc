@@ -166,23 +166,6 @@ std::string ContainerEnvFile(const std::map<std::string, std::string>& env,
   return out;
 }
 
-std::optional<std::vector<int>> GpuIndexes(const std::string& cuda_visible_devices) {
-  std::vector<int> out;
-  size_t start = 0;
-  while (start < cuda_visible_devices.size()) {
-    size_t end = cuda_visible_devices.find(',', start);
-    if (end == std::string::npos) end = cuda_visible_devices.size();
-    std::string item = cuda_visible_devices.substr(start, end - start);
-    if (item.empty() || item.size() > 4 ||
-        item.find_first_not_of("0123456789") != std::string::npos) {
-      return std::nullopt;
-    }
-    out.push_back(std::stoi(item));
-    start = end + 1;
-  }
-  return out;
-}
-
 std::string SignalName(int sig) {
   const char* abbrev = ::sigabbrev_np(sig);
   if (abbrev == nullptr) return "signal " + std::to_string(sig);

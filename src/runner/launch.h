@@ -112,10 +112,6 @@ std::vector<std::string> ContainerUlimitFlags();
 std::string ContainerEnvFile(const std::map<std::string, std::string>& env,
                              std::vector<std::string>* inline_pairs);
 
-// The trainer's CUDA_VISIBLE_DEVICES parsed ("" or "0,2"); nullopt when it
-// is something else (a UUID list), which is then passed on unchanged.
-std::optional<std::vector<int>> GpuIndexes(const std::string& cuda_visible_devices);
-
 // How a replica ended, as status.json spells it (the replica contract).
 using replica::EndState;
 using replica::EndStateName;

@@ -31,10 +31,12 @@
 #include <vector>
 
 #include "common/files.h"
+#include "resources/nvml.h"
 #include "runner/isolation.h"
 #include "runner/replica_cgroup.h"
 #include "runner/slurm_task.h"
 #include "runner/supervisor.h"
+#include "runner/telemetry_sampler.h"
 #include "runner/trainer_start.h"
 
 namespace {
@@ -190,6 +192,14 @@ int RunSlurmTask(const std::string& job_dir) {
   // from the submitting daemon's environment does not count.
   if (!Env("SLURM_STEP_GPUS", "SLURM_JOB_GPUS").empty()) {
     task.gpus = Env("CUDA_VISIBLE_DEVICES", "SLURM_STEP_GPUS");
+    // Slurm's list is the one read here: the supervisor gets it typed.
+    std::vector<std::string> uuids;
+    if (task.gpus.find("GPU-") != std::string::npos) {
+      for (const stoker::resources::Gpu& g : stoker::resources::DiscoverGpus(nullptr)) {
+        uuids.push_back(g.uuid);
+      }
+    }
+    task.gpu_indexes = runner::VisibleGpuIndices(task.gpus, uuids);
   }
   auto replica = runner::SlurmReplica(task, replicas);
   if (!replica.ok()) return fail(replica.status().message());
@@ -207,9 +217,7 @@ int RunSlurmTask(const std::string& job_dir) {
   const std::filesystem::path port_dir = runner::SlurmPortDir(job_dir, task.job_id);
   auto held = std::make_shared<std::optional<runner::PortReservation>>();
   runner::SupervisorHooks hooks;
-  hooks.rewrite =
-      [task, replicas, port_dir,
-       held](const runner::LaunchSpec& spec) -> stoker::Result<std::map<std::string, std::string>> {
+  hooks.rewrite = [task, replicas, port_dir, held](runner::LaunchSpec& spec) -> stoker::Status {
     STOKER_ASSIGN_OR_RETURN(runner::PortReservation reservation, runner::PortReservation::Bind());
     STOKER_RETURN_IF_ERROR(runner::PublishPort(port_dir, task.procid, reservation.port()));
     *held = std::move(reservation);
@@ -218,7 +226,10 @@ int RunSlurmTask(const std::string& job_dir) {
         runner::AwaitPorts(port_dir, task.ntasks, runner::kSlurmPortWaitSeconds, StopPending));
     runner::SlurmTask placed = task;
     placed.ports = std::move(ports);
-    return runner::SlurmTaskEnv(spec.env, spec.cluster, replicas, placed);
+    STOKER_ASSIGN_OR_RETURN(spec.env,
+                            runner::SlurmTaskEnv(spec.env, spec.cluster, replicas, placed));
+    spec.gpu_indexes = placed.gpu_indexes;
+    return stoker::OkStatus();
   };
   hooks.before_fork = [held] { held->reset(); };
   hooks.no_warm_reason =

@@ -391,6 +391,16 @@ Result<LaunchSpec> ParseLaunchSpec(std::string_view text) {
     }
     spec.cluster = ClusterTask{*pool, *index, *trial, *job};
   }
+  if (auto it = doc.find("gpu_indexes"); it != doc.end() && !it->is_null()) {
+    const char* shape = "launch.json: gpu_indexes: must be a list of GPU indexes [0, 1, ...]";
+    if (!it->is_array()) return InvalidArgument(shape);
+    for (const json& g : *it) {
+      if (!g.is_number_integer() || g.get<int64_t>() < 0 || g.get<int64_t>() > 1023) {
+        return InvalidArgument(shape);
+      }
+      spec.gpu_indexes.push_back(g.get<int>());
+    }
+  }
   return spec;
 }
 
@@ -566,6 +576,7 @@ std::string FormatLaunchSpec(const LaunchSpec& s) {
                       {"trial", s.cluster->trial},
                       {"job", s.cluster->job}};
   }
+  if (!s.gpu_indexes.empty()) doc["gpu_indexes"] = s.gpu_indexes;
   return doc.dump(2);
 }
 

@@ -214,6 +214,11 @@ struct LaunchSpec {
   // variables built from it, and a replica placed by Slurm builds them again
   // from it with the addresses Slurm chose (slurm_task.h).
   std::optional<ClusterTask> cluster;
+  // The host GPUs the replica was given (NVML indexes, PCI bus order; empty:
+  // none), which env's CUDA_VISIBLE_DEVICES names for the trainer: read as
+  // such by the supervisor (telemetry, a container's devices), never parsed
+  // back from the environment.
+  std::vector<int> gpu_indexes;
 };
 
 // InvalidArgument naming the offending field ("launch.json: argv[0]: ...").

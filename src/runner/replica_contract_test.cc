@@ -47,6 +47,31 @@ TEST(ReplicaContractTest, ALaunchSpecReadsBackAsWritten) {
       << bad.status().message();
 }
 
+// The replica's place and GPUs are typed fields, not read back from env.
+TEST(ReplicaContractTest, AClusterPlaceAndGpusReadBackAndBadOnesAreRefused) {
+  LaunchSpec spec;
+  spec.argv = {"python3"};
+  LaunchSpec plain = ParseLaunchSpec(FormatLaunchSpec(spec)).value();
+  EXPECT_FALSE(plain.cluster.has_value());
+  EXPECT_TRUE(plain.gpu_indexes.empty());
+  spec.cluster = ClusterTask{1, 2, "7", R"({"python_module":"t.task"})"};
+  spec.gpu_indexes = {3, 1};
+  LaunchSpec back = ParseLaunchSpec(FormatLaunchSpec(spec)).value();
+  ASSERT_TRUE(back.cluster.has_value());
+  EXPECT_EQ(back.cluster->pool, 1);
+  EXPECT_EQ(back.cluster->index, 2);
+  EXPECT_EQ(back.cluster->trial, "7");
+  EXPECT_EQ(back.cluster->job, R"({"python_module":"t.task"})");
+  EXPECT_EQ(back.gpu_indexes, (std::vector<int>{3, 1}));
+  auto bad_gpus = ParseLaunchSpec(R"({"argv": ["x"], "gpu_indexes": "0,1"})");
+  ASSERT_FALSE(bad_gpus.ok());
+  EXPECT_NE(bad_gpus.status().message().find("gpu_indexes"), std::string::npos);
+  EXPECT_FALSE(ParseLaunchSpec(R"({"argv": ["x"], "gpu_indexes": [-1]})").ok());
+  auto bad_cluster = ParseLaunchSpec(R"({"argv": ["x"], "cluster": {"pool": "0"}})");
+  ASSERT_FALSE(bad_cluster.ok());
+  EXPECT_NE(bad_cluster.status().message().find("cluster"), std::string::npos);
+}
+
 TEST(ReplicaContractTest, AContainerReadsBackAsWritten) {
   LaunchSpec s;
   s.argv = {"python3", "-m", "trainer.task"};

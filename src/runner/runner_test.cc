@@ -227,14 +227,6 @@ TEST(ContainerEnvFileTest, PutsValuesWithNewlinesInline) {
   EXPECT_THAT(inline_pairs, ElementsAre("C=two\nlines"));
 }
 
-TEST(GpuIndexesTest, ReadsIndexListsOnly) {
-  EXPECT_THAT(*GpuIndexes(""), ElementsAre());
-  EXPECT_THAT(*GpuIndexes("0,2"), ElementsAre(0, 2));
-  EXPECT_FALSE(GpuIndexes("GPU-1234").has_value());
-  EXPECT_FALSE(GpuIndexes("0,,1").has_value());
-  EXPECT_FALSE(GpuIndexes("-1").has_value());
-}
-
 TEST(ExecCandidatesTest, SearchesPathOnlyForBareNames) {
   EXPECT_THAT(ExecCandidates("./run.sh", "/usr/bin"), ElementsAre("./run.sh"));
   EXPECT_THAT(ExecCandidates("/bin/sh", "/usr/bin"), ElementsAre("/bin/sh"));
@@ -684,7 +676,7 @@ int RunSupervisorInChild(const fs::path& dir, const SupervisorHooks& hooks) {
 TEST_F(StokerRunTest, ACancelledEnvRewriteEndsTheReplicaCancelledWithoutATrainer) {
   WriteLaunch({{"argv", {"sh", "-c", "echo started > started.txt"}}});
   SupervisorHooks hooks;
-  hooks.rewrite = [](const LaunchSpec&) -> Result<std::map<std::string, std::string>> {
+  hooks.rewrite = [](LaunchSpec&) -> Status {
     return Status(Code::kCancelled, "stopped while waiting for the ports of the other tasks");
   };
   hooks.before_fork = [this] { (void)WriteFileAtomic(dir_ / "forked", ""); };
@@ -700,11 +692,10 @@ TEST_F(StokerRunTest, ACancelledEnvRewriteEndsTheReplicaCancelledWithoutATrainer
 TEST_F(StokerRunTest, ReleasesWhatTheRewriteHeldRightBeforeTheTrainerStarts) {
   WriteLaunch({{"argv", {"sh", "-c", "cat ../order.txt; echo \"trainer X=$X\""}}});
   SupervisorHooks hooks;
-  hooks.rewrite = [this](const LaunchSpec& spec) -> Result<std::map<std::string, std::string>> {
+  hooks.rewrite = [this](LaunchSpec& spec) -> Status {
     (void)AppendLine(dir_ / "order.txt", "rewrite");
-    auto out = spec.env;
-    out["X"] = "1";
-    return out;
+    spec.env["X"] = "1";
+    return OkStatus();
   };
   // (Hooks run in the child: they report through the file, not EXPECTs.)
   hooks.before_fork = [this] {

@@ -49,8 +49,9 @@ struct SlurmTask {
   int ntasks = 0;                   // SLURM_STEP_NUM_TASKS (or SLURM_NTASKS)
   std::vector<std::string> hosts;   // SLURM_STEP_NODELIST expanded, in order
   std::vector<int> tasks_per_node;  // SLURM_STEP_TASKS_PER_NODE expanded
-  std::string gpus;        // CUDA_VISIBLE_DEVICES as Slurm set it, else SLURM_STEP_GPUS, else ""
-  std::vector<int> ports;  // the port each task reserved, by task (AwaitPorts)
+  std::string gpus;  // CUDA_VISIBLE_DEVICES as Slurm set it, else SLURM_STEP_GPUS, else ""
+  std::vector<int> gpu_indexes;  // the same as NVML indexes (launch.json's gpu_indexes)
+  std::vector<int> ports;        // the port each task reserved, by task (AwaitPorts)
 };
 
 // A TCP port held for this process: bound on every address with

@@ -24,7 +24,6 @@
 
 #include "common/files.h"
 #include "common/time.h"
-#include "resources/nvml.h"
 #include "runner/launch.h"
 #include "runner/log_rotation.h"
 #include "runner/replica_cgroup.h"
@@ -259,7 +258,7 @@ Result<LaunchSpec> Supervisor::LoadLaunch() {
   STOKER_ASSIGN_OR_RETURN(std::string text, ReadOwnFileNoFollow(dir_, "launch.json", 16 << 20));
   STOKER_ASSIGN_OR_RETURN(LaunchSpec spec, ParseLaunchSpec(text));
   if (hooks_.rewrite) {
-    STOKER_ASSIGN_OR_RETURN(spec.env, hooks_.rewrite(spec));
+    STOKER_RETURN_IF_ERROR(hooks_.rewrite(spec));
   }
   // Every process of the replica inherits the cookie, which is how the clean
   // up finds those that left its process tree (replica_processes.h).
@@ -464,14 +463,8 @@ void Supervisor::Supervise() {
 
 void Supervisor::StartSampler(const LaunchSpec& spec) {
   if (spec.telemetry.interval_seconds <= 0) return;
-  std::string visible;
-  if (auto it = spec.env.find("CUDA_VISIBLE_DEVICES"); it != spec.env.end()) visible = it->second;
-  std::vector<std::string> uuids;
-  if (visible.find("GPU-") != std::string::npos) {
-    for (const resources::Gpu& g : resources::DiscoverGpus(nullptr)) uuids.push_back(g.uuid);
-  }
   sampler_ = std::make_unique<TelemetrySampler>(dir_ / telemetry::kTelemetryFile, spec.telemetry,
-                                                VisibleGpuIndices(visible, uuids),
+                                                spec.gpu_indexes,
                                                 trainer_own_child_ ? ::getpid() : trainer_,
                                                 /*include_root=*/!trainer_own_child_);
   start_->AddToSampler(*sampler_);

@@ -42,13 +42,13 @@ namespace stoker::runner {
 // stderr.
 //
 // `hooks` are for stoker-run --slurm; both may be empty.
-using EnvRewrite = std::function<Result<std::map<std::string, std::string>>(const LaunchSpec&)>;
+using SpecRewrite = std::function<Status(LaunchSpec&)>;
 struct SupervisorHooks {
-  // Turns launch.json (its env and cluster) into the trainer's env after
-  // the claim (the placement-dependent variables). An error ends the replica as
+  // Completes launch.json after the claim with what depends on the
+  // placement (the env's cluster variables, the GPUs). An error ends the replica as
   // launch_failed with its message; Cancelled (a stop signal came while it
   // waited) ends it as cancelled, before any trainer starts.
-  EnvRewrite rewrite;
+  SpecRewrite rewrite;
   // Called once, right before the trainer's fork: after the packages are
   // unpacked and everything else is ready, so that what it lets go of (the
   // port the rewrite reserved) is free for the shortest possible time before

@@ -187,24 +187,24 @@ Result<LaunchSpec> ContainerStart::SupervisedSpec(LaunchSpec spec,
     container_note_ = "the image's root is " + spec.run_as->user + " (uid " +
                       std::to_string(spec.run_as->uid) + ") on this host";
   }
-  if (auto it = env.find("CUDA_VISIBLE_DEVICES"); it != env.end()) {
-    if (auto gpus = GpuIndexes(it->second); gpus && !gpus->empty()) {
-      run.gpu_passing = IsEngine(c.engine, "docker")
-                            ? GpuPassing::kDockerGpus
-                            : (HaveNvidiaCdi() ? GpuPassing::kCdi : GpuPassing::kNone);
-      if (run.gpu_passing == GpuPassing::kNone) {
-        return FailedPrecondition(
-            "the replica has GPU(s) " + it->second + " but " + c.engine +
-            " has no way to pass them: no CDI spec for NVIDIA GPUs in /etc/cdi or /var/run/cdi; "
-            "install nvidia-container-toolkit and run `nvidia-ctk cdi generate "
-            "--output=/etc/cdi/nvidia.yaml`, or run this image's jobs without a container");
-      }
-      run.gpus = *gpus;
-      // Inside, the container sees only its GPUs, numbered from 0.
-      std::string inside;
-      for (size_t i = 0; i < gpus->size(); ++i) inside += (i ? "," : "") + std::to_string(i);
-      it->second = inside;
+  if (const std::vector<int>& gpus = spec.gpu_indexes; !gpus.empty()) {
+    std::string host;
+    for (size_t i = 0; i < gpus.size(); ++i) host += (i ? "," : "") + std::to_string(gpus[i]);
+    run.gpu_passing = IsEngine(c.engine, "docker")
+                          ? GpuPassing::kDockerGpus
+                          : (HaveNvidiaCdi() ? GpuPassing::kCdi : GpuPassing::kNone);
+    if (run.gpu_passing == GpuPassing::kNone) {
+      return FailedPrecondition(
+          "the replica has GPU(s) " + host + " but " + c.engine +
+          " has no way to pass them: no CDI spec for NVIDIA GPUs in /etc/cdi or /var/run/cdi; "
+          "install nvidia-container-toolkit and run `nvidia-ctk cdi generate "
+          "--output=/etc/cdi/nvidia.yaml`, or run this image's jobs without a container");
     }
+    run.gpus = gpus;
+    // Inside, the container sees only its GPUs, numbered from 0.
+    std::string inside;
+    for (size_t i = 0; i < gpus.size(); ++i) inside += (i ? "," : "") + std::to_string(i);
+    env["CUDA_VISIBLE_DEVICES"] = inside;
   }
   run.ulimits = ContainerUlimitFlags();
   if (const ReplicaCgroup* cgroup = services_.cgroup) {

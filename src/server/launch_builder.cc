@@ -145,6 +145,7 @@ Result<exec::JobLaunch> BuildJobLaunch(const LaunchInputs& in) {
     rl.argv = std::move(cmd.argv);
     rl.env = std::move(cmd.env);
     rl.cluster = std::move(cmd.cluster);
+    rl.gpu_indexes = e.place.gpus;
     AddReplicaVariables(in, r, rl.env);
     rl.packages = in.packages.at(pool_index);
     if (!rl.packages.empty() && !in.settings.python_packages.cache_dir.empty() &&

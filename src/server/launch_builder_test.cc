@@ -99,6 +99,8 @@ TEST_F(LaunchBuilderTest, EveryReplicaOfTheAllocationInItsOrderWithTheJobsSettin
   EXPECT_EQ(chief.gpus, 1);
   EXPECT_EQ(chief.cpus, 4);
   EXPECT_EQ(chief.env.at("CUDA_VISIBLE_DEVICES"), "0");
+  EXPECT_EQ(chief.gpu_indexes, std::vector<int>{0});  // typed for the supervisor
+  EXPECT_TRUE(launch.replicas[1].gpu_indexes.empty());
   EXPECT_EQ(chief.env.at("CLOUD_ML_HP_METRIC_FILE"),
             "/data/jobs/12/attempt-1/workerpool0-0/hypertune/m");
   EXPECT_EQ(chief.env.at("AIP_MODEL_DIR").rfind("/data/buckets/b/out", 0), 0u);
@@ -113,6 +115,10 @@ TEST_F(LaunchBuilderTest, TheClusterSpecNamesEveryReplicaAtItsAllocatedPort) {
   EXPECT_EQ(launch.replicas[1].env.at("MASTER_PORT"), "5000");
   EXPECT_EQ(launch.replicas[1].env.at("RANK"), "1");
   EXPECT_EQ(launch.replicas[2].env.at("WORLD_SIZE"), "3");
+  // The place the variables were built from, for launch.json.
+  ASSERT_TRUE(launch.replicas[2].cluster.has_value());
+  EXPECT_EQ(launch.replicas[2].cluster->pool, 1);
+  EXPECT_EQ(launch.replicas[2].cluster->index, 1);
 }
 
 TEST_F(LaunchBuilderTest, AShareOfAGpuIsToldToTheTrainerOnlyWhereItIsAShare) {
