@@ -83,11 +83,11 @@ const Names kReplicaConfigFields = {"acceleratorConfig", "imageUri",   "containe
                                     "containerArgs",     "diskConfig", "tpuTfVersion"};
 const Names kAcceleratorConfigFields = {"count", "type"};
 const Names kDiskConfigFields = {"bootDiskType", "bootDiskSizeGb"};
-const Names kSchedulingFields = {"maxRunningTime", "maxWaitTime", "priority"};
-const Names kJobFields = {"jobId", "trainingInput", "labels", "etag"};
+const Names kLegacySchedulingFields = {"maxRunningTime", "maxWaitTime", "priority"};
+const Names kLegacyJobFields = {"jobId", "trainingInput", "labels", "etag"};
 // Output-only legacy Job fields: dropped on input so `describe` output can be resubmitted.
-const Names kJobOutputOnly = {"createTime",   "startTime",      "endTime",    "state",
-                              "errorMessage", "trainingOutput", "jobPosition"};
+const Names kLegacyJobOutputOnly = {"createTime",   "startTime",      "endTime",    "state",
+                                    "errorMessage", "trainingOutput", "jobPosition"};
 constexpr double kMinMaxWaitSeconds = 1800;  // §6 Scheduling.maxWaitTime minimum
 constexpr size_t kMaxJobId = 128;
 // Counts (workerCount, acceleratorConfig.count) are int64s; ParseCustomJob bounds them further.
@@ -415,7 +415,7 @@ json ReadScheduling(const json& s, const std::string& sp, Problems& p) {
     p.Add(sp, "must be an object {maxRunningTime, maxWaitTime, priority}, got " + TypeName(s));
     return sched;
   }
-  CheckKeys(s, sp, kSchedulingFields, p);
+  CheckKeys(s, sp, kLegacySchedulingFields, p);
   if (auto t = ReadDuration(s, "maxRunningTime", sp, p)) {
     if (*t <= 0) {
       p.Add(Join(sp, "maxRunningTime"), "must be positive");
@@ -542,9 +542,9 @@ Result<LegacyTraining> FromLegacyJob(const json& job) {
   if (job.contains("predictionInput")) {
     p.Add("predictionInput", "prediction jobs are not supported; Stoker runs training jobs only");
   }
-  Names ignored = kJobOutputOnly;
+  Names ignored = kLegacyJobOutputOnly;
   ignored.push_back("predictionInput");
-  CheckKeys(job, "", kJobFields, p, /*misplaced=*/{}, ignored);
+  CheckKeys(job, "", kLegacyJobFields, p, /*misplaced=*/{}, ignored);
   std::string id;
   ReadString(job, "jobId", "", p, &id);
   std::map<std::string, std::string> labels;

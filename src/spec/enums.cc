@@ -4,7 +4,7 @@ namespace stoker::spec {
 namespace {
 
 // Reference §1.8 (number = proto tag).
-constexpr EnumValue kAcceleratorTypes[] = {
+constexpr EnumValue kAcceleratorTypeValues[] = {
     {"ACCELERATOR_TYPE_UNSPECIFIED", 0},
     {"NVIDIA_TESLA_K80", 1},
     {"NVIDIA_TESLA_P100", 2},
@@ -27,12 +27,12 @@ constexpr EnumValue kAcceleratorTypes[] = {
 };
 
 // Reference §1.7; there is no value 5.
-constexpr EnumValue kStrategies[] = {
+constexpr EnumValue kStrategyValues[] = {
     {"STRATEGY_UNSPECIFIED", 0}, {"ON_DEMAND", 1}, {"LOW_COST", 2}, {"STANDARD", 3}, {"SPOT", 4},
     {"FLEX_START", 6},
 };
 
-constexpr EnumValue kReservationAffinityTypes[] = {
+constexpr EnumValue kReservationAffinityTypeValues[] = {
     {"TYPE_UNSPECIFIED", 0},
     {"NO_RESERVATION", 1},
     {"ANY_RESERVATION", 2},
@@ -40,40 +40,40 @@ constexpr EnumValue kReservationAffinityTypes[] = {
 };
 
 // Reference §2.2.
-constexpr EnumValue kGoalTypes[] = {
+constexpr EnumValue kGoalTypeValues[] = {
     {"GOAL_TYPE_UNSPECIFIED", 0},
     {"MAXIMIZE", 1},
     {"MINIMIZE", 2},
 };
 
 // There is no value 1.
-constexpr EnumValue kAlgorithms[] = {
+constexpr EnumValue kAlgorithmValues[] = {
     {"ALGORITHM_UNSPECIFIED", 0},
     {"GRID_SEARCH", 2},
     {"RANDOM_SEARCH", 3},
 };
 
-constexpr EnumValue kScaleTypes[] = {
+constexpr EnumValue kScaleTypeValues[] = {
     {"SCALE_TYPE_UNSPECIFIED", 0},
     {"UNIT_LINEAR_SCALE", 1},
     {"UNIT_LOG_SCALE", 2},
     {"UNIT_REVERSE_LOG_SCALE", 3},
 };
 
-constexpr EnumValue kMeasurementSelectionTypes[] = {
+constexpr EnumValue kMeasurementSelectionTypeValues[] = {
     {"MEASUREMENT_SELECTION_TYPE_UNSPECIFIED", 0},
     {"LAST_MEASUREMENT", 1},
     {"BEST_MEASUREMENT", 2},
 };
 
-constexpr EnumValue kObservationNoises[] = {
+constexpr EnumValue kObservationNoiseValues[] = {
     {"OBSERVATION_NOISE_UNSPECIFIED", 0},
     {"LOW", 1},
     {"HIGH", 2},
 };
 
 // google.cloud.ml.v1 job_service.proto (reference §6).
-constexpr EnumValue kLegacyParameterTypes[] = {
+constexpr EnumValue kLegacyParameterTypeValues[] = {
     {"PARAMETER_TYPE_UNSPECIFIED", 0},
     {"DOUBLE", 1},
     {"INTEGER", 2},
@@ -81,7 +81,7 @@ constexpr EnumValue kLegacyParameterTypes[] = {
     {"DISCRETE", 4},
 };
 
-constexpr EnumValue kLegacyScaleTypes[] = {
+constexpr EnumValue kLegacyScaleTypeValues[] = {
     {"NONE", 0},
     {"UNIT_LINEAR_SCALE", 1},
     {"UNIT_LOG_SCALE", 2},
@@ -93,19 +93,20 @@ constexpr EnumValue kLegacyScaleTypes[] = {
 // constinit: initialised before any dynamic initialiser runs, so that the
 // parsers' name lists derived from these (json_fields.cc, study.cc) may read
 // them at static-initialisation time.
-constinit const EnumType kAcceleratorTypeEnum = {"AcceleratorType", kAcceleratorTypes};
-constinit const EnumType kStrategyEnum = {"Scheduling.Strategy", kStrategies};
+constinit const EnumType kAcceleratorTypeEnum = {"AcceleratorType", kAcceleratorTypeValues};
+constinit const EnumType kStrategyEnum = {"Scheduling.Strategy", kStrategyValues};
 constinit const EnumType kReservationAffinityTypeEnum = {"ReservationAffinity.Type",
-                                                         kReservationAffinityTypes};
-constinit const EnumType kGoalTypeEnum = {"GoalType", kGoalTypes};
-constinit const EnumType kAlgorithmEnum = {"StudySpec.Algorithm", kAlgorithms};
-constinit const EnumType kScaleTypeEnum = {"ParameterSpec.ScaleType", kScaleTypes};
+                                                         kReservationAffinityTypeValues};
+constinit const EnumType kGoalTypeEnum = {"GoalType", kGoalTypeValues};
+constinit const EnumType kAlgorithmEnum = {"StudySpec.Algorithm", kAlgorithmValues};
+constinit const EnumType kScaleTypeEnum = {"ParameterSpec.ScaleType", kScaleTypeValues};
 constinit const EnumType kMeasurementSelectionTypeEnum = {"StudySpec.MeasurementSelectionType",
-                                                          kMeasurementSelectionTypes};
-constinit const EnumType kObservationNoiseEnum = {"StudySpec.ObservationNoise", kObservationNoises};
+                                                          kMeasurementSelectionTypeValues};
+constinit const EnumType kObservationNoiseEnum = {"StudySpec.ObservationNoise",
+                                                  kObservationNoiseValues};
 constinit const EnumType kLegacyParameterTypeEnum = {"ParameterSpec.ParameterType",
-                                                     kLegacyParameterTypes};
-constinit const EnumType kLegacyScaleTypeEnum = {"ParameterSpec.ScaleType", kLegacyScaleTypes};
+                                                     kLegacyParameterTypeValues};
+constinit const EnumType kLegacyScaleTypeEnum = {"ParameterSpec.ScaleType", kLegacyScaleTypeValues};
 
 std::optional<int> EnumNumber(const EnumType& e, std::string_view name) {
   for (const EnumValue& v : e.values) {

@@ -53,9 +53,9 @@ std::vector<std::string> SplitOn(const std::string& text, const std::string& del
 }
 
 // Problems with one flag, reported together, one per line.
-class Problems {
+class FlagProblems {
  public:
-  explicit Problems(std::string prefix) : prefix_(std::move(prefix)) {}
+  explicit FlagProblems(std::string prefix) : prefix_(std::move(prefix)) {}
   void Add(const std::string& message) { lines_.push_back(prefix_ + ": " + message); }
   void Append(const Status& s) {
     if (!s.ok()) lines_.push_back(s.message());
@@ -75,7 +75,7 @@ class Problems {
 std::string FlagName(int index) { return "--worker-pool-spec[" + std::to_string(index) + "]"; }
 
 // A whole number >= 1 given as a flag value.
-std::optional<int64_t> ReadCount(const std::string& key, const std::string& text, Problems& p) {
+std::optional<int64_t> ReadCount(const std::string& key, const std::string& text, FlagProblems& p) {
   int64_t n = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
@@ -90,7 +90,7 @@ std::optional<int64_t> ReadCount(const std::string& key, const std::string& text
 }
 
 // The key=value pairs of one --worker-pool-spec value, in order (ArgDict).
-std::map<std::string, std::string> ReadPairs(const std::string& value, Problems& p) {
+std::map<std::string, std::string> ReadPairs(const std::string& value, FlagProblems& p) {
   std::map<std::string, std::string> pairs;
   for (const std::string& item : SplitGcloudList(value)) {
     size_t eq = item.find('=');
@@ -146,7 +146,7 @@ using PoolPairs = std::map<std::string, std::string>;
 bool Has(const PoolPairs& kv, const char* key) { return kv.count(key) > 0; }
 
 // The pool's machineSpec and replicaCount into `pool`.
-void ReadPoolHardware(PoolPairs& kv, int index, Problems& p, json& pool) {
+void ReadPoolHardware(PoolPairs& kv, int index, FlagProblems& p, json& pool) {
   json machine = json::object();
   if (!Has(kv, "machine-type") || kv["machine-type"].empty()) {
     p.Add("'machine-type' is required, such as machine-type=n1-standard-8");
@@ -188,7 +188,7 @@ void ReadPoolHardware(PoolPairs& kv, int index, Problems& p, json& pool) {
 
 // The first pool's local-package-path and the keys that go with it: the
 // package `stoker` builds into an image before submitting.
-LocalPackage ReadLocalPackage(PoolPairs& kv, Problems& p) {
+LocalPackage ReadLocalPackage(PoolPairs& kv, FlagProblems& p) {
   LocalPackage pkg;
   pkg.path = kv["local-package-path"];
   if (pkg.path.empty()) p.Add("'local-package-path' must name a directory");
@@ -220,7 +220,7 @@ LocalPackage ReadLocalPackage(PoolPairs& kv, Problems& p) {
 
 // A prebuilt task: containerSpec (container-image-uri) or pythonPackageSpec
 // (executor-image-uri and python-module) into `pool`.
-void ReadPoolTask(PoolPairs& kv, int index, Problems& p, json& pool) {
+void ReadPoolTask(PoolPairs& kv, int index, FlagProblems& p, json& pool) {
   for (auto key : kLocalOnlyKeys) {
     if (!Has(kv, std::string(key).c_str())) continue;
     p.Add("'" + std::string(key) + "' is only allowed with 'local-package-path'" +
@@ -263,7 +263,7 @@ void ReadPoolTask(PoolPairs& kv, int index, Problems& p, json& pool) {
 
 Result<WorkerPoolFlag> ParseWorkerPoolSpecFlag(const std::string& value, int index,
                                                bool autopackaging) {
-  Problems p(FlagName(index));
+  FlagProblems p(FlagName(index));
   WorkerPoolFlag out;
   out.pool = json::object();
   PoolPairs kv = ReadPairs(value, p);
@@ -302,7 +302,7 @@ Result<WorkerPoolFlag> ParseWorkerPoolSpecFlag(const std::string& value, int ind
 Result<WorkerPoolFlags> ParseWorkerPoolSpecFlags(const std::vector<std::string>& values) {
   WorkerPoolFlags out;
   bool autopackaging = !values.empty() && HasLocalPackagePath(values[0]);
-  Problems p("--worker-pool-spec");
+  FlagProblems p("--worker-pool-spec");
   for (size_t i = 0; i < values.size(); ++i) {
     auto r = ParseWorkerPoolSpecFlag(values[i], static_cast<int>(i), autopackaging);
     if (!r.ok()) {
@@ -340,7 +340,7 @@ Result<json> MergeGcloudFlags(json config_spec, const GcloudJobFlags& flags) {
         "no worker pool is given; give --config or --worker-pool-spec (at least the primary "
         "pool)");
   }
-  Problems p("--python-package-uris");  // python pools from flags that lack their packages
+  FlagProblems p("--python-package-uris");  // python pools from flags that lack their packages
   json& pools = *pools_it;
   bool any_container = false;
   bool any_python = false;
@@ -367,14 +367,14 @@ Result<json> MergeGcloudFlags(json config_spec, const GcloudJobFlags& flags) {
     }
   }
   if (flags.command && pools.is_array() && !any_container) {
-    Problems q("--command");
+    FlagProblems q("--command");
     q.Add(
         "no worker pool runs a container (container-image-uri or containerSpec); --command "
         "only replaces the command of container pools");
     return q.ToStatus();
   }
   if (flags.python_package_uris && pools.is_array() && !any_python) {
-    Problems q("--python-package-uris");
+    FlagProblems q("--python-package-uris");
     q.Add(
         "no worker pool is a python pool (executor-image-uri and python-module, or "
         "pythonPackageSpec); the URIs have nothing to apply to");

@@ -52,12 +52,13 @@ using internal::Shape;
 using internal::TypeName;
 using nlohmann::json;
 
-const Names kJobFields = {
+const Names kStudyJobFields = {
     "displayName",  "studySpec",           "maxTrialCount", "parallelTrialCount",
     "trialJobSpec", "maxFailedTrialCount", "labels",        "encryptionSpec"};
 // Output-only fields: accepted and dropped, so `describe` output can be resubmitted.
-const Names kJobOutputOnly = {"name",    "state",      "trials", "createTime",   "startTime",
-                              "endTime", "updateTime", "error",  "satisfiesPzs", "satisfiesPzi"};
+const Names kStudyJobOutputOnly = {"name",         "state",       "trials",     "createTime",
+                                   "startTime",    "endTime",     "updateTime", "error",
+                                   "satisfiesPzs", "satisfiesPzi"};
 const Names kStudyFields = {"metrics",
                             "parameters",
                             "algorithm",
@@ -437,7 +438,7 @@ Result<HyperparameterTuningJob> ParseHyperparameterTuningJob(const json& j) {
                  "network", "enableWebAccess"}) {
     misplaced.emplace_back(f, "it belongs in trialJobSpec");
   }
-  CheckKeys(j, "", kJobFields, p, misplaced, kJobOutputOnly);
+  CheckKeys(j, "", kStudyJobFields, p, misplaced, kStudyJobOutputOnly);
   ReadString(j, "displayName", "", p, &job.display_name);
   ParseLabels(j, p, &job.labels);
   if (const json* s = Get(j, "studySpec")) {
