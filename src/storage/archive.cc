@@ -11,10 +11,13 @@
 #include <system_error>
 
 #include "common/files.h"
+#include "storage/storage_internal.h"
 
 namespace stoker::storage {
 namespace fs = std::filesystem;
 namespace {
+
+using internal::IsInside;
 
 constexpr char kNotTarGzHint[] =
     ": not a gzip-compressed tar archive (build one with 'python3 setup.py sdist' or let "
@@ -275,11 +278,6 @@ Status CheckAll(struct archive* a, const std::string& name, const ArchiveLimits&
     }
   }
   return rules.Finish();
-}
-
-bool IsInside(const fs::path& path, const fs::path& root) {
-  auto [root_end, path_it] = std::mismatch(root.begin(), root.end(), path.begin(), path.end());
-  return root_end == root.end() || (std::next(root_end) == root.end() && root_end->empty());
 }
 
 int ArchiveOpen(struct archive*, void*) { return ARCHIVE_OK; }

@@ -17,6 +17,7 @@
 #include "common/files.h"
 #include "storage/archive.h"
 #include "storage/buckets_internal.h"
+#include "storage/storage_internal.h"
 
 namespace stoker::storage {
 namespace fs = std::filesystem;
@@ -26,6 +27,7 @@ using buckets_internal::kUploadTempPrefix;
 using buckets_internal::ModesFor;
 using buckets_internal::ObjectPath;
 using buckets_internal::RealDir;
+using internal::IsInside;
 
 namespace {
 
@@ -75,14 +77,6 @@ std::string ObjectNameProblem(std::string_view object) {
     start = end + 1;
   }
   return "";
-}
-
-// True when `path` is `root` or below it (both already canonical).
-bool IsInside(const fs::path& path, const fs::path& root) {
-  auto [root_end, path_it] = std::mismatch(root.begin(), root.end(), path.begin(), path.end());
-  if (root_end == root.end()) return true;
-  // "/a/b/" canonicalises with an empty last element; tolerate it.
-  return std::next(root_end) == root.end() && root_end->empty();
 }
 
 std::string MissingBucketMessage(const std::string& field, const std::string& bucket) {

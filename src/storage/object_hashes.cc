@@ -10,6 +10,7 @@
 #include "common/crc32c.h"
 #include "storage/buckets.h"
 #include "storage/buckets_internal.h"
+#include "storage/storage_internal.h"
 
 namespace stoker::storage {
 
@@ -105,16 +106,14 @@ std::string Hasher::Sha256Hex() const {
 
 namespace {
 
+using internal::MtimeNs;
+
 // An object's checksums are kept in this extended attribute as
 // "v1 <size> <mtime ns> <crc32c> <md5>": believed only while the size and
 // the modification time still match (a trainer may rewrite the file in
 // place), recomputed otherwise. Best effort: a file system without user
 // attributes just recomputes.
 constexpr char kHashesXattr[] = "user.stoker.hashes";
-
-int64_t MtimeNs(const struct stat& st) {
-  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-}
 
 // Fills info->crc32c/md5 from a kept value that still matches `st`.
 bool KeptHashes(const char* value, ssize_t len, const struct stat& st, ObjectInfo* info) {

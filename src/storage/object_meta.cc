@@ -7,17 +7,17 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "storage/storage_internal.h"
+
 namespace stoker::storage {
 namespace {
+
+using internal::MtimeNs;
 
 using nlohmann::json;
 
 constexpr char kMetaXattr[] = "user.stoker.meta";
 constexpr size_t kMaxCustomBytes = 8 << 10;  // Cloud Storage's limit on custom metadata
-
-int64_t MtimeNs(const struct stat& st) {
-  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-}
 
 ObjectMeta Parse(const std::vector<char>& value, ssize_t len, const struct stat& st) {
   ObjectMeta meta;
