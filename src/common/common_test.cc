@@ -9,6 +9,7 @@
 #include "common/crc32c.h"
 #include "common/files.h"
 #include "common/json_yaml.h"
+#include "common/strings.h"
 #include "common/time.h"
 
 namespace stoker {
@@ -317,7 +318,6 @@ TEST(JsonYamlTest, RefusesAliasBombs) {
   EXPECT_EQ((*ok)["use"]["x"], 1);
 }
 
-
 // ---- CRC-32C ----
 
 TEST(Crc32cTest, MatchesTheCastagnoliCheckValue) {
@@ -334,8 +334,9 @@ TEST(Crc32cTest, AnySplitOfALongInputGivesTheSameCrc) {
   for (int i = 0; i < 100003; ++i) data.push_back(static_cast<char>((i * 7919) >> 3));
   uint32_t whole = Crc32c(data);
   for (size_t cut : {size_t{1}, size_t{7}, size_t{8}, size_t{4097}, data.size() - 3}) {
-    EXPECT_EQ(Crc32c(std::string_view(data).substr(cut), Crc32c(std::string_view(data).substr(0, cut))),
-              whole)
+    EXPECT_EQ(
+        Crc32c(std::string_view(data).substr(cut), Crc32c(std::string_view(data).substr(0, cut))),
+        whole)
         << cut;
   }
 }
@@ -345,6 +346,13 @@ TEST(Crc32cTest, Base64IsTheBigEndianBytesAsCloudStorageShowsThem) {
   // gsutil hash of "hello world": crc32c yZRlqg== (0xC99465AA).
   EXPECT_EQ(Crc32c("hello world"), 0xC99465AAu);
   EXPECT_EQ(Crc32cBase64(0xC99465AAu), "yZRlqg==");
+}
+
+TEST(StringsTest, TrimSpaceDropsWhitespaceAtBothEndsOnly) {
+  EXPECT_EQ(TrimSpace("  12345;cluster\n"), "12345;cluster");
+  EXPECT_EQ(TrimSpace("\t a b \r\n"), "a b");
+  EXPECT_EQ(TrimSpace(" \n\t "), "");
+  EXPECT_EQ(TrimSpace(""), "");
 }
 
 }  // namespace

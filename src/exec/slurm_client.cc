@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "common/strings.h"
 #include "exec/command.h"
 
 namespace stoker::exec {
@@ -15,13 +16,6 @@ namespace {
 Result<CommandResult> RunSlurm(const std::vector<std::string>& args, double timeout_seconds) {
   return RunCommand(args, timeout_seconds,
                     " (is the Slurm client installed and in stokerd's PATH?)");
-}
-
-std::string Trim(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  size_t b = 0;
-  while (b < s.size() && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  return s.substr(b);
 }
 
 bool AllDigits(const std::string& s) {
@@ -34,7 +28,7 @@ std::string CurrentUser() {
 }
 
 std::string Brief(const CommandResult& r) {
-  std::string text = Trim(r.err.empty() ? r.out : r.err);
+  std::string text = TrimSpace(r.err.empty() ? r.out : r.err);
   return text.empty() ? "exit status " + std::to_string(r.exit_code) : text;
 }
 
@@ -46,7 +40,7 @@ Result<SbatchResult> CommandSlurmClient::Submit(const std::filesystem::path& scr
   for (const std::string& a : extra_args) args.push_back(a);
   args.push_back(script.string());
   STOKER_ASSIGN_OR_RETURN(CommandResult r, RunSlurm(args, 60));
-  std::string id = Trim(r.out.substr(0, r.out.find(';')));  // "<id>[;<cluster>]"
+  std::string id = TrimSpace(r.out.substr(0, r.out.find(';')));  // "<id>[;<cluster>]"
   if (r.exit_code != 0 || !AllDigits(id)) return SbatchResult{0, Brief(r)};
   return SbatchResult{std::stoll(id), ""};
 }
@@ -73,8 +67,8 @@ Result<std::vector<int64_t>> CommandSlurmClient::FindJobs(const std::string& nam
   std::string line;
   while (std::getline(in, line)) {
     size_t bar = line.find('|');
-    if (bar == std::string::npos || Trim(line.substr(bar + 1)) != comment) continue;
-    std::string id = Trim(line.substr(0, bar));
+    if (bar == std::string::npos || TrimSpace(line.substr(bar + 1)) != comment) continue;
+    std::string id = TrimSpace(line.substr(0, bar));
     if (AllDigits(id)) out.push_back(std::stoll(id));
   }
   return out;
@@ -109,9 +103,9 @@ std::map<int64_t, SlurmJobInfo> ParseSqueue(const std::string& text) {
       f.push_back(line.substr(start, bar - start));
     f.push_back(line.substr(start));
     if (f.size() < 3) continue;
-    std::string id = Trim(f[0]);
+    std::string id = TrimSpace(f[0]);
     if (id.empty() || !std::all_of(id.begin(), id.end(), ::isdigit)) continue;
-    auto field = [&](size_t i) { return i < f.size() ? Trim(f[i]) : std::string(); };
+    auto field = [&](size_t i) { return i < f.size() ? TrimSpace(f[i]) : std::string(); };
     SlurmJobInfo info{field(1), field(2), field(3), field(4), field(5)};
     if (info.preempt_time == "N/A" || info.preempt_time == "None" ||
         info.preempt_time == "Unknown") {

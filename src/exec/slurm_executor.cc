@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "common/files.h"
+#include "common/strings.h"
 #include "exec/replica_files.h"
 
 namespace stoker::exec {
@@ -24,13 +25,6 @@ int64_t SteadyMicros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-std::string Trim(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  size_t b = 0;
-  while (b < s.size() && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  return s.substr(b);
 }
 
 // Single-quoted for sh.
@@ -170,7 +164,7 @@ Result<std::string> SlurmBatchScript(const JobLaunch& launch, const SlurmOptions
 
 Result<std::string> LoadOrCreateSlurmInstance(const fs::path& data_dir) {
   fs::path file = data_dir / "slurm-instance";
-  if (auto text = ReadFile(file); text.ok() && !Trim(*text).empty()) return Trim(*text);
+  if (auto text = ReadFile(file); text.ok() && !TrimSpace(*text).empty()) return TrimSpace(*text);
   std::random_device rd;
   char id[9];
   std::snprintf(id, sizeof id, "%08x", static_cast<unsigned>(rd()));
@@ -198,7 +192,7 @@ fs::path SlurmExecutor::SupervisorLog(int64_t job_id, int attempt, const std::st
   fs::path dir = JobDir(job_id, attempt);
   // slurm-job-id is the daemon's own control file (the job dir is the daemon's).
   if (auto text = ReadOwnFileNoFollow(dir, "slurm-job-id", 64); text.ok()) {
-    std::string id = Trim(*text);
+    std::string id = TrimSpace(*text);
     if (!id.empty() && std::all_of(id.begin(), id.end(), ::isdigit)) {
       return dir / ("slurm-" + id + ".out");
     }
@@ -222,7 +216,7 @@ Result<std::optional<SlurmExecutor::Attempt*>> SlurmExecutor::Find(int64_t job_i
   if (auto it = attempts_.find(key); it != attempts_.end()) return std::optional(&it->second);
   fs::path dir = JobDir(job_id, attempt);
   if (auto text = ReadFile(dir / "slurm-job-id"); text.ok()) {
-    std::string id = Trim(*text);
+    std::string id = TrimSpace(*text);
     if (!id.empty() && std::all_of(id.begin(), id.end(), ::isdigit)) {
       // Known since before this daemon asked: any later squeue may judge it.
       Attempt& a = attempts_[key];
