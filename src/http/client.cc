@@ -33,7 +33,7 @@ using tcp = net::ip::tcp;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 using Clock = std::chrono::steady_clock;
 
-constexpr uint32_t kHeaderLimit = 64 * 1024;
+constexpr uint32_t kResponseHeaderLimit = 64 * 1024;
 
 bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
   return s.size() >= prefix.size() &&
@@ -394,7 +394,7 @@ Result<Response> Client::Call(const std::string& method, const std::string& targ
     // Beast reads only as much as the buffer has room for (at most 64 KiB):
     // give it that room, or a large download takes tiny reads.
     if (im.buffer.capacity() < 64 * 1024) im.buffer.reserve(64 * 1024);
-    im.parser->header_limit(kHeaderLimit);
+    im.parser->header_limit(kResponseHeaderLimit);
     im.parser->body_limit(std::numeric_limits<uint64_t>::max());
     if (verb == bhttp::verb::head) im.parser->skip(true);
     ec = im.OnStream([&](auto& s) {
@@ -468,7 +468,7 @@ Result<Response> Client::Stream(const std::string& method, const std::string& ta
   const bool send_failed = static_cast<bool>(send_ec);
 
   bhttp::response_parser<bhttp::buffer_body> parser;
-  parser.header_limit(kHeaderLimit);
+  parser.header_limit(kResponseHeaderLimit);
   parser.body_limit(std::numeric_limits<std::uint64_t>::max());
   if (verb == bhttp::verb::head) parser.skip(true);
   if (im.buffer.capacity() < 64 * 1024) im.buffer.reserve(64 * 1024);

@@ -40,7 +40,7 @@ namespace ssl = boost::asio::ssl;
 using tcp = net::ip::tcp;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
-constexpr uint32_t kHeaderLimit = 64 * 1024;
+constexpr uint32_t kRequestHeaderLimit = 64 * 1024;
 // Longer request targets get 414. Handlers match paths with std::regex,
 // whose matcher recurses per character: a 30 000-character path overflowed a
 // worker's 8 MiB stack and killed the daemon. Object names are at most 1024
@@ -205,7 +205,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
   void ReadHeader() {
     head_parser_.emplace();
-    head_parser_->header_limit(kHeaderLimit);
+    head_parser_->header_limit(kRequestHeaderLimit);
     // The limit on collected bodies is checked once the route is known:
     // streamed uploads have none. (Not boost::none: Beast 1.74 then refuses
     // every body with a Content-Length.)
@@ -362,9 +362,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
           "request body larger than " + std::to_string(shared_->max_body_bytes) + " bytes"));
     }
     if (ec == bhttp::error::header_limit) {
-      return SendError(
-          ErrorResponse(431, "RESOURCE_EXHAUSTED",
-                        "request header larger than " + std::to_string(kHeaderLimit) + " bytes"));
+      return SendError(ErrorResponse(
+          431, "RESOURCE_EXHAUSTED",
+          "request header larger than " + std::to_string(kRequestHeaderLimit) + " bytes"));
     }
     // A clean close between requests, a peer that vanished mid-request, a
     // timeout: nobody is listening for an answer.
