@@ -93,7 +93,7 @@ http::Response ServeFile(const http::Request& req, std::string_view name) {
 
 // 401 UNAUTHENTICATED with `message` (no WWW-Authenticate: a browser must not
 // offer its own sign-in dialog).
-http::Response Unauthenticated(const std::string& message) {
+http::Response ConsoleUnauthenticated(const std::string& message) {
   return Json({{"error", {{"code", 401}, {"message", message}, {"status", "UNAUTHENTICATED"}}}},
               401);
 }
@@ -116,7 +116,8 @@ http::Response OpenSession(const ApiDeps& d, const auth::Principal& caller, bool
   auto who = d.auth->AuthenticateConsoleSession(*id);
   if (!who.ok()) {
     (void)d.auth->CloseConsoleSession(*id);
-    if (who.status().code() == Code::kNotFound) return Unauthenticated(who.status().message());
+    if (who.status().code() == Code::kNotFound)
+      return ConsoleUnauthenticated(who.status().message());
     return Error(who.status());
   }
   console::Session session{*id};
@@ -130,7 +131,7 @@ http::Response OpenSession(const ApiDeps& d, const auth::Principal& caller, bool
 http::Response SignInWithLink(const ApiDeps& d, const std::string& code, bool secure) {
   std::optional<auth::Principal> who = d.signin_links ? d.signin_links->Redeem(code) : std::nullopt;
   if (!who) {
-    return Unauthenticated(
+    return ConsoleUnauthenticated(
         "this sign-in link was used already or is older than two minutes; run 'stoker console' "
         "for a new one, or sign in with a token");
   }
@@ -166,7 +167,7 @@ http::Response SignIn(const ApiDeps& d, const http::Request& req, bool secure) {
   auto caller = d.auth->Authenticate(token);
   if (!caller.ok()) {
     if (caller.status().code() == Code::kNotFound)
-      return Unauthenticated(caller.status().message());
+      return ConsoleUnauthenticated(caller.status().message());
     return Error(caller.status());
   }
   return OpenSession(d, *caller, secure);
@@ -191,7 +192,7 @@ http::Response SignOut(const ApiDeps& d, const http::Request& req, bool secure) 
 
 http::Response CurrentSession(const ApiDeps& d, const http::Request& req) {
   std::optional<console::Session> session = CookieSession(req);
-  http::Response unsigned_in = Unauthenticated("not signed in");
+  http::Response unsigned_in = ConsoleUnauthenticated("not signed in");
   if (!session) return unsigned_in;
   if (Status s = console::CheckCookieRequest(req, ""); !s.ok()) return Error(s);
   auto caller = d.auth->AuthenticateConsoleSession(session->id);

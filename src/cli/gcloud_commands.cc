@@ -30,7 +30,7 @@ using nlohmann::json;
 namespace {
 
 constexpr char kEntryModule[] = "stoker_entry";
-constexpr char kPendingUri[] = "gs://stoker-staging/pending-local-package.tar.gz";
+constexpr char kPendingLocalPackageUri[] = "gs://stoker-staging/pending-local-package.tar.gz";
 
 // The generated module that runs a local package from the unpacked sdist:
 // like gcloud's image (WORKDIR = the package directory), it enters the
@@ -273,7 +273,7 @@ int AiCustomJobsCreate(const Globals& global, const GcloudCreateFlags& f) {
       json& pool = pools->pools[i];
       if (pool.empty()) continue;
       pool["pythonPackageSpec"] = {{"executorImageUri", local->executor_image_uri},
-                                   {"packageUris", {kPendingUri}},
+                                   {"packageUris", {kPendingLocalPackageUri}},
                                    {"pythonModule", kEntryModule}};
       local_pools.push_back(i);
     }

@@ -22,7 +22,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr char kPendingUri[] = "gs://stoker-staging/pending-package.tar.gz";
+constexpr char kPendingPackageUri[] = "gs://stoker-staging/pending-package.tar.gz";
 
 // The --config Job: its trainingInput and labels.
 Result<json> LoadLegacyConfig(const std::string& path) {
@@ -156,7 +156,7 @@ int LegacySubmitTraining(const Globals& g, const LegacySubmitFlags& f) {
   bool any_packages = !f.package_path.empty() || f.packages;
   if (any_packages) {
     std::vector<std::string> pending;
-    if (!f.package_path.empty()) pending.push_back(kPendingUri);
+    if (!f.package_path.empty()) pending.push_back(kPendingPackageUri);
     for (const std::string& p : packages) {
       if (!IsLocalArchive(p)) {
         pending.push_back(p);
@@ -168,7 +168,7 @@ int LegacySubmitTraining(const Globals& g, const LegacySubmitFlags& f) {
                                       "wheels or other archives"));
       }
       if (!ReadFile(p).ok()) return Report(InvalidArgument("--packages: cannot read " + p));
-      pending.push_back(kPendingUri);
+      pending.push_back(kPendingPackageUri);
     }
     flags.package_uris = pending;
   }

@@ -15,7 +15,7 @@ using nlohmann::json;
 namespace {
 
 // A value for a table cell: up to 6 significant digits.
-std::string Num(double v) {
+std::string CellNumber(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", v);
   return buf;
@@ -63,7 +63,8 @@ int JobMetrics(const Globals& g, const std::string& id) {
       std::printf("%-*s %-11s %6zu %10lld %12s %12s %12s\n", static_cast<int>(width),
                   Printable(s.value("name", "")).c_str(), s.value("source", "").c_str(),
                   points.size(), static_cast<long long>(last.value("step", int64_t{0})),
-                  Num(last.value("value", 0.0)).c_str(), Num(lo).c_str(), Num(hi).c_str());
+                  CellNumber(last.value("value", 0.0)).c_str(), CellNumber(lo).c_str(),
+                  CellNumber(hi).c_str());
     }
   }
   for (const json& k : (*m)["skipped"]) {
@@ -88,7 +89,7 @@ void PrintTrainingMetricsSummary(Connection& conn, const Globals& g, const std::
     }
     const json& last = s["points"].back();
     line += (line.empty() ? "" : ", ") + Printable(s.value("name", "")) + " " +
-            Num(last.value("value", 0.0)) + " (step " +
+            CellNumber(last.value("value", 0.0)) + " (step " +
             std::to_string(last.value("step", int64_t{0})) + ")";
   }
   if (!line.empty())
