@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cost/catalog.h"
 #include "cost/catalog_internal.h"
@@ -46,6 +47,9 @@ constexpr char kRegionalVertexRule[] =
 constexpr char kK80Regional[] =
     "est.: the 2019 Americas K80 price (S4b) x AI Platform's regional training-unit rate "
     "($0.54 Europe/Asia vs $0.49 Americas, S5)";
+constexpr char kGpuRegionalVertexRule[] =
+    "est.: S2 Compute Engine price in the region x 1.15 (Vertex GPU uplift seen between 1.00 and "
+    "1.20)";
 constexpr char kK80RegionalVertex[] =
     "est.: the regional K80 estimate x 1.15 (Vertex GPU uplift seen between 1.00 and 1.20)";
 
@@ -262,8 +266,10 @@ OwnHardware BuiltInOwnHardware() {
 // Another region's rows from us-central1's: the shapes and N1 counts stay;
 // Compute Engine and Spot are S1's figures for the region (a type S1 does
 // not list there has none); Vertex is scaled from us-central1 by the
-// regional Compute Engine price. Per-GPU prices are known for us-central1
-// only, except the K80's (2019 AI Platform price x the regional rate).
+// regional Compute Engine price. The GPUs that attach to N1 take S2's
+// figures for the region (one S2 does not list there has none), Vertex x
+// 1.15 as in us-central1; the K80 (not in S2) the 2019 AI Platform price x
+// the regional rate; the other GPUs' per-GPU prices are us-central1's only.
 RegionPrices Regional(const std::string& region, const RegionPrices& us) {
   RegionPrices out = us;
   for (auto& [name, m] : out.machines) {
@@ -296,7 +302,26 @@ RegionPrices Regional(const std::string& region, const RegionPrices& us) {
       a.vertex = MakeRate(base->usd_per_hour * rate * 1.15, "C", kK80RegionalVertex);
     }
   }
+  for (int i = 0; i < kRegionalGpuPriceCount; ++i) {
+    const RegionalGpuPrice& p = kRegionalGpuPrices[i];
+    auto row = out.accelerators.find(p.accelerator);
+    if (region != p.region || row == out.accelerators.end()) continue;
+    row->second.compute_engine = MakeRate(p.compute_engine, "A", kS2);
+    row->second.spot = MakeRate(p.spot, "C", kS2Spot);
+    row->second.vertex = MakeRate(p.compute_engine * 1.15, "C", kGpuRegionalVertexRule);
+  }
   return out;
+}
+
+// The regions where S2 lists `accelerator`, comma-separated; "" when none.
+std::string RegionsSelling(const std::string& accelerator) {
+  std::vector<std::string> regions;
+  for (int i = 0; i < kRegionalGpuPriceCount; ++i) {
+    if (accelerator == kRegionalGpuPrices[i].accelerator) {
+      regions.push_back(kRegionalGpuPrices[i].region);
+    }
+  }
+  return Join(regions, ", ");
 }
 
 }  // namespace
@@ -322,6 +347,11 @@ std::string WhyMissing(const std::string& name, const std::string& region) {
     return "S1 (2026-07-30) has no " + region +
            " price for a3-megagpu-8g (us-east4: $92.9376/h on demand, $23.2752/h Spot); set it "
            "under cost.machines.a3-megagpu-8g";
+  }
+  if (const std::string sold = RegionsSelling(name);
+      !sold.empty() && (", " + sold + ", ").find(", " + region + ", ") == std::string::npos) {
+    return name + " is not sold in " + region + " (S2 lists it in " + sold +
+           "; set cost.accelerators." + name + " to price it)";
   }
   if (region != "us-central1" && name.rfind("NVIDIA_", 0) == 0 && name != "NVIDIA_TESLA_K80") {
     return "the catalog's per-GPU prices of " + name +

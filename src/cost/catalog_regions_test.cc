@@ -1,6 +1,7 @@
-// The catalog's regions: S1's per-region prices, the rules that derive the
-// rest, and how a region is chosen. Expected figures were read by hand from
-// S1 (pricing.yml at commit fd66b26, compute.instance.<type>.cost.<region>).
+// The catalog's regions: S1's per-region prices, S2's per-GPU ones, the rules
+// that derive the rest, and how a region is chosen. Expected figures were read
+// by hand from S1 (pricing.yml at commit fd66b26,
+// compute.instance.<type>.cost.<region>) and S2 (vms.csv at commit 017e250).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
@@ -109,11 +110,68 @@ TEST(RegionsTest, TheMegaA3IsPricedWhereS1PricesIt) {
   EXPECT_THAT(west.reason, HasSubstr("S1 (2026-07-30) has no europe-west2 price"));
 }
 
-TEST(RegionsTest, AttachedGpusOutsideUsCentral1HaveNoPriceButSayWhy) {
-  CloudPrice t4 = PriceIn("europe-west4", "n1-standard-8", "NVIDIA_TESLA_T4", 1);
-  EXPECT_FALSE(t4.priced());
-  EXPECT_THAT(t4.reason, HasSubstr("per-GPU prices of NVIDIA_TESLA_T4 are for us-central1 only "
-                                   "(set cost.accelerators.NVIDIA_TESLA_T4)"));
+// S2's us-central1 rows are the figures the hand table (docs/prices.md) was read from.
+TEST(RegionsTest, GeneratedUsCentral1GpuRowsAgreeWithTheHandTable) {
+  Catalog c = Catalog::BuiltIn();
+  int checked = 0;
+  for (int i = 0; i < internal::kRegionalGpuPriceCount; ++i) {
+    const internal::RegionalGpuPrice& p = internal::kRegionalGpuPrices[i];
+    if (std::string(p.region) != "us-central1") continue;
+    const AcceleratorPrice& a = c.Prices("us-central1")->accelerators.at(p.accelerator);
+    EXPECT_DOUBLE_EQ(a.compute_engine->usd_per_hour, p.compute_engine) << p.accelerator;
+    EXPECT_DOUBLE_EQ(a.spot->usd_per_hour, p.spot) << p.accelerator;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 4);  // T4, V100, P100, P4 (S2 has no K80)
+}
+
+// Figures read from S2 (vms.csv at 017e250), count-1 rows, e.g.
+// ",,,T4,1,...,europe-west4,europe-west4-a,0.3675,0.14".
+TEST(RegionsTest, AttachedGpusArePricedWithTheRegionsS2Figures) {
+  CloudPrice eu = PriceIn("europe-west4", "n1-standard-4", "NVIDIA_TESLA_T4", 1);
+  ASSERT_TRUE(eu.priced()) << eu.reason;
+  EXPECT_NEAR(*eu.compute_engine_usd_per_hour, 0.209168 + 0.3675, 1e-12);
+  EXPECT_NEAR(*eu.spot_usd_per_hour, 0.12153 + 0.14, 1e-12);
+  // Vertex: the machine scaled as before, the GPU at Compute Engine x 1.15.
+  EXPECT_NEAR(*eu.vertex_usd_per_hour, 0.209168 * 0.21849885 / 0.19 + 0.3675 * 1.15, 1e-12);
+  EXPECT_EQ(eu.confidence, "C");
+
+  // ",,,T4,1,...,asia-east1,asia-east1-a,0.35,0.14": the same as us-central1.
+  CloudPrice asia = PriceIn("asia-east1", "n1-standard-4", "NVIDIA_TESLA_T4", 1);
+  EXPECT_NEAR(*asia.compute_engine_usd_per_hour, 0.219998 + 0.35, 1e-12);
+  EXPECT_NEAR(*asia.spot_usd_per_hour, 0.04304 + 0.14, 1e-12);
+
+  // ",,,V100,1,...,europe-west4,europe-west4-a,2.604,0.7148", times 2.
+  CloudPrice v100 = PriceIn("europe-west4", "n1-standard-8", "NVIDIA_TESLA_V100", 2);
+  EXPECT_NEAR(*v100.compute_engine_usd_per_hour, 0.418336 + 2 * 2.604, 1e-12);
+  EXPECT_NEAR(*v100.spot_usd_per_hour, 0.24306 + 2 * 0.7148, 1e-12);
+
+  // ",,,P4,1,...,northamerica-northeast1,northamerica-northeast1-a,0.65,0.1261".
+  CloudPrice p4 = PriceIn("northamerica-northeast1", "n1-standard-4", "NVIDIA_TESLA_P4", 4);
+  EXPECT_NEAR(*p4.compute_engine_usd_per_hour, 0.209168 + 4 * 0.65, 1e-12);
+
+  const Catalog catalog = Catalog::BuiltIn();
+  const AcceleratorPrice& t4 =
+      catalog.Prices("australia-southeast1")->accelerators.at("NVIDIA_TESLA_T4");
+  EXPECT_DOUBLE_EQ(t4.compute_engine->usd_per_hour, 0.44);
+  EXPECT_EQ(t4.compute_engine->confidence, "A");
+  EXPECT_THAT(t4.compute_engine->source, HasSubstr("S2 SkyPilot vms.csv"));
+  EXPECT_EQ(t4.spot->confidence, "C");
+  EXPECT_THAT(t4.vertex->source, HasSubstr("x 1.15"));
+}
+
+TEST(RegionsTest, AnAttachedGpuNotSoldInTheRegionHasNoPriceAndSaysSo) {
+  // S2 lists the V100 in asia-east1, europe-west4, us-central1, us-east1 and us-west1 only.
+  CloudPrice v100 = PriceIn("europe-west2", "n1-standard-8", "NVIDIA_TESLA_V100", 1);
+  EXPECT_FALSE(v100.priced());
+  EXPECT_THAT(v100.reason, HasSubstr("NVIDIA_TESLA_V100 is not sold in europe-west2 (S2 lists it "
+                                     "in us-central1, us-east1, us-west1, europe-west4, "
+                                     "asia-east1; set cost.accelerators.NVIDIA_TESLA_V100"));
+  EXPECT_THAT(PriceIn("us-east4", "n1-standard-4", "NVIDIA_TESLA_P100", 1).reason,
+              HasSubstr("NVIDIA_TESLA_P100 is not sold in us-east4"));
+  // The K80 is not in S2: its regional estimate stays (see below).
+  EXPECT_TRUE(
+      PriceIn("europe-west2", "n1-standard-8", "NVIDIA_TESLA_K80", 1).compute_engine_usd_per_hour);
   // Still the same rules: an L4 does not attach to n1 anywhere.
   EXPECT_THAT(PriceIn("europe-west4", "n1-standard-8", "NVIDIA_L4", 1).reason,
               HasSubstr("does not attach to n1 machines"));

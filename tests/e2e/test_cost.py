@@ -213,6 +213,24 @@ workerPoolSpecs:
         self.assertIn("AI Platform training units: %.4f per hour" % (ce / 0.54), text)
         self.assertIn("at $0.54 per unit, the Europe and Asia-Pacific rate", text)
         self.assertIn("prices: asia-east1 list prices", text)
+        # S2 has no K80; the GPUs it lists are priced per region from its rows: a T4 in
+        # asia-east1 ",,,T4,1,...,asia-east1,asia-east1-a,0.35,0.14", AI Platform's
+        # standard_v100 (n1-standard-8 + 1 V100) ",,,V100,1,...,asia-east1-c,2.48,0.8792".
+        t4 = self.write("t4.yaml", "workerPoolSpecs:\n  - machineSpec: {machineType: "
+                        "n1-standard-8, acceleratorType: NVIDIA_TESLA_T4, acceleratorCount: 1}\n"
+                        "    replicaCount: 1\n    containerSpec: {imageUri: %s}\n" % IMAGE)
+        out = json.loads(self.estimate_in("asia-east1", t4, "--format", "json").stdout)
+        self.assertAlmostEqual(out["usdPerHour"]["compute-engine"], 0.439996 + 0.35, places=9)
+        self.assertAlmostEqual(out["usdPerHour"]["spot"], 0.08608 + 0.14, places=9)
+        v100 = self.write("v100.yaml", "trainingInput:\n  scaleTier: CUSTOM\n"
+                                       "  masterType: standard_v100\n  region: asia-east1\n")
+        out = json.loads(self.stoker("--format", "json", "cost", "estimate", "--config",
+                                     v100).stdout)
+        self.assertAlmostEqual(out["usdPerHour"]["compute-engine"], 0.439996 + 2.48, places=9)
+        # S2 lists no V100 in europe-west2: no price there, and why.
+        out = json.loads(self.estimate_in("europe-west2", v100, "--format", "json").stdout)
+        self.assertIsNone(out["usdPerHour"]["compute-engine"], out)
+        self.assertIn("NVIDIA_TESLA_V100 is not sold in europe-west2", json.dumps(out["pools"]))
         # --region wins over the file's; without either, the config's cost.region.
         out = json.loads(self.estimate_in("us-east1", tier, "--format", "json").stdout)
         self.assertEqual(out["catalog"]["usdPerTrainingUnit"], 0.49, out)
