@@ -1,7 +1,8 @@
 // Usage, prices and budgets (docs/cost.md):
 //   GET    /v1/usage?groupBy=user|project|month|job|label:KEY&startTime=&endTime=&days=N
 //          {"startTime", "endTime", "groupBy", "groups": [{"key", "jobs", ...totals}],
-//           "total": {...totals}, "catalog": {"region", "priceDate"}}
+//           "total": {...totals}, "catalog": {"region", "priceDate", "regions"}}
+//          each row priced in its job's region; "regions" lists those of the rows
 //   GET    /v1/usage:breakEven?days=N        buy vs rent from the last N days (default 30)
 //   POST   /v1/cost:estimate?region=R        body: a CustomJob or a bare CustomJobSpec
 //          {"pools": [...], "usdPerHour": {...}, "timeoutHours", "usdAtTimeout": {...}}
@@ -132,11 +133,17 @@ http::Response Usage(const ApiDeps& d, const http::Request& req, const auth::Pri
     for (const store::UsageRecord& u : r) ids.insert(u.job_id);
     return static_cast<int>(ids.size());
   };
+  // Each row is priced in its job's region (cost::Total): list them all.
+  std::set<std::string> regions;
+  for (const store::UsageRecord& u : mine) {
+    regions.insert(d.accountant->catalog().RegionFor(u.location));
+  }
   json out = {{"startTime", FormatRfc3339(w->from_us)},
               {"endTime", FormatRfc3339(w->to_us)},
               {"groupBy", by},
               {"groups", json::array()},
               {"catalog", CatalogJson(d.accountant->catalog())}};
+  out["catalog"]["regions"] = regions;
   for (const auto& [key, r] : groups) {
     json g = cost::ToJson(d.accountant->Price(r));
     g["key"] = key;

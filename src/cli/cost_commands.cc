@@ -120,7 +120,14 @@ int Usage(const Globals& g, const UsageFlags& f) {
     PrintResource(g, j);
     return 0;
   }
-  std::string prices = "prices: " + j["catalog"].value("region", "") + " list prices of " +
+  // A usage report prices each row in its job's region: name them all.
+  std::string regions = j["catalog"].value("region", "");
+  if (auto r = j["catalog"].find("regions");
+      r != j["catalog"].end() && r->is_array() && !r->empty()) {
+    regions.clear();
+    for (const json& name : *r) regions += (regions.empty() ? "" : ", ") + name.get<std::string>();
+  }
+  std::string prices = "prices: " + regions + " list prices of " +
                        j["catalog"].value("priceDate", "") + " (docs/prices.md)";
   if (f.break_even) {
     if (g.format == "csv")

@@ -51,7 +51,8 @@ class Accountant {
   // Every row that overlaps [from_us, to_us), running attempts included, clipped to it.
   Result<std::vector<store::UsageRecord>> RowsBetween(int64_t from_us, int64_t to_us);
 
-  // `rows` priced in `region` (the catalog's configured region when empty).
+  // `rows` priced in `region`; when empty, each row in its job's region
+  // (Total, ledger.h).
   Totals Price(const std::vector<store::UsageRecord>& rows, const std::string& region = "") const {
     return Total(rows, catalog_, node_, region);
   }

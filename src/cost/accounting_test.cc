@@ -33,11 +33,13 @@ class AccountingTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  // A job of `user` on n1-standard-4 + `gpus` T4 that runs: QUEUED -> PENDING -> RUNNING now.
-  store::JobRecord RunningJob(const std::string& user, double gpus, int64_t study_id = 0) {
+  // A job of `user` in `location` on n1-standard-4 + `gpus` T4 that runs:
+  // QUEUED -> PENDING -> RUNNING now.
+  store::JobRecord RunningJob(const std::string& user, double gpus, int64_t study_id = 0,
+                              const std::string& location = "l") {
     store::NewJob n;
     n.project = "p";
-    n.location = "l";
+    n.location = location;
     n.display_name = "j";
     n.user = user;
     n.study_id = study_id;
@@ -86,6 +88,22 @@ class AccountingTest : public ::testing::Test {
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<Accountant> accountant_;
 };
+
+TEST_F(AccountingTest, ReportsPriceEachRowInItsJobsRegion) {
+  const int64_t from = clock_.NowMicros();
+  store::JobRecord eu = RunningJob("alice", 1, 0, "europe-west4");
+  EndAttempt(eu, 1, "succeeded");  // one hour, recorded in the ledger
+  store::JobRecord local = RunningJob("bob", 1);
+  clock_.Advance(kHour);  // one hour, still running: not in the ledger yet
+  auto rows = accountant_->RowsBetween(from, clock_.NowMicros()).value();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].location, "europe-west4");  // read back from the store
+  EXPECT_EQ(rows[1].location, "l");
+  // europe-west4: n1-standard-4 $0.209168 (S1) + T4 $0.3675 (S2); "l": cost.region, us-central1.
+  Totals t = accountant_->Price(rows);
+  ASSERT_TRUE(t.usd[PriceKind::kComputeEngine]);
+  EXPECT_NEAR(*t.usd[PriceKind::kComputeEngine], (0.209168 + 0.3675) + (0.19 + 0.35), 1e-6);
+}
 
 TEST_F(AccountingTest, RetriesAndARestartAreCountedExactlyOnce) {
   store::JobRecord job = RunningJob("alice", 1);

@@ -60,6 +60,7 @@ std::vector<store::UsageRecord> AttemptUsage(const store::JobRecord& job,
     u.project = job.project;
     u.labels = labels;
     u.study_id = job.study_id;
+    u.location = job.location;
     u.node = job.allocation.value("node", "");
     u.end = end;
     auto t = times.find(u.replica);
@@ -131,7 +132,7 @@ Totals Total(const std::vector<store::UsageRecord>& rows, const Catalog& catalog
   constexpr PriceKind kKinds[] = {PriceKind::kVertex, PriceKind::kComputeEngine, PriceKind::kSpot,
                                   PriceKind::kOwn};
   for (PriceKind k : kKinds) t.usd[k] = 0.0;
-  std::map<std::tuple<std::string, std::string, double>, CloudPrice> prices;
+  std::map<std::tuple<std::string, std::string, std::string, double>, CloudPrice> prices;
   std::map<std::string, std::pair<std::optional<double>, std::string>> own_gpu_rates;
   bool energy_unknown = false;
   auto add = [&](PriceKind k, std::optional<double> usd, const std::string& why) {
@@ -162,15 +163,24 @@ Totals Total(const std::vector<store::UsageRecord>& rows, const Catalog& catalog
       }
     }
 
-    // Rows repeat a few machine shapes: price each shape once per call.
-    auto key = std::make_tuple(u.machine_type, u.accelerator_type, u.accelerator_count);
+    // The region that prices the row: `region`, else its job's location's;
+    // a row from before the ledger kept locations is priced in cost.region.
+    const std::string row_region = !region.empty() ? region : catalog.RegionFor(u.location);
+    if (region.empty() && u.location.empty()) {
+      AddOnce(t.notes,
+              "usage recorded before Stoker kept each job's location is priced in "
+              "cost.region (" +
+                  catalog.region() + ")");
+    }
+    // Rows repeat a few machine shapes: price each shape once per region and call.
+    auto key = std::make_tuple(row_region, u.machine_type, u.accelerator_type, u.accelerator_count);
     auto cached = prices.find(key);
     if (cached == prices.end()) {
       spec::MachineSpec m;
       m.machine_type = u.machine_type;
       m.accelerator_type = u.accelerator_type;
       m.accelerator_count = u.accelerator_count;
-      cached = prices.emplace(key, catalog.PriceReplica(m, region)).first;
+      cached = prices.emplace(key, catalog.PriceReplica(m, row_region)).first;
       for (const std::string& n : cached->second.notes) AddOnce(t.notes, n);
     }
     const CloudPrice& p = cached->second;

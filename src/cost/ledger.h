@@ -74,8 +74,11 @@ struct NodeShape {
 // node's CPUs (the host part only when cost.own_hardware.node is set, with
 // a note otherwise). A row with measured energy pays for its GPUs' power by
 // that energy (scaled from the sampled part to the whole run) instead of by
-// their rated watts. Cloud prices are `region`'s (the catalog's configured
-// region when empty).
+// their rated watts. Cloud prices are `region`'s for every row when it is
+// given; when empty, each row's own: the region of its job's location
+// (Catalog::RegionFor: Stoker's own locations such as "local" take the
+// configured cost.region). Rows written before the ledger kept locations
+// (location "") are priced in cost.region, with a note saying so.
 Totals Total(const std::vector<store::UsageRecord>& rows, const Catalog& catalog,
              const NodeShape& node, const std::string& region = "");
 

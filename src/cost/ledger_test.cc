@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "common/time.h"
 
 namespace stoker::cost {
@@ -18,6 +20,7 @@ store::JobRecord Job(const json& machine, const json& replicas, const std::strin
   r.attempt = 1;
   r.user = "alice";
   r.project = "vision";
+  r.location = "europe-west4";
   r.start_time_us = 10 * kHour;
   r.spec = {{"displayName", "j"},
             {"labels", {{"team", "cv"}}},
@@ -58,6 +61,7 @@ TEST(AttemptUsageTest, BooksEachReplicaFromItsOwnTimesWithFractionalGpus) {
   EXPECT_DOUBLE_EQ(rows[0].gpus, 0.25);
   EXPECT_EQ(rows[0].gpu_type, "NVIDIA_TESLA_T4");
   EXPECT_EQ(rows[0].machine_type, "n1-standard-4");
+  EXPECT_EQ(rows[0].location, "europe-west4");  // the job's: its region prices the row
   EXPECT_DOUBLE_EQ(rows[0].accelerator_count, 0.25);
   EXPECT_EQ(rows[1].start_us, 10 * kHour);
   EXPECT_EQ(rows[1].end_us, 13 * kHour);
@@ -166,6 +170,45 @@ own_hardware:
   EXPECT_DOUBLE_EQ(t.gpu_seconds_by_type["NVIDIA_TESLA_T4"], 3600);
   // Vertex sells whole GPUs: the half GPU is priced as one, with a note.
   EXPECT_FALSE(t.notes.empty());
+}
+
+TEST(TotalTest, PricesEachRowInItsJobsRegion) {
+  Catalog catalog = Catalog::BuiltIn();
+  store::UsageRecord eu = Row("n1-standard-4", "NVIDIA_TESLA_T4", 1, 1);
+  eu.location = "europe-west4";  // S1 n1-standard-4 $0.209168/h, S2 T4 $0.3675/h
+  store::UsageRecord local = Row("n1-standard-4", "NVIDIA_TESLA_T4", 1, 1);
+  local.location = "local";  // Stoker's own location: cost.region (us-central1)
+  Totals t = Total({eu, local}, catalog, {.cpus = 16});
+  EXPECT_NEAR(*t.usd[PriceKind::kComputeEngine], (0.209168 + 0.3675) + (0.19 + 0.35), 1e-9);
+  EXPECT_NEAR(*t.usd[PriceKind::kSpot], (0.12153 + 0.14) + (0.067 + 0.14), 1e-4);
+  for (const std::string& n : t.notes) EXPECT_EQ(n.find("before Stoker kept"), std::string::npos);
+
+  // A region asked for prices every row (a job's own usage).
+  Totals asia = Total({eu, local}, catalog, {.cpus = 16}, "asia-east1");
+  EXPECT_NEAR(*asia.usd[PriceKind::kComputeEngine], 2 * (0.219998 + 0.35), 1e-9);
+
+  // A job in a region the catalog lacks: no price, never another region's.
+  store::UsageRecord mars = eu;
+  mars.location = "mars-north1";
+  Totals m = Total({eu, mars}, catalog, {.cpus = 16});
+  EXPECT_FALSE(m.usd[PriceKind::kComputeEngine]);
+  ASSERT_FALSE(m.no_price[PriceKind::kComputeEngine].empty());
+  EXPECT_NE(m.no_price[PriceKind::kComputeEngine][0].find("no prices for 'mars-north1'"),
+            std::string::npos);
+}
+
+TEST(TotalTest, ARowWithoutALocationIsPricedInCostRegionAndSaysSo) {
+  Catalog catalog = Catalog::BuiltIn();
+  ASSERT_TRUE(catalog.Apply(YAML::Load("region: europe-west4")).ok());
+  store::UsageRecord old = Row("n1-standard-4", "", 0, 1);  // written before schema 5
+  store::UsageRecord asia = Row("n1-standard-4", "", 0, 1);
+  asia.location = "asia-east1";
+  Totals t = Total({old, asia}, catalog, {.cpus = 16});
+  EXPECT_NEAR(*t.usd[PriceKind::kComputeEngine], 0.209168 + 0.219998, 1e-9);
+  EXPECT_NE(std::find(t.notes.begin(), t.notes.end(),
+                      "usage recorded before Stoker kept each job's location is priced in "
+                      "cost.region (europe-west4)"),
+            t.notes.end());
 }
 
 TEST(ScopeTest, ValidatesAndMatchesUserProjectAndLabel) {

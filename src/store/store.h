@@ -217,6 +217,11 @@ struct UsageRecord {
   double sampled_seconds = 0;
   double busy_gpu_seconds = 0;
   std::optional<double> energy_joules;
+  // The job's location (projects/P/locations/L; an AI Platform job's
+  // trainingInput.region), whose region prices the row (Catalog::RegionFor).
+  // "" = a row written before the ledger kept it (schema 5): priced in the
+  // config's cost.region.
+  std::string location;
 
   double seconds() const { return end_us > start_us ? (end_us - start_us) / 1e6 : 0; }
 };

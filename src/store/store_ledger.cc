@@ -25,7 +25,7 @@ using sqlite_util::Txn;
 constexpr char kUsageColumns[] =
     "job_id, attempt, replica, pool, user, project, labels, study_id, node, start_time, "
     "end_time, end_kind, cpus, memory_bytes, gpu_type, gpus, machine_type, accelerator_type, "
-    "accelerator_count, sampled_seconds, busy_gpu_seconds, energy_joules";
+    "accelerator_count, sampled_seconds, busy_gpu_seconds, energy_joules, location";
 
 UsageRecord ReadUsage(Stmt& s) {
   UsageRecord u;
@@ -52,6 +52,7 @@ UsageRecord ReadUsage(Stmt& s) {
   u.sampled_seconds = s.Double(19);
   u.busy_gpu_seconds = s.Double(20);
   u.energy_joules = s.OptDouble(21);
+  u.location = s.Text(22);
   return u;
 }
 
@@ -73,7 +74,7 @@ Status Store::RecordUsage(const std::vector<UsageRecord>& rows) {
   Txn txn(db_);
   if (!txn.begun()) return SqliteError(db_, "begin");
   Stmt s(db_, (std::string("INSERT OR REPLACE INTO usage(") + kUsageColumns +
-               ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+               ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
                   .c_str());
   for (const UsageRecord& u : rows) {
     s.Reset();
@@ -99,6 +100,7 @@ Status Store::RecordUsage(const std::vector<UsageRecord>& rows) {
     s.Bind(20, u.sampled_seconds);
     s.Bind(21, u.busy_gpu_seconds);
     s.Bind(22, u.energy_joules);
+    s.Bind(23, u.location);
     if (s.Step() != SQLITE_DONE) return SqliteError(db_, "record usage");
   }
   return txn.Commit();

@@ -1,8 +1,7 @@
 // Stores written by every earlier schema open with the current Store: the
 // data is intact, new columns hold their defaults, and the store is usable
-// (transitions, new jobs, studies, legacy ids). Each schema below is the
-// kSchema text of the commit named above it, verbatim; all three version 1
-// shapes were released with user_version 1.
+// (transitions, new jobs, studies, legacy ids, usage rows). The released
+// schemas are in store_released_schemas.h.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -12,401 +11,19 @@
 #include <string>
 
 #include "store/store.h"
+#include "store/store_released_schemas.h"
 
 namespace stoker::store {
 namespace {
 
 using spec::JobState;
 
-// 2da4607 (the first release): jobs and events.
-constexpr char kVersion1Spine[] = R"sql(
-CREATE TABLE IF NOT EXISTS jobs(
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  project TEXT NOT NULL,
-  location TEXT NOT NULL,
-  display_name TEXT NOT NULL,
-  state INTEGER NOT NULL,
-  spec TEXT NOT NULL,
-  create_time INTEGER NOT NULL,
-  start_time INTEGER NOT NULL DEFAULT 0,
-  end_time INTEGER NOT NULL DEFAULT 0,
-  update_time INTEGER NOT NULL,
-  error_code INTEGER NOT NULL DEFAULT 0,
-  error_message TEXT NOT NULL DEFAULT '',
-  attempt INTEGER NOT NULL DEFAULT 0,
-  allocation TEXT,
-  cancel_requested INTEGER NOT NULL DEFAULT 0,
-  wait_reason TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state);
-CREATE TABLE IF NOT EXISTS events(
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  job_id INTEGER NOT NULL,
-  time INTEGER NOT NULL,
-  from_state INTEGER NOT NULL,
-  to_state INTEGER NOT NULL,
-  reason TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS events_by_job ON events(job_id);
-PRAGMA user_version = 1;
-)sql";
-
-// e48ee48: studies and trials; jobs.study_id and jobs.trial_id.
-constexpr char kVersion1Studies[] = R"sql(
-CREATE TABLE IF NOT EXISTS jobs(
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  project TEXT NOT NULL,
-  location TEXT NOT NULL,
-  display_name TEXT NOT NULL,
-  state INTEGER NOT NULL,
-  spec TEXT NOT NULL,
-  create_time INTEGER NOT NULL,
-  start_time INTEGER NOT NULL DEFAULT 0,
-  end_time INTEGER NOT NULL DEFAULT 0,
-  update_time INTEGER NOT NULL,
-  error_code INTEGER NOT NULL DEFAULT 0,
-  error_message TEXT NOT NULL DEFAULT '',
-  attempt INTEGER NOT NULL DEFAULT 0,
-  allocation TEXT,
-  cancel_requested INTEGER NOT NULL DEFAULT 0,
-  wait_reason TEXT NOT NULL DEFAULT '',
-  study_id INTEGER NOT NULL DEFAULT 0,
-  trial_id TEXT NOT NULL DEFAULT ''
-);
-CREATE TABLE IF NOT EXISTS studies(
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  project TEXT NOT NULL,
-  location TEXT NOT NULL,
-  display_name TEXT NOT NULL,
-  state INTEGER NOT NULL,
-  spec TEXT NOT NULL,
-  create_time INTEGER NOT NULL,
-  start_time INTEGER NOT NULL DEFAULT 0,
-  end_time INTEGER NOT NULL DEFAULT 0,
-  update_time INTEGER NOT NULL,
-  error_code INTEGER NOT NULL DEFAULT 0,
-  error_message TEXT NOT NULL DEFAULT '',
-  cancel_requested INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS trials(
-  study_id INTEGER NOT NULL,
-  trial_id INTEGER NOT NULL,
-  job_id INTEGER NOT NULL,
-  state INTEGER NOT NULL,
-  parameters TEXT NOT NULL,
-  measurements TEXT NOT NULL,
-  final_measurement TEXT,
-  infeasible_reason TEXT NOT NULL DEFAULT '',
-  stopped_early INTEGER NOT NULL DEFAULT 0,
-  start_time INTEGER NOT NULL DEFAULT 0,
-  end_time INTEGER NOT NULL DEFAULT 0,
-  PRIMARY KEY(study_id, trial_id)
-);
-CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state);
-CREATE TABLE IF NOT EXISTS events(
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  job_id INTEGER NOT NULL,
-  time INTEGER NOT NULL,
-  from_state INTEGER NOT NULL,
-  to_state INTEGER NOT NULL,
-  reason TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS events_by_job ON events(job_id);
-PRAGMA user_version = 1;
-)sql";
-
-// 34a1319: jobs.legacy_job_id and jobs.legacy_input (AI Platform job ids).
-constexpr char kVersion1Legacy[] = R"sql(
-CREATE TABLE IF NOT EXISTS jobs(
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  project TEXT NOT NULL,
-  location TEXT NOT NULL,
-  display_name TEXT NOT NULL,
-  state INTEGER NOT NULL,
-  spec TEXT NOT NULL,
-  create_time INTEGER NOT NULL,
-  start_time INTEGER NOT NULL DEFAULT 0,
-  end_time INTEGER NOT NULL DEFAULT 0,
-  update_time INTEGER NOT NULL,
-  error_code INTEGER NOT NULL DEFAULT 0,
-  error_message TEXT NOT NULL DEFAULT '',
-  attempt INTEGER NOT NULL DEFAULT 0,
-  allocation TEXT,
-  cancel_requested INTEGER NOT NULL DEFAULT 0,
-  wait_reason TEXT NOT NULL DEFAULT '',
-  study_id INTEGER NOT NULL DEFAULT 0,
-  trial_id TEXT NOT NULL DEFAULT '',
-  legacy_job_id TEXT NOT NULL DEFAULT '',
-  legacy_input TEXT
-);
-CREATE UNIQUE INDEX IF NOT EXISTS jobs_by_legacy_id ON jobs(project, legacy_job_id)
-  WHERE legacy_job_id != '';
-CREATE TABLE IF NOT EXISTS studies(
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  project TEXT NOT NULL,
-  location TEXT NOT NULL,
-  display_name TEXT NOT NULL,
-  state INTEGER NOT NULL,
-  spec TEXT NOT NULL,
-  create_time INTEGER NOT NULL,
-  start_time INTEGER NOT NULL DEFAULT 0,
-  end_time INTEGER NOT NULL DEFAULT 0,
-  update_time INTEGER NOT NULL,
-  error_code INTEGER NOT NULL DEFAULT 0,
-  error_message TEXT NOT NULL DEFAULT '',
-  cancel_requested INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS trials(
-  study_id INTEGER NOT NULL,
-  trial_id INTEGER NOT NULL,
-  job_id INTEGER NOT NULL,
-  state INTEGER NOT NULL,
-  parameters TEXT NOT NULL,
-  measurements TEXT NOT NULL,
-  final_measurement TEXT,
-  infeasible_reason TEXT NOT NULL DEFAULT '',
-  stopped_early INTEGER NOT NULL DEFAULT 0,
-  start_time INTEGER NOT NULL DEFAULT 0,
-  end_time INTEGER NOT NULL DEFAULT 0,
-  PRIMARY KEY(study_id, trial_id)
-);
-CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state);
-CREATE TABLE IF NOT EXISTS events(
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  job_id INTEGER NOT NULL,
-  time INTEGER NOT NULL,
-  from_state INTEGER NOT NULL,
-  to_state INTEGER NOT NULL,
-  reason TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS events_by_job ON events(job_id);
-PRAGMA user_version = 1;
-)sql";
-
-// 29e9238: the submitting user on jobs and studies.
-constexpr char kVersion2[] = R"sql(
-CREATE TABLE IF NOT EXISTS jobs(
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  project TEXT NOT NULL,
-  location TEXT NOT NULL,
-  display_name TEXT NOT NULL,
-  state INTEGER NOT NULL,
-  spec TEXT NOT NULL,
-  create_time INTEGER NOT NULL,
-  start_time INTEGER NOT NULL DEFAULT 0,
-  end_time INTEGER NOT NULL DEFAULT 0,
-  update_time INTEGER NOT NULL,
-  error_code INTEGER NOT NULL DEFAULT 0,
-  error_message TEXT NOT NULL DEFAULT '',
-  attempt INTEGER NOT NULL DEFAULT 0,
-  allocation TEXT,
-  cancel_requested INTEGER NOT NULL DEFAULT 0,
-  wait_reason TEXT NOT NULL DEFAULT '',
-  study_id INTEGER NOT NULL DEFAULT 0,
-  trial_id TEXT NOT NULL DEFAULT '',
-  legacy_job_id TEXT NOT NULL DEFAULT '',
-  legacy_input TEXT,
-  user TEXT NOT NULL DEFAULT ''
-);
-CREATE UNIQUE INDEX IF NOT EXISTS jobs_by_legacy_id ON jobs(project, legacy_job_id)
-  WHERE legacy_job_id != '';
-CREATE TABLE IF NOT EXISTS studies(
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  project TEXT NOT NULL,
-  location TEXT NOT NULL,
-  display_name TEXT NOT NULL,
-  state INTEGER NOT NULL,
-  spec TEXT NOT NULL,
-  create_time INTEGER NOT NULL,
-  start_time INTEGER NOT NULL DEFAULT 0,
-  end_time INTEGER NOT NULL DEFAULT 0,
-  update_time INTEGER NOT NULL,
-  error_code INTEGER NOT NULL DEFAULT 0,
-  error_message TEXT NOT NULL DEFAULT '',
-  cancel_requested INTEGER NOT NULL DEFAULT 0,
-  user TEXT NOT NULL DEFAULT ''
-);
-CREATE TABLE IF NOT EXISTS trials(
-  study_id INTEGER NOT NULL,
-  trial_id INTEGER NOT NULL,
-  job_id INTEGER NOT NULL,
-  state INTEGER NOT NULL,
-  parameters TEXT NOT NULL,
-  measurements TEXT NOT NULL,
-  final_measurement TEXT,
-  infeasible_reason TEXT NOT NULL DEFAULT '',
-  stopped_early INTEGER NOT NULL DEFAULT 0,
-  start_time INTEGER NOT NULL DEFAULT 0,
-  end_time INTEGER NOT NULL DEFAULT 0,
-  PRIMARY KEY(study_id, trial_id)
-);
-CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state);
-CREATE TABLE IF NOT EXISTS events(
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  job_id INTEGER NOT NULL,
-  time INTEGER NOT NULL,
-  from_state INTEGER NOT NULL,
-  to_state INTEGER NOT NULL,
-  reason TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS events_by_job ON events(job_id);
-PRAGMA user_version = 2;
-)sql";
-
-// 7e8e7f3 (the schema before studies.legacy_job_id): preemptions, restart reasons, state counts.
-constexpr char kVersion3[] = R"sql(
-CREATE TABLE IF NOT EXISTS jobs(
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  project TEXT NOT NULL,
-  location TEXT NOT NULL,
-  display_name TEXT NOT NULL,
-  state INTEGER NOT NULL,
-  spec TEXT NOT NULL,
-  create_time INTEGER NOT NULL,
-  start_time INTEGER NOT NULL DEFAULT 0,
-  end_time INTEGER NOT NULL DEFAULT 0,
-  update_time INTEGER NOT NULL,
-  error_code INTEGER NOT NULL DEFAULT 0,
-  error_message TEXT NOT NULL DEFAULT '',
-  attempt INTEGER NOT NULL DEFAULT 0,
-  allocation TEXT,
-  cancel_requested INTEGER NOT NULL DEFAULT 0,
-  wait_reason TEXT NOT NULL DEFAULT '',
-  study_id INTEGER NOT NULL DEFAULT 0,
-  trial_id TEXT NOT NULL DEFAULT '',
-  legacy_job_id TEXT NOT NULL DEFAULT '',
-  legacy_input TEXT,
-  user TEXT NOT NULL DEFAULT '',
-  preemptions INTEGER NOT NULL DEFAULT 0,
-  restart_reason TEXT NOT NULL DEFAULT ''
-);
-CREATE UNIQUE INDEX IF NOT EXISTS jobs_by_legacy_id ON jobs(project, legacy_job_id)
-  WHERE legacy_job_id != '';
-CREATE TABLE IF NOT EXISTS studies(
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  project TEXT NOT NULL,
-  location TEXT NOT NULL,
-  display_name TEXT NOT NULL,
-  state INTEGER NOT NULL,
-  spec TEXT NOT NULL,
-  create_time INTEGER NOT NULL,
-  start_time INTEGER NOT NULL DEFAULT 0,
-  end_time INTEGER NOT NULL DEFAULT 0,
-  update_time INTEGER NOT NULL,
-  error_code INTEGER NOT NULL DEFAULT 0,
-  error_message TEXT NOT NULL DEFAULT '',
-  cancel_requested INTEGER NOT NULL DEFAULT 0,
-  user TEXT NOT NULL DEFAULT ''
-);
-CREATE TABLE IF NOT EXISTS trials(
-  study_id INTEGER NOT NULL,
-  trial_id INTEGER NOT NULL,
-  job_id INTEGER NOT NULL,
-  state INTEGER NOT NULL,
-  parameters TEXT NOT NULL,
-  measurements TEXT NOT NULL,
-  final_measurement TEXT,
-  infeasible_reason TEXT NOT NULL DEFAULT '',
-  stopped_early INTEGER NOT NULL DEFAULT 0,
-  start_time INTEGER NOT NULL DEFAULT 0,
-  end_time INTEGER NOT NULL DEFAULT 0,
-  PRIMARY KEY(study_id, trial_id)
-);
-CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state);
-CREATE TABLE IF NOT EXISTS events(
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  job_id INTEGER NOT NULL,
-  time INTEGER NOT NULL,
-  from_state INTEGER NOT NULL,
-  to_state INTEGER NOT NULL,
-  reason TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS events_by_job ON events(job_id);
-CREATE TABLE IF NOT EXISTS usage(
-  job_id INTEGER NOT NULL,
-  attempt INTEGER NOT NULL,
-  replica TEXT NOT NULL,
-  pool INTEGER NOT NULL,
-  user TEXT NOT NULL,
-  project TEXT NOT NULL,
-  labels TEXT NOT NULL,
-  study_id INTEGER NOT NULL,
-  node TEXT NOT NULL,
-  start_time INTEGER NOT NULL,
-  end_time INTEGER NOT NULL,
-  end_kind TEXT NOT NULL,
-  cpus REAL NOT NULL,
-  memory_bytes INTEGER NOT NULL,
-  gpu_type TEXT NOT NULL,
-  gpus REAL NOT NULL,
-  machine_type TEXT NOT NULL,
-  accelerator_type TEXT NOT NULL,
-  accelerator_count REAL NOT NULL,
-  sampled_seconds REAL NOT NULL DEFAULT 0,
-  busy_gpu_seconds REAL NOT NULL DEFAULT 0,
-  energy_joules REAL,
-  PRIMARY KEY(job_id, attempt, replica)
-);
-CREATE INDEX IF NOT EXISTS usage_by_end ON usage(end_time);
-CREATE INDEX IF NOT EXISTS usage_by_study ON usage(study_id) WHERE study_id != 0;
-CREATE TABLE IF NOT EXISTS outbox(
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  url TEXT NOT NULL,
-  event TEXT NOT NULL,
-  body TEXT NOT NULL,
-  attempts INTEGER NOT NULL DEFAULT 0,
-  next_time INTEGER NOT NULL DEFAULT 0,
-  create_time INTEGER NOT NULL,
-  last_error TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX IF NOT EXISTS outbox_by_time ON outbox(next_time);
-CREATE TABLE IF NOT EXISTS budgets(
-  scope TEXT PRIMARY KEY,
-  monthly_usd REAL,
-  monthly_gpu_hours REAL,
-  price TEXT NOT NULL,
-  warn_at REAL NOT NULL,
-  stop_running INTEGER NOT NULL,
-  update_time INTEGER NOT NULL,
-  updated_by TEXT NOT NULL
-);
--- Jobs and studies by state, kept by triggers in each writing transaction so
--- that GET /metrics reads a few rows instead of counting every job ever
--- (docs/decisions/0023). Stores made before it are counted once by Open.
-CREATE TABLE IF NOT EXISTS state_counts(
-  kind TEXT NOT NULL,
-  state INTEGER NOT NULL,
-  n INTEGER NOT NULL,
-  PRIMARY KEY(kind, state)
-);
-CREATE TRIGGER IF NOT EXISTS jobs_count_insert AFTER INSERT ON jobs BEGIN
-  INSERT INTO state_counts(kind, state, n) VALUES('jobs', NEW.state, 1)
-    ON CONFLICT(kind, state) DO UPDATE SET n = n + 1;
-END;
-CREATE TRIGGER IF NOT EXISTS jobs_count_update AFTER UPDATE OF state ON jobs
-  WHEN OLD.state != NEW.state BEGIN
-  UPDATE state_counts SET n = n - 1 WHERE kind = 'jobs' AND state = OLD.state;
-  INSERT INTO state_counts(kind, state, n) VALUES('jobs', NEW.state, 1)
-    ON CONFLICT(kind, state) DO UPDATE SET n = n + 1;
-END;
-CREATE TRIGGER IF NOT EXISTS jobs_count_delete AFTER DELETE ON jobs BEGIN
-  UPDATE state_counts SET n = n - 1 WHERE kind = 'jobs' AND state = OLD.state;
-END;
-CREATE TRIGGER IF NOT EXISTS studies_count_insert AFTER INSERT ON studies BEGIN
-  INSERT INTO state_counts(kind, state, n) VALUES('studies', NEW.state, 1)
-    ON CONFLICT(kind, state) DO UPDATE SET n = n + 1;
-END;
-CREATE TRIGGER IF NOT EXISTS studies_count_update AFTER UPDATE OF state ON studies
-  WHEN OLD.state != NEW.state BEGIN
-  UPDATE state_counts SET n = n - 1 WHERE kind = 'studies' AND state = OLD.state;
-  INSERT INTO state_counts(kind, state, n) VALUES('studies', NEW.state, 1)
-    ON CONFLICT(kind, state) DO UPDATE SET n = n + 1;
-END;
-CREATE TRIGGER IF NOT EXISTS studies_count_delete AFTER DELETE ON studies BEGIN
-  UPDATE state_counts SET n = n - 1 WHERE kind = 'studies' AND state = OLD.state;
-END;
-PRAGMA user_version = 3;
-)sql";
+using released::kVersion1Legacy;
+using released::kVersion1Spine;
+using released::kVersion1Studies;
+using released::kVersion2;
+using released::kVersion3;
+using released::kVersion4;
 
 // Rows every released schema can hold: an ended job with its events, a
 // running job with an allocation, a queued job with a wait reason, a failed
@@ -457,21 +74,36 @@ INSERT INTO jobs(id, project, location, display_name, state, spec, create_time, 
 INSERT INTO events(job_id, time, from_state, to_state, reason) VALUES (6, 1800, 0, 1, 'submitted');
 )sql";
 
+// A usage row of the ended job (schemas with the ledger; before version 5
+// the ledger did not record the job's location).
+constexpr char kUsageRows[] = R"sql(
+INSERT INTO usage(job_id, attempt, replica, pool, user, project, labels, study_id, node,
+                  start_time, end_time, end_kind, cpus, memory_bytes, gpu_type, gpus,
+                  machine_type, accelerator_type, accelerator_count)
+  VALUES(1, 1, 'workerpool0-0', 0, 'alice', 'p', '{}', 0, 'box', 2000, 3000, 'succeeded', 4,
+         15000000000, 'NVIDIA_TESLA_T4', 1, 'n1-standard-4', 'NVIDIA_TESLA_T4', 1);
+)sql";
+
 struct ReleasedSchema {
   const char* name;
   const char* schema;
   bool has_studies;
   bool has_legacy_ids;
   bool has_users;
+  bool has_usage;
 };
 
 const ReleasedSchema kReleased[] = {
-    {"Version1Spine", kVersion1Spine, false, false, false},
-    {"Version1Studies", kVersion1Studies, true, false, false},
-    {"Version1Legacy", kVersion1Legacy, true, true, false},
-    {"Version2", kVersion2, true, true, true},
-    {"Version3", kVersion3, true, true, true},
+    {"Version1Spine", kVersion1Spine, false, false, false, false},
+    {"Version1Studies", kVersion1Studies, true, false, false, false},
+    {"Version1Legacy", kVersion1Legacy, true, true, false, false},
+    {"Version2", kVersion2, true, true, true, false},
+    {"Version3", kVersion3, true, true, true, true},
+    {"Version4", kVersion4, true, true, true, true},
 };
+
+// The schema version this Store writes.
+constexpr int64_t kLatest = 5;
 
 class StoreMigrationTest : public ::testing::TestWithParam<ReleasedSchema> {
  protected:
@@ -490,6 +122,7 @@ class StoreMigrationTest : public ::testing::TestWithParam<ReleasedSchema> {
     if (r.has_studies) sql += kStudyRows;
     if (r.has_legacy_ids) sql += kLegacyRows;
     if (r.has_users) sql += "UPDATE jobs SET user = 'alice' WHERE id = 1;";
+    if (r.has_usage) sql += kUsageRows;
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open((dir_ / "stoker.db").c_str(), &db), SQLITE_OK);
     char* err = nullptr;
@@ -578,7 +211,21 @@ TEST_P(StoreMigrationTest, OpensWithEveryJobIntactAndNewColumnsDefaulted) {
   // Columns added since: the old jobs had no preemption and no restart.
   EXPECT_EQ((*page)[0].preemptions, 0);
   EXPECT_EQ((*page)[0].restart_reason, "");
-  EXPECT_EQ(FileVersion(), 4);
+  EXPECT_EQ(FileVersion(), kLatest);
+
+  // The ledger's old rows: intact, with no location (priced in cost.region).
+  auto usage = store.JobUsage(1);
+  ASSERT_TRUE(usage.ok()) << usage.status().ToString();
+  if (GetParam().has_usage) {
+    ASSERT_EQ(usage->size(), 1u);
+    EXPECT_EQ((*usage)[0].replica, "workerpool0-0");
+    EXPECT_EQ((*usage)[0].machine_type, "n1-standard-4");
+    EXPECT_DOUBLE_EQ((*usage)[0].gpus, 1);
+    EXPECT_EQ((*usage)[0].end_us, 3000);
+    EXPECT_EQ((*usage)[0].location, "");
+  } else {
+    EXPECT_TRUE(usage->empty());
+  }
 }
 
 TEST_P(StoreMigrationTest, MigratedStoreTakesTransitionsAndNewWork) {
@@ -654,6 +301,22 @@ TEST_P(StoreMigrationTest, MigratedStoreTakesTransitionsAndNewWork) {
                 .status()
                 .code(),
             Code::kAlreadyExists);
+
+  // New ledger rows keep their job's location.
+  UsageRecord u;
+  u.job_id = 3;
+  u.attempt = 1;
+  u.replica = "workerpool0-0";
+  u.start_us = 5000;
+  u.end_us = 6000;
+  u.end = "succeeded";
+  u.machine_type = "n1-standard-4";
+  u.location = "europe-west4";
+  ASSERT_TRUE(store.RecordUsage({u}).ok());
+  auto usage = store.JobUsage(3);
+  ASSERT_TRUE(usage.ok()) << usage.status().ToString();
+  ASSERT_EQ(usage->size(), 1u);
+  EXPECT_EQ((*usage)[0].location, "europe-west4");
 }
 
 TEST_P(StoreMigrationTest, MigrationHappensOnceAndReopensUnchanged) {
@@ -669,7 +332,7 @@ TEST_P(StoreMigrationTest, MigrationHappensOnceAndReopensUnchanged) {
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ((*again)->GetJob(1)->display_name, "done");
   EXPECT_EQ((*again)->GetJob(id)->display_name, "after");
-  EXPECT_EQ(FileVersion(), 4);
+  EXPECT_EQ(FileVersion(), kLatest);
 }
 
 INSTANTIATE_TEST_SUITE_P(ReleasedSchemas, StoreMigrationTest, ::testing::ValuesIn(kReleased),

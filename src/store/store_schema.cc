@@ -113,6 +113,7 @@ CREATE TABLE IF NOT EXISTS usage(
   sampled_seconds REAL NOT NULL DEFAULT 0,
   busy_gpu_seconds REAL NOT NULL DEFAULT 0,
   energy_joules REAL,
+  location TEXT NOT NULL DEFAULT '',
   PRIMARY KEY(job_id, attempt, replica)
 );
 CREATE INDEX IF NOT EXISTS usage_by_end ON usage(end_time);
@@ -185,7 +186,7 @@ CREATE TABLE IF NOT EXISTS operations(
   target TEXT NOT NULL,
   create_time INTEGER NOT NULL
 );
-PRAGMA user_version = 4;
+PRAGMA user_version = 5;
 )sql";
 
 // A column that a schema change added to an existing table.
@@ -228,6 +229,11 @@ constexpr AddedColumn kMigration3To4[] = {
     {"studies", "legacy_job_id", "TEXT NOT NULL DEFAULT ''"},
     {"studies", "legacy_input", "TEXT"},
 };
+constexpr AddedColumn kMigration4To5[] = {
+    // The location of the job a ledger row is of, whose region prices it
+    // ("" = written before: priced in cost.region).
+    {"usage", "location", "TEXT NOT NULL DEFAULT ''"},
+};
 struct Migration {
   const AddedColumn* columns;
   size_t count;
@@ -236,6 +242,7 @@ constexpr Migration kMigrations[] = {
     {kMigration1To2, std::size(kMigration1To2)},
     {kMigration2To3, std::size(kMigration2To3)},
     {kMigration3To4, std::size(kMigration3To4)},
+    {kMigration4To5, std::size(kMigration4To5)},
 };
 constexpr int64_t kLatestVersion = std::size(kMigrations) + 1;
 

@@ -258,6 +258,16 @@ workerPoolSpecs:
         self.assertGreater(hours, 0)
         # S1's europe-west4 n1-standard-4: $0.209168/h (us-central1: $0.19).
         self.assertAlmostEqual(usage["usd"]["compute-engine"] / hours, 0.209168, places=6)
+        # The ledger keeps the job's location: `stoker usage` prices the row there too,
+        # not in cost.region (us-central1).
+        report = json.loads(self.stoker("--format", "json", "usage", "--by", "job").stdout)
+        row = {g["key"]: g for g in report["groups"]}[job_id]
+        self.assertAlmostEqual(row["usd"]["compute-engine"] / row["replicaHours"], 0.209168,
+                               places=6)
+        self.assertEqual(report["catalog"]["region"], "us-central1", report)
+        self.assertEqual(report["catalog"]["regions"], ["europe-west4"], report)
+        self.assertNotIn("before Stoker kept", json.dumps(report), report)
+        self.assertIn("prices: europe-west4 list prices of", self.stoker("usage").stdout)
         # A location that names a region the catalog lacks gets no price, with why.
         self.project_path = "/v1/projects/p/locations/mars-north1/customJobs"
         job_id = self.submit(container_job("mars", "true", machine="n1-standard-4"))
