@@ -7,7 +7,10 @@
 //   - the scalars of every TensorBoard event file under the job's
 //     AIP_TENSORBOARD_LOG_DIR (<baseOutputDirectory>/logs/), source "tensorboard";
 //     where several processes (replicas) wrote there, each one's series
-//     apart, with a "writer" ("<host> pid <pid>", tfevents::EventFileWriter).
+//     apart, with a "writer" ("<host> pid <pid>", tfevents::EventFileWriter)
+//     and, when that process is the trainer a replica's supervisor started
+//     (its trainer.json), the "replica" ("workerpool1-0"; "workerpool1-0
+//     (attempt 1)" for an earlier attempt's).
 // Files or values that cannot be read are listed in "skipped" and become a
 // job event each (once), through the control loop (ControlPlane::NoteJobEvent).
 #include <algorithm>
@@ -17,6 +20,8 @@
 #include <set>
 
 #include "api/routes.h"
+#include "exec/replica_files.h"
+#include "runner/replica_contract.h"
 #include "study/hypertune_report.h"
 #include "tfevents/event_dir.h"
 
@@ -59,6 +64,43 @@ std::optional<std::filesystem::path> TensorboardDir(const ApiDeps& d, const stor
   auto dir = d.buckets->Resolve(base + "logs", "jobSpec.baseOutputDirectory");
   if (!dir.ok()) return std::nullopt;  // its bucket is gone: nothing to read
   return *dir;
+}
+
+constexpr int kMaxNamedAttempts = 8;       // the latest ones: older writers keep "<host> pid <pid>"
+constexpr size_t kMaxNamedReplicas = 256;  // trainer.json files read per request
+
+// The trainers of the job's replicas, latest attempts first, for naming
+// the series their event files hold. The node is the allocation's (this
+// machine's host name for the local executor); an executor that places
+// replicas itself (Slurm, node "executor") leaves it unknown.
+std::vector<tfevents::KnownWriter> ReplicaWriters(const ApiDeps& d, const store::JobRecord& r) {
+  std::vector<tfevents::KnownWriter> out;
+  if (!d.files || !r.allocation.is_object()) return out;
+  auto text = [](const json& o, const char* key) {
+    auto it = o.find(key);
+    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  const std::string node = text(r.allocation, "node");
+  auto replicas = r.allocation.find("replicas");
+  if (replicas == r.allocation.end() || !replicas->is_array()) return out;
+  size_t read = 0;
+  for (int attempt = r.attempt; attempt >= 0 && attempt > r.attempt - kMaxNamedAttempts;
+       --attempt) {
+    for (const json& x : *replicas) {
+      if (!x.is_object() || !x.contains("name") || !x["name"].is_string()) continue;
+      if (read++ >= kMaxNamedReplicas) return out;
+      const std::string name = x["name"];
+      std::optional<json> trainer =
+          exec::ReadJsonObject(d.files->ReplicaDir(r.id, attempt, name), replica::kTrainerFile);
+      if (!trainer || !trainer->contains("pid") || !(*trainer)["pid"].is_number_integer()) continue;
+      std::string host = text(x, "node").empty() ? node : text(x, "node");
+      if (host == "executor") host = "";
+      out.push_back(
+          {attempt == r.attempt ? name : name + " (attempt " + std::to_string(attempt + 1) + ")",
+           host, (*trainer)["pid"].get<int64_t>()});
+    }
+  }
+  return out;
 }
 
 struct Skip {
@@ -145,13 +187,22 @@ http::Response TrainingMetrics(const ApiDeps& d, const store::JobRecord& r, size
 
   if (std::optional<std::filesystem::path> dir = TensorboardDir(d, r)) {
     tfevents::DirScalars tb = Reader().Read(*dir);
+    std::vector<tfevents::KnownWriter> replicas;
+    if (std::any_of(tb.series.begin(), tb.series.end(),
+                    [](const tfevents::NamedSeries& s) { return !s.writer.empty(); })) {
+      replicas = ReplicaWriters(d, r);
+    }
     for (const tfevents::NamedSeries& s : tb.series) {
       json p = json::array();
       for (const tfevents::Point& x : tfevents::Downsample(s.points, max_points)) {
         p.push_back(PointJson(x));
       }
       json one = {{"name", s.name}, {"source", "tensorboard"}, {"points", std::move(p)}};
-      if (!s.writer.empty()) one["writer"] = s.writer;  // one of several replicas (processes)
+      if (!s.writer.empty()) {  // one of several processes (replicas)
+        one["writer"] = s.writer;
+        std::string replica = tfevents::KnownWriterName(s.writer, replicas);
+        if (!replica.empty()) one["replica"] = std::move(replica);
+      }
       series.push_back(std::move(one));
     }
     for (const tfevents::Skipped& s : tb.skipped) {

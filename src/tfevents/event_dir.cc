@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <set>
@@ -138,6 +139,38 @@ std::string EventFileWriter(const std::string& file_name) {
   std::string host;
   for (size_t i = 1; i < parts.size(); ++i) host += (i > 1 ? "." : "") + parts[i];
   return host;
+}
+
+std::string KnownWriterName(const std::string& writer, const std::vector<KnownWriter>& known) {
+  static const std::string kPid = " pid ";
+  const size_t at = writer.rfind(kPid);
+  if (at == std::string::npos || at == 0) return "";
+  const std::string digits = writer.substr(at + kPid.size());
+  if (digits.empty() || digits.size() > 18 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return "";
+  }
+  const int64_t pid = std::stoll(digits);
+  const std::string host = writer.substr(0, at);
+  auto lower = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  auto short_name = [](const std::string& s) { return s.substr(0, s.find('.')); };
+  auto same_host = [&](const std::string& a, const std::string& b) {
+    const std::string x = lower(a), y = lower(b);
+    if (x == y) return true;
+    // A short name and a full one: the same host when the short one is the
+    // full one's first label.
+    const bool x_short = x.find('.') == std::string::npos;
+    const bool y_short = y.find('.') == std::string::npos;
+    return x_short != y_short && short_name(x) == short_name(y);
+  };
+  std::set<std::string> names;
+  for (const KnownWriter& k : known) {
+    if (k.pid == pid && (k.host.empty() || same_host(k.host, host))) names.insert(k.name);
+  }
+  return names.size() == 1 ? *names.begin() : "";
 }
 
 std::vector<Point> Downsample(const std::vector<Point>& points, size_t max) {

@@ -357,6 +357,47 @@ TEST(EventFileWriterTest, NamesTheHostAndProcessOfTheUsualFileNames) {
   EXPECT_EQ(EventFileWriter("notes.txt"), "");
 }
 
+TEST(KnownWriterNameTest, NamesTheReplicaWhoseTrainerWroteTheFile) {
+  const std::vector<KnownWriter> replicas = {{"workerpool0-0", "node-1", 4242},
+                                             {"workerpool1-0", "node-1", 4243},
+                                             {"workerpool1-1", "node-2.lab", 4242}};
+  EXPECT_EQ(KnownWriterName("node-1 pid 4242", replicas), "workerpool0-0");
+  EXPECT_EQ(KnownWriterName("node-1 pid 4243", replicas), "workerpool1-0");
+  // A short host name and a full one are the same host, in any case.
+  EXPECT_EQ(KnownWriterName("node-1.lab pid 4243", replicas), "workerpool1-0");
+  EXPECT_EQ(KnownWriterName("NODE-2 pid 4242", replicas), "workerpool1-1");
+  // The dotted host is parsed whole (EventFileWriter keeps its dots).
+  EXPECT_EQ(
+      KnownWriterName(EventFileWriter("events.out.tfevents.1.node-2.lab.4242.0.v2"), replicas),
+      "workerpool1-1");
+}
+
+TEST(KnownWriterNameTest, KeepsTheProcessNameWhenNoOneReplicaMatches) {
+  const std::vector<KnownWriter> replicas = {{"workerpool0-0", "node-1", 4242}};
+  EXPECT_EQ(KnownWriterName("node-1 pid 4250", replicas), "");  // a child of the trainer
+  EXPECT_EQ(KnownWriterName("node-9 pid 4242", replicas), "");  // another host
+  EXPECT_EQ(KnownWriterName("node-1.a pid 4242", {{"r", "node-1.b", 4242}}), "");
+  EXPECT_EQ(KnownWriterName("node-1", replicas), "");  // no pid in the file name
+  EXPECT_EQ(KnownWriterName("", replicas), "");
+  EXPECT_EQ(KnownWriterName("node-1 pid 42x", replicas), "");
+  EXPECT_EQ(KnownWriterName("node-1 pid 4242", {}), "");
+}
+
+TEST(KnownWriterNameTest, MatchesAnyHostWhenTheReplicasHostIsNotKnownButOnlyOnce) {
+  // Slurm places replicas itself: the daemon knows their pids, not their nodes.
+  EXPECT_EQ(
+      KnownWriterName("gpu7 pid 100", {{"workerpool0-0", "", 100}, {"workerpool1-0", "", 200}}),
+      "workerpool0-0");
+  // One pid on two nodes: either could have written it, so neither name is used.
+  EXPECT_EQ(
+      KnownWriterName("gpu7 pid 100", {{"workerpool0-0", "", 100}, {"workerpool1-0", "", 100}}),
+      "");
+  // The same replica known twice (listed once per source) is still one.
+  EXPECT_EQ(
+      KnownWriterName("gpu7 pid 100", {{"workerpool0-0", "", 100}, {"workerpool0-0", "gpu7", 100}}),
+      "workerpool0-0");
+}
+
 TEST_F(EventDirTest, ThreeReplicasWritingOneDirectoryAreThreeSeriesNotOneZigzag) {
   // Three processes on one host log the same steps with their own values.
   for (int r = 0; r < 3; ++r) {

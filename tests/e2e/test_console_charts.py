@@ -26,9 +26,14 @@ except ImportError:  # ConsoleBase.setUp reports it
 
 # Each process writes its own event file (named by host and pid, as
 # TensorFlow and PyTorch name theirs) into the job's one log directory: a
-# noisy decaying loss over 60 steps.
+# noisy decaying loss over 60 steps. The trainer of workerpool1-1 leaves
+# the writing to a child process, whose pid no replica file records.
 REPLICA = WRITER + r'''
-import random, socket
+import random, socket, subprocess, sys
+task = json.loads(os.environ["CLUSTER_SPEC"])["task"]
+if (task["type"], task["index"]) == ("workerpool1", 1) and "CHILD" not in os.environ:
+    sys.exit(subprocess.run([sys.executable, "-c", os.environ["TRAINER"]],
+                            env=dict(os.environ, CHILD="1")).returncode)
 random.seed(os.getpid())
 base = random.uniform(20, 100)
 name = "events.out.tfevents.%d.%s.%d.0.v2" % (time.time(), socket.gethostname(), os.getpid())
@@ -54,7 +59,8 @@ with open(os.path.join(logs, "events.out.tfevents.1.host"), "wb") as f:
 
 
 def python_job(name, source, replicas=1, env=()):
-    job = harness.container_job(name, 'python3 -c "$TRAINER"', env=[("TRAINER", source)] + list(env))
+    # exec: the trainer the supervisor started (trainer.json's pid) is python itself.
+    job = harness.container_job(name, 'exec python3 -c "$TRAINER"', env=[("TRAINER", source)] + list(env))
     if replicas > 1:
         pool = copy.deepcopy(job["jobSpec"]["workerPoolSpecs"][0])
         pool["replicaCount"] = replicas - 1
@@ -83,16 +89,23 @@ class ConsoleChartsTest(ConsoleBase):
     def test_replicas_are_separate_lines_and_the_chart_smooths_scales_zooms_and_hovers(self):
         job_id = self.submit(python_job("tb-replicas", REPLICA, replicas=3))
         self.assertEqual(self.wait_state(job_id, timeout=WAIT * 2)["state"], "JOB_STATE_SUCCEEDED")
-        # The API: one series per writer, each its own 60 steps in order.
+        # The API: one series per writer, each its own 60 steps in order,
+        # named by the replica whose trainer wrote it; the child process
+        # that wrote for workerpool1-1 keeps its host and pid.
         status, body = self.api("GET", self.job_path(job_id) + "/trainingMetrics")
         self.assertEqual(status, 200, body)
         series = [s for s in body["series"] if s["name"] == "loss"]
         self.assertEqual(len(series), 3, body)
         self.assertEqual(len({s["writer"] for s in series}), 3)
+        for s in series:
+            self.assertRegex(s["writer"], r"^\S+ pid \d+$")
+        self.assertEqual(sorted(s["replica"] for s in series if "replica" in s),
+                         ["workerpool0-0", "workerpool1-0"], body)
         values = {}
         for s in series:
             self.assertEqual([p["step"] for p in s["points"]], list(range(1, 61)))
-            values[s["writer"]] = {p["step"]: p["value"] for p in s["points"]}
+            values[s.get("replica", s["writer"])] = {p["step"]: p["value"] for p in s["points"]}
+        child = next(s["writer"] for s in series if "replica" not in s)
 
         d = self.browser()
         self.sign_in(d, self.daemon.token)
@@ -104,6 +117,7 @@ class ConsoleChartsTest(ConsoleBase):
         self.assertEqual(chart.get_attribute("data-series"), "3")
         legend = sorted(t.text for t in chart.find_elements(By.CSS_SELECTOR, ".legend text"))
         self.assertEqual(legend, sorted(values))
+        self.assertEqual(legend, sorted(["workerpool0-0", "workerpool1-0", child]))
 
         # Hover: the values of every replica at the step under the mouse.
         ActionChains(d).move_to_element_with_offset(chart, 10, 0).perform()

@@ -1,14 +1,15 @@
 // Training-metric charts (the trainingMetrics route, docs/training-metrics.md)
 // for one job or several overlaid (compare.js): one chart per metric, one
 // line per run and writer (each replica that wrote TensorBoard files is its
-// own series), under the shared chart controls (smoothing, log scale, x axis).
+// own series, named by the replica), under the shared chart controls (smoothing, log scale, x axis).
 import { el } from "./util.js";
 import { chart, chartControls, chartSettings, metricX } from "./chart.js";
 
 function seriesLabel(run, s, runs) {
   const parts = [];
   if (runs.length > 1) parts.push(run.label);
-  if (s.writer) parts.push(s.writer);
+  // The replica whose trainer wrote it ("workerpool1-0"), else the process.
+  if (s.replica || s.writer) parts.push(s.replica || s.writer);
   return parts.join(" · ") || s.name;
 }
 
