@@ -23,7 +23,9 @@ try:
     from selenium import webdriver
     from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
 except ImportError:  # reported by setUp
     webdriver = None
 
@@ -340,6 +342,7 @@ class ConsoleTest(ConsoleBase):
         self.assertEqual(pc.find_element(By.CSS_SELECTOR, ".best-line").get_attribute("data-trial"),
                          best)
         self.shot(d, "study")
+        self.brush_parallel_coordinates(d, scores, best)
 
         # Compare two trials: their curves overlaid, their parameters and
         # objective side by side.
@@ -365,6 +368,91 @@ class ConsoleTest(ConsoleBase):
             "the overlaid metric")
         self.assertEqual(overlay.get_attribute("data-series"), "2")
         self.shot(d, "compare-trials")
+
+    def brush_parallel_coordinates(self, d, scores, best):
+        """Brushing the study's parallel coordinates (docs/console.md): a drag
+        on an axis keeps the trials in its range, dims the others' lines and
+        filters the trials table; a second drag replaces the brush; Escape,
+        Delete and a click clear; the keyboard brushes too."""
+        pc = lambda: d.find_element(By.CSS_SELECTOR, "#study-parallel svg.parallel")
+        hit = lambda axis: pc().find_element(By.CSS_SELECTOR, ".pc-hit[data-axis='%s']" % axis)
+        metric, top, bottom = "__metric", 44, 232  # the axes run from y 44 to 232 of 260
+        scale = pc().size["height"] / 260.0
+
+        def y_at(trial, axis):  # where the trial's line crosses the axis
+            x = float(pc().find_element(By.CSS_SELECTOR, "g[data-axis='%s'] line" % axis).get_attribute("x1"))
+            line = pc().find_element(By.CSS_SELECTOR, ".pc-line[data-trial='%s']" % trial)
+            points = [tuple(map(float, p.split(","))) for p in line.get_attribute("points").split()]
+            return next(py for px, py in points if abs(px - x) < 0.5)
+
+        def drag(axis, y0, y1):
+            h = hit(axis)
+            centre = float(h.get_attribute("y")) + float(h.get_attribute("height")) / 2
+            ActionChains(d).move_to_element_with_offset(h, 0, (y0 - centre) * scale) \
+                .click_and_hold().move_by_offset(0, (y1 - y0) * scale / 2) \
+                .move_by_offset(0, (y1 - y0) * scale / 2).release().perform()
+
+        def kept(n, brushes):
+            return self.until(d, lambda d: pc() if pc().get_attribute("data-selected") == str(n) and
+                              pc().get_attribute("data-brushes") == str(brushes) else None,
+                              "%d trials kept by %d brushes" % (n, brushes))
+
+        def table():
+            return sorted(r.get_attribute("data-trial")
+                          for r in d.find_elements(By.CSS_SELECTOR, "#trials tbody tr"))
+
+        # The objective's axis (MAXIMIZE: the best on top) brushed from its top
+        # to halfway to the runner-up: the best trial alone.
+        ys = {t: y_at(t, metric) for t in scores}
+        runner_up = min(ys[t] for t in ys if t != best)
+        drag(metric, top - 4, (ys[best] + runner_up) / 2)
+        svg_el = kept(1, 1)
+        dimmed = {l.get_attribute("data-trial") for l in svg_el.find_elements(By.CSS_SELECTOR, ".pc-line.dimmed")}
+        self.assertEqual(dimmed, set(scores) - {best})
+        self.assertNotIn("dimmed", svg_el.find_element(By.CSS_SELECTOR, ".best-line").get_attribute("class"))
+        self.assertEqual(table(), [best])
+        self.assertIn("1 of 3 trials in the brushed ranges (score)", self.text(d, "#brush-note"))
+        d.execute_script("arguments[0].scrollIntoView()", d.find_element(By.ID, "study-parallel"))
+        self.shot(d, "study-brushed")
+
+        # A second drag on the same axis replaces its brush: all three kept.
+        drag(metric, bottom + 4, top - 4)
+        svg_el = kept(3, 1)
+        rect = svg_el.find_element(By.CSS_SELECTOR, ".pc-brush[data-axis='%s']" % metric)
+        self.assertAlmostEqual(float(rect.get_attribute("height")), bottom - top, delta=1)
+        self.assertEqual(len(table()), 3)
+        # Escape (the brushed axis has the focus) clears every brush.
+        self.assertEqual(d.switch_to.active_element.get_attribute("data-axis"), metric)
+        ActionChains(d).send_keys(Keys.ESCAPE).perform()
+        kept(3, 0)
+        self.assertFalse(d.find_element(By.ID, "brush-note").is_displayed())
+
+        # From the keyboard: ↑ on the x axis makes a brush; the lines kept and
+        # the table are the trials whose x lies in it; Delete clears it.
+        d.execute_script("arguments[0].focus()", hit("x"))
+        ActionChains(d).send_keys(Keys.ARROW_UP, Keys.ARROW_UP, "+").perform()
+        svg_el = self.until(d, lambda d: pc() if pc().get_attribute("data-brushes") == "1" else None,
+                            "a brush from the keyboard")
+        rect = svg_el.find_element(By.CSS_SELECTOR, ".pc-brush[data-axis='x']")
+        y, h = float(rect.get_attribute("y")), float(rect.get_attribute("height"))
+        inside = sorted(t for t in scores if y - 0.1 <= y_at(t, "x") <= y + h + 0.1)
+        self.assertEqual(svg_el.get_attribute("data-selected"), str(len(inside)))
+        self.assertEqual(table(), inside)
+        self.assertEqual(d.switch_to.active_element.get_attribute("data-axis"), "x")
+        ActionChains(d).send_keys(Keys.DELETE).perform()
+        kept(3, 0)
+
+        # A drag on two axes keeps what both keep; a click on one axis clears
+        # only its brush; the button under the heading clears the rest.
+        drag("x", top - 4, bottom + 4)
+        drag(metric, top - 4, (ys[best] + runner_up) / 2)
+        kept(1, 2)
+        self.assertEqual(table(), [best])
+        ActionChains(d).move_to_element(hit(metric)).click().perform()
+        kept(3, 1)
+        d.find_element(By.ID, "clear-brushes").click()
+        kept(3, 0)
+        self.assertEqual(len(table()), 3)
 
     def test_pages_without_data(self):
         # The page needs no token and carries its security headers.

@@ -4,7 +4,7 @@ import {
   PAGE_SIZE, REFRESH_MS, shortState, show, state, stateBadge, stopPage, TERMINAL,
 } from "./util.js";
 import { chart } from "./chart.js";
-import { parallelCoordinates } from "./parallel.js";
+import { brushed, brushes, METRIC_AXIS, parallelCoordinates } from "./parallel.js";
 import { usageCard } from "./usage.js";
 
 // ---------- studies ----------
@@ -77,6 +77,8 @@ export function studyPage(p, id) {
   const charts = el("section", { class: "chart-row", id: "study-charts" });
   const parallel = el("section", { id: "study-parallel" });
   const picked = new Set(); // trial job ids ticked for comparison
+  const brush = brushes(); // the parallel coordinates' brushed ranges, kept across refreshes
+  const brushNote = el("p", { id: "brush-note", class: "muted", hidden: true });
   const compare = el("button", { type: "button", id: "compare-trials" });
   const updateCompare = () => {
     compare.textContent = "Compare " + picked.size + " selected";
@@ -87,7 +89,7 @@ export function studyPage(p, id) {
     location.hash = "#/compare?study=" + encodeURIComponent(id) + "&jobs=" + [...picked].join(",");
   });
   show(head, charts, el("h2", {}, "Parallel coordinates"), parallel,
-    el("h2", {}, "Trials ", compare), table);
+    el("h2", {}, "Trials ", compare), brushNote, table);
 
   function render() {
     const { id: metricId, maximize } = studyMetric(study);
@@ -104,7 +106,17 @@ export function studyPage(p, id) {
       usageCard(study.stoker && study.stoker.usage, "study-usage"));
     const value = (t, key) => key === "metric" ? trialValue(t, metricId) : key === "id" ? Number(t.id) :
       key === "state" ? t.state : paramValue(t, key);
-    const trials = [...(study.trials || [])].sort((a, b) => {
+    // The table shows the trials in every brushed range of the parallel coordinates.
+    const axisValue = (t, key) => key === METRIC_AXIS ? trialValue(t, metricId) : paramValue(t, key);
+    const all = study.trials || [];
+    const shown = all.filter((t) => brushed(brush, t, axisValue));
+    brushNote.hidden = !brush.size;
+    brushNote.replaceChildren(...(brush.size ? [
+      shown.length + " of " + all.length + " trials in the brushed ranges (" +
+        [...brush.keys()].map((k) => k === METRIC_AXIS ? metricId : k).join(", ") + ") ",
+      el("button", { type: "button", id: "clear-brushes", onclick: () => { brush.clear(); render(); } }, "Clear brushes"),
+    ] : []));
+    const trials = shown.sort((a, b) => {
       let x = value(a, sort.key), y = value(b, sort.key);
       const nx = typeof x === "number" ? isNaN(x) : x === undefined;
       const ny = typeof y === "number" ? isNaN(y) : y === undefined;
@@ -181,7 +193,7 @@ export function studyPage(p, id) {
     const withValue = (study.trials || []).map((t) => Object.assign(Object.create(t), { __v: trialValue(t, metricId), id: t.id }));
     const bestWith = best && { t: withValue.find((t) => t.id === best.t.id) };
     parallel.replaceChildren(parallelCoordinates(study, params, { id: metricId, maximize }, withValue,
-      paramValue, (k) => paramSpec(study, k), bestWith));
+      paramValue, (k) => paramSpec(study, k), bestWith, brush, render));
   }
 
   p.every(async () => {
