@@ -40,7 +40,7 @@ class BackupTest(StokerTestCase):
         db = sqlite3.connect(path)
         try:
             self.assertEqual(db.execute("PRAGMA integrity_check").fetchone()[0], "ok")
-            self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 4)  # the store schema (store.cc)
+            self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 5)  # the store schema (store_schema.cc)
             rows = dict(db.execute("SELECT id, display_name FROM jobs").fetchall())
             users = [u for (u,) in db.execute("SELECT name FROM users")]
         finally:
