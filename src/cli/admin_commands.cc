@@ -149,4 +149,52 @@ int AdminBackup(const Globals& g, const std::string& file) {
   return 0;
 }
 
+void RegisterAdminCommands(CLI::App& app, Globals& g, int& rc) {
+  struct Values {
+    AdminUserFlags uf;
+    std::string user_name, token_id, max_priority, backup_file;
+  };
+  auto v = std::make_shared<Values>();
+  auto* admin = app.add_subcommand("admin", "Administration (admins only)");
+  admin->require_subcommand(1);
+  auto* users = admin->add_subcommand("users", "Users, roles and API tokens");
+  users->require_subcommand(1);
+  auto* users_add = users->add_subcommand("add", "Add a user");
+  users_add->add_option("NAME", v->uf.name, "User name (a-z, 0-9, _ . -)")->required();
+  users_add->add_option("--role", v->uf.role, "admin, user or viewer")
+      ->check(CLI::IsMember({"admin", "user", "viewer"}))
+      ->capture_default_str();
+  users_add->add_option("--unix-user", v->uf.unix_user,
+                        "Unix account its replicas run as when stokerd runs as root");
+  users_add->callback([&g, &rc, v] { rc = AdminUsersAdd(g, v->uf); });
+  auto* users_list = users->add_subcommand("list", "List users and their token ids");
+  users_list->callback([&g, &rc] { rc = AdminUsersList(g); });
+  auto* users_remove = users->add_subcommand("remove", "Remove a user and revoke its tokens");
+  users_remove->add_option("NAME", v->user_name)->required();
+  users_remove->callback([&g, &rc, v] { rc = AdminUsersRemove(g, v->user_name); });
+  auto* users_token =
+      users->add_subcommand("token", "Issue a new token for a user (printed once, on stdout)");
+  users_token->add_option("NAME", v->user_name)->required();
+  users_token->callback([&g, &rc, v] { rc = AdminUsersToken(g, v->user_name); });
+  auto* users_revoke = users->add_subcommand("revoke", "Revoke a token by its id");
+  users_revoke->add_option("TOKEN_ID", v->token_id)->required();
+  users_revoke->callback([&g, &rc, v] { rc = AdminTokensRevoke(g, v->token_id); });
+  auto* users_max_priority = users->add_subcommand(
+      "set-max-priority", "Set the highest job priority a user may set (N, or 'role')");
+  users_max_priority->add_option("NAME", v->user_name)->required();
+  users_max_priority
+      ->add_option("N", v->max_priority,
+                   "-1000..1000, or 'role' for the role's ceiling (config auth:)")
+      ->required();
+  users_max_priority->callback(
+      [&g, &rc, v] { rc = AdminUsersSetMaxPriority(g, v->user_name, v->max_priority); });
+  auto* whoami = admin->add_subcommand("whoami", "Show the user the token belongs to");
+  whoami->callback([&g, &rc] { rc = AdminWhoami(g); });
+  auto* backup = admin->add_subcommand(
+      "backup", "Copy the daemon's store (every job, study, user) while it runs, into FILE");
+  backup->add_option("FILE", v->backup_file, "Where to write the copy (mode 0600); - for stdout")
+      ->required();
+  backup->callback([&g, &rc, v] { rc = AdminBackup(g, v->backup_file); });
+}
+
 }  // namespace stoker::cli

@@ -182,4 +182,45 @@ int AiPlatformStreamLogs(const Globals& g, const std::string& job_id, const LogO
   return Logs(g, job_id, "", true, options);
 }
 
+void RegisterAiPlatformCommands(CLI::App& app, Globals& g, int& rc) {
+  struct Values {
+    std::string ap_id, task_name;
+    double polling_interval = 60;
+    bool multiline = false;
+    LogOptions log_options;
+  };
+  auto v = std::make_shared<Values>();
+  for (const char* group : {"ai-platform", "ml-engine"}) {
+    auto* ap = app.add_subcommand(group, std::string("gcloud ") + group + " jobs");
+    ap->require_subcommand(1);
+    auto* ap_jobs = ap->add_subcommand("jobs", "AI Platform training jobs");
+    ap_jobs->require_subcommand(1);
+    auto* ap_submit = ap_jobs->add_subcommand("submit", "Submit a job");
+    ap_submit->require_subcommand(1);
+    auto f = std::make_shared<LegacySubmitFlags>();
+    auto* ap_training = ap_submit->add_subcommand("training", "Submit a training job");
+    AddLegacySubmitFlags(ap_training, *f);
+    ap_training->callback([&g, &rc, f] { rc = LegacySubmitTraining(g, *f); });
+    auto named = [ap_jobs, v](const char* name, const char* help) {
+      auto* c = ap_jobs->add_subcommand(name, help);
+      c->add_option("JOB", v->ap_id, "The jobId")->required();
+      return c;
+    };
+    named("describe", "Show a job of either kind (custom or tuning)")->callback([&g, &rc, v] {
+      rc = AiPlatformDescribe(g, v->ap_id);
+    });
+    named("cancel", "Cancel a job")->callback([&g, &rc, v] { rc = AiPlatformCancel(g, v->ap_id); });
+    auto* ap_logs = named("stream-logs", "Stream a job's logs until it ends");
+    ap_logs->add_option("--polling-interval", v->polling_interval,
+                        "Accepted for gcloud compatibility");
+    ap_logs->add_flag("--allow-multiline-logs", v->multiline, "Accepted for gcloud compatibility");
+    ap_logs->add_option("--task-name", v->task_name, "Accepted for gcloud compatibility");
+    ap_logs->add_flag("--timestamps", v->log_options.timestamps, kTimestampsHelp);
+    ap_logs->callback([&g, &rc, v] { rc = AiPlatformStreamLogs(g, v->ap_id, v->log_options); });
+    auto* ap_list = ap_jobs->add_subcommand("list", "List jobs of both kinds, newest first");
+    AddListFlags(ap_list, g.list);
+    ap_list->callback([&g, &rc] { rc = AiPlatformList(g); });
+  }
+}
+
 }  // namespace stoker::cli

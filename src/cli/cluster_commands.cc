@@ -111,4 +111,13 @@ int Nodes(const Globals& g) {
   return 0;
 }
 
+void RegisterClusterCommands(CLI::App& app, Globals& g, int& rc) {
+  app.add_subcommand("queue",
+                     "The queue in the scheduler's order, with reasons and estimated starts")
+      ->callback([&] { rc = Queue(g); });
+  app.add_subcommand("nodes", "Nodes and GPUs, with what runs on each")->callback([&] {
+    rc = Nodes(g);
+  });
+}
+
 }  // namespace stoker::cli

@@ -1,5 +1,5 @@
-// The CLI's commands, shared between main.cc (flag wiring) and the files
-// that implement them. Every command returns the process exit code.
+// The CLI's commands: each group's registration (called by main.cc) and the
+// commands the files implement. Every command returns the process exit code.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -9,6 +9,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,16 +29,75 @@ struct Globals {
   std::string project = "local";
   std::string region = "local";
   std::string format = "text";  // --format as written (anywhere on the line)
-  OutputFormat output;           // --format parsed (kText: the command's own output)
-  ListFlags list;                // --filter, --sort-by, --limit, --page-size of list commands
-  bool quiet = false;            // --quiet / -q: no prompts, no progress
+  OutputFormat output;          // --format parsed (kText: the command's own output)
+  ListFlags list;               // --filter, --sort-by, --limit, --page-size of list commands
+  bool quiet = false;           // --quiet / -q: no prompts, no progress
 };
 
-// Adds `auth print-access-token`, `config list` and `config get-value` to
-// `app` (session_commands.cc); each sets `rc` to its exit code.
+// ---- Command groups ----
+// Each Register* adds one group of commands to `app` (its flags bound to
+// values the callbacks own, global ones to `g`); a command's callback runs
+// after parsing and sets `rc` to its exit code. main.cc calls each once; a
+// new group is a new file with its Register* and one line in main.
+//
+// `auth print-access-token`, `config list` and `config get-value` (session_commands.cc).
 void RegisterSessionCommands(CLI::App& app, Globals& g, int& rc);
-// Adds `console` (console_command.cc).
+// `console` (console_command.cc).
 void RegisterConsoleCommand(CLI::App& app, Globals& g, int& rc);
+// `jobs ...`: CustomJobs by their ids, and `jobs submit training` (AI
+// Platform's flags; legacy_commands.cc) (job_commands.cc).
+void RegisterJobsCommands(CLI::App& app, Globals& g, int& rc);
+// `hptuning ...`: tuning jobs by their ids (hptuning_commands.cc).
+void RegisterHptuningCommands(CLI::App& app, Globals& g, int& rc);
+// `ai custom-jobs ...` (gcloud_commands.cc) and `ai hp-tuning-jobs ...`
+// (RegisterHpTuningJobsCommands): Vertex AI's commands with gcloud ai's flags.
+void RegisterAiCommands(CLI::App& app, Globals& g, int& rc);
+// `hp-tuning-jobs ...` under `ai` (hptuning_commands.cc).
+void RegisterHpTuningJobsCommands(CLI::App& ai, Globals& g, int& rc);
+// `ai-platform jobs ...` and its older name `ml-engine jobs ...`: AI
+// Platform's job commands over jobIds of both kinds (ai_platform_commands.cc).
+void RegisterAiPlatformCommands(CLI::App& app, Globals& g, int& rc);
+// `storage ...` and `gsutil ...` (storage_commands.cc).
+void RegisterStorageCommands(CLI::App& app, Globals& g, int& rc);
+// `images build|list|import|load|rm` with the container engine of the
+// machine where the CLI runs (containers.engine in $STOKER_HOME/config.yaml),
+// never through --server (images_commands.cc; docs/images.md).
+void RegisterImagesCommands(CLI::App& app, Globals& g, int& rc);
+// `builds submit`: gcloud's Cloud Build command for docker build and push
+// steps (builds_commands.cc).
+void RegisterBuildsCommands(CLI::App& app, Globals& g, int& rc);
+// `admin ...`: users, tokens and backups (admin_commands.cc).
+void RegisterAdminCommands(CLI::App& app, Globals& g, int& rc);
+// `queue` and `nodes` (cluster_commands.cc).
+void RegisterClusterCommands(CLI::App& app, Globals& g, int& rc);
+// `usage`, `cost ...` and `budgets ...` (cost_commands.cc; docs/cost.md).
+void RegisterCostCommands(CLI::App& app, Globals& g, int& rc);
+// `server ARGS...`: becomes the stokerd installed beside this binary
+// (server_command.cc; docs/install.md).
+void RegisterServerCommand(CLI::App& app, Globals& g, int& rc);
+
+// ---- Flag wiring shared by the groups (flags.cc) ----
+// --server, --project, --region, --token, --ca-file and --format on `app`.
+void AddGlobalFlags(CLI::App& app, Globals& g);
+// The flags whose value may follow as the next word, which could itself look
+// like --format (HoistGlobalFlags leaves such a word alone).
+const std::set<std::string>& FlagsWithValues();
+// CLI11 reads `--flag=` (an empty value) as a flag without a value and takes
+// the next argument; gcloud's lists give it a meaning (an empty
+// --worker-pool-spec is an empty pool, an empty --args no args). In the
+// gcloud-style commands (`custom-jobs`, `submit training`) such a word of
+// `args` (before `--`) gets a marker that Unempty turns back into "".
+void MarkEmptyGcloudListValues(std::vector<std::string>& args);
+// `v`, or "" for a value MarkEmptyGcloudListValues marked empty.
+std::string Unempty(const std::string& v);
+// An optional gcloud value flag: the last one given wins, an empty one is "".
+void AddGcloudValueOption(CLI::App* c, const char* name, std::optional<std::string>& target,
+                          const char* help);
+// gcloud's list flags (--filter, --sort-by, --limit, --page-size), on every list command.
+void AddListFlags(CLI::App* c, ListFlags& f);
+inline constexpr char kTimestampsHelp[] =
+    "Prefix each line with when it was written (RFC 3339 UTC, ms; lines within 50 ms of "
+    "each other may share a time)";
 
 // ---- gcloud's output conventions (printing.cc; output_format.h) ----
 // Whether --format asked for anything but the command's own text.
@@ -49,8 +109,7 @@ void PrintResource(const Globals& g, const nlohmann::json& resource);
 // --format they are printed here and `printed` is set; otherwise the caller
 // prints them its own way.
 Result<std::vector<nlohmann::json>> SelectForList(const Globals& g,
-                                                  std::vector<nlohmann::json> items,
-                                                  bool* printed);
+                                                  std::vector<nlohmann::json> items, bool* printed);
 
 // The one place where error codes become exit codes: 0 ok; 1 failure; 2 bad
 // input; 3 not found; 4 daemon unavailable.
@@ -251,6 +310,9 @@ struct LegacySubmitFlags {
   bool stream_logs = false;
 };
 int LegacySubmitTraining(const Globals& g, const LegacySubmitFlags& f);
+// gcloud ai-platform's submit flags into `f` (flags.cc): on `jobs submit
+// training` and `ai-platform|ml-engine jobs submit training`.
+void AddLegacySubmitFlags(CLI::App* c, LegacySubmitFlags& f);
 
 // ---- AI Platform jobIds, custom and tuning jobs (ai_platform_commands.cc) ----
 // /v1/projects/P/jobs, the legacy routes (api/legacy_routes.cc).
@@ -283,15 +345,6 @@ Result<std::string> StageArchive(Connection& conn, const std::string& path,
 int StorageCp(const Globals& g, const std::string& src, const std::string& dst);
 int StorageLs(const Globals& g, const std::string& uri);
 int StorageMb(const Globals& g, const std::string& uri);
-// Wires `stoker storage ...` into `app` (storage_commands.cc); the commands'
-// callbacks read `g` and set `rc` once parsing is done.
-void AddStorageCommands(CLI::App& app, const Globals& g, int& rc);
-
-// Wires `stoker images ...` into `app` (images_commands.cc; docs/images.md):
-// build, list, import, load and rm with the container engine of the machine
-// where the CLI runs (containers.engine in $STOKER_HOME/config.yaml), never
-// through --server.
-void AddImagesCommands(CLI::App& app, const Globals& g, int& rc);
 // `stoker images build`'s work (images_commands.cc): builds DIR with the
 // engine on this machine; returns the exit code, having said what failed.
 struct BuildFlags {
@@ -302,9 +355,6 @@ struct BuildFlags {
   std::string dir;
 };
 int ImagesBuild(const BuildFlags& f);
-// `stoker builds submit` (builds_commands.cc): gcloud's Cloud Build command
-// for docker build and push steps.
-void RegisterBuildsCommands(CLI::App& app, Globals& g, int& rc);
 
 // `stoker admin users ...` (admin_commands.cc): users and tokens.
 struct AdminUserFlags {

@@ -367,4 +367,61 @@ int BudgetsDelete(const Globals& g, const std::string& scope) {
       [&](const json&) { std::cout << "Budget " << scope << " removed\n"; });
 }
 
+void RegisterCostCommands(CLI::App& app, Globals& g, int& rc) {
+  struct Values {
+    UsageFlags usage_flags;
+    std::string cost_config;
+    BudgetFlags bf;
+    std::string bdel_scope;
+  };
+  auto v = std::make_shared<Values>();
+  auto* usage = app.add_subcommand("usage", "GPU, CPU and memory use and its cost, grouped");
+  usage->fallthrough();  // --format may follow the command, as gcloud allows
+  usage
+      ->add_option("--by", v->usage_flags.by,
+                   "Group by user, project, month, job, gpu or label:KEY")
+      ->capture_default_str();
+  usage->add_option("--days", v->usage_flags.days, "The last N days (default: this calendar month)")
+      ->check(CLI::PositiveNumber);
+  usage->add_option("--start", v->usage_flags.start,
+                    "From this time (RFC 3339, e.g. 2026-11-01T00:00:00Z)");
+  usage->add_option("--end", v->usage_flags.end, "Until this time (RFC 3339; default now)");
+  usage->add_flag("--break-even", v->usage_flags.break_even,
+                  "Buy vs rent: Vertex vs owning this node, from the last --days (default 30)");
+  usage->callback([&g, &rc, v] { rc = Usage(g, v->usage_flags); });
+
+  auto* cost = app.add_subcommand("cost", "Prices of jobs before they run");
+  cost->require_subcommand(1);
+  cost->fallthrough();
+  auto* estimate = cost->add_subcommand(
+      "estimate", "What a job would cost per hour and up to its timeout (Vertex, Spot, own)");
+  estimate->fallthrough();
+  estimate->add_option("--config", v->cost_config, "CustomJob or CustomJobSpec file (YAML or JSON)")
+      ->required();
+  estimate->callback([&g, &rc, v] { rc = CostEstimate(g, v->cost_config); });
+
+  auto* budgets = app.add_subcommand("budgets", "Monthly budgets per user, project or label");
+  budgets->require_subcommand(1);
+  budgets->fallthrough();
+  budgets->add_subcommand("list", "Budgets and how much of each this month used")
+      ->fallthrough()
+      ->callback([&g, &rc] { rc = BudgetsList(g); });
+  auto* bset = budgets->add_subcommand("set", "Create or change a budget (admins)");
+  bset->fallthrough();
+  bset->add_option("SCOPE", v->bf.scope, "user:NAME, project:NAME or label:KEY=VALUE")->required();
+  bset->add_option("--monthly-usd", v->bf.monthly_usd, "Limit in US dollars per calendar month");
+  bset->add_option("--monthly-gpu-hours", v->bf.monthly_gpu_hours, "Limit in booked GPU-hours");
+  bset->add_option("--price", v->bf.price, "Which price counts: vertex, compute-engine, spot, own")
+      ->check(CLI::IsMember({"vertex", "compute-engine", "spot", "own"}))
+      ->capture_default_str();
+  bset->add_option("--warn-at", v->bf.warn_at, "Warn (an event on the jobs) at this fraction")
+      ->capture_default_str();
+  bset->add_flag("--stop-running", v->bf.stop_running,
+                 "At the limit, also cancel the scope's running jobs (default: refuse new ones)");
+  bset->callback([&g, &rc, v] { rc = BudgetsSet(g, v->bf); });
+  auto* bdel = budgets->add_subcommand("delete", "Remove a budget (admins)");
+  bdel->add_option("SCOPE", v->bdel_scope)->required();
+  bdel->callback([&g, &rc, v] { rc = BudgetsDelete(g, v->bdel_scope); });
+}
+
 }  // namespace stoker::cli

@@ -380,4 +380,125 @@ int AiCustomJobsStreamLogs(const Globals& global, const std::string& job,
   return Logs(g, id, task_name, /*follow=*/true, options);
 }
 
+namespace {
+
+// `ai custom-jobs create`'s flags (gcloud's) into `f`.
+void AddGcloudCreateFlags(CLI::App* c, GcloudCreateFlags& f) {
+  auto opt = [c](const char* name, std::optional<std::string>& target, const char* help) {
+    AddGcloudValueOption(c, name, target, help);
+  };
+  c->add_option("--display-name", f.display_name, "The job's display name")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  c->add_option("--config", f.config, "A CustomJobSpec (or CustomJob) YAML or JSON file");
+  c->add_option("--worker-pool-spec", f.worker_pool_specs,
+                "One worker pool, repeatable: machine-type=T,replica-count=N,container-image-uri=I "
+                "| executor-image-uri=I,python-module=M | "
+                "local-package-path=DIR,(python-module=M|script=S)")
+      ->allow_extra_args(false);
+  opt("--args", f.args, "Replace every pool's args: --args=--epochs=10,--lr=0.01");
+  opt("--command", f.command, "Replace every container pool's command");
+  opt("--python-package-uris", f.python_package_uris, "packageUris of every python pool");
+  opt("--labels", f.labels, "KEY=VALUE,... on the job");
+  c->add_option("--region", f.region, "The job's location (default: the global --region)");
+  opt("--network", f.network, "Accepted; kept on the job");
+  opt("--service-account", f.service_account, "Accepted; kept on the job");
+  c->add_flag("--enable-web-access", f.enable_web_access, "Accepted; kept on the job");
+  c->add_flag("--enable-dashboard-access", f.enable_dashboard_access, "Accepted; kept on the job");
+  opt("--persistent-resource-id", f.persistent_resource_id, "Accepted; kept on the job");
+  c->add_flag("--follow", f.follow,
+              "Stoker: stream logs until the job ends; exit 1 unless it succeeded");
+}
+
+// `ai custom-jobs ...`: gcloud ai's commands and flags (gcloud_commands.cc).
+void RegisterCustomJobsCommands(CLI::App& ai, Globals& g, int& rc) {
+  struct Values {
+    GcloudCreateFlags gf;
+    std::string cj_id, cj_region, task_name;
+    double polling_interval = 60;
+    bool multiline = false;
+    LogOptions log_options;
+    LocalRunFlags lr;
+    std::string lr_requirements, lr_extra_packages, lr_extra_dirs;
+  };
+  auto v = std::make_shared<Values>();
+  auto* cj = ai.add_subcommand("custom-jobs", "gcloud ai custom-jobs");
+  cj->require_subcommand(1);
+  auto* cj_create = cj->add_subcommand("create", "Create a CustomJob from gcloud's flags");
+  AddGcloudCreateFlags(cj_create, v->gf);
+  cj_create->callback([&g, &rc, v] {
+    for (std::string& spec : v->gf.worker_pool_specs) spec = Unempty(spec);
+    rc = AiCustomJobsCreate(g, v->gf);
+  });
+  auto add_region = [v](CLI::App* cmd) {
+    cmd->add_option("--region", v->cj_region, "The job's location (default: the global --region)");
+  };
+  auto with_region = [&g, v] {
+    Globals r = g;
+    if (!v->cj_region.empty()) r.region = v->cj_region;
+    return r;
+  };
+  auto* cj_describe = cj->add_subcommand("describe", "Show a job (ID or full resource name)");
+  cj_describe->add_option("CUSTOM_JOB", v->cj_id)->required();
+  add_region(cj_describe);
+  cj_describe->callback(
+      [&rc, v, with_region] { rc = AiCustomJobsDescribe(with_region(), v->cj_id); });
+  auto* cj_list = cj->add_subcommand("list", "List jobs, newest first");
+  AddListFlags(cj_list, g.list);
+  add_region(cj_list);
+  cj_list->callback([&rc, with_region] { rc = List(with_region()); });
+  auto* cj_cancel = cj->add_subcommand("cancel", "Cancel a job (ID or full resource name)");
+  cj_cancel->add_option("CUSTOM_JOB", v->cj_id)->required();
+  add_region(cj_cancel);
+  cj_cancel->callback([&rc, v, with_region] { rc = AiCustomJobsCancel(with_region(), v->cj_id); });
+  auto* cj_logs = cj->add_subcommand("stream-logs", "Stream a job's logs until it ends");
+  cj_logs->add_option("CUSTOM_JOB", v->cj_id)->required();
+  cj_logs->add_option("--task-name", v->task_name, "Only this replica, e.g. workerpool0-0");
+  cj_logs->add_option("--polling-interval", v->polling_interval,
+                      "Accepted for gcloud compatibility; Stoker streams as the logs grow");
+  cj_logs->add_flag("--allow-multiline-logs", v->multiline, "Accepted for gcloud compatibility");
+  add_region(cj_logs);
+  cj_logs->add_flag("--timestamps", v->log_options.timestamps, kTimestampsHelp);
+  cj_logs->callback([&rc, v, with_region] {
+    rc = AiCustomJobsStreamLogs(with_region(), v->cj_id, v->task_name, v->log_options);
+  });
+  auto* cj_local = cj->add_subcommand(
+      "local-run", "Run a trainer package in the foreground, as a job's replica would run it");
+  cj_local
+      ->add_option("--executor-image-uri", v->lr.executor_image_uri,
+                   "The image the job would run (picks the interpreter)")
+      ->required();
+  cj_local->add_option("--local-package-path", v->lr.local_package_path,
+                       "The trainer's directory (default: the current one)");
+  cj_local->add_option("--script", v->lr.script, "A Python file in the package to run");
+  cj_local->add_option("--python-module", v->lr.python_module, "A module to run with python -m");
+  // The comma lists are single values split here: a list option right
+  // before `--` would end at it, and the trainer's arguments after it would
+  // then be read as the CLI's own ("--epochs=5 was not expected").
+  cj_local->add_option("--requirements", v->lr_requirements, "PyPI requirements, comma-separated");
+  cj_local->add_option("--extra-packages", v->lr_extra_packages,
+                       "Archives in the package to install, comma-separated");
+  cj_local->add_option("--extra-dirs", v->lr_extra_dirs, "Accepted: the whole package is used");
+  cj_local->add_option("--output-image-uri", v->lr.output_image_uri,
+                       "Accepted: no image is built here");
+  cj_local->add_flag("--gpu", v->lr.gpu, "Give the trainer this machine's GPUs");
+  cj_local->add_option("--service-account-key-file", v->lr.service_account_key_file,
+                       "Accepted; set as GOOGLE_APPLICATION_CREDENTIALS");
+  cj_local->add_option("ARGS", v->lr.args, "After `--`: the trainer's arguments, verbatim");
+  cj_local->callback([&g, &rc, v] {
+    v->lr.requirements = spec::SplitGcloudList(v->lr_requirements);
+    v->lr.extra_packages = spec::SplitGcloudList(v->lr_extra_packages);
+    v->lr.extra_dirs = spec::SplitGcloudList(v->lr_extra_dirs);
+    rc = AiCustomJobsLocalRun(g, v->lr);
+  });
+}
+
+}  // namespace
+
+void RegisterAiCommands(CLI::App& app, Globals& g, int& rc) {
+  auto* ai = app.add_subcommand("ai", "Vertex AI commands with gcloud ai's flags");
+  ai->require_subcommand(1);
+  RegisterCustomJobsCommands(*ai, g, rc);
+  RegisterHpTuningJobsCommands(*ai, g, rc);
+}
+
 }  // namespace stoker::cli

@@ -248,4 +248,130 @@ int HptuningStreamLogs(const Globals& g, const std::string& id, const LogOptions
   return *state == "JOB_STATE_SUCCEEDED" ? 0 : 1;
 }
 
+namespace {
+
+// A gcloud resource name's last segment: projects/P/locations/L/KIND/ID -> ID
+// (and P, L into `g`); anything else is taken as the ID.
+std::string IdFromName(Globals& g, const std::string& name, const std::string& kind) {
+  std::vector<std::string> parts;
+  size_t start = 0, slash;
+  while ((slash = name.find('/', start)) != std::string::npos) {
+    parts.push_back(name.substr(start, slash - start));
+    start = slash + 1;
+  }
+  parts.push_back(name.substr(start));
+  if (parts.size() == 6 && parts[0] == "projects" && parts[2] == "locations" && parts[4] == kind) {
+    g.project = parts[1];
+    g.region = parts[3];
+    return parts[5];
+  }
+  return name;
+}
+
+}  // namespace
+
+void RegisterHptuningCommands(CLI::App& app, Globals& g, int& rc) {
+  struct Values {
+    HptuningFlags hf;
+    std::string hp_id, trial;
+    bool hp_follow = false;
+  };
+  auto v = std::make_shared<Values>();
+  auto* hp = app.add_subcommand("hptuning", "Hyperparameter tuning jobs");
+  hp->require_subcommand(1);
+  auto* hp_submit = hp->add_subcommand("submit", "Submit a HyperparameterTuningJob file");
+  hp_submit->add_option("--config", v->hf.config, "HyperparameterTuningJob YAML or JSON")
+      ->required();
+  hp_submit->add_option("--display-name", v->hf.display_name, "Overrides the file");
+  hp_submit->add_option("--max-trial-count", v->hf.max_trial_count, "Overrides maxTrialCount");
+  hp_submit->add_option("--parallel-trial-count", v->hf.parallel_trial_count,
+                        "Overrides parallelTrialCount");
+  hp_submit->add_option("--algorithm", v->hf.algorithm,
+                        "grid-search, random-search or algorithm-unspecified (Bayesian)");
+  hp_submit->add_flag("--follow", v->hf.follow,
+                      "Report trials as they end; exit 1 unless it succeeded");
+  hp_submit->callback([&g, &rc, v] { rc = HptuningSubmit(g, v->hf); });
+  auto* hp_describe = hp->add_subcommand("describe", "Show a tuning job and its trials");
+  hp_describe->add_option("ID", v->hp_id)->required();
+  hp_describe->callback([&g, &rc, v] { rc = HptuningDescribe(g, v->hp_id); });
+  auto* hp_list = hp->add_subcommand("list", "List tuning jobs, newest first");
+  AddListFlags(hp_list, g.list);
+  hp_list->callback([&g, &rc] { rc = HptuningList(g); });
+  auto* hp_cancel = hp->add_subcommand("cancel", "Cancel a tuning job and its running trials");
+  hp_cancel->add_option("ID", v->hp_id)->required();
+  hp_cancel->callback([&g, &rc, v] { rc = HptuningCancel(g, v->hp_id); });
+  auto* hp_logs = hp->add_subcommand("logs", "Print one trial's logs");
+  hp_logs->add_option("ID", v->hp_id)->required();
+  hp_logs->add_option("--trial", v->trial, "Trial id (1, 2, ...)")->required();
+  hp_logs->add_flag("--follow,-f", v->hp_follow, "Keep streaming until the trial ends");
+  hp_logs->callback([&g, &rc, v] { rc = HptuningLogs(g, v->hp_id, v->trial, v->hp_follow); });
+}
+
+void RegisterHpTuningJobsCommands(CLI::App& ai, Globals& g, int& rc) {
+  struct Values {
+    HptuningFlags hpt_flags;
+    std::string hpt_id, hpt_region;
+    double polling_interval = 60;
+    bool multiline = false;
+    LogOptions log_options;
+  };
+  auto v = std::make_shared<Values>();
+  auto* hpt = ai.add_subcommand("hp-tuning-jobs", "gcloud ai hp-tuning-jobs");
+  hpt->require_subcommand(1);
+  auto hpt_globals = [&g, v] {
+    Globals r = g;
+    if (!v->hpt_region.empty()) r.region = v->hpt_region;
+    return r;
+  };
+  auto* hpt_create =
+      hpt->add_subcommand("create", "Create a HyperparameterTuningJob from a --config file");
+  hpt_create->add_option("--config", v->hpt_flags.config, "HyperparameterTuningJob YAML or JSON")
+      ->required();
+  hpt_create->add_option("--display-name", v->hpt_flags.display_name, "Overrides the file");
+  hpt_create->add_option("--max-trial-count", v->hpt_flags.max_trial_count,
+                         "Overrides maxTrialCount");
+  hpt_create->add_option("--parallel-trial-count", v->hpt_flags.parallel_trial_count,
+                         "Overrides parallelTrialCount");
+  hpt_create
+      ->add_option("--algorithm", v->hpt_flags.algorithm,
+                   "grid-search, random-search or algorithm-unspecified (Bayesian)")
+      ->check(CLI::IsMember({"grid-search", "random-search", "algorithm-unspecified"}));
+  hpt_create->add_option("--region", v->hpt_region, "The job's location");
+  hpt_create->add_flag("--follow", v->hpt_flags.follow,
+                       "Stoker: report trials as they end; exit 1 unless it succeeded");
+  hpt_create->callback([&rc, v, hpt_globals] { rc = HptuningSubmit(hpt_globals(), v->hpt_flags); });
+  auto hpt_named = [hpt, v](const char* name, const char* help) {
+    auto* c = hpt->add_subcommand(name, help);
+    c->add_option("HP_TUNING_JOB", v->hpt_id,
+                  "ID or projects/P/locations/L/hyperparameterTuningJobs/ID")
+        ->required();
+    c->add_option("--region", v->hpt_region, "The job's location");
+    return c;
+  };
+  auto hpt_id_of = [v](Globals& r) { return IdFromName(r, v->hpt_id, "hyperparameterTuningJobs"); };
+  hpt_named("describe", "Show a tuning job and its trials")
+      ->callback([&rc, hpt_globals, hpt_id_of] {
+        Globals r = hpt_globals();
+        rc = HptuningDescribe(r, hpt_id_of(r));
+      });
+  hpt_named("cancel", "Cancel a tuning job and its running trials")
+      ->callback([&rc, hpt_globals, hpt_id_of] {
+        Globals r = hpt_globals();
+        rc = HptuningCancel(r, hpt_id_of(r));
+      });
+  auto* hpt_logs = hpt_named("stream-logs", "Stream every trial's logs until the job ends");
+  hpt_logs->add_option("--polling-interval", v->polling_interval,
+                       "Accepted for gcloud compatibility");
+  hpt_logs->add_flag("--allow-multiline-logs", v->multiline, "Accepted for gcloud compatibility");
+  hpt_logs->add_flag("--timestamps", v->log_options.timestamps, kTimestampsHelp);
+  hpt_logs->callback([&rc, v, hpt_globals, hpt_id_of] {
+    Globals r = hpt_globals();
+    rc = HptuningStreamLogs(r, hpt_id_of(r), v->log_options);
+  });
+  auto* hpt_list = hpt->add_subcommand("list", "List tuning jobs, newest first");
+  hpt_list->add_option("--region", v->hpt_region, "The jobs' location");
+  AddListFlags(hpt_list, g.list);
+  hpt_list->callback([&rc, hpt_globals] { rc = HptuningList(hpt_globals()); });
+}
+
 }  // namespace stoker::cli

@@ -419,7 +419,7 @@ int ImagesRemove(const std::vector<std::string>& images, bool force) {
 
 }  // namespace
 
-void AddImagesCommands(CLI::App& app, const Globals& g, int& rc) {
+void RegisterImagesCommands(CLI::App& app, Globals& g, int& rc) {
   auto* images = app.add_subcommand(
       "images",
       "Container images on this machine: build, list, import, load, rm. Runs the container "

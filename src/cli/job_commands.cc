@@ -514,4 +514,79 @@ int Logs(const Globals& g, const std::string& id, const std::string& replica, bo
   return 1;  // failed or cancelled: as gcloud's stream-logs, non-zero
 }
 
+void RegisterJobsCommands(CLI::App& app, Globals& g, int& rc) {
+  struct Values {
+    SubmitFlags sf;
+    LegacySubmitFlags lf;
+    std::string id, replica;
+    bool follow = false;
+    LogOptions log_options;
+    double top_interval = 2;
+    bool top_once = false;
+  };
+  auto v = std::make_shared<Values>();
+  auto* jobs = app.add_subcommand("jobs", "Custom training jobs");
+  jobs->require_subcommand(1);
+  auto* submit = jobs->add_subcommand("submit", "Submit a CustomJob");
+  submit->add_option("--config", v->sf.config, "CustomJob or CustomJobSpec file (YAML or JSON)");
+  submit->add_option("--display-name", v->sf.display_name, "Job name (overrides the file)");
+  submit
+      ->add_option("--args", v->sf.args, "Replace every pool's args: --args=--epochs=10,--lr=0.01")
+      ->delimiter(',')
+      ->each([v](const std::string&) { v->sf.args_given = true; });
+  submit->add_option("--package-path", v->sf.package_path,
+                     "Pack this directory as the trainer package");
+  submit->add_option("--module-name", v->sf.module_name,
+                     "Python module to run (with --package-path)");
+  submit->add_option("--machine-type", v->sf.machine_type, "Without --config: the machine type")
+      ->capture_default_str();
+  submit
+      ->add_option("--executor-image-uri", v->sf.executor_image,
+                   "Without --config: the executor image")
+      ->capture_default_str();
+  submit->add_flag("--follow", v->sf.follow,
+                   "Stream logs until the job ends; exit 1 unless it succeeded");
+  submit->add_option("--priority", v->sf.priority,
+                     "Queue priority, higher first, -1000..1000 (jobSpec.scheduling.priority)");
+  // `jobs submit training JOB_ID`: gcloud ai-platform's flags (legacy_commands.cc).
+  auto* training = submit->add_subcommand(
+      "training", "Submit an AI Platform training job (gcloud ai-platform jobs submit training)");
+  AddLegacySubmitFlags(training, v->lf);
+  training->callback([&g, &rc, v] { rc = LegacySubmitTraining(g, v->lf); });
+  submit->callback([&g, &rc, v, training] {
+    if (!training->parsed()) rc = Submit(g, v->sf);
+  });
+
+  auto* list = jobs->add_subcommand("list", "List jobs, newest first");
+  AddListFlags(list, g.list);
+  list->callback([&g, &rc] { rc = List(g); });
+
+  auto* describe = jobs->add_subcommand("describe", "Show a job, its error and its events");
+  describe->add_option("ID", v->id)->required();
+  describe->callback([&g, &rc, v] { rc = Describe(g, v->id); });
+
+  auto* logs = jobs->add_subcommand("logs", "Print a job's logs");
+  logs->add_option("ID", v->id)->required();
+  logs->add_option("--replica", v->replica, "Only this replica, e.g. workerpool0-0");
+  logs->add_flag("--follow,-f", v->follow, "Keep streaming until the job ends");
+  logs->add_flag("--timestamps", v->log_options.timestamps, kTimestampsHelp);
+  logs->callback([&g, &rc, v] { rc = Logs(g, v->id, v->replica, v->follow, v->log_options); });
+
+  auto* cancel = jobs->add_subcommand("cancel", "Cancel a job");
+  cancel->add_option("ID", v->id)->required();
+  cancel->callback([&g, &rc, v] { rc = Cancel(g, v->id); });
+
+  auto* metrics = jobs->add_subcommand(
+      "metrics", "A job's training metrics: hypertune reports and TensorBoard scalars");
+  metrics->add_option("ID", v->id)->required();
+  metrics->callback([&g, &rc, v] { rc = JobMetrics(g, v->id); });
+
+  auto* top = jobs->add_subcommand(
+      "top", "The running jobs' CPU, memory and GPU use per replica, refreshed in place");
+  top->add_option("--interval,-n", v->top_interval, "Seconds between refreshes (default 2)")
+      ->check(CLI::Range(0.2, 3600.0));
+  top->add_flag("--once", v->top_once, "Print once and exit (also when stdout is not a terminal)");
+  top->callback([&g, &rc, v] { rc = Top(g, v->top_interval, v->top_once); });
+}
+
 }  // namespace stoker::cli

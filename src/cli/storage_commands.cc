@@ -579,7 +579,7 @@ int StorageLs(const Globals& g, const std::string& uri) {
 
 int StorageMb(const Globals& g, const std::string& uri) { return Mb(g, {uri}, Opts{}); }
 
-void AddStorageCommands(CLI::App& app, const Globals& g, int& rc) {
+void RegisterStorageCommands(CLI::App& app, Globals& g, int& rc) {
   auto storage_top = std::make_shared<Opts>();
   auto* st = app.add_subcommand("storage", "Local buckets behind gs:// URIs (gcloud storage)");
   st->require_subcommand(1);
