@@ -96,13 +96,16 @@ std::string VertexCost(const json& usage) {
   return Money(usage["usd"]["vertex"]);
 }
 
-int Usage(const Globals& g, const UsageFlags& f) {
+namespace {
+
+// GET /v1/usage or /v1/usage:breakEven with the flags as its query.
+Result<std::string> UsageTarget(const UsageFlags& f) {
   std::string target = "/v1/usage";
   std::vector<std::string> query;
   if (f.break_even) {
     target = "/v1/usage:breakEven";
     if (!f.start.empty() || !f.end.empty()) {
-      return Report(InvalidArgument("--start, --end: the break-even uses --days N (default 30)"));
+      return InvalidArgument("--start, --end: the break-even uses --days N (default 30)");
     }
   } else {
     query.push_back("groupBy=" + http::UrlEncode(f.by));
@@ -111,68 +114,62 @@ int Usage(const Globals& g, const UsageFlags& f) {
   if (!f.start.empty()) query.push_back("startTime=" + http::UrlEncode(f.start));
   if (!f.end.empty()) query.push_back("endTime=" + http::UrlEncode(f.end));
   for (size_t i = 0; i < query.size(); ++i) target += (i ? "&" : "?") + query[i];
-  auto conn = Connect(g);
-  if (!conn.ok()) return Report(conn.status());
-  auto r = (*conn)->Call("GET", target);
-  if (!r.ok()) return Report(r.status());
-  const json& j = *r;
-  if (Structured(g)) {
-    PrintResource(g, j);
-    return 0;
-  }
-  // A usage report prices each row in its job's region: name them all.
-  std::string regions = j["catalog"].value("region", "");
-  if (auto r = j["catalog"].find("regions");
-      r != j["catalog"].end() && r->is_array() && !r->empty()) {
+  return target;
+}
+
+// "prices: REGIONS list prices of DATE (docs/prices.md)": a usage report
+// prices each row in its job's region, so it names them all.
+std::string PricesLine(const json& catalog) {
+  std::string regions = catalog.value("region", "");
+  if (auto r = catalog.find("regions"); r != catalog.end() && r->is_array() && !r->empty()) {
     regions.clear();
     for (const json& name : *r) regions += (regions.empty() ? "" : ", ") + name.get<std::string>();
   }
-  std::string prices = "prices: " + regions + " list prices of " +
-                       j["catalog"].value("priceDate", "") + " (docs/prices.md)";
-  if (f.break_even) {
-    if (g.format == "csv")
-      return Report(InvalidArgument("--format csv: use json or text with --break-even"));
-    auto pct = [](const json& v) {
-      return v.is_number() ? Num(v.get<double>() * 100, "%.1f") + "%" : std::string("-");
-    };
-    std::cout << "Buy vs rent, from the last " << Num(j.value("days", 0.0), "%g") << " days ("
-              << j.value("jobs", 0) << " jobs)\n";
-    std::cout << "  GPU-hours booked:        " << Num(j.value("gpuHours", 0.0), "%.4g") << " of "
-              << Num(j.value("gpuCapacityHours", 0.0), "%.4g") << " (utilisation "
-              << pct(j["utilisation"]) << ")\n";
-    std::cout << "  on Vertex:               " << Money(j["vertexUsd"]) << " on demand, "
-              << Money(j["spotUsd"]) << " Spot (per month: " << Money(j["vertexUsdPerMonth"])
-              << ", " << Money(j["spotUsdPerMonth"]) << ")\n";
-    std::cout << "  Colab-class free tier:   " << j.value("colabFreeTierJobs", 0)
-              << " jobs would fit (Vertex price of those " << Money(j["colabFreeTierVertexUsd"])
-              << "; free tiers guarantee no GPU and stop after 12 h)\n";
-    std::cout << "  owning this node:        purchase " << Money(j["purchaseUsd"]) << ", "
-              << Money(j["fixedUsdPerMonth"]) << "/month fixed, GPU power "
-              << Money(j["powerUsdPerMonth"]) << "/month at this rate\n";
-    std::cout << "  owning pays off above:   " << pct(j["breakEvenUtilisation"])
-              << " GPU utilisation\n";
-    std::cout << "  pays for itself in:      "
-              << (j["paybackMonths"].is_number()
-                      ? Num(j["paybackMonths"].get<double>(), "%.1f") +
-                            " months at this rate (by " + j.value("paybackTime", "").substr(0, 10) +
-                            ")"
-                      : std::string("- (not at this rate)"))
-              << "\n";
-    for (const json& n : j.value("notes", json::array())) {
-      std::cout << "  note: " << n.get<std::string>() << "\n";
-    }
-    std::cout << "  " << prices << "\n";
-    return 0;
-  }
-  const char* kColumns[] = {"KEY",  "JOBS",   "GPU_H",          "IDLE_GPU_H", "VCPU_H",
-                            "GB_H", "VERTEX", "COMPUTE_ENGINE", "SPOT",       "OWN"};
-  bool sampled = false;  // did any usage have GPU telemetry?
-  auto money_cell = [&](const json& v) {
-    if (g.format == "csv") return v.is_number() ? Num(v.get<double>(), "%.6f") : std::string();
-    return Money(v);
+  return "prices: " + regions + " list prices of " + catalog.value("priceDate", "") +
+         " (docs/prices.md)";
+}
+
+// `usage --break-even` as text: buy vs rent from GET /v1/usage:breakEven.
+void PrintBreakEven(const json& j, const std::string& prices) {
+  auto pct = [](const json& v) {
+    return v.is_number() ? Num(v.get<double>() * 100, "%.1f") + "%" : std::string("-");
   };
-  auto print_cells = [&](const std::vector<std::string>& cells) {
-    if (g.format == "csv") {
+  std::cout << "Buy vs rent, from the last " << Num(j.value("days", 0.0), "%g") << " days ("
+            << j.value("jobs", 0) << " jobs)\n";
+  std::cout << "  GPU-hours booked:        " << Num(j.value("gpuHours", 0.0), "%.4g") << " of "
+            << Num(j.value("gpuCapacityHours", 0.0), "%.4g") << " (utilisation "
+            << pct(j["utilisation"]) << ")\n";
+  std::cout << "  on Vertex:               " << Money(j["vertexUsd"]) << " on demand, "
+            << Money(j["spotUsd"]) << " Spot (per month: " << Money(j["vertexUsdPerMonth"]) << ", "
+            << Money(j["spotUsdPerMonth"]) << ")\n";
+  std::cout << "  Colab-class free tier:   " << j.value("colabFreeTierJobs", 0)
+            << " jobs would fit (Vertex price of those " << Money(j["colabFreeTierVertexUsd"])
+            << "; free tiers guarantee no GPU and stop after 12 h)\n";
+  std::cout << "  owning this node:        purchase " << Money(j["purchaseUsd"]) << ", "
+            << Money(j["fixedUsdPerMonth"]) << "/month fixed, GPU power "
+            << Money(j["powerUsdPerMonth"]) << "/month at this rate\n";
+  std::cout << "  owning pays off above:   " << pct(j["breakEvenUtilisation"])
+            << " GPU utilisation\n";
+  std::cout << "  pays for itself in:      "
+            << (j["paybackMonths"].is_number()
+                    ? Num(j["paybackMonths"].get<double>(), "%.1f") + " months at this rate (by " +
+                          j.value("paybackTime", "").substr(0, 10) + ")"
+                    : std::string("- (not at this rate)"))
+            << "\n";
+  for (const json& n : j.value("notes", json::array())) {
+    std::cout << "  note: " << n.get<std::string>() << "\n";
+  }
+  std::cout << "  " << prices << "\n";
+}
+
+// The rows of `stoker usage`: aligned text, or CSV with `--format csv`
+// (bare numbers, empty cells for unknown values).
+class UsageTable {
+ public:
+  explicit UsageTable(bool csv) : csv_(csv) {}
+
+  void PrintCells(const std::vector<std::string>& cells) const {
+    if (csv_) {
       for (size_t i = 0; i < cells.size(); ++i) std::cout << (i ? "," : "") << Csv(cells[i]);
       std::cout << "\n";
       return;
@@ -181,43 +178,94 @@ int Usage(const Globals& g, const UsageFlags& f) {
                 cells[0].substr(0, 24).c_str(), cells[1].c_str(), cells[2].c_str(),
                 cells[3].c_str(), cells[4].c_str(), cells[5].c_str(), cells[6].c_str(),
                 cells[7].c_str(), cells[8].c_str(), cells[9].c_str());
-  };
-  auto row = [&](const std::string& key, const json& t) {
-    std::string idle = g.format == "csv" ? "" : "-";  // "-": no telemetry
+  }
+
+  // One group's (or the total's) usage `t` under `key`.
+  void PrintRow(const std::string& key, const json& t) {
+    std::string idle = csv_ ? "" : "-";  // "-": no telemetry
     if (t.contains("telemetry")) {
-      sampled = true;
+      sampled_ = true;
       idle = Num(t["telemetry"].value("idleGpuHours", 0.0), "%.4f");
     }
-    print_cells({key, std::to_string(t.value("jobs", 0)), Num(t.value("gpuHours", 0.0), "%.4f"),
-                 idle, Num(t.value("vcpuHours", 0.0), "%.4f"),
-                 Num(t.value("memoryGbHours", 0.0), "%.4f"), money_cell(t["usd"]["vertex"]),
-                 money_cell(t["usd"]["compute-engine"]), money_cell(t["usd"]["spot"]),
-                 money_cell(t["usd"]["own"])});
-  };
-  std::vector<std::string> header(std::begin(kColumns), std::end(kColumns));
-  header[0] = j.value("groupBy", "key");
-  if (g.format != "csv") {
-    std::cout << "Usage from " << j.value("startTime", "") << " to " << j.value("endTime", "")
-              << " by " << j.value("groupBy", "") << "\n";
+    PrintCells({key, std::to_string(t.value("jobs", 0)), Num(t.value("gpuHours", 0.0), "%.4f"),
+                idle, Num(t.value("vcpuHours", 0.0), "%.4f"),
+                Num(t.value("memoryGbHours", 0.0), "%.4f"), MoneyCell(t["usd"]["vertex"]),
+                MoneyCell(t["usd"]["compute-engine"]), MoneyCell(t["usd"]["spot"]),
+                MoneyCell(t["usd"]["own"])});
   }
-  print_cells(header);
-  for (const json& grp : j["groups"]) row(grp.value("key", ""), grp);
-  if (g.format == "csv") return 0;
-  row("TOTAL", j["total"]);
-  const json no_price = j["total"].value("noPrice", json::object());  // outlives the loop
+
+  // Whether any row printed so far had GPU telemetry.
+  bool sampled() const { return sampled_; }
+
+ private:
+  std::string MoneyCell(const json& v) const {
+    if (csv_) return v.is_number() ? Num(v.get<double>(), "%.6f") : std::string();
+    return Money(v);
+  }
+
+  bool csv_;
+  bool sampled_ = false;
+};
+
+// What the text table's TOTAL leaves unpriced or unexplained, then `prices`.
+void PrintUsageNotes(const json& total, bool sampled, const std::string& prices) {
+  const json no_price = total.value("noPrice", json::object());  // outlives the loop
   for (auto& [kind, reasons] : no_price.items()) {
     for (const json& r : reasons) {
       std::cout << "no " << kind << " price for some usage: " << r.get<std::string>() << "\n";
     }
   }
-  for (const json& n : j["total"].value("notes", json::array())) {
+  for (const json& n : total.value("notes", json::array())) {
     std::cout << "note: " << n.get<std::string>() << "\n";
   }
-  if (!sampled && j["total"].value("gpuHours", 0.0) > 0) {
+  if (!sampled && total.value("gpuHours", 0.0) > 0) {
     std::cout << "IDLE_GPU_H (booked, not busy): no GPU telemetry for this usage (GPUs declared "
                  "in the config, or gpu_telemetry_seconds: 0)\n";
   }
   std::cout << prices << "\n";
+}
+
+// `stoker usage` grouped, as text or CSV, from GET /v1/usage.
+void PrintUsageReport(const Globals& g, const json& j, const std::string& prices) {
+  const bool csv = g.format == "csv";
+  UsageTable table(csv);
+  std::vector<std::string> header = {"KEY",  "JOBS",   "GPU_H",          "IDLE_GPU_H", "VCPU_H",
+                                     "GB_H", "VERTEX", "COMPUTE_ENGINE", "SPOT",       "OWN"};
+  header[0] = j.value("groupBy", "key");
+  if (!csv) {
+    std::cout << "Usage from " << j.value("startTime", "") << " to " << j.value("endTime", "")
+              << " by " << j.value("groupBy", "") << "\n";
+  }
+  table.PrintCells(header);
+  for (const json& grp : j["groups"]) table.PrintRow(grp.value("key", ""), grp);
+  if (csv) return;
+  table.PrintRow("TOTAL", j["total"]);
+  PrintUsageNotes(j["total"], table.sampled(), prices);
+}
+
+}  // namespace
+
+int Usage(const Globals& g, const UsageFlags& f) {
+  auto target = UsageTarget(f);
+  if (!target.ok()) return Report(target.status());
+  auto conn = Connect(g);
+  if (!conn.ok()) return Report(conn.status());
+  auto r = (*conn)->Call("GET", *target);
+  if (!r.ok()) return Report(r.status());
+  const json& j = *r;
+  if (Structured(g)) {
+    PrintResource(g, j);
+    return 0;
+  }
+  const std::string prices = PricesLine(j["catalog"]);
+  if (!f.break_even) {
+    PrintUsageReport(g, j, prices);
+    return 0;
+  }
+  if (g.format == "csv") {
+    return Report(InvalidArgument("--format csv: use json or text with --break-even"));
+  }
+  PrintBreakEven(j, prices);
   return 0;
 }
 
