@@ -201,8 +201,9 @@ int Cancel(const Globals& g, const std::string& id);
 // ends; exit 0 when it succeeded, 1 when it failed or was cancelled.
 int Logs(const Globals& g, const std::string& id, const std::string& replica, bool follow,
          const LogOptions& options = {});
-// `jobs metrics`: one line per training-metrics series (name, source, points,
-// last step and value, min, max), then what was skipped and why
+// `jobs metrics`: one line per training-metrics series (name, source, the
+// replica or else the writer when several processes wrote TensorBoard files,
+// points, last step and value, min, max), then what was skipped and why
 // (training_metrics_commands.cc; docs/training-metrics.md).
 int JobMetrics(const Globals& g, const std::string& id);
 // The "metrics:" line of `jobs describe`: each series' last value (the first 8).

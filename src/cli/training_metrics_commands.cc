@@ -29,6 +29,13 @@ std::string Printable(const std::string& s) {
   return out;
 }
 
+// Who wrote a TensorBoard series when several processes share the log
+// directory: its replica ("workerpool1-0", "workerpool1-0 (attempt 1)"),
+// else its writer ("node-1 pid 4242"); "" when one writer wrote them all.
+std::string WrittenBy(const json& series) {
+  return Printable(series.value("replica", series.value("writer", "")));
+}
+
 }  // namespace
 
 int JobMetrics(const Globals& g, const std::string& id) {
@@ -47,10 +54,24 @@ int JobMetrics(const Globals& g, const std::string& id) {
                  "$AIP_TENSORBOARD_LOG_DIR)\n";
   } else {
     size_t width = 4;
-    for (const json& s : series) width = std::max(width, s.value("name", "").size());
+    size_t writer_width = 0;  // 0: no WRITER column (one writer, or hypertune only)
+    for (const json& s : series) {
+      width = std::max(width, s.value("name", "").size());
+      if (!WrittenBy(s).empty())
+        writer_width = std::max({writer_width, WrittenBy(s).size(), size_t{6}});
+    }
     width = std::min<size_t>(width, 60);
-    std::printf("%-*s %-11s %6s %10s %12s %12s %12s\n", static_cast<int>(width), "NAME", "SOURCE",
-                "POINTS", "LAST_STEP", "LAST", "MIN", "MAX");
+    writer_width = std::min<size_t>(writer_width, 40);
+    // The WRITER column (when any series has one) names the replica or
+    // process of each TensorBoard series: three replicas logging `loss`
+    // are three lines told apart by it.
+    auto writer_cell = [&](const std::string& v) {
+      if (writer_width == 0) return std::string();
+      std::string cell = v.empty() ? "-" : v.substr(0, writer_width);
+      return cell + std::string(writer_width - cell.size() + 1, ' ');
+    };
+    std::printf("%-*s %-11s %s%6s %10s %12s %12s %12s\n", static_cast<int>(width), "NAME", "SOURCE",
+                writer_cell("WRITER").c_str(), "POINTS", "LAST_STEP", "LAST", "MIN", "MAX");
     for (const json& s : series) {
       const json& points = s["points"];
       if (points.empty()) continue;
@@ -60,9 +81,10 @@ int JobMetrics(const Globals& g, const std::string& id) {
         hi = std::max(hi, p.value("value", 0.0));
       }
       const json& last = points.back();
-      std::printf("%-*s %-11s %6zu %10lld %12s %12s %12s\n", static_cast<int>(width),
+      std::printf("%-*s %-11s %s%6zu %10lld %12s %12s %12s\n", static_cast<int>(width),
                   Printable(s.value("name", "")).c_str(), s.value("source", "").c_str(),
-                  points.size(), static_cast<long long>(last.value("step", int64_t{0})),
+                  writer_cell(WrittenBy(s)).c_str(), points.size(),
+                  static_cast<long long>(last.value("step", int64_t{0})),
                   CellNumber(last.value("value", 0.0)).c_str(), CellNumber(lo).c_str(),
                   CellNumber(hi).c_str());
     }

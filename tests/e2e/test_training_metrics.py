@@ -8,6 +8,7 @@ Debian has no TensorBoard package, so the trainer carries a tiny event-file
 writer of its own (TFRecord framing, CRC-32C, hand-encoded Event protobufs
 in both scalar forms: PyTorch's simple_value and TF2's rank-0 tensor with
 plugin "scalars")."""
+import copy
 import json
 import re
 import unittest
@@ -100,9 +101,42 @@ with open(os.path.join(logs, "events.out.tfevents.torn"), "wb") as f:
     f.write(version + good + good[:10])  # a writer that died mid-record
 '''
 
+# Each replica's process writes its own event file (named by host and pid,
+# as TensorFlow and PyTorch name theirs) into the job's one log directory:
+# `loss` = 10 * (pool + 1) + index at steps 1..5. The trainer of
+# workerpool1-1 leaves the writing to a child, whose pid no replica records.
+REPLICAS = WRITER + r'''
+import socket, subprocess, sys
+task = json.loads(os.environ["CLUSTER_SPEC"])["task"]
+if (task["type"], task["index"]) == ("workerpool1", 1) and "CHILD" not in os.environ:
+    sys.exit(subprocess.run([sys.executable, "-c", os.environ["TRAINER"]],
+                            env=dict(os.environ, CHILD="1")).returncode)
+loss = 10.0 * (int(task["type"][-1]) + 1) + task["index"]
+name = "events.out.tfevents.%d.%s.%d.0.v2" % (time.time(), socket.gethostname(), os.getpid())
+with open(os.path.join(logs, "." + name), "wb") as f:
+    f.write(version)
+    for step in range(1, 6):
+        f.write(record(event(step, [simple("loss", loss)])))
+os.rename(os.path.join(logs, "." + name), os.path.join(logs, name))
+# The job ends with its chief: every replica waits for all three files.
+deadline = time.time() + 60
+while len([n for n in os.listdir(logs) if n.startswith("events.out")]) < 3 and time.time() < deadline:
+    time.sleep(0.05)
+'''
+
 
 def trainer_job(name, source):
     return container_job(name, 'python3 -c "$TRAINER"', env=[("TRAINER", source)])
+
+
+def replicas_job(name, source):
+    """Three replicas (workerpool0-0, workerpool1-0, workerpool1-1); exec: the
+    trainer the supervisor started (trainer.json's pid) is python itself."""
+    job = container_job(name, 'exec python3 -c "$TRAINER"', env=[("TRAINER", source)])
+    pool = copy.deepcopy(job["jobSpec"]["workerPoolSpecs"][0])
+    pool["replicaCount"] = 2
+    job["jobSpec"]["workerPoolSpecs"].append(pool)
+    return job
 
 
 class TrainingMetricsTest(StokerTestCase):
@@ -145,6 +179,26 @@ class TrainingMetricsTest(StokerTestCase):
         self.assertRegex(described, r"(?m)^  metrics:  accuracy 0\.8 \(step 2\), .*loss 0\.125 \(step 3\)")
         as_json = json.loads(self.stoker("--format", "json", "jobs", "metrics", job_id).stdout)
         self.assertEqual(as_json["series"], m["series"])
+
+    def test_the_cli_tells_apart_the_series_of_each_replica(self):
+        job_id = self.submit(replicas_job("tb-replicas", REPLICAS))
+        self.assertEqual(self.wait_state(job_id)["state"], "JOB_STATE_SUCCEEDED")
+        series = [s for s in self.metrics(job_id)["series"] if s["name"] == "loss"]
+        self.assertEqual(len(series), 3, series)
+        child = next(s["writer"] for s in series if "replica" not in s)
+        self.assertRegex(child, r"^\S+ pid \d+$")
+
+        # One line per series, each named by its replica, else its writer.
+        text = self.stoker("jobs", "metrics", job_id).stdout
+        self.assertRegex(text, r"NAME\s+SOURCE\s+WRITER\s+POINTS\s+LAST_STEP\s+LAST\s+MIN\s+MAX")
+        self.assertRegex(text, r"(?m)^loss\s+tensorboard\s+workerpool0-0\s+5\s+5\s+10\s+10\s+10\s*$")
+        self.assertRegex(text, r"(?m)^loss\s+tensorboard\s+workerpool1-0\s+5\s+5\s+20\s+20\s+20\s*$")
+        self.assertRegex(text, r"(?m)^loss\s+tensorboard\s+%s\s+5\s+5\s+21\s+21\s+21\s*$"
+                         % re.escape(child))
+        self.assertEqual(len(re.findall(r"(?m)^loss ", text)), 3, text)
+        # --format json is the API's answer, writer and replica fields included.
+        as_json = json.loads(self.stoker("--format", "json", "jobs", "metrics", job_id).stdout)
+        self.assertEqual([s for s in as_json["series"] if s["name"] == "loss"], series)
 
     def test_broken_event_files_are_skipped_with_a_reason_and_an_event(self):
         job_id = self.submit(trainer_job("bad", BAD))
