@@ -93,6 +93,9 @@ std::string Unempty(const std::string& v);
 // An optional gcloud value flag: the last one given wins, an empty one is "".
 void AddGcloudValueOption(CLI::App* c, const char* name, std::optional<std::string>& target,
                           const char* help);
+// A gcloud resource name's last segment: projects/P/locations/L/KIND/ID -> ID
+// (and P, L into `g`); anything else is taken as the ID.
+std::string IdFromName(Globals& g, const std::string& name, const std::string& kind);
 // gcloud's list flags (--filter, --sort-by, --limit, --page-size), on every list command.
 void AddListFlags(CLI::App* c, ListFlags& f);
 inline constexpr char kTimestampsHelp[] =

@@ -1,6 +1,6 @@
 // Flags shared by several command groups (commands.h, "Flag wiring"): the
-// global flags, gcloud's list flags, AI Platform's submit flags, and the
-// reading of gcloud's empty list values.
+// global flags, gcloud's list flags, AI Platform's submit flags, the reading
+// of gcloud's empty list values, and gcloud's full resource names as ids.
 #include <set>
 
 #include "cli/commands.h"
@@ -123,6 +123,24 @@ void AddLegacySubmitFlags(CLI::App* c, LegacySubmitFlags& f) {
       "--async", [](int64_t) {}, "Accepted (the default)");
   c->add_flag("--stream-logs", f.stream_logs,
               "Stream logs until the job ends; exit 1 unless it succeeded");
+}
+
+// A gcloud resource name's last segment: projects/P/locations/L/KIND/ID -> ID
+// (and P, L into `g`); anything else is taken as the ID.
+std::string IdFromName(Globals& g, const std::string& name, const std::string& kind) {
+  std::vector<std::string> parts;
+  size_t start = 0, slash;
+  while ((slash = name.find('/', start)) != std::string::npos) {
+    parts.push_back(name.substr(start, slash - start));
+    start = slash + 1;
+  }
+  parts.push_back(name.substr(start));
+  if (parts.size() == 6 && parts[0] == "projects" && parts[2] == "locations" && parts[4] == kind) {
+    g.project = parts[1];
+    g.region = parts[3];
+    return parts[5];
+  }
+  return name;
 }
 
 }  // namespace stoker::cli

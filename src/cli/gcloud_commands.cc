@@ -156,25 +156,6 @@ Result<json> ReadConfigFile(const std::string& path, const std::string& what) {
 
 namespace {
 
-// Splits projects/P/locations/L/customJobs/ID into `g` and the id.
-std::string ResolveName(Globals& g, const std::string& job) {
-  const std::string kPrefix = "projects/";
-  if (job.rfind(kPrefix, 0) != 0) return job;
-  std::vector<std::string> parts;
-  size_t start = 0, slash;
-  while ((slash = job.find('/', start)) != std::string::npos) {
-    parts.push_back(job.substr(start, slash - start));
-    start = slash + 1;
-  }
-  parts.push_back(job.substr(start));
-  if (parts.size() == 6 && parts[2] == "locations" && parts[4] == "customJobs") {
-    g.project = parts[1];
-    g.region = parts[3];
-    return parts[5];
-  }
-  return job;
-}
-
 std::string ResourceName(const Globals& g, const std::string& id) {
   return "projects/" + g.project + "/locations/" + g.region + "/customJobs/" + id;
 }
@@ -355,13 +336,13 @@ int AiCustomJobsCreate(const Globals& global, const GcloudCreateFlags& f) {
 
 int AiCustomJobsDescribe(const Globals& global, const std::string& job) {
   Globals g = global;
-  std::string id = ResolveName(g, job);
+  std::string id = IdFromName(g, job, "customJobs");
   return Describe(g, id);
 }
 
 int AiCustomJobsCancel(const Globals& global, const std::string& job) {
   Globals g = global;
-  std::string id = ResolveName(g, job);
+  std::string id = IdFromName(g, job, "customJobs");
   auto conn = Connect(g);
   if (!conn.ok()) return Report(conn.status());
   auto r = (*conn)->Call("POST", JobsPath(g) + "/" + http::UrlEncode(id) + ":cancel", "{}");
@@ -376,7 +357,7 @@ int AiCustomJobsCancel(const Globals& global, const std::string& job) {
 int AiCustomJobsStreamLogs(const Globals& global, const std::string& job,
                            const std::string& task_name, const LogOptions& options) {
   Globals g = global;
-  std::string id = ResolveName(g, job);
+  std::string id = IdFromName(g, job, "customJobs");
   return Logs(g, id, task_name, /*follow=*/true, options);
 }
 

@@ -248,28 +248,6 @@ int HptuningStreamLogs(const Globals& g, const std::string& id, const LogOptions
   return *state == "JOB_STATE_SUCCEEDED" ? 0 : 1;
 }
 
-namespace {
-
-// A gcloud resource name's last segment: projects/P/locations/L/KIND/ID -> ID
-// (and P, L into `g`); anything else is taken as the ID.
-std::string IdFromName(Globals& g, const std::string& name, const std::string& kind) {
-  std::vector<std::string> parts;
-  size_t start = 0, slash;
-  while ((slash = name.find('/', start)) != std::string::npos) {
-    parts.push_back(name.substr(start, slash - start));
-    start = slash + 1;
-  }
-  parts.push_back(name.substr(start));
-  if (parts.size() == 6 && parts[0] == "projects" && parts[2] == "locations" && parts[4] == kind) {
-    g.project = parts[1];
-    g.region = parts[3];
-    return parts[5];
-  }
-  return name;
-}
-
-}  // namespace
-
 void RegisterHptuningCommands(CLI::App& app, Globals& g, int& rc) {
   struct Values {
     HptuningFlags hf;
