@@ -209,7 +209,8 @@ int Logs(const Globals& g, const std::string& id, const std::string& replica, bo
 // points, last step and value, min, max), then what was skipped and why
 // (training_metrics_commands.cc; docs/training-metrics.md).
 int JobMetrics(const Globals& g, const std::string& id);
-// The "metrics:" line of `jobs describe`: each series' last value (the first 8).
+// The "metrics:" line of `jobs describe`: each series' last value (the first
+// 8), its replica or writer in brackets when it has one.
 // Prints nothing when the job has none or the daemon does not answer.
 void PrintTrainingMetricsSummary(Connection& conn, const Globals& g, const std::string& id);
 

@@ -110,9 +110,10 @@ void PrintTrainingMetricsSummary(Connection& conn, const Globals& g, const std::
       break;
     }
     const json& last = s["points"].back();
-    line += (line.empty() ? "" : ", ") + Printable(s.value("name", "")) + " " +
-            CellNumber(last.value("value", 0.0)) + " (step " +
-            std::to_string(last.value("step", int64_t{0})) + ")";
+    const std::string by = WrittenBy(s);
+    line += (line.empty() ? "" : ", ") + Printable(s.value("name", "")) +
+            (by.empty() ? "" : " [" + by + "]") + " " + CellNumber(last.value("value", 0.0)) +
+            " (step " + std::to_string(last.value("step", int64_t{0})) + ")";
   }
   if (!line.empty())
     std::cout << "  metrics:  " << line << "  (stoker jobs metrics " << id << ")\n";

@@ -196,6 +196,10 @@ class TrainingMetricsTest(StokerTestCase):
         self.assertRegex(text, r"(?m)^loss\s+tensorboard\s+%s\s+5\s+5\s+21\s+21\s+21\s*$"
                          % re.escape(child))
         self.assertEqual(len(re.findall(r"(?m)^loss ", text)), 3, text)
+        described = self.stoker("jobs", "describe", job_id).stdout
+        self.assertRegex(described, r"(?m)^  metrics:  .*loss \[workerpool0-0\] 10 \(step 5\)")
+        self.assertIn("loss [workerpool1-0] 20 (step 5)", described)
+        self.assertIn("loss [%s] 21 (step 5)" % child, described)
         # --format json is the API's answer, writer and replica fields included.
         as_json = json.loads(self.stoker("--format", "json", "jobs", "metrics", job_id).stdout)
         self.assertEqual([s for s in as_json["series"] if s["name"] == "loss"], series)
