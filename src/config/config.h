@@ -26,9 +26,9 @@
 //   aging_hours: 1              # a waiting job gains +1 priority per this many hours (0 = no
 //   aging) backfill: true              # smaller jobs may start ahead when they delay no one
 //   hang_timeout_seconds: 0     # a running replica silent this long is reported hung (0 = off)
-//   gpu_telemetry_seconds: 5    # NVML GPUs' use and energy sampled this often (0 = off)
-//   telemetry_seconds: 5        # each replica's CPU/memory/GPU use sampled this often (0 = off)
-//   nfs_mount_root: /mnt/nfs    # nfsMounts whose path exists here are linked at
+//   gpu_telemetry_seconds: 5    # this node's GPUs read for the gauges, idle hooks checked (0 =
+//   off) telemetry_seconds: 5        # each replica's CPU/memory/GPU use sampled this often (0 =
+//   off) nfs_mount_root: /mnt/nfs    # nfsMounts whose path exists here are linked at
 //   <root>/<mountPoint>
 //   tls_cert_file: /etc/stoker/cert.pem   # serve HTTPS with this certificate chain (PEM)
 //   tls_key_file: /etc/stoker/key.pem     # ... and this private key (both or neither)
@@ -159,7 +159,7 @@ struct Config {
   double aging_hours = 1;
   bool backfill = true;
   double hang_timeout_seconds = 0;
-  double gpu_telemetry_seconds = 5;  // NVML GPUs sampled this often for the ledger; 0 = never
+  double gpu_telemetry_seconds = 5;  // node GPU gauges and gpu_idle checks this often; 0 = never
   double telemetry_seconds = 5;      // stoker-run samples its replica this often; 0 = never
   std::string nfs_mount_root = "/mnt/nfs";  // where nfsMounts appear, as on Vertex
   std::string tls_cert_file;                // "" = plain HTTP

@@ -220,8 +220,9 @@ class ReplicaFiles {
                                      const std::string& line) const = 0;
 
   // The replica's resource samples: its telemetry.jsonl (src/telemetry),
-  // written by its supervisor; "" when there is none (yet) or it is over
-  // `max_bytes` (the sampler keeps it far below).
+  // written by its supervisor; "" when there is none (yet). Past
+  // `max_bytes`, the whole lines of its last `max_bytes` (TailWholeLines):
+  // the latest points.
   virtual std::string ReadTelemetry(int64_t job_id, int attempt, const std::string& replica,
                                     size_t max_bytes) const = 0;
 

@@ -2,6 +2,7 @@
 
 #include <csignal>
 
+#include "common/strings.h"
 #include "runner/launch.h"
 
 namespace stoker::exec {
@@ -92,6 +93,13 @@ std::string FakeExecutor::ReadLogTail(int64_t job_id, int attempt, const std::st
   const Replica* r = Find({job_id, attempt, replica});
   if (!r) return "";
   return r->log.size() <= max_bytes ? r->log : r->log.substr(r->log.size() - max_bytes);
+}
+
+std::string FakeExecutor::ReadTelemetry(int64_t job_id, int attempt, const std::string& replica,
+                                        size_t max_bytes) const {
+  std::lock_guard lock(mu_);
+  const Replica* r = Find({job_id, attempt, replica});
+  return r ? std::string(TailWholeLines(r->telemetry, max_bytes)) : "";
 }
 
 int64_t FakeExecutor::LastActivityUs(int64_t job_id, int attempt,
@@ -238,6 +246,11 @@ void FakeExecutor::SetMetrics(const Key& key, const std::string& text) {
   Replica& r = At(key);
   r.metrics = text;
   ++r.metrics_changes;
+}
+
+void FakeExecutor::SetTelemetry(const Key& key, const std::string& text) {
+  std::lock_guard lock(mu_);
+  At(key).telemetry = text;
 }
 
 std::vector<JobLaunch> FakeExecutor::launches() const {

@@ -80,8 +80,10 @@ class FakeExecutor : public Executor {
                                 size_t max_bytes, int64_t unchanged_stamp = -1) const override;
   Status AppendPushedMetrics(int64_t job_id, int attempt, const std::string& replica,
                              const std::string& line) const override;
-  // Fake replicas are not sampled: always "".
-  std::string ReadTelemetry(int64_t, int, const std::string&, size_t) const override { return ""; }
+  // What SetTelemetry gave the replica ("" until then), tailed as the
+  // real executors do.
+  std::string ReadTelemetry(int64_t job_id, int attempt, const std::string& replica,
+                            size_t max_bytes) const override;
   std::filesystem::path MetricFilePath(int64_t job_id, int attempt,
                                        const std::string& replica) const override;
   std::filesystem::path SupervisorLog(int64_t job_id, int attempt,
@@ -124,6 +126,8 @@ class FakeExecutor : public Executor {
   void AppendLog(const Key& key, const std::string& text);
   // Replaces what the trainer wrote to its metrics file.
   void SetMetrics(const Key& key, const std::string& text);
+  // The replica's telemetry.jsonl text (telemetry::FormatPoint lines).
+  void SetTelemetry(const Key& key, const std::string& text);
 
   // ---- what the code under test did ----
   std::vector<JobLaunch> launches() const;  // successful Launch calls, in order
@@ -143,6 +147,7 @@ class FakeExecutor : public Executor {
     int64_t last_activity_us = 0;
     std::string log;
     std::string metrics;
+    std::string telemetry;
     std::vector<std::string> pushed;
     int64_t metrics_changes = 0;
   };

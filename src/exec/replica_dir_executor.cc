@@ -1,10 +1,12 @@
 #include "exec/replica_dir_executor.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 
 #include "common/files.h"
+#include "common/strings.h"
 #include "exec/replica_files.h"
 #include "runner/log_rotation.h"
 #include "runner/replica_contract.h"
@@ -80,9 +82,22 @@ TrialMetrics ReplicaDirExecutor::ReadTrialMetrics(int64_t job_id, int attempt,
 
 std::string ReplicaDirExecutor::ReadTelemetry(int64_t job_id, int attempt,
                                               const std::string& replica, size_t max_bytes) const {
-  auto text =
-      ReadFileNoFollow(ReplicaDir(job_id, attempt, replica), telemetry::kTelemetryFile, max_bytes);
-  return text.ok() ? *text : "";
+  Result<int> fd =
+      OpenReadNoFollow(ReplicaDir(job_id, attempt, replica), telemetry::kTelemetryFile);
+  if (!fd.ok()) return "";
+  struct stat st {};
+  std::string text;
+  if (::fstat(*fd, &st) == 0 && st.st_size > 0) {
+    const auto size = static_cast<uint64_t>(st.st_size);
+    // The tail with the byte before it, so that TailWholeLines can tell
+    // whether its first line is whole.
+    const uint64_t from = size > max_bytes ? size - max_bytes - 1 : 0;
+    text.resize(size - from);
+    ssize_t n = ::pread(*fd, text.data(), text.size(), static_cast<off_t>(from));
+    text.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  }
+  ::close(*fd);
+  return std::string(TailWholeLines(text, max_bytes));
 }
 
 Status ReplicaDirExecutor::AppendPushedMetrics(int64_t job_id, int attempt,

@@ -47,6 +47,22 @@ TEST_F(ReplicaDirExecutorTest, ReadsTheLogStreamAndItsTail) {
   EXPECT_EQ(ex.SupervisorLog(7, 1, "workerpool0-0"), dir / "runner.log");
 }
 
+TEST_F(ReplicaDirExecutorTest, TelemetryPastItsLimitIsItsLastWholeLines) {
+  LocalExecutor ex(root_, "/bin/false");
+  fs::path dir = ex.ReplicaDir(7, 1, "workerpool0-0");
+  EXPECT_EQ(ex.ReadTelemetry(7, 1, "workerpool0-0", 100), "");  // none yet
+  fs::create_directories(dir);
+  std::ofstream(dir / "telemetry.jsonl") << "aaaa\nbbbb\ncccc\n";
+  EXPECT_EQ(ex.ReadTelemetry(7, 1, "workerpool0-0", 100), "aaaa\nbbbb\ncccc\n");
+  EXPECT_EQ(ex.ReadTelemetry(7, 1, "workerpool0-0", 12), "bbbb\ncccc\n");  // "a\n" cut: dropped
+  EXPECT_EQ(ex.ReadTelemetry(7, 1, "workerpool0-0", 10), "bbbb\ncccc\n");  // starts on a line
+  EXPECT_EQ(ex.ReadTelemetry(7, 1, "workerpool0-0", 3), "");               // no whole line
+  // A trainer's link in its place is not followed.
+  fs::remove(dir / "telemetry.jsonl");
+  fs::create_symlink("/etc/passwd", dir / "telemetry.jsonl");
+  EXPECT_EQ(ex.ReadTelemetry(7, 1, "workerpool0-0", 100), "");
+}
+
 TEST_F(ReplicaDirExecutorTest, ReadsTheTimesOfTheLinesOfAChunk) {
   LocalExecutor ex(root_, "/bin/false");
   fs::path dir = ex.ReplicaDir(7, 1, "workerpool0-0");

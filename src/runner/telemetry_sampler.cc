@@ -173,6 +173,14 @@ void TelemetrySampler::Loop() {
   for (const auto& [pid, st] : Tree()) last_tree_ticks_ += st.cpu_ticks;
   have_tree_ticks_ = true;
   if (cgroup_) last_cgroup_ns_ = cgroup_->CpuNanos().value_or(0);
+  // So are the GPUs' energy counters: a point's energy then covers the
+  // same time as the points' dt since the start (the ledger divides one by
+  // the other).
+  if (!gpu_indices_.empty()) {
+    for (const resources::GpuUsage& d : resources::QueryGpuSnapshot(gpu_indices_, 0).devices) {
+      if (d.energy_mj) first_energy_mj_.emplace_back(d.index, *d.energy_mj);
+    }
+  }
   double wait = std::min(1.0, spec_.interval_seconds);
   std::unique_lock<std::mutex> lock(mu_);
   while (!cv_.wait_for(lock, std::chrono::duration<double>(wait), [this] { return stop_; })) {

@@ -189,7 +189,6 @@ bool Attempts::Requeue(ActiveJob& a, const std::string& reason, store::Transitio
   a.placed.clear();
   a.placed_us = 0;
   a.hung_since_us.clear();
-  a.telemetry.clear();
   a.gpu_idle_since_us = 0;
   a.gpu_idle_told.clear();
   table_.schedule_dirty = true;

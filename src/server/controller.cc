@@ -83,6 +83,7 @@ Controller::Controller(ControllerDeps deps)
               .store = deps.store,
               .clock = deps.clock,
               .accountant = deps.accountant,
+              .files = deps.executor,
               .sample_gpus = std::move(deps.sample_gpus),
               .metrics = deps.metrics},
              table_),
@@ -277,7 +278,7 @@ void Controller::Tick() {
   // Ended attempts whose replicas are still stopping hold their resources until they are gone.
   attempts_.ReapDrained();
   for (int64_t study : usage_.EnforceBudgets()) studies_.CancelRequested(study);
-  usage_.SampleGpus();
+  usage_.WatchGpus();
   for (auto& [id, a] : table_.active) {
     if (a.rec.cancel_requested) attempts_.HandleCancel(a);
     if (!spec::IsTerminal(a.rec.state) && a.rec.state != JobState::kQueued) attempts_.Poll(a);

@@ -60,8 +60,9 @@ struct ControllerDeps {
   const admission::Admission* admission = nullptr;  // the trials the study driver starts
   const Clock* clock = &SystemClock();              // every time it reads or stamps
   cost::Accountant* accountant = nullptr;           // budgets to enforce; null = none
-  // Reads the node's GPUs (resources::QueryGpuUsage) for the ledger's
-  // telemetry; null = no telemetry (GPUs declared in the config, tests).
+  // Reads the node's GPUs (resources::QueryGpuUsage) for the daemon's
+  // gauges; null = none (GPUs declared in the config, tests). The ledger's
+  // GPU use comes from the replicas' telemetry (usage_meter.h).
   std::function<std::vector<resources::GpuUsage>()> sample_gpus;
   // Where the loop counts its passes, scheduling times, first starts and
   // GPU samples for GET /metrics (docs/metrics.md); null = nowhere.

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "exec/fake_executor.h"
+#include "telemetry/telemetry.h"
 
 namespace stoker::server {
 namespace {
@@ -53,8 +54,7 @@ class ControllerTest : public ::testing::Test {
   }
 
   // A controller as a restarted daemon makes it: Recover from the store.
-  // `sample_gpus` stands for NVML (GPU telemetry); null = none.
-  void StartController(std::function<std::vector<resources::GpuUsage>()> sample_gpus = {}) {
+  void StartController() {
     controller_ = std::make_unique<Controller>(ControllerDeps{.config = &config_,
                                                               .node = &node_,
                                                               .store = store_.get(),
@@ -62,8 +62,7 @@ class ControllerTest : public ::testing::Test {
                                                               .buckets = &buckets_,
                                                               .environments = &environments_,
                                                               .admission = &admission_,
-                                                              .clock = &clock_,
-                                                              .sample_gpus = sample_gpus});
+                                                              .clock = &clock_});
     ASSERT_TRUE(controller_->Recover().ok());
   }
 
@@ -381,30 +380,28 @@ TEST_F(ControllerTest, TheLedgerHasEachAttemptWithTheSupervisorsOwnTimes) {
   EXPECT_EQ(store_->JobUsage(id).value().size(), 2u);
 }
 
-TEST_F(ControllerTest, GpuTelemetryCountsEachReplicasShareOfBusyTimeAndEnergy) {
-  // NVML's word on GPU 0: 40% busy, drawing 100 W (the energy counter the test advances).
-  uint64_t energy_mj = 7'000'000;
-  config_.gpu_telemetry_seconds = 5;
-  StartController([&] {
-    resources::GpuUsage g;
-    g.index = 0;
-    g.utilization_percent = 40;
-    g.energy_mj = energy_mj;
-    return std::vector<resources::GpuUsage>{g};
-  });
-  int64_t id = Submit(Job({GpuPool("sleep 20", 0.5)}));  // the first sample: counters only
+TEST_F(ControllerTest, TheLedgerTakesEachReplicasShareOfItsGpusFromItsTelemetry) {
+  int64_t id = Submit(Job({GpuPool("sleep 20", 0.5)}));
   Key primary{id, 0, "workerpool0-0"};
   executor_.SetRunning(primary, kT0);
-  for (int i = 0; i < 4; ++i) {
-    energy_mj += 500'000;  // 100 W for 5 s
-    if (i == 3) executor_.Exit(primary, 0, kT0 + 20 * kSecond);
-    Turn(5 * kSecond);
+  // The replica's supervisor samples its GPU every 5 s: 40% busy (the
+  // device's use), 100 W; three points before the trainer exits at 20 s.
+  std::string telemetry;
+  for (int i = 1; i <= 3; ++i) {
+    telemetry::Point p;
+    p.t = static_cast<double>(kT0) / 1e6 + 5 * i;
+    p.dt = 5;
+    p.processes = 1;
+    p.gpus = {{.index = 0, .device_util_percent = 40, .energy_joules = 500.0 * i}};
+    telemetry += telemetry::FormatPoint(p) + "\n";
   }
+  executor_.SetTelemetry(primary, telemetry);
+  executor_.Exit(primary, 0, kT0 + 20 * kSecond);
+  Turn(5 * kSecond);
   ASSERT_EQ(Get(id).state, JobState::kSucceeded);
   std::vector<store::UsageRecord> rows = store_->JobUsage(id).value();
   ASSERT_EQ(rows.size(), 1u);
-  // Sampled from 10 s to 20 s: the sample at 5 s came before the loop saw the
-  // job running. Half the GPU: half its busy time and energy.
+  // Half the GPU: half its busy time and energy over the 15 s sampled.
   EXPECT_DOUBLE_EQ(rows[0].seconds(), 20);
   EXPECT_DOUBLE_EQ(rows[0].sampled_seconds, 15);
   EXPECT_DOUBLE_EQ(rows[0].busy_gpu_seconds, 0.5 * 0.4 * 15);

@@ -48,15 +48,7 @@ struct ActiveJob {
   int64_t checkpoint_us = 0;
   int64_t checkpoint_looked_us = 0;
 
-  // Usage: GPU telemetry of the current attempt, by replica, for its ledger rows.
-  struct Telemetry {
-    double sampled_s = 0;
-    double busy_gpu_s = 0;
-    double energy_j = 0;
-    bool energy_known = true;
-  };
-  std::map<std::string, Telemetry> telemetry;
-  // Since when every GPU of the job has been under 15% busy (0: not
+  // Usage: since when every GPU of the job has been under 15% busy (0: not
   // idle), and the job.gpu_idle hooks (by index) told of this stretch.
   int64_t gpu_idle_since_us = 0;
   std::set<size_t> gpu_idle_told;

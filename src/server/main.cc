@@ -405,19 +405,24 @@ void ReleaseDataDir(const fs::path& data, int pid_fd) {
   if (::ftruncate(pid_fd, 0) != 0) spdlog::warn("cannot empty {}", (data / "stokerd.pid").string());
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  // Block the stop signals before any thread starts (the image catalog's
-  // start early), then wait for one at the end: a thread made with them
-  // open would take a SIGTERM and end the daemon without its clean stop.
-  // One that comes during the start is taken once it is done. Every child
-  // sets its own mask before exec.
+// Blocks the stop signals before any thread starts (the image catalog's
+// start early); main waits for one at the end: a thread made with them open
+// would take a SIGTERM and end the daemon without its clean stop. One that
+// comes during the start is taken once it is done. Every child sets its own
+// mask before exec. Returns the set to wait on.
+sigset_t BlockStopSignals() {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  return stop_signals;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  sigset_t stop_signals = BlockStopSignals();
   CLI::App app{"stokerd: the Stoker training service daemon"};
   // launch.json and the replica directories are believed by stoker-run only
   // while no other account may write them: never looser than 022.
@@ -490,7 +495,7 @@ int main(int argc, char** argv) {
        .environments = environments.get(),
        .admission = &admission,
        .accountant = &accountant,
-       // GPUs found through NVML are sampled for the ledger;
+       // GPUs found through NVML are sampled for the node's gauges;
        // declared ones are not the physical GPUs of that index.
        .sample_gpus = config->inventory_declares_gpus
                           ? std::function<std::vector<resources::GpuUsage>()>()

@@ -8,6 +8,7 @@
 
 #include "common/time.h"
 #include "server/fair_share.h"
+#include "telemetry/telemetry.h"
 
 namespace stoker::server {
 
@@ -20,6 +21,7 @@ UsageMeter::UsageMeter(UsageMeterDeps deps, JobTable& table)
       store_(*deps.store),
       clock_(*deps.clock),
       accountant_(deps.accountant),
+      files_(deps.files),
       sample_gpus_(std::move(deps.sample_gpus)),
       metrics_(deps.metrics),
       table_(table) {}
@@ -64,20 +66,57 @@ void UsageMeter::Rebuild(int64_t now_us) {
   usage_us_ = now_us;
 }
 
+namespace {
+
+// Telemetry read for the ledger: the whole file (the sampler keeps it under
+// telemetry::kMaxPoints lines, far below this).
+constexpr size_t kMaxTelemetryBytes = 8 << 20;
+// Read for the job.gpu_idle check: the latest few points.
+constexpr size_t kTelemetryTailBytes = 8 << 10;
+
+}  // namespace
+
+std::function<double(int)> UsageMeter::SharesOf(const ActiveJob& a, size_t replica) {
+  std::vector<scheduler::GpuShare> shares;
+  if (replica < a.placed.size()) shares = a.placed[replica].gpus;
+  return [shares = std::move(shares)](int gpu) {
+    for (const scheduler::GpuShare& s : shares) {
+      if (s.gpu == gpu) return s.fraction;
+    }
+    return 1.0;  // a GPU the executor gave (Slurm's are the task's own)
+  };
+}
+
+bool UsageMeter::MayUseGpus(const ActiveJob& a, size_t replica) {
+  if (replica < a.placed.size()) return !a.placed[replica].gpus.empty();
+  // Placed by the executor (Slurm): the job asks for accelerators somewhere.
+  for (const spec::WorkerPoolSpec& pool : a.job.job_spec.worker_pool_specs) {
+    if (pool.machine_spec.accelerator_count > 0) return true;
+  }
+  return false;
+}
+
 void UsageMeter::RecordAttempt(ActiveJob& a, const std::vector<exec::ReplicaStatus>& st,
                                const std::string& end) {
   std::map<std::string, cost::ReplicaTimes> times;
   for (const exec::ReplicaStatus& r : st) times[r.name] = {r.start_us, r.end_us};
   std::vector<store::UsageRecord> rows = cost::AttemptUsage(a.rec, times, end, clock_.NowMicros());
   for (store::UsageRecord& u : rows) {
-    auto t = a.telemetry.find(u.replica);
-    if (t == a.telemetry.end()) continue;
-    // Sampling periods may run past the trainer's exit (the loop sees it a
-    // little later): scale to the run, keeping the busy and energy rates.
-    const double scale = t->second.sampled_s > u.seconds() ? u.seconds() / t->second.sampled_s : 1;
-    u.sampled_seconds = t->second.sampled_s * scale;
-    u.busy_gpu_seconds = t->second.busy_gpu_s * scale;
-    if (t->second.energy_known) u.energy_joules = t->second.energy_j * scale;
+    auto it = std::find(a.replicas.begin(), a.replicas.end(), u.replica);
+    if (it == a.replicas.end() || files_ == nullptr) continue;
+    const auto i = static_cast<size_t>(it - a.replicas.begin());
+    if (!MayUseGpus(a, i)) continue;
+    telemetry::GpuUse use =
+        telemetry::UseOfGpus(telemetry::ParsePoints(files_->ReadTelemetry(
+                                 a.rec.id, a.rec.attempt, u.replica, kMaxTelemetryBytes)),
+                             SharesOf(a, i));
+    if (use.sampled_s <= 0) continue;
+    // The sampler's last period may run past the trainer's exit: scale to
+    // the run, keeping the busy and energy rates.
+    const double scale = use.sampled_s > u.seconds() ? u.seconds() / use.sampled_s : 1;
+    u.sampled_seconds = use.sampled_s * scale;
+    u.busy_gpu_seconds = use.busy_gpu_s * scale;
+    if (use.energy_j) u.energy_joules = *use.energy_j * scale;
   }
   Status s = store_.RecordUsage(rows);
   if (!s.ok()) spdlog::error("job {}: cannot record usage: {}", a.rec.id, s.ToString());
@@ -100,59 +139,36 @@ void UsageMeter::RecordDrained(int64_t job_id, DrainingAttempt& d,
   if (!s.ok()) spdlog::warn("job {}: usage: {}", job_id, s.ToString());
 }
 
-void UsageMeter::SampleGpus() {
-  if (!sample_gpus_ || config_.gpu_telemetry_seconds <= 0) return;
+void UsageMeter::WatchGpus() {
+  if (config_.gpu_telemetry_seconds <= 0) return;
   const int64_t now = clock_.NowMicros();
   const auto interval_us = static_cast<int64_t>(config_.gpu_telemetry_seconds * 1e6);
-  if (gpu_sample_us_ != 0 && now - gpu_sample_us_ < interval_us) return;
-  const int64_t previous = gpu_sample_us_;
-  gpu_sample_us_ = now;
-  std::map<int, resources::GpuUsage> gpus;
-  std::vector<resources::GpuUsage> sampled = sample_gpus_();
-  if (metrics_) metrics_->SetGpuSample(sampled);
-  for (resources::GpuUsage& g : sampled) gpus[g.index] = g;
-  // Joules each GPU used since the last sample (absent: no counter, or no last sample).
-  std::map<int, double> energy_j;
-  for (const auto& [index, g] : gpus) {
-    auto last = gpu_energy_mj_.find(index);
-    if (g.energy_mj && last != gpu_energy_mj_.end() && *g.energy_mj >= last->second) {
-      energy_j[index] = (*g.energy_mj - last->second) / 1000.0;
-    }
-    if (g.energy_mj) {
-      gpu_energy_mj_[index] = *g.energy_mj;
-    } else {
-      gpu_energy_mj_.erase(index);
-    }
-  }
-  if (previous == 0) return;  // the first sample only sets the counters
+  if (gpu_check_us_ != 0 && now - gpu_check_us_ < interval_us) return;
+  const int64_t previous = gpu_check_us_;
+  gpu_check_us_ = now;
+  if (sample_gpus_ && metrics_) metrics_->SetGpuSample(sample_gpus_());
+  if (files_ == nullptr) return;
   for (auto& [id, a] : table_.active) {
     if (a.rec.state != JobState::kRunning || a.rec.start_time_us == 0) continue;
-    // The attempt ran for only part of the period when it started within it.
-    const double dt = (now - std::max(previous, a.rec.start_time_us)) / 1e6;
-    if (dt <= 0) continue;
-    double job_busy = 0, job_fraction = 0;  // the job's GPUs' use, weighted by its shares
-    for (size_t i = 0; i < a.placed.size() && i < a.replicas.size(); ++i) {
-      if (a.placed[i].gpus.empty()) continue;
-      ActiveJob::Telemetry& t = a.telemetry[a.replicas[i]];
-      bool seen = false;
-      for (const scheduler::GpuShare& share : a.placed[i].gpus) {
-        auto g = gpus.find(share.gpu);
-        if (g == gpus.end()) continue;
-        seen = true;
-        job_busy += share.fraction * g->second.utilization_percent;
-        job_fraction += share.fraction;
-        t.busy_gpu_s += share.fraction * g->second.utilization_percent / 100 * dt;
-        auto e = energy_j.find(share.gpu);
-        if (e != energy_j.end()) {
-          t.energy_j += share.fraction * e->second * dt / ((now - previous) / 1e6);
-        } else {
-          t.energy_known = false;
-        }
+    const int64_t since = std::max(previous, a.rec.start_time_us);
+    // The job's GPUs' use, weighted by its shares, from each replica's
+    // latest point taken since the last check.
+    double busy = 0, shares = 0;
+    for (size_t i = 0; i < a.replicas.size(); ++i) {
+      if (!MayUseGpus(a, i)) continue;
+      std::vector<telemetry::Point> points = telemetry::ParsePoints(
+          files_->ReadTelemetry(a.rec.id, a.rec.attempt, a.replicas[i], kTelemetryTailBytes));
+      if (points.empty() || points.back().t * 1e6 < static_cast<double>(since)) continue;
+      const std::function<double(int)> share_of = SharesOf(a, i);
+      for (const telemetry::GpuPoint& g : points.back().gpus) {
+        busy += telemetry::ReplicaGpuPercent(g, share_of(g.index));
+        shares += share_of(g.index);
       }
-      if (seen) t.sampled_s += dt;
     }
-    if (job_fraction > 0) {
-      CheckGpuIdle(a, job_busy / job_fraction, std::max(previous, a.rec.start_time_us), now);
+    if (shares > 0) {
+      CheckGpuIdle(a, busy / shares, since, now);
+    } else {
+      a.gpu_idle_since_us = 0;  // no fresh sample: a gap is not idle time
     }
   }
 }

@@ -1,7 +1,8 @@
 // The usage meter over a real store and a FakeClock, with the job table
-// filled as the controller fills it: GPU telemetry into the ledger, the
-// job.gpu_idle warning and webhook, budgets that warn and that stop jobs,
-// and fair share's GPU time.
+// filled as the controller fills it and the replicas' telemetry files given
+// by a FakeExecutor: GPU telemetry into the ledger, the job.gpu_idle
+// warning and webhook, budgets that warn and that stop jobs, and fair
+// share's GPU time.
 #include "server/usage_meter.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,8 @@
 #include <filesystem>
 
 #include "common/time.h"
+#include "exec/fake_executor.h"
+#include "telemetry/telemetry.h"
 
 namespace stoker::server {
 namespace {
@@ -44,7 +47,7 @@ class UsageMeterTest : public ::testing::Test {
                                                          .store = store_.get(),
                                                          .clock = &clock_,
                                                          .accountant = accountant,
-                                                         .sample_gpus = [this] { return gpus_; }},
+                                                         .files = &files_},
                                           table_);
   }
 
@@ -92,15 +95,22 @@ class UsageMeterTest : public ::testing::Test {
     return table_.active[rec.id] = std::move(a);
   }
 
-  // One GPU sample every gpu_telemetry_seconds for `seconds`, with GPU 0
-  // `busy` percent busy and drawing `watts`.
-  void Sample(double busy, double watts, int seconds) {
+  // For `seconds`, every 10 s (gpu_telemetry_seconds): the replica's
+  // supervisor appends a telemetry point of its GPU `gpu` `busy` percent
+  // busy (the device's use; NVML gave no per-process sample) and drawing
+  // `watts`, and the loop runs WatchGpus.
+  void Sample(const ActiveJob& a, int gpu, double busy, double watts, int seconds) {
     for (int t = 0; t < seconds; t += 10) {
       clock_.Advance(10 * kSecond);
-      energy_mj_ += static_cast<uint64_t>(watts * 10 * 1000);
-      gpus_ = {{.index = 0, .utilization_percent = busy, .energy_mj = energy_mj_},
-               {.index = 1, .utilization_percent = 0}};
-      meter_->SampleGpus();
+      energy_j_ += watts * 10;
+      telemetry::Point p;
+      p.t = static_cast<double>(clock_.NowMicros()) / 1e6;
+      p.dt = 10;
+      p.processes = 1;
+      p.gpus = {{.index = gpu, .device_util_percent = busy, .energy_joules = energy_j_}};
+      telemetry_ += telemetry::FormatPoint(p) + "\n";
+      files_.SetTelemetry({a.rec.id, a.rec.attempt, "workerpool0-0"}, telemetry_);
+      meter_->WatchGpus();
     }
   }
 
@@ -122,22 +132,24 @@ class UsageMeterTest : public ::testing::Test {
   config::Config config_;
   resources::Node node_;
   JobTable table_;
-  std::vector<resources::GpuUsage> gpus_;
-  uint64_t energy_mj_ = 1'000'000;
+  exec::FakeExecutor files_{fs::temp_directory_path()};
+  std::string telemetry_;  // the running replica's telemetry.jsonl
+  double energy_j_ = 0;    // its GPU's energy since its sampler started
   std::unique_ptr<UsageMeter> meter_;
 };
 
 TEST_F(UsageMeterTest, TheLedgerGetsEachReplicasShareOfItsGpusBusyTimeAndEnergy) {
   MakeMeter();
-  ActiveJob& a = RunningJob("ada", 0, 0.5);
-  Sample(/*busy=*/80, /*watts=*/200, /*seconds=*/60);  // the first sample sets the counters
+  ActiveJob& a = RunningJob("ada", 1, 0.5);
+  Sample(a, /*gpu=*/1, /*busy=*/80, /*watts=*/200, /*seconds=*/50);
+  clock_.Advance(3 * kSecond);  // the trainer's exit, before the next point
   meter_->RecordAttempt(
       a, {{.name = "workerpool0-0", .start_us = a.rec.start_time_us, .end_us = clock_.NowMicros()}},
       "succeeded");
   std::vector<store::UsageRecord> rows = store_->JobUsage(a.rec.id).value();
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_DOUBLE_EQ(rows[0].sampled_seconds, 50);
-  // Half of a GPU 80% busy for 50 s; half of 200 W for 50 s.
+  // Half of GPU 1, 80% busy for 50 s; half of its 200 W for 50 s.
   EXPECT_NEAR(rows[0].busy_gpu_seconds, 0.5 * 0.8 * 50, 1e-6);
   ASSERT_TRUE(rows[0].energy_joules.has_value());
   EXPECT_NEAR(*rows[0].energy_joules, 0.5 * 200 * 50, 1e-6);
@@ -147,9 +159,9 @@ TEST_F(UsageMeterTest, TheLedgerGetsEachReplicasShareOfItsGpusBusyTimeAndEnergy)
 TEST_F(UsageMeterTest, IdleGpusWarnOnceAfterTheHooksMinutesAndAgainAfterABusySpell) {
   MakeMeter();
   ActiveJob& a = RunningJob("ada", 0);
-  Sample(/*busy=*/5, 100, 4 * 60);
+  Sample(a, 0, /*busy=*/5, 100, 4 * 60);
   EXPECT_EQ(CountEvents(a.rec.id, "under 15% busy"), 0);  // 4 of the hook's 5 minutes
-  Sample(5, 100, 2 * 60);
+  Sample(a, 0, 5, 100, 2 * 60);
   EXPECT_EQ(CountEvents(a.rec.id, "under 15% busy"), 1);
   std::vector<store::OutboxMessage> sent = store_->OutboxHeads().value();
   ASSERT_EQ(sent.size(), 1u);
@@ -157,11 +169,46 @@ TEST_F(UsageMeterTest, IdleGpusWarnOnceAfterTheHooksMinutesAndAgainAfterABusySpe
   json body = json::parse(sent[0].body);
   EXPECT_EQ(body["job"]["id"], std::to_string(a.rec.id));
   EXPECT_NEAR(body["gpuBusyPercent"].get<double>(), 5, 1e-9);
-  Sample(5, 100, 10 * 60);  // the same idle stretch: told once
+  Sample(a, 0, 5, 100, 10 * 60);  // the same idle stretch: told once
   EXPECT_EQ(CountEvents(a.rec.id, "under 15% busy"), 1);
-  Sample(90, 100, 60);  // busy again, then idle again: a new stretch
-  Sample(5, 100, 6 * 60);
+  Sample(a, 0, 90, 100, 60);  // busy again, then idle again: a new stretch
+  Sample(a, 0, 5, 100, 6 * 60);
   EXPECT_EQ(CountEvents(a.rec.id, "under 15% busy"), 2);
+}
+
+TEST_F(UsageMeterTest, ASharedGpuIsJudgedByTheReplicasOwnProcessesAndStalePointsNotAtAll) {
+  config_.webhooks[0].gpu_idle_minutes = 1;
+  MakeMeter();
+  ActiveJob& a = RunningJob("ada", 0, 0.5);
+  // The neighbour keeps the GPU 90% busy; the replica's own processes ran
+  // kernels 2% of the time (NVML's per-process samples).
+  telemetry::Point p;
+  p.t = static_cast<double>(clock_.NowMicros()) / 1e6 + 10;
+  p.dt = 10;
+  p.processes = 1;
+  p.gpus = {{.index = 0, .util_percent = 2, .device_util_percent = 90}};
+  files_.SetTelemetry({a.rec.id, a.rec.attempt, "workerpool0-0"}, telemetry::FormatPoint(p) + "\n");
+  // Its sampler then stops writing (say it hangs): that old point is not
+  // the GPUs' state minutes later, and the gap is not idle time.
+  for (int i = 0; i < 30; ++i) {
+    clock_.Advance(10 * kSecond);
+    meter_->WatchGpus();
+  }
+  EXPECT_EQ(CountEvents(a.rec.id, "under 15% busy"), 0);
+  // Fresh points saying the same: idle by its own use, told once a
+  // minute later.
+  for (int i = 0; i < 8; ++i) {
+    if (i == 5) EXPECT_EQ(CountEvents(a.rec.id, "under 15% busy"), 0);  // 50 s
+    clock_.Advance(10 * kSecond);
+    p.t = static_cast<double>(clock_.NowMicros()) / 1e6;
+    files_.SetTelemetry({a.rec.id, a.rec.attempt, "workerpool0-0"},
+                        telemetry::FormatPoint(p) + "\n");
+    meter_->WatchGpus();
+  }
+  EXPECT_EQ(CountEvents(a.rec.id, "under 15% busy"), 1);
+  json body = json::parse(store_->OutboxHeads().value().at(0).body);
+  EXPECT_NEAR(body["gpuBusyPercent"].get<double>(), 2 / 0.5,
+              1e-9);  // 2% of the whole GPU, of its half
 }
 
 TEST_F(UsageMeterTest, ABudgetPastItsThresholdWarnsItsScopesRunningJobsOnce) {

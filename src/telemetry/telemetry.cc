@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 namespace stoker::telemetry {
 namespace {
@@ -159,6 +160,35 @@ void Compact(std::vector<Point>& points) {
   points = std::move(out);
 }
 
+double ReplicaGpuPercent(const GpuPoint& g, double share) {
+  return g.util_percent ? *g.util_percent : g.device_util_percent * share;
+}
+
+GpuUse UseOfGpus(const std::vector<Point>& points, const std::function<double(int)>& share_of) {
+  GpuUse use;
+  std::map<int, std::optional<double>> energy;  // each GPU's last counter (nullopt: none)
+  for (const Point& p : points) {
+    if (p.gpus.empty()) continue;
+    use.sampled_s += p.dt;
+    for (const GpuPoint& g : p.gpus) {
+      use.busy_gpu_s += ReplicaGpuPercent(g, share_of(g.index)) / 100 * p.dt;
+      if (g.energy_joules) {
+        energy[g.index] = g.energy_joules;
+      } else {
+        energy.try_emplace(g.index);
+      }
+    }
+  }
+  if (energy.empty()) return use;
+  double joules = 0;
+  for (const auto& [index, j] : energy) {
+    if (!j) return use;
+    joules += *j * share_of(index);
+  }
+  use.energy_j = joules;
+  return use;
+}
+
 std::optional<Summary> Summarize(const std::vector<Point>& points) {
   if (points.empty()) return std::nullopt;
   Summary s;
@@ -195,7 +225,7 @@ std::optional<Summary> Summarize(const std::vector<Point>& points) {
         if (g.index != gs.index) continue;
         seen += p.dt;
         // The replica's own use where NVML sampled it, else the device's.
-        double u = g.util_percent.value_or(g.device_util_percent);
+        double u = ReplicaGpuPercent(g, 1);
         util += u * p.dt;
         util_w += p.dt;
         if (u < kIdleGpuPercent) idle += p.dt;

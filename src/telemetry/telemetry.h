@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -99,6 +100,26 @@ struct Summary {
 };
 // Nullopt for no points.
 std::optional<Summary> Summarize(const std::vector<Point>& points);
+
+// The replica's use of one GPU in a point, in percent of the whole GPU:
+// its own processes' SM use where NVML sampled them, else the device's use
+// times the replica's `share` of the GPU (1 for a whole GPU). The one
+// answer to "how busy was this replica's GPU": the summary, the usage
+// ledger and the job.gpu_idle hooks all use it. Pure.
+double ReplicaGpuPercent(const GpuPoint& g, double share);
+
+// What a replica's GPUs did over its points, as the usage ledger records it.
+struct GpuUse {
+  double sampled_s = 0;   // seconds covered by points that carry a GPU
+  double busy_gpu_s = 0;  // sum over points and GPUs of ReplicaGpuPercent / 100 * dt
+  // The replica's share of its GPUs' energy over the sampled time: each
+  // GPU's counter since the sampler started (the last value the points
+  // have) times the share; nullopt when a GPU never had an energy counter.
+  std::optional<double> energy_j;
+};
+// `share_of`: the replica's fraction of the GPU with that NVML index; a GPU
+// it does not name counts whole (a Slurm task's GPUs are its own). Pure.
+GpuUse UseOfGpus(const std::vector<Point>& points, const std::function<double(int)>& share_of);
 
 // The REST shapes (docs/telemetry.md): {"t", "dt", "cpuPercent", ...}.
 nlohmann::json PointJson(const Point& p);

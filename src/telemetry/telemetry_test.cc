@@ -132,5 +132,46 @@ TEST(TelemetryTest, DeviceUseStandsInWhenNvmlGaveNoProcessSample) {
   EXPECT_DOUBLE_EQ(*Summarize({p})->gpus[0].util_percent, 80);
 }
 
+// Two GPUs over three 5 s points: GPU 1 with the replica's own SM samples,
+// GPU 2 (half of it the replica's) with the device's use only.
+std::vector<Point> TwoGpuRun() {
+  std::vector<Point> run;
+  for (int i = 1; i <= 3; ++i) {
+    Point p = At(5.0 * i, 0, 0, 40.0);  // GPU 1: the replica's processes 40% busy
+    p.gpus[0].energy_joules = 1000.0 * i;
+    GpuPoint two;
+    two.index = 2;
+    two.device_util_percent = 60;
+    two.energy_joules = 500.0 * i;
+    p.gpus.push_back(two);
+    run.push_back(p);
+  }
+  return run;
+}
+
+TEST(TelemetryTest, TheLedgerCountsOwnSamplesWholeAndDeviceUseByShare) {
+  GpuUse use = UseOfGpus(TwoGpuRun(), [](int index) { return index == 2 ? 0.5 : 1.0; });
+  EXPECT_DOUBLE_EQ(use.sampled_s, 15);
+  // GPU 1: 40% of 15 s; GPU 2: half of 60% of 15 s.
+  EXPECT_DOUBLE_EQ(use.busy_gpu_s, 0.4 * 15 + 0.5 * 0.6 * 15);
+  ASSERT_TRUE(use.energy_j.has_value());
+  EXPECT_DOUBLE_EQ(*use.energy_j, 3000 + 0.5 * 1500);  // each counter's last value
+}
+
+TEST(TelemetryTest, EnergyIsUnknownWhenAGpuNeverHadACounterAndCpuPointsAreNotSampledTime) {
+  std::vector<Point> run = TwoGpuRun();
+  for (Point& p : run) p.gpus[1].energy_joules.reset();
+  run.push_back(At(20, 100, 10));  // a point without GPUs (NVML failed)
+  GpuUse use = UseOfGpus(run, [](int) { return 1.0; });
+  EXPECT_DOUBLE_EQ(use.sampled_s, 15);
+  EXPECT_FALSE(use.energy_j.has_value());
+  // A counter missing from the last point only (it went backwards): the
+  // last value it had still counts.
+  run = TwoGpuRun();
+  run.back().gpus[0].energy_joules.reset();
+  EXPECT_DOUBLE_EQ(*UseOfGpus(run, [](int) { return 1.0; }).energy_j, 2000 + 1500);
+  EXPECT_DOUBLE_EQ(UseOfGpus({}, [](int) { return 1.0; }).sampled_s, 0);
+}
+
 }  // namespace
 }  // namespace stoker::telemetry

@@ -443,11 +443,12 @@ FAKE_NVML = os.path.join(os.path.dirname(os.path.abspath(__import__("harness").S
 
 class GpuTelemetryTest(StokerTestCase):
     """GPUs found through NVML (here the fake NVML the unit tests use: an H100
-    37% busy at 300 W, and an idle T4) are sampled while jobs run: the ledger
-    gets busy GPU time and energy, and own hardware pays for measured energy."""
+    37% busy at 300 W, and an idle T4) are sampled by each replica's
+    supervisor while jobs run: the ledger gets busy GPU time and energy from
+    that telemetry, and own hardware pays for measured energy."""
     config = StokerTestCase.config + """
 inventory: {cpus: 32, memory_gb: 256}
-gpu_telemetry_seconds: 0.5
+telemetry_seconds: 0.5
 cost:
   own_hardware:
     usd_per_kwh: 0.20

@@ -127,8 +127,8 @@ webhooks:
 
 
 class GpuIdleAndBestTrialHookTest(StokerTestCase):
-    """job.gpu_idle (the fake NVML's T4 is idle, its H100 37% busy) and
-    study.best_trial."""
+    """job.gpu_idle (the fake NVML's T4 is idle, its H100 37% busy, as each
+    replica's supervisor samples them) and study.best_trial."""
 
     def setUp(self):
         if not os.path.exists(FAKE_NVML):
@@ -137,6 +137,7 @@ class GpuIdleAndBestTrialHookTest(StokerTestCase):
         self.config = StokerTestCase.config + """
 inventory: {cpus: 32, memory_gb: 256}
 gpu_telemetry_seconds: 0.5
+telemetry_seconds: 0.5
 webhooks:
   - url: %s
     secret: %s
