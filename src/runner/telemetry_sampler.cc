@@ -212,6 +212,10 @@ telemetry::Point TelemetrySampler::Sample() {
     rss_pages += st.rss_pages;
   }
   p.processes = static_cast<int>(pids.size());
+  for (uint32_t pid : pids) {
+    if (p.new_pids.size() >= telemetry::kMaxNewPids) break;
+    if (seen_pids_.insert(pid).second) p.new_pids.push_back(pid);
+  }
   // A process that died since the last sample takes its ticks along
   // (unless its parent in the tree reaped it): never a negative use.
   if (have_tree_ticks_ && ticks > last_tree_ticks_ && p.dt > 0 && kTicks > 0) {

@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -113,6 +114,7 @@ class TelemetrySampler {
   bool have_tree_ticks_ = false;
   uint64_t last_machine_busy_ = 0, last_machine_total_ = 0;
   std::vector<std::pair<int, uint64_t>> first_energy_mj_;  // per GPU index
+  std::set<uint32_t> seen_pids_;  // the processes some point has named (new_pids)
 };
 
 }  // namespace stoker::runner

@@ -88,6 +88,9 @@ TEST(TelemetrySamplerTest, SamplesABusyChildIntoTheFile) {
   EXPECT_EQ(last.cpus, 2);
   EXPECT_GT(last.sampler_cpu_seconds, 0);
   EXPECT_TRUE(last.gpus.empty());
+  // The child is named once, in the first point, as a process of the replica.
+  EXPECT_EQ(points.front().new_pids, std::vector<int64_t>{child});
+  EXPECT_EQ(telemetry::ProcessesSeen(points), std::vector<int64_t>{child});
   fs::remove_all(dir);
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 
 namespace stoker::telemetry {
 namespace {
@@ -62,19 +63,21 @@ json PointJson(const Point& p) {
     if (g.energy_joules) j["energyJoules"] = *g.energy_joules;
     gpus.push_back(std::move(j));
   }
-  return {{"t", p.t},
-          {"dt", p.dt},
-          {"cpuPercent", p.cpu_percent},
-          {"rssBytes", p.rss_bytes},
-          {"rssMaxBytes", p.rss_max_bytes},
-          {"processes", p.processes},
-          {"cpus", p.cpus},
-          {"memoryBookedBytes", p.memory_booked_bytes},
-          {"machineCpuPercent", p.machine_cpu_percent},
-          {"machineMemoryUsedBytes", p.machine_memory_used_bytes},
-          {"machineMemoryTotalBytes", p.machine_memory_total_bytes},
-          {"samplerCpuSeconds", p.sampler_cpu_seconds},
-          {"gpus", std::move(gpus)}};
+  json out = {{"t", p.t},
+              {"dt", p.dt},
+              {"cpuPercent", p.cpu_percent},
+              {"rssBytes", p.rss_bytes},
+              {"rssMaxBytes", p.rss_max_bytes},
+              {"processes", p.processes},
+              {"cpus", p.cpus},
+              {"memoryBookedBytes", p.memory_booked_bytes},
+              {"machineCpuPercent", p.machine_cpu_percent},
+              {"machineMemoryUsedBytes", p.machine_memory_used_bytes},
+              {"machineMemoryTotalBytes", p.machine_memory_total_bytes},
+              {"samplerCpuSeconds", p.sampler_cpu_seconds},
+              {"gpus", std::move(gpus)}};
+  if (!p.new_pids.empty()) out["newPids"] = p.new_pids;
+  return out;
 }
 
 std::string FormatPoint(const Point& p) { return PointJson(p).dump(); }
@@ -110,7 +113,24 @@ std::optional<Point> ParsePoint(std::string_view line) {
       p.gpus.push_back(gp);
     }
   }
+  if (auto n = j.find("newPids"); n != j.end() && n->is_array()) {
+    for (const json& e : *n) {
+      if (p.new_pids.size() >= kMaxNewPids) break;
+      if (e.is_number_integer() && e.get<int64_t>() > 0) p.new_pids.push_back(e.get<int64_t>());
+    }
+  }
   return p;
+}
+
+std::vector<int64_t> ProcessesSeen(const std::vector<Point>& points) {
+  std::vector<int64_t> out;
+  std::set<int64_t> seen;
+  for (const Point& p : points) {
+    for (int64_t pid : p.new_pids) {
+      if (seen.insert(pid).second) out.push_back(pid);
+    }
+  }
+  return out;
 }
 
 std::vector<Point> ParsePoints(std::string_view text) {
@@ -133,6 +153,13 @@ Point Merge(const Point& a, const Point& b) {
   m.rss_bytes = MeanBytes(a.rss_bytes, wa, b.rss_bytes, wb);
   m.rss_max_bytes = std::max(a.rss_max_bytes, b.rss_max_bytes);
   m.processes = std::max(a.processes, b.processes);
+  // The earliest first, up to the bound.
+  m.new_pids.assign(a.new_pids.begin(), a.new_pids.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                                                 a.new_pids.size(), kMaxNewPids)));
+  for (int64_t pid : b.new_pids) {
+    if (m.new_pids.size() >= kMaxNewPids) break;
+    m.new_pids.push_back(pid);
+  }
   m.machine_cpu_percent = Mean(a.machine_cpu_percent, wa, b.machine_cpu_percent, wb);
   m.machine_memory_used_bytes =
       MeanBytes(a.machine_memory_used_bytes, wa, b.machine_memory_used_bytes, wb);

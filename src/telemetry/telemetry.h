@@ -59,7 +59,13 @@ struct Point {
   // CPU seconds the sampler itself used so far (cumulative): its overhead.
   double sampler_cpu_seconds = 0;
   std::vector<GpuPoint> gpus;
+  // The replica's processes first seen in this sample (at most
+  // kMaxNewPids; merged points keep the earliest): what tells that a file
+  // a process wrote (a TensorBoard event file names its writer's pid) came
+  // from this replica, also for a process the trainer started.
+  std::vector<int64_t> new_pids;
 };
+inline constexpr size_t kMaxNewPids = 64;
 
 // One JSON line (no newline) / back. ParsePoint is nullopt for a line that
 // is not a point (a torn last line, or anything else).
@@ -67,6 +73,9 @@ std::string FormatPoint(const Point& p);
 std::optional<Point> ParsePoint(std::string_view line);
 // Every point of a file's text, in order; lines that do not parse are skipped.
 std::vector<Point> ParsePoints(std::string_view text);
+
+// Every process the points saw (their new_pids), in order, each once.
+std::vector<int64_t> ProcessesSeen(const std::vector<Point>& points);
 
 // One point covering both `older` and `newer` (adjacent): time-weighted
 // averages, the larger maximum, the newer cumulative counters.

@@ -173,5 +173,23 @@ TEST(TelemetryTest, EnergyIsUnknownWhenAGpuNeverHadACounterAndCpuPointsAreNotSam
   EXPECT_DOUBLE_EQ(UseOfGpus({}, [](int) { return 1.0; }).sampled_s, 0);
 }
 
+TEST(TelemetryTest, TheProcessesSeenSurviveTheFormatAndMergesKeepTheEarliest) {
+  Point a = At(5, 0, 0);
+  a.new_pids = {101, 102};
+  Point b = At(10, 0, 0);
+  b.new_pids = {103};
+  EXPECT_EQ(ParsePoint(FormatPoint(a))->new_pids, (std::vector<int64_t>{101, 102}));
+  EXPECT_EQ(ParsePoint(FormatPoint(At(5, 0, 0)))->new_pids, std::vector<int64_t>{});
+  EXPECT_EQ(ProcessesSeen({a, b, a}), (std::vector<int64_t>{101, 102, 103}));
+  EXPECT_EQ(Merge(a, b).new_pids, (std::vector<int64_t>{101, 102, 103}));
+  // Bounded, the earliest kept; a hostile line's junk is dropped.
+  Point many = At(5, 0, 0);
+  for (int i = 1; i <= 100; ++i) many.new_pids.push_back(i);
+  EXPECT_EQ(Merge(many, b).new_pids.size(), kMaxNewPids);
+  EXPECT_EQ(Merge(many, b).new_pids.back(), static_cast<int64_t>(kMaxNewPids));
+  EXPECT_EQ(ParsePoint(R"({"t": 1, "newPids": [-1, "x", 7, 0, 9]})")->new_pids,
+            (std::vector<int64_t>{7, 9}));
+}
+
 }  // namespace
 }  // namespace stoker::telemetry
