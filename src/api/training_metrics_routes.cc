@@ -23,6 +23,7 @@
 #include "exec/replica_files.h"
 #include "runner/replica_contract.h"
 #include "study/hypertune_report.h"
+#include "telemetry/telemetry.h"
 #include "tfevents/event_dir.h"
 
 namespace stoker::api {
@@ -68,12 +69,17 @@ std::optional<std::filesystem::path> TensorboardDir(const ApiDeps& d, const stor
 
 constexpr int kMaxNamedAttempts = 8;       // the latest ones: older writers keep "<host> pid <pid>"
 constexpr size_t kMaxNamedReplicas = 256;  // trainer.json files read per request
+constexpr size_t kMaxTelemetryBytes = 4 << 20;  // each replica's telemetry.jsonl, read whole
 
 // The trainers of the job's replicas, latest attempts first, for naming
-// the series their event files hold. The node is the allocation's (this
-// machine's host name for the local executor); an executor that places
-// replicas itself (Slurm, node "executor") leaves it unknown.
-std::vector<tfevents::KnownWriter> ReplicaWriters(const ApiDeps& d, const store::JobRecord& r) {
+// the series their event files hold; with `processes`, also every process
+// each replica's telemetry saw (the trainer's children: a launcher's
+// workers write under their own pids), which costs a read of each
+// telemetry file. The node is the allocation's (this machine's host name
+// for the local executor); an executor that places replicas itself (Slurm,
+// node "executor") leaves it unknown.
+std::vector<tfevents::KnownWriter> ReplicaWriters(const ApiDeps& d, const store::JobRecord& r,
+                                                  bool processes) {
   std::vector<tfevents::KnownWriter> out;
   if (!d.files || !r.allocation.is_object()) return out;
   auto text = [](const json& o, const char* key) {
@@ -95,9 +101,15 @@ std::vector<tfevents::KnownWriter> ReplicaWriters(const ApiDeps& d, const store:
       if (!trainer || !trainer->contains("pid") || !(*trainer)["pid"].is_number_integer()) continue;
       std::string host = text(x, "node").empty() ? node : text(x, "node");
       if (host == "executor") host = "";
-      out.push_back(
-          {attempt == r.attempt ? name : name + " (attempt " + std::to_string(attempt + 1) + ")",
-           host, (*trainer)["pid"].get<int64_t>()});
+      const std::string shown =
+          attempt == r.attempt ? name : name + " (attempt " + std::to_string(attempt + 1) + ")";
+      const int64_t pid = (*trainer)["pid"].get<int64_t>();
+      out.push_back({shown, host, pid});
+      if (!processes) continue;
+      for (int64_t child : telemetry::ProcessesSeen(telemetry::ParsePoints(
+               d.files->ReadTelemetry(r.id, attempt, name, kMaxTelemetryBytes)))) {
+        if (child != pid) out.push_back({shown, host, child});
+      }
     }
   }
   return out;
@@ -187,11 +199,16 @@ http::Response TrainingMetrics(const ApiDeps& d, const store::JobRecord& r, size
 
   if (std::optional<std::filesystem::path> dir = TensorboardDir(d, r)) {
     tfevents::DirScalars tb = Reader().Read(*dir);
+    // Writers are named by the replicas' trainers, and only when one is
+    // not, by every process of the replicas (a second, dearer look).
     std::vector<tfevents::KnownWriter> replicas;
-    if (std::any_of(tb.series.begin(), tb.series.end(),
-                    [](const tfevents::NamedSeries& s) { return !s.writer.empty(); })) {
-      replicas = ReplicaWriters(d, r);
-    }
+    auto unnamed = [&] {
+      return std::any_of(tb.series.begin(), tb.series.end(), [&](const tfevents::NamedSeries& s) {
+        return !s.writer.empty() && tfevents::KnownWriterName(s.writer, replicas).empty();
+      });
+    };
+    if (unnamed()) replicas = ReplicaWriters(d, r, /*processes=*/false);
+    if (!replicas.empty() && unnamed()) replicas = ReplicaWriters(d, r, /*processes=*/true);
     for (const tfevents::NamedSeries& s : tb.series) {
       json p = json::array();
       for (const tfevents::Point& x : tfevents::Downsample(s.points, max_points)) {

@@ -88,7 +88,8 @@ std::string EventFileWriter(const std::string& file_name);
 
 // A process whose event files' series are better named by what it is than
 // by "<host> pid <pid>": a replica of a job ("workerpool0-0"), known by the
-// trainer process its supervisor started (trainer.json's pid).
+// trainer process its supervisor started (trainer.json's pid) or by a
+// process its telemetry saw below the trainer (telemetry's newPids).
 struct KnownWriter {
   std::string name;
   std::string host;  // where it ran; "" when not known (it matches any host)
@@ -99,8 +100,7 @@ struct KnownWriter {
 // "<host> pid <pid>") is: the same pid on the same host ("gpu1" and
 // "gpu1.example.com" are one host) or on a host not known. "" when none is,
 // when several are (one pid on several hosts), or when `writer` names no
-// pid: a process the trainer started writes under its own pid, which no
-// replica file records, so its series keep EventFileWriter's name. Pure.
+// pid: such series keep EventFileWriter's name. Pure.
 std::string KnownWriterName(const std::string& writer, const std::vector<KnownWriter>& known);
 
 // Evenly spread `max` of `points` (the first and the last among them), or

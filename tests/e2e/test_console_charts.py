@@ -27,16 +27,20 @@ except ImportError:  # ConsoleBase.setUp reports it
 # Each process writes its own event file (named by host and pid, as
 # TensorFlow and PyTorch name theirs) into the job's one log directory: a
 # noisy decaying loss over 60 steps. The trainer of workerpool1-1 leaves
-# the writing to a child process, whose pid no replica file records.
+# the writing to a child process (its replica's telemetry names it); the
+# file of workerpool1-0 says it was written on another machine (as a file
+# copied into the log directory would), so no replica is its writer.
 REPLICA = WRITER + r'''
 import random, socket, subprocess, sys
+started = time.time()
 task = json.loads(os.environ["CLUSTER_SPEC"])["task"]
 if (task["type"], task["index"]) == ("workerpool1", 1) and "CHILD" not in os.environ:
     sys.exit(subprocess.run([sys.executable, "-c", os.environ["TRAINER"]],
                             env=dict(os.environ, CHILD="1")).returncode)
 random.seed(os.getpid())
 base = random.uniform(20, 100)
-name = "events.out.tfevents.%d.%s.%d.0.v2" % (time.time(), socket.gethostname(), os.getpid())
+host = "elsewhere" if (task["type"], task["index"]) == ("workerpool1", 0) else socket.gethostname()
+name = "events.out.tfevents.%d.%s.%d.0.v2" % (time.time(), host, os.getpid())
 with open(os.path.join(logs, "." + name), "wb") as f:
     f.write(version)
     for step in range(1, 61):
@@ -47,6 +51,8 @@ os.rename(os.path.join(logs, "." + name), os.path.join(logs, name))
 deadline = time.time() + 60
 while len([n for n in os.listdir(logs) if n.startswith("events.out")]) < 3 and time.time() < deadline:
     time.sleep(0.05)
+# Past the replica supervisors' first telemetry sample (one second in).
+time.sleep(max(0, started + 3 - time.time()))
 '''
 
 # One process, a loss of SCALE * 10 / step for 20 steps: its last is SCALE / 2.
@@ -90,8 +96,9 @@ class ConsoleChartsTest(ConsoleBase):
         job_id = self.submit(python_job("tb-replicas", REPLICA, replicas=3))
         self.assertEqual(self.wait_state(job_id, timeout=WAIT * 2)["state"], "JOB_STATE_SUCCEEDED")
         # The API: one series per writer, each its own 60 steps in order,
-        # named by the replica whose trainer wrote it; the child process
-        # that wrote for workerpool1-1 keeps its host and pid.
+        # named by the replica whose trainer (or the trainer's child, for
+        # workerpool1-1) wrote it; the file from "another machine" keeps
+        # its host and pid.
         status, body = self.api("GET", self.job_path(job_id) + "/trainingMetrics")
         self.assertEqual(status, 200, body)
         series = [s for s in body["series"] if s["name"] == "loss"]
@@ -100,12 +107,13 @@ class ConsoleChartsTest(ConsoleBase):
         for s in series:
             self.assertRegex(s["writer"], r"^\S+ pid \d+$")
         self.assertEqual(sorted(s["replica"] for s in series if "replica" in s),
-                         ["workerpool0-0", "workerpool1-0"], body)
+                         ["workerpool0-0", "workerpool1-1"], body)
         values = {}
         for s in series:
             self.assertEqual([p["step"] for p in s["points"]], list(range(1, 61)))
             values[s.get("replica", s["writer"])] = {p["step"]: p["value"] for p in s["points"]}
         child = next(s["writer"] for s in series if "replica" not in s)
+        self.assertTrue(child.startswith("elsewhere pid "), child)
 
         d = self.browser()
         self.sign_in(d, self.daemon.token)
@@ -117,7 +125,7 @@ class ConsoleChartsTest(ConsoleBase):
         self.assertEqual(chart.get_attribute("data-series"), "3")
         legend = sorted(t.text for t in chart.find_elements(By.CSS_SELECTOR, ".legend text"))
         self.assertEqual(legend, sorted(values))
-        self.assertEqual(legend, sorted(["workerpool0-0", "workerpool1-0", child]))
+        self.assertEqual(legend, sorted(["workerpool0-0", "workerpool1-1", child]))
 
         # Hover: the values of every replica at the step under the mouse.
         ActionChains(d).move_to_element_with_offset(chart, 10, 0).perform()
