@@ -104,15 +104,19 @@ with open(os.path.join(logs, "events.out.tfevents.torn"), "wb") as f:
 # Each replica's process writes its own event file (named by host and pid,
 # as TensorFlow and PyTorch name theirs) into the job's one log directory:
 # `loss` = 10 * (pool + 1) + index at steps 1..5. The trainer of
-# workerpool1-1 leaves the writing to a child, whose pid no replica records.
+# workerpool1-1 leaves the writing to a child (its replica's telemetry
+# names it); workerpool1-0's file says it was written on another machine
+# (as a file copied into the log directory would), so no replica is its writer.
 REPLICAS = WRITER + r'''
 import socket, subprocess, sys
+started = time.time()
 task = json.loads(os.environ["CLUSTER_SPEC"])["task"]
 if (task["type"], task["index"]) == ("workerpool1", 1) and "CHILD" not in os.environ:
     sys.exit(subprocess.run([sys.executable, "-c", os.environ["TRAINER"]],
                             env=dict(os.environ, CHILD="1")).returncode)
 loss = 10.0 * (int(task["type"][-1]) + 1) + task["index"]
-name = "events.out.tfevents.%d.%s.%d.0.v2" % (time.time(), socket.gethostname(), os.getpid())
+host = "elsewhere" if (task["type"], task["index"]) == ("workerpool1", 0) else socket.gethostname()
+name = "events.out.tfevents.%d.%s.%d.0.v2" % (time.time(), host, os.getpid())
 with open(os.path.join(logs, "." + name), "wb") as f:
     f.write(version)
     for step in range(1, 6):
@@ -122,6 +126,8 @@ os.rename(os.path.join(logs, "." + name), os.path.join(logs, name))
 deadline = time.time() + 60
 while len([n for n in os.listdir(logs) if n.startswith("events.out")]) < 3 and time.time() < deadline:
     time.sleep(0.05)
+# Past the replica supervisors' first telemetry sample (one second in).
+time.sleep(max(0, started + 3 - time.time()))
 '''
 
 
@@ -185,21 +191,23 @@ class TrainingMetricsTest(StokerTestCase):
         self.assertEqual(self.wait_state(job_id)["state"], "JOB_STATE_SUCCEEDED")
         series = [s for s in self.metrics(job_id)["series"] if s["name"] == "loss"]
         self.assertEqual(len(series), 3, series)
-        child = next(s["writer"] for s in series if "replica" not in s)
-        self.assertRegex(child, r"^\S+ pid \d+$")
+        self.assertEqual(sorted(s["replica"] for s in series if "replica" in s),
+                         ["workerpool0-0", "workerpool1-1"], series)
+        other = next(s["writer"] for s in series if "replica" not in s)
+        self.assertRegex(other, r"^elsewhere pid \d+$")
 
         # One line per series, each named by its replica, else its writer.
         text = self.stoker("jobs", "metrics", job_id).stdout
         self.assertRegex(text, r"NAME\s+SOURCE\s+WRITER\s+POINTS\s+LAST_STEP\s+LAST\s+MIN\s+MAX")
         self.assertRegex(text, r"(?m)^loss\s+tensorboard\s+workerpool0-0\s+5\s+5\s+10\s+10\s+10\s*$")
-        self.assertRegex(text, r"(?m)^loss\s+tensorboard\s+workerpool1-0\s+5\s+5\s+20\s+20\s+20\s*$")
-        self.assertRegex(text, r"(?m)^loss\s+tensorboard\s+%s\s+5\s+5\s+21\s+21\s+21\s*$"
-                         % re.escape(child))
+        self.assertRegex(text, r"(?m)^loss\s+tensorboard\s+workerpool1-1\s+5\s+5\s+21\s+21\s+21\s*$")
+        self.assertRegex(text, r"(?m)^loss\s+tensorboard\s+%s\s+5\s+5\s+20\s+20\s+20\s*$"
+                         % re.escape(other))
         self.assertEqual(len(re.findall(r"(?m)^loss ", text)), 3, text)
         described = self.stoker("jobs", "describe", job_id).stdout
         self.assertRegex(described, r"(?m)^  metrics:  .*loss \[workerpool0-0\] 10 \(step 5\)")
-        self.assertIn("loss [workerpool1-0] 20 (step 5)", described)
-        self.assertIn("loss [%s] 21 (step 5)" % child, described)
+        self.assertIn("loss [workerpool1-1] 21 (step 5)", described)
+        self.assertIn("loss [%s] 20 (step 5)" % other, described)
         # --format json is the API's answer, writer and replica fields included.
         as_json = json.loads(self.stoker("--format", "json", "jobs", "metrics", job_id).stdout)
         self.assertEqual([s for s in as_json["series"] if s["name"] == "loss"], series)
