@@ -64,8 +64,9 @@ Status CheckEnded(spec::JobState state, const std::string& what) {
                             "once it has ended");
 }
 
-http::Response DeleteCustomJob(const ApiDeps& d, const std::string& project,
-                               const std::string& location, const std::string& ref,
+// Jobs are found by number (or an AI Platform job id in `project`), as
+// every job route finds them: the path's location is not part of the lookup.
+http::Response DeleteCustomJob(const ApiDeps& d, const std::string& project, const std::string& ref,
                                const auth::Principal& caller) {
   auto job = VisibleJob(d, project, ref, caller);
   if (!job.ok()) return Error(job.status());
@@ -144,7 +145,7 @@ std::optional<http::Response> HandleOperationRoutes(const ApiDeps& d, const http
       R"(^/(v1|ui)/projects/([^/]+)/locations/([^/]+)/operations/([^/:]+)$)");
   std::smatch m;
   if (req.method == "DELETE" && std::regex_match(req.path, m, kDelete)) {
-    if (m[3] == "customJobs") return DeleteCustomJob(d, m[1], m[2], m[4], caller);
+    if (m[3] == "customJobs") return DeleteCustomJob(d, m[1], m[4], caller);
     return DeleteTuningJob(d, m[4], caller);
   }
   if (std::regex_match(req.path, m, kOperation)) {
