@@ -1,5 +1,5 @@
 // cgroup-micro: what a replica's cgroup costs its start and its end
-// (runner/replica_cgroup.h), without a daemon, beside the same start
+// (replica/replica_cgroup.h), without a daemon, beside the same start
 // without one.
 //
 //   cgroup-micro [--runs 200]
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "runner/replica_cgroup.h"
+#include "replica/replica_cgroup.h"
 
 using stoker::runner::CgroupLayout;
 using stoker::runner::DetectCgroupLayout;

@@ -21,7 +21,7 @@
 
 #include "api/routes.h"
 #include "exec/replica_files.h"
-#include "runner/replica_contract.h"
+#include "replica/replica_contract.h"
 #include "study/hypertune_report.h"
 #include "telemetry/telemetry.h"
 #include "tfevents/event_dir.h"

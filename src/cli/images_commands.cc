@@ -29,7 +29,7 @@
 #include "config/config.h"
 #include "exec/command.h"
 #include "exec/containers.h"
-#include "runner/launch.h"
+#include "replica/launch.h"
 
 namespace stoker::cli {
 
@@ -175,7 +175,7 @@ int ImagesBuild(const BuildFlags& f) {
 
   // podman runs each RUN step's container under this process's limits, and
   // its defaults exceed what a machine may grant: without these every step
-  // fails (runner/launch.h). dockerd runs them under its own, and a docker
+  // fails (replica/launch.h). dockerd runs them under its own, and a docker
   // client speaking to podman's socket has its build refused with them.
   std::vector<std::string> args = {"build"};
   if (engine->name == "podman") {

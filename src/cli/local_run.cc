@@ -24,7 +24,7 @@
 #include "config/config.h"
 #include "exec/environments.h"
 #include "exec/gcs_mounts.h"
-#include "runner/launch.h"
+#include "replica/launch.h"
 #include "runner/python_env.h"
 #include "storage/buckets.h"
 

@@ -7,7 +7,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "runner/launch.h"
+#include "replica/launch.h"
 
 namespace stoker::cli {
 

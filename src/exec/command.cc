@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "runner/launch.h"
+#include "replica/launch.h"
 
 extern char** environ;
 

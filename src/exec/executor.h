@@ -28,11 +28,11 @@
 #include <vector>
 
 #include "common/status.h"
-#include "runner/replica_contract.h"
+#include "replica/replica_contract.h"
 
 namespace stoker::exec {
 
-// The replica contract's types (runner/replica_contract.h), which exec and
+// The replica contract's types (replica/replica_contract.h), which exec and
 // stoker-run share: one definition of what launch.json and status.json hold.
 //
 // The Unix account a replica's trainer runs as (stoker-run switches to it

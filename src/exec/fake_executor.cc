@@ -3,7 +3,7 @@
 #include <csignal>
 
 #include "common/strings.h"
-#include "runner/launch.h"
+#include "replica/launch.h"
 
 namespace stoker::exec {
 

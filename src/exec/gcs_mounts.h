@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "runner/replica_contract.h"
+#include "replica/replica_contract.h"
 
 namespace stoker::exec {
 

@@ -8,8 +8,8 @@
 #include "common/files.h"
 #include "common/strings.h"
 #include "exec/replica_files.h"
-#include "runner/log_rotation.h"
-#include "runner/replica_contract.h"
+#include "replica/log_stream.h"
+#include "replica/replica_contract.h"
 #include "telemetry/telemetry.h"
 
 namespace stoker::exec {
@@ -28,10 +28,10 @@ Result<LogChunk> ReplicaDirExecutor::ReadLog(int64_t job_id, int attempt,
                                              const std::string& replica, uint64_t offset,
                                              size_t max_bytes) const {
   fs::path dir = ReplicaDir(job_id, attempt, replica);
-  STOKER_ASSIGN_OR_RETURN(runner::LogRead r, runner::ReadLogStream(dir, offset, max_bytes));
+  STOKER_ASSIGN_OR_RETURN(replica::LogRead r, replica::ReadLogStream(dir, offset, max_bytes));
   LogChunk chunk{std::move(r.data), r.offset, r.skipped, r.next_offset, r.size, {}};
   if (!chunk.data.empty()) {
-    for (const runner::LogMark& m : runner::ReadLogMarks(dir, chunk.offset, chunk.next_offset)) {
+    for (const replica::LogMark& m : replica::ReadLogMarks(dir, chunk.offset, chunk.next_offset)) {
       chunk.marks.push_back({m.offset, m.time_us});
     }
   }
@@ -40,7 +40,7 @@ Result<LogChunk> ReplicaDirExecutor::ReadLog(int64_t job_id, int attempt,
 
 std::string ReplicaDirExecutor::ReadLogTail(int64_t job_id, int attempt, const std::string& replica,
                                             size_t max_bytes) const {
-  return runner::ReadLogTail(ReplicaDir(job_id, attempt, replica), max_bytes);
+  return replica::ReadLogTail(ReplicaDir(job_id, attempt, replica), max_bytes);
 }
 
 int64_t ReplicaDirExecutor::LastActivityUs(int64_t job_id, int attempt,

@@ -11,12 +11,24 @@
 #include <fstream>
 
 #include "exec/local_executor.h"
-#include "runner/log_rotation.h"
+#include "replica/log_stream.h"
 
 namespace stoker::exec {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Appends a mark of output.times as stoker-run writes one
+// (replica/log_stream.h): the line start's offset, then its time, both
+// 64-bit little-endian.
+void AppendMark(const fs::path& times, uint64_t offset, int64_t time_us) {
+  std::string rec;
+  for (uint64_t v : {offset, static_cast<uint64_t>(time_us)}) {
+    for (int b = 0; b < 8; ++b) rec.push_back(static_cast<char>((v >> (8 * b)) & 0xff));
+  }
+  ASSERT_EQ(rec.size(), replica::kLogMarkBytes);
+  std::ofstream(times, std::ios::app | std::ios::binary) << rec;
+}
 
 class ReplicaDirExecutorTest : public ::testing::Test {
  protected:
@@ -67,12 +79,10 @@ TEST_F(ReplicaDirExecutorTest, ReadsTheTimesOfTheLinesOfAChunk) {
   LocalExecutor ex(root_, "/bin/false");
   fs::path dir = ex.ReplicaDir(7, 1, "workerpool0-0");
   fs::create_directories(dir);
-  int64_t now = 1'000'000;
-  runner::RotatingLog log(dir, {.max_bytes = 0}, [&now] { return now; });
-  ASSERT_TRUE(log.Open().ok());
-  ASSERT_TRUE(log.Write("a first line of output\n").ok());  // 0..23
-  now += 1'200'000;
-  ASSERT_TRUE(log.Write("a second line\n").ok());  // 23..37
+  std::ofstream(dir / "output.log") << "a first line of output\n"  // 0..23
+                                    << "a second line\n";          // 23..37
+  AppendMark(dir / "output.times", 0, 1'000'000);
+  AppendMark(dir / "output.times", 23, 2'200'000);
   auto all = ex.ReadLog(7, 1, "workerpool0-0", 0, 100);
   ASSERT_TRUE(all.ok());
   ASSERT_EQ(all->marks.size(), 2u);

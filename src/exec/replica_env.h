@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "runner/cluster_env.h"
+#include "replica/cluster_env.h"
 #include "spec/custom_job.h"
 
 namespace stoker::exec {
@@ -58,7 +58,7 @@ struct ReplicaCommand {
 // spec's env in order with $(VAR) expansion against what is defined so far,
 // then args and command expanded against the whole environment.
 //
-// Distributed variables: replica::ClusterEnv (runner/cluster_env.h), with
+// Distributed variables: replica::ClusterEnv (replica/cluster_env.h), with
 // LOCAL_RANK=0 and LOCAL_WORLD_SIZE=1 (each replica is one process, its own
 // "node": a trainer that wants one process per GPU runs torchrun inside its
 // replica), and

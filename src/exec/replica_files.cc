@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
-#include "runner/replica_cgroup.h"
-#include "runner/replica_processes.h"
+#include "replica/replica_cgroup.h"
+#include "replica/replica_processes.h"
 
 namespace stoker::exec {
 namespace {
@@ -156,7 +156,7 @@ ReplicaStatus ReadReplicaStatus(const fs::path& dir, const std::string& name,
       ::kill(-static_cast<pid_t>(t->pgid), SIGKILL);
     }
     // The replica's cgroup (the supervisor made it in stokerd's own
-    // hierarchy position, runner/replica_cgroup.h) holds every process it
+    // hierarchy position, replica/replica_cgroup.h) holds every process it
     // started, those without the cookie too.
     const std::string cookie = runner::ReplicaCookie(dir);
     if (auto cg = runner::ReplicaCgroup::Open(runner::DetectCgroupLayout(),

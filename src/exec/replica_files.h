@@ -47,7 +47,7 @@ bool SupervisorAlive(const std::filesystem::path& replica_dir);
 struct ReadStatusOptions {
   // When the supervisor is found dead without a status, SIGKILL the
   // trainer's process group recorded in trainer.json and every process
-  // carrying the replica's STOKER_REPLICA cookie (runner/replica_processes.h),
+  // carrying the replica's STOKER_REPLICA cookie (replica/replica_processes.h),
   // and wait (up to 2 s) until they are gone, so that a job never ends with
   // a process of it alive. Only meaningful when the supervisor ran on this
   // machine.

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "runner/replica_processes.h"
+#include "replica/replica_processes.h"
 
 namespace stoker::exec {
 namespace {

@@ -18,6 +18,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The reader half (replica/log_stream.h), read back after the writer.
+using replica::ParseLogState;
+using replica::ReadLogMarks;
+using replica::ReadLogStream;
+using replica::ReadLogTail;
+
 TEST(PlanWriteTest, WritesEverythingThatFits) {
   WriteStep s = PlanWrite(10, "abc\n", 100);
   EXPECT_FALSE(s.rotate);

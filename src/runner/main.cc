@@ -33,7 +33,7 @@
 #include "common/files.h"
 #include "resources/nvml.h"
 #include "runner/isolation.h"
-#include "runner/replica_cgroup.h"
+#include "replica/replica_cgroup.h"
 #include "runner/slurm_task.h"
 #include "runner/supervisor.h"
 #include "runner/telemetry_sampler.h"

@@ -23,7 +23,7 @@
 #include "common/files.h"
 #include "common/image_reference.h"
 #include "common/time.h"
-#include "runner/launch.h"
+#include "replica/launch.h"
 #include "runner/python_env_text.h"
 
 namespace stoker::runner {

@@ -24,11 +24,11 @@
 #include "common/files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "replica/launch.h"
+#include "replica/replica_cgroup.h"
+#include "replica/replica_processes.h"
 #include "runner/in_child_for_test.h"
-#include "runner/launch.h"
 #include "runner/log_rotation.h"
-#include "runner/replica_cgroup.h"
-#include "runner/replica_processes.h"
 #include "runner/supervisor.h"
 
 extern char** environ;
@@ -788,7 +788,7 @@ TEST_F(StokerRunTest, RotatesTheTrainersLogAndKeepsItsEnd) {
     EXPECT_LE(fs::file_size(e.path()), 4096u) << e.path();
   }
   EXPECT_EQ(files, 3);
-  EXPECT_THAT(ReadLogTail(dir_, 100), ::testing::EndsWith("19999\n20000\ndone\n"));
+  EXPECT_THAT(replica::ReadLogTail(dir_, 100), ::testing::EndsWith("19999\n20000\ndone\n"));
 }
 
 TEST_F(StokerRunTest, AMissingProgramExitsWith127AndSaysWhy) {

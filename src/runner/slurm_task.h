@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "runner/cluster_env.h"
+#include "replica/cluster_env.h"
 
 namespace stoker::runner {
 

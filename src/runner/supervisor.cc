@@ -24,10 +24,10 @@
 
 #include "common/files.h"
 #include "common/time.h"
-#include "runner/launch.h"
+#include "replica/launch.h"
 #include "runner/log_rotation.h"
-#include "runner/replica_cgroup.h"
-#include "runner/replica_processes.h"
+#include "replica/replica_cgroup.h"
+#include "replica/replica_processes.h"
 #include "runner/replica_python_env.h"
 #include "runner/telemetry_sampler.h"
 #include "runner/trainer_start.h"

@@ -29,7 +29,7 @@
 #include <string>
 
 #include "common/status.h"
-#include "runner/launch.h"
+#include "replica/launch.h"
 
 namespace stoker::runner {
 

@@ -14,7 +14,7 @@
 
 #include "common/files.h"
 #include "resources/nvml.h"
-#include "runner/replica_processes.h"
+#include "replica/replica_processes.h"
 
 namespace stoker::runner {
 namespace {

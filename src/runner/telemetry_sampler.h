@@ -28,9 +28,9 @@
 #include <thread>
 #include <vector>
 
-#include "runner/replica_cgroup.h"
-#include "runner/replica_contract.h"
-#include "runner/replica_processes.h"
+#include "replica/replica_cgroup.h"
+#include "replica/replica_contract.h"
+#include "replica/replica_processes.h"
 #include "telemetry/telemetry.h"
 
 namespace stoker::runner {

@@ -26,9 +26,9 @@
 
 #include "common/status.h"
 #include "runner/isolation.h"
-#include "runner/launch.h"
+#include "replica/launch.h"
 #include "runner/log_rotation.h"
-#include "runner/replica_cgroup.h"
+#include "replica/replica_cgroup.h"
 #include "runner/telemetry_sampler.h"
 
 namespace stoker::runner {

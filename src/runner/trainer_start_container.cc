@@ -13,7 +13,7 @@
 
 #include "common/time.h"
 #include "runner/python_env.h"
-#include "runner/replica_processes.h"
+#include "replica/replica_processes.h"
 #include "runner/trainer_start.h"
 
 namespace stoker::runner {

@@ -21,8 +21,8 @@
 #include "common/fnv1a.h"
 #include "common/time.h"
 #include "runner/isolation.h"
-#include "runner/replica_processes.h"
-#include "runner/warm_start_registry.h"
+#include "replica/replica_processes.h"
+#include "replica/warm_start_registry.h"
 
 namespace stoker::runner {
 namespace {

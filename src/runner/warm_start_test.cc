@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "runner/warm_start_registry.h"
+#include "replica/warm_start_registry.h"
 
 namespace stoker::runner {
 namespace {

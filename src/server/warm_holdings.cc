@@ -1,6 +1,6 @@
 #include "server/warm_holdings.h"
 
-#include "runner/warm_start_registry.h"
+#include "replica/warm_start_registry.h"
 
 namespace stoker::server {
 

@@ -4,7 +4,7 @@
 // it lives, so that the scheduler never places a job in memory a warm
 // interpreter already has.
 //
-// Read from the warm dir's records (runner/warm_start_registry.h) without
+// Read from the warm dir's records (replica/warm_start_registry.h) without
 // its lock and without changing anything (stoker-run prunes), at most once
 // per `refresh_us`: a few small files and /proc reads, never on the path of
 // a submission.

@@ -1,6 +1,6 @@
 """Every process a replica starts dies with it, and a replica that uses more
 memory than its machine type is stopped and named (docs/security.md
-"Containment", src/runner/replica_cgroup.h): one cgroup per replica.
+"Containment", src/replica/replica_cgroup.h): one cgroup per replica.
 
 The hostile trainer here does what escaped every earlier clean up: setsid,
 a double fork and an exec with an empty environment (no process group, no

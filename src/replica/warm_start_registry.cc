@@ -1,4 +1,4 @@
-#include "runner/warm_start_registry.h"
+#include "replica/warm_start_registry.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -14,7 +14,7 @@
 
 #include "common/files.h"
 #include "common/time.h"
-#include "runner/replica_processes.h"
+#include "replica/replica_processes.h"
 
 namespace stoker::runner {
 namespace {

@@ -1,4 +1,4 @@
-#include "runner/replica_cgroup.h"
+#include "replica/replica_cgroup.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-#include "runner/cluster_env.h"
+#include "replica/cluster_env.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "runner/launch.h"
+#include "replica/launch.h"
 
 #include <sys/resource.h>
 

@@ -1,4 +1,4 @@
-#include "runner/replica_contract.h"
+#include "replica/replica_contract.h"
 
 #include <cmath>
 

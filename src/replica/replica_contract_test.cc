@@ -1,6 +1,6 @@
 // The replica contract: what exec writes, stoker-run reads back the same,
 // and the other way round; hostile input is refused, never thrown.
-#include "runner/replica_contract.h"
+#include "replica/replica_contract.h"
 
 #include <gtest/gtest.h>
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "runner/replica_contract.h"
+#include "replica/replica_contract.h"
 
 namespace stoker::runner {
 

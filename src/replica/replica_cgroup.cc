@@ -1,4 +1,4 @@
-#include "runner/replica_cgroup.h"
+#include "replica/replica_cgroup.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "runner/cluster_env.h"
+#include "replica/cluster_env.h"
 
 namespace stoker::replica {
 
@@ -124,7 +124,7 @@ struct ContainerSpec {
   // A trainer account's container (podman, stoker-run as root) runs in a
   // user namespace whose root is that account on the host: images that
   // expect root (code in /root, `pip install --user`) work, the host sees
-  // no root (runner/launch.h ContainerRun::user_namespace).
+  // no root (replica/launch.h ContainerRun::user_namespace).
   bool user_namespace = true;
 };
 // Parses the "container" value (absent or null: nullopt).
@@ -140,7 +140,7 @@ struct TelemetrySpec {
   uint64_t memory_bytes = 0;
 };
 
-// "limits": what the replica's cgroup holds it to (runner/replica_cgroup.h):
+// "limits": what the replica's cgroup holds it to (replica/replica_cgroup.h):
 // its machine type's memory clamped to the node (what the scheduler booked;
 // 0 = no limit), and the machine type's name for the message when it is
 // exceeded. Written only when memory_bytes > 0.

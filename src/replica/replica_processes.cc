@@ -1,4 +1,4 @@
-#include "runner/replica_processes.h"
+#include "replica/replica_processes.h"
 
 #include <dirent.h>
 #include <fcntl.h>
