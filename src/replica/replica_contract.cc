@@ -258,12 +258,10 @@ Result<WarmSpec> ParseWarmSpec(const json& value) {
 
 }  // namespace
 
-Result<LaunchSpec> ParseLaunchSpec(std::string_view text) {
-  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return InvalidArgument("launch.json: not valid JSON");
-  if (!doc.is_object()) return InvalidArgument("launch.json: must be a JSON object");
-  LaunchSpec spec;
+namespace {
 
+// launch.json's command: argv (required), env and packages.
+Status ParseCommand(const json& doc, LaunchSpec& spec) {
   auto argv = doc.find("argv");
   if (argv == doc.end() || !argv->is_array() || argv->empty()) {
     return InvalidArgument("launch.json: argv: must be a non-empty array of strings");
@@ -309,10 +307,14 @@ Result<LaunchSpec> ParseLaunchSpec(std::string_view text) {
       spec.packages.emplace_back(std::move(s));
     }
   }
+  return OkStatus();
+}
 
+// launch.json's bounds: timeout and grace, the log's rotation limits, the
+// telemetry sampler's settings and the memory limit.
+Status ParseBounds(const json& doc, LaunchSpec& spec) {
   STOKER_ASSIGN_OR_RETURN(spec.timeout_seconds, ParseSeconds(doc, "timeout_seconds", 0));
   STOKER_ASSIGN_OR_RETURN(spec.grace_seconds, ParseSeconds(doc, "grace_seconds", 10));
-
   if (auto it = doc.find("log_max_bytes"); it != doc.end() && !it->is_null()) {
     if (!it->is_number_integer() || it->get<int64_t>() < 0) {
       return InvalidArgument("launch.json: log_max_bytes: must be a whole number >= 0, got " +
@@ -326,12 +328,6 @@ Result<LaunchSpec> ParseLaunchSpec(std::string_view text) {
           "launch.json: log_max_files: must be a whole number from 1 to 1000, got " + it->dump());
     }
     spec.log_limits.max_files = it->get<int>();
-  }
-  if (auto it = doc.find("run_as"); it != doc.end() && !it->is_null()) {
-    STOKER_ASSIGN_OR_RETURN(spec.run_as, ParseRunAs(*it));
-  }
-  if (auto it = doc.find("isolation"); it != doc.end()) {
-    STOKER_ASSIGN_OR_RETURN(spec.isolation, ParseIsolationSpec(*it));
   }
   if (auto it = doc.find("telemetry"); it != doc.end() && !it->is_null()) {
     if (!it->is_object()) {
@@ -357,6 +353,65 @@ Result<LaunchSpec> ParseLaunchSpec(std::string_view text) {
       spec.limits.machine_type = t->get<std::string>();
     }
   }
+  return OkStatus();
+}
+
+// launch.json's "cluster": the replica's place, {pool, index, trial, job}.
+Result<ClusterTask> ParseClusterTask(const json& it) {
+  auto whole = [&](const char* key) -> std::optional<int> {
+    auto f = it.find(key);
+    if (f == it.end() || !f->is_number_integer()) return std::nullopt;
+    int64_t v = f->get<int64_t>();
+    if (v < 0 || v > 1'000'000) return std::nullopt;
+    return static_cast<int>(v);
+  };
+  auto text = [&](const char* key) -> std::optional<std::string> {
+    auto f = it.find(key);
+    if (f == it.end()) return std::string();
+    if (!f->is_string()) return std::nullopt;
+    return f->get<std::string>();
+  };
+  std::optional<int> pool = it.is_object() ? whole("pool") : std::nullopt;
+  std::optional<int> index = it.is_object() ? whole("index") : std::nullopt;
+  std::optional<std::string> trial = it.is_object() ? text("trial") : std::nullopt;
+  std::optional<std::string> job = it.is_object() ? text("job") : std::nullopt;
+  if (!pool || !index || !trial || !job) {
+    return InvalidArgument(
+        "launch.json: cluster: must be {\"pool\": N, \"index\": N, \"trial\": ID, \"job\": "
+        "TEXT}");
+  }
+  return ClusterTask{*pool, *index, *trial, *job};
+}
+
+// launch.json's "gpu_indexes": [0, 1, ...].
+Result<std::vector<int>> ParseGpuIndexes(const json& it) {
+  const char* shape = "launch.json: gpu_indexes: must be a list of GPU indexes [0, 1, ...]";
+  if (!it.is_array()) return InvalidArgument(shape);
+  std::vector<int> out;
+  for (const json& g : it) {
+    if (!g.is_number_integer() || g.get<int64_t>() < 0 || g.get<int64_t>() > 1023) {
+      return InvalidArgument(shape);
+    }
+    out.push_back(g.get<int>());
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<LaunchSpec> ParseLaunchSpec(std::string_view text) {
+  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return InvalidArgument("launch.json: not valid JSON");
+  if (!doc.is_object()) return InvalidArgument("launch.json: must be a JSON object");
+  LaunchSpec spec;
+  STOKER_RETURN_IF_ERROR(ParseCommand(doc, spec));
+  STOKER_RETURN_IF_ERROR(ParseBounds(doc, spec));
+  if (auto it = doc.find("run_as"); it != doc.end() && !it->is_null()) {
+    STOKER_ASSIGN_OR_RETURN(spec.run_as, ParseRunAs(*it));
+  }
+  if (auto it = doc.find("isolation"); it != doc.end()) {
+    STOKER_ASSIGN_OR_RETURN(spec.isolation, ParseIsolationSpec(*it));
+  }
   if (auto it = doc.find("warm"); it != doc.end() && !it->is_null()) {
     STOKER_ASSIGN_OR_RETURN(spec.warm, ParseWarmSpec(*it));
   }
@@ -367,39 +422,10 @@ Result<LaunchSpec> ParseLaunchSpec(std::string_view text) {
     STOKER_ASSIGN_OR_RETURN(spec.python_env, ParsePythonEnvSpec(*it));
   }
   if (auto it = doc.find("cluster"); it != doc.end() && !it->is_null()) {
-    auto whole = [&](const char* key) -> std::optional<int> {
-      auto f = it->find(key);
-      if (f == it->end() || !f->is_number_integer()) return std::nullopt;
-      int64_t v = f->get<int64_t>();
-      if (v < 0 || v > 1'000'000) return std::nullopt;
-      return static_cast<int>(v);
-    };
-    auto text = [&](const char* key) -> std::optional<std::string> {
-      auto f = it->find(key);
-      if (f == it->end()) return std::string();
-      if (!f->is_string()) return std::nullopt;
-      return f->get<std::string>();
-    };
-    std::optional<int> pool = it->is_object() ? whole("pool") : std::nullopt;
-    std::optional<int> index = it->is_object() ? whole("index") : std::nullopt;
-    std::optional<std::string> trial = it->is_object() ? text("trial") : std::nullopt;
-    std::optional<std::string> job = it->is_object() ? text("job") : std::nullopt;
-    if (!pool || !index || !trial || !job) {
-      return InvalidArgument(
-          "launch.json: cluster: must be {\"pool\": N, \"index\": N, \"trial\": ID, \"job\": "
-          "TEXT}");
-    }
-    spec.cluster = ClusterTask{*pool, *index, *trial, *job};
+    STOKER_ASSIGN_OR_RETURN(spec.cluster, ParseClusterTask(*it));
   }
   if (auto it = doc.find("gpu_indexes"); it != doc.end() && !it->is_null()) {
-    const char* shape = "launch.json: gpu_indexes: must be a list of GPU indexes [0, 1, ...]";
-    if (!it->is_array()) return InvalidArgument(shape);
-    for (const json& g : *it) {
-      if (!g.is_number_integer() || g.get<int64_t>() < 0 || g.get<int64_t>() > 1023) {
-        return InvalidArgument(shape);
-      }
-      spec.gpu_indexes.push_back(g.get<int>());
-    }
+    STOKER_ASSIGN_OR_RETURN(spec.gpu_indexes, ParseGpuIndexes(*it));
   }
   return spec;
 }
