@@ -96,14 +96,14 @@ std::vector<tfevents::KnownWriter> ReplicaWriters(const ApiDeps& d, const store:
       if (!x.is_object() || !x.contains("name") || !x["name"].is_string()) continue;
       if (read++ >= kMaxNamedReplicas) return out;
       const std::string name = x["name"];
-      std::optional<json> trainer =
-          exec::ReadJsonObject(d.files->ReplicaDir(r.id, attempt, name), replica::kTrainerFile);
-      if (!trainer || !trainer->contains("pid") || !(*trainer)["pid"].is_number_integer()) continue;
+      std::optional<replica::TrainerInfo> trainer =
+          exec::ReadTrainerInfo(d.files->ReplicaDir(r.id, attempt, name));
+      if (!trainer || trainer->pid <= 0) continue;
       std::string host = text(x, "node").empty() ? node : text(x, "node");
       if (host == "executor") host = "";
       const std::string shown =
           attempt == r.attempt ? name : name + " (attempt " + std::to_string(attempt + 1) + ")";
-      const int64_t pid = (*trainer)["pid"].get<int64_t>();
+      const int64_t pid = trainer->pid;
       out.push_back({shown, host, pid});
       if (!processes) continue;
       for (int64_t child : telemetry::ProcessesSeen(telemetry::ParsePoints(

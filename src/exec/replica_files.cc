@@ -43,15 +43,14 @@ bool ReadFinalStatus(const fs::path& dir, ReplicaStatus& st) {
   return true;
 }
 
-// dir/trainer.json, the supervisor's own file; nullopt when missing or damaged.
+}  // namespace
+
 std::optional<replica::TrainerInfo> ReadTrainerInfo(const fs::path& dir) {
   auto text = ReadOwnFileNoFollow(dir, replica::kTrainerFile, replica::kControlFileMax);
   if (!text.ok()) return std::nullopt;
   auto info = replica::ParseTrainerInfo(*text);
   return info.ok() ? std::optional(*info) : std::nullopt;
 }
-
-}  // namespace
 
 std::optional<json> ReadJsonObject(const fs::path& dir, const std::string& name) {
   auto text = ReadOwnFileNoFollow(dir, name, replica::kControlFileMax);

@@ -29,6 +29,11 @@ namespace stoker::exec {
 std::optional<nlohmann::json> ReadJsonObject(const std::filesystem::path& dir,
                                              const std::string& name);
 
+// dir/trainer.json (replica::ParseTrainerInfo: the one reader of it), read
+// as ReadJsonObject reads a control file; nullopt when missing, damaged or
+// not the supervisor's own.
+std::optional<replica::TrainerInfo> ReadTrainerInfo(const std::filesystem::path& dir);
+
 // What launch.json holds for `replica` (the replica contract's LaunchSpec).
 replica::LaunchSpec LaunchSpecOf(const ReplicaLaunch& replica);
 

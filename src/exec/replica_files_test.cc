@@ -80,6 +80,22 @@ class ReplicaFilesTest : public ::testing::Test {
   std::vector<pid_t> children_;
 };
 
+TEST_F(ReplicaFilesTest, TrainerJsonIsReadThroughTheContractAndOnlyAsTheSupervisorsOwn) {
+  EXPECT_FALSE(ReadTrainerInfo(dir_).has_value());  // none yet
+  std::ofstream(dir_ / "trainer.json")
+      << replica::FormatTrainerInfo({.pid = 42, .pgid = 42, .start_time_us = 5, .start_note = "n"});
+  std::optional<replica::TrainerInfo> t = ReadTrainerInfo(dir_);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->pid, 42);
+  EXPECT_EQ(t->start_note, "n");
+  std::ofstream(dir_ / "trainer.json") << "[1, 2]";  // not the contract's object
+  EXPECT_FALSE(ReadTrainerInfo(dir_).has_value());
+  fs::remove(dir_ / "trainer.json");  // a trainer's link in its place is not followed
+  fs::create_symlink("/etc/hostname", dir_ / "trainer.json");
+  EXPECT_FALSE(ReadTrainerInfo(dir_).has_value());
+  fs::remove(dir_ / "trainer.json");
+}
+
 TEST_F(ReplicaFilesTest, ALostReplicaTakesEveryProcessWithItsCookieAlong) {
   SupervisorDied();
   pid_t escaped = SleeperWithCookie(dir_.string());
