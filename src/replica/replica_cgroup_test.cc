@@ -40,9 +40,9 @@ TEST(CgroupLayoutTest, HybridHostsUseTheV1ControllersUnderTheirOwnCgroups) {
 }
 
 TEST(CgroupLayoutTest, PureV2HostsUseTheUnifiedHierarchy) {
-  CgroupLayout l = ParseCgroupLayout(
-      "0::/system.slice/stokerd.service\n",
-      "30 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n");
+  CgroupLayout l =
+      ParseCgroupLayout("0::/system.slice/stokerd.service\n",
+                        "30 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n");
   ASSERT_EQ(l.kind, CgroupLayout::Kind::kV2);
   EXPECT_EQ(l.parents.at("unified"), "/sys/fs/cgroup/system.slice/stokerd.service/stoker");
   EXPECT_EQ(l.relative_parent, "/system.slice/stokerd.service/stoker");
@@ -50,8 +50,9 @@ TEST(CgroupLayoutTest, PureV2HostsUseTheUnifiedHierarchy) {
 
 TEST(CgroupLayoutTest, AMountOfAnotherCgroupsSubtreeIsNotUsed) {
   // The freezer mount shows only /other: this process's /mine is not in it.
-  CgroupLayout l = ParseCgroupLayout(
-      "6:freezer:/mine\n", "37 31 0:34 /other /sys/fs/cgroup/freezer rw - cgroup cgroup rw,freezer\n");
+  CgroupLayout l =
+      ParseCgroupLayout("6:freezer:/mine\n",
+                        "37 31 0:34 /other /sys/fs/cgroup/freezer rw - cgroup cgroup rw,freezer\n");
   EXPECT_EQ(l.kind, CgroupLayout::Kind::kNone);
   EXPECT_FALSE(l.why_none.empty());
   EXPECT_EQ(ParseCgroupLayout("", "").kind, CgroupLayout::Kind::kNone);
@@ -65,9 +66,9 @@ TEST(ReplicaCgroupNameTest, IsStableShortAndSafe) {
   EXPECT_NE(a.find("-workerpool0-1"), std::string::npos);
   std::string odd = ReplicaCgroupName("/x/../a b/\n" + std::string(200, 'z'));
   EXPECT_LE(odd.size(), 64u);
-  EXPECT_EQ(odd.find_first_not_of(
-                "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."),
-            std::string::npos);
+  EXPECT_EQ(
+      odd.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."),
+      std::string::npos);
 }
 
 TEST(MemoryAmountTest, SaysGigabytesAsMachineTypesDo) {
@@ -114,8 +115,8 @@ TEST_F(RealCgroupTest, AnEscapedEmptyEnvGrandchildDiesWithTheCgroup) {
   fs::path pidfile = fs::temp_directory_path() / (name_ + ".pid");
   // setsid, fork twice, exec with an empty environment: what escaped every
   // earlier clean up (no process group, no parent link, no cookie).
-  pid_t child = StartIn(*cg, "setsid sh -c 'env -i /bin/sleep 300 & echo $! > " +
-                                 pidfile.string() + "' & wait");
+  pid_t child = StartIn(
+      *cg, "setsid sh -c 'env -i /bin/sleep 300 & echo $! > " + pidfile.string() + "' & wait");
   int st = 0;
   ASSERT_EQ(::waitpid(child, &st, 0), child);
   pid_t grandchild = 0;

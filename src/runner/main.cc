@@ -31,9 +31,9 @@
 #include <vector>
 
 #include "common/files.h"
+#include "replica/replica_cgroup.h"
 #include "resources/nvml.h"
 #include "runner/isolation.h"
-#include "replica/replica_cgroup.h"
 #include "runner/slurm_task.h"
 #include "runner/supervisor.h"
 #include "runner/telemetry_sampler.h"

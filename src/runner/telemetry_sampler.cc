@@ -13,8 +13,8 @@
 #include <sstream>
 
 #include "common/files.h"
-#include "resources/nvml.h"
 #include "replica/replica_processes.h"
+#include "resources/nvml.h"
 
 namespace stoker::runner {
 namespace {

@@ -25,10 +25,10 @@
 #include <vector>
 
 #include "common/status.h"
-#include "runner/isolation.h"
 #include "replica/launch.h"
-#include "runner/log_rotation.h"
 #include "replica/replica_cgroup.h"
+#include "runner/isolation.h"
+#include "runner/log_rotation.h"
 #include "runner/telemetry_sampler.h"
 
 namespace stoker::runner {

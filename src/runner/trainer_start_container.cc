@@ -12,8 +12,8 @@
 #include <map>
 
 #include "common/time.h"
-#include "runner/python_env.h"
 #include "replica/replica_processes.h"
+#include "runner/python_env.h"
 #include "runner/trainer_start.h"
 
 namespace stoker::runner {

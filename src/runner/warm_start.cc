@@ -20,9 +20,9 @@
 #include "common/files.h"
 #include "common/fnv1a.h"
 #include "common/time.h"
-#include "runner/isolation.h"
 #include "replica/replica_processes.h"
 #include "replica/warm_start_registry.h"
+#include "runner/isolation.h"
 
 namespace stoker::runner {
 namespace {
