@@ -69,7 +69,7 @@ std::optional<std::filesystem::path> TensorboardDir(const ApiDeps& d, const stor
 
 constexpr int kMaxNamedAttempts = 8;       // the latest ones: older writers keep "<host> pid <pid>"
 constexpr size_t kMaxNamedReplicas = 256;  // trainer.json files read per request
-constexpr size_t kMaxTelemetryBytes = 4 << 20;  // each replica's telemetry.jsonl, read whole
+constexpr size_t kWriterTelemetryBytes = 4 << 20;  // each replica's telemetry.jsonl, read whole
 
 // The trainers of the job's replicas, latest attempts first, for naming
 // the series their event files hold; with `processes`, also every process
@@ -107,7 +107,7 @@ std::vector<tfevents::KnownWriter> ReplicaWriters(const ApiDeps& d, const store:
       out.push_back({shown, host, pid});
       if (!processes) continue;
       for (int64_t child : telemetry::ProcessesSeen(telemetry::ParsePoints(
-               d.files->ReadTelemetry(r.id, attempt, name, kMaxTelemetryBytes)))) {
+               d.files->ReadTelemetry(r.id, attempt, name, kWriterTelemetryBytes)))) {
         if (child != pid) out.push_back({shown, host, child});
       }
     }

@@ -70,9 +70,9 @@ namespace {
 
 // Telemetry read for the ledger: the whole file (the sampler keeps it under
 // telemetry::kMaxPoints lines, far below this).
-constexpr size_t kMaxTelemetryBytes = 8 << 20;
+constexpr size_t kLedgerTelemetryBytes = 8 << 20;
 // Read for the job.gpu_idle check: the latest few points.
-constexpr size_t kTelemetryTailBytes = 8 << 10;
+constexpr size_t kIdleCheckTelemetryBytes = 8 << 10;
 
 }  // namespace
 
@@ -108,7 +108,7 @@ void UsageMeter::RecordAttempt(ActiveJob& a, const std::vector<exec::ReplicaStat
     if (!MayUseGpus(a, i)) continue;
     telemetry::GpuUse use =
         telemetry::UseOfGpus(telemetry::ParsePoints(files_->ReadTelemetry(
-                                 a.rec.id, a.rec.attempt, u.replica, kMaxTelemetryBytes)),
+                                 a.rec.id, a.rec.attempt, u.replica, kLedgerTelemetryBytes)),
                              SharesOf(a, i));
     if (use.sampled_s <= 0) continue;
     // The sampler's last period may run past the trainer's exit: scale to
@@ -157,7 +157,7 @@ void UsageMeter::WatchGpus() {
     for (size_t i = 0; i < a.replicas.size(); ++i) {
       if (!MayUseGpus(a, i)) continue;
       std::vector<telemetry::Point> points = telemetry::ParsePoints(
-          files_->ReadTelemetry(a.rec.id, a.rec.attempt, a.replicas[i], kTelemetryTailBytes));
+          files_->ReadTelemetry(a.rec.id, a.rec.attempt, a.replicas[i], kIdleCheckTelemetryBytes));
       if (points.empty() || points.back().t * 1e6 < static_cast<double>(since)) continue;
       const std::function<double(int)> share_of = SharesOf(a, i);
       for (const telemetry::GpuPoint& g : points.back().gpus) {
