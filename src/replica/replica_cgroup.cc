@@ -127,6 +127,8 @@ CgroupLayout ParseCgroupLayout(std::string_view proc_self_cgroup, std::string_vi
     }
   }
   CgroupLayout v1, v2;
+  std::vector<fs::path> all_mounts;
+  std::set<std::string> seen_hierarchies;  // major:minor of the mounts in all_mounts
   v1.kind = CgroupLayout::Kind::kV1;
   v2.kind = CgroupLayout::Kind::kV2;
   for (const std::string& line : Split(mountinfo, '\n')) {
@@ -137,11 +139,14 @@ CgroupLayout ParseCgroupLayout(std::string_view proc_self_cgroup, std::string_vi
     if (pre.size() < 5 || post.size() < 3) continue;
     const std::string& root = pre[3];
     const std::string& point = pre[4];
+    if ((post[0] == "cgroup" || post[0] == "cgroup2") && root == "/" &&
+        seen_hierarchies.insert(pre[2]).second) {
+      all_mounts.push_back(point);
+    }
     if (post[0] == "cgroup2") {
       auto it = own.find("");
       if (it == own.end() || v2.parents.count("unified")) continue;
       std::string dir = DirIn(point, root, it->second);
-      if (root == "/") v2.mounts["unified"] = point;
       if (!dir.empty()) {
         v2.parents["unified"] = dir + "/stoker";
         v2.relative_parent = it->second == "/" ? "/stoker" : it->second + "/stoker";
@@ -152,7 +157,6 @@ CgroupLayout ParseCgroupLayout(std::string_view proc_self_cgroup, std::string_vi
     for (const std::string& opt : Split(post[2], ',')) {
       for (const char* c : kV1Controllers) {
         if (opt != c || v1.parents.count(c)) continue;
-        if (root == "/") v1.mounts[c] = point;
         auto it = own.find(c);
         if (it == own.end()) continue;
         std::string dir = DirIn(point, root, it->second);
@@ -164,10 +168,16 @@ CgroupLayout ParseCgroupLayout(std::string_view proc_self_cgroup, std::string_vi
       }
     }
   }
-  if (v1.parents.count("freezer")) return v1;
+  if (v1.parents.count("freezer")) {
+    v1.mounts = all_mounts;
+    return v1;
+  }
   // A unified hierarchy beside v1 controllers (hybrid) has none of its own
   // worth using; only a pure v2 system is used as v2.
-  if (v2.parents.count("unified") && v1.parents.empty()) return v2;
+  if (v2.parents.count("unified") && v1.parents.empty()) {
+    v2.mounts = all_mounts;
+    return v2;
+  }
   CgroupLayout none;
   none.why_none = v1.parents.empty() && !v2.parents.count("unified")
                       ? "no cgroup hierarchy is mounted"
@@ -365,13 +375,12 @@ std::vector<fs::path> ReplicaCgroup::ContainerDirs() const {
   std::vector<fs::path> out;
   const std::string parent = ContainerParent();
   if (parent.empty()) return out;
-  for (const auto& [controller, mount] : layout_.mounts) {
+  for (const fs::path& mount : layout_.mounts) {
     fs::path dir = mount.string() + parent;
-    auto own = dirs_.find(controller);
+    bool own = std::any_of(dirs_.begin(), dirs_.end(),
+                           [&](const auto& entry) { return entry.second == dir; });
     std::error_code ec;
-    if ((own == dirs_.end() || own->second != dir) && fs::is_directory(dir, ec)) {
-      out.push_back(dir);
-    }
+    if (!own && fs::is_directory(dir, ec)) out.push_back(dir);
   }
   return out;
 }

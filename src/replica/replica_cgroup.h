@@ -51,9 +51,11 @@ struct CgroupLayout {
   // The parent relative to its hierarchy's root, as podman's --cgroup-parent
   // takes it (v1: the freezer's), e.g. "/stoker".
   std::string relative_parent;
-  // Each hierarchy's mount point (where its root is shown), for the
-  // cgroups podman makes at relative_parent/<name> in every hierarchy.
-  std::map<std::string, std::filesystem::path> mounts;
+  // The mount point of every cgroup hierarchy whose root is shown (v1
+  // controllers, named ones such as name=systemd, and a hybrid's cgroup2),
+  // each once: podman makes a container's cgroups at
+  // relative_parent/<name> in all of them, not only in those in `parents`.
+  std::vector<std::filesystem::path> mounts;
   std::string why_none;  // Kind::kNone: why (for the start note)
 };
 

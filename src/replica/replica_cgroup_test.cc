@@ -37,6 +37,22 @@ TEST(CgroupLayoutTest, HybridHostsUseTheV1ControllersUnderTheirOwnCgroups) {
   EXPECT_EQ(l.parents.at("cpuacct"), "/sys/fs/cgroup/cpuacct/stoker");
   EXPECT_EQ(l.parents.count("unified"), 0u);
   EXPECT_EQ(l.relative_parent, "/stoker");
+  // Every hierarchy, also those Stoker makes no cgroup in: podman makes a
+  // container's cgroups in all of them.
+  EXPECT_EQ(l.mounts, (std::vector<fs::path>{"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuacct",
+                                             "/sys/fs/cgroup/memory", "/sys/fs/cgroup/freezer",
+                                             "/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified"}));
+}
+
+TEST(CgroupLayoutTest, AHierarchyMountedTwiceIsListedOnce) {
+  CgroupLayout l =
+      ParseCgroupLayout("6:freezer:/\n3:name=systemd:/\n",
+                        "37 31 0:34 / /sys/fs/cgroup/freezer rw - cgroup cgroup rw,freezer\n"
+                        "40 31 0:37 / /sys/fs/cgroup/systemd rw - cgroup cgroup rw,name=systemd\n"
+                        "90 80 0:37 / /run/elsewhere/systemd rw - cgroup cgroup rw,name=systemd\n"
+                        "91 80 0:34 /sub /run/elsewhere/freezer rw - cgroup cgroup rw,freezer\n");
+  ASSERT_EQ(l.kind, CgroupLayout::Kind::kV1);
+  EXPECT_EQ(l.mounts, (std::vector<fs::path>{"/sys/fs/cgroup/freezer", "/sys/fs/cgroup/systemd"}));
 }
 
 TEST(CgroupLayoutTest, PureV2HostsUseTheUnifiedHierarchy) {
@@ -160,6 +176,27 @@ TEST_F(RealCgroupTest, AMemoryHogIsKilledAndTheKernelSaysItWasMemory) {
   EXPECT_TRUE(cg->Remove().ok());
 }
 
+// podman (cgroupfs manager) puts a container's conmon and the container at
+// --cgroup-parent in every hierarchy, also those the replica has no cgroup
+// in (cpu, cpuset, blkio, devices, name=systemd): Remove takes them too, or
+// each container job would leave a cgroup behind in each of them.
+TEST_F(RealCgroupTest, RemoveTakesWhatAContainerEngineMadeInEveryHierarchy) {
+  auto cg = ReplicaCgroup::Create(layout_, name_, 0);
+  ASSERT_TRUE(cg.ok()) << cg.status().ToString();
+  std::vector<fs::path> made;
+  for (const fs::path& mount : layout_.mounts) {
+    fs::path conmon = mount.string() + cg->ContainerParent() + "/conmon";
+    std::error_code ec;
+    fs::create_directories(conmon, ec);
+    if (!ec) made.push_back(conmon);
+  }
+  ASSERT_GT(made.size(), layout_.parents.size()) << "no hierarchy beyond the replica's own";
+  EXPECT_TRUE(cg->Remove().ok());
+  for (const fs::path& conmon : made) {
+    EXPECT_FALSE(fs::exists(conmon.parent_path())) << conmon.parent_path();
+  }
+}
+
 TEST_F(RealCgroupTest, CountsTheMembersMemoryAndCpu) {
   auto cg = ReplicaCgroup::Create(layout_, name_, 0);
   ASSERT_TRUE(cg.ok()) << cg.status().ToString();
@@ -174,7 +211,9 @@ TEST_F(RealCgroupTest, CountsTheMembersMemoryAndCpu) {
   if (layout_.parents.count("memory") || layout_.parents.count("unified")) {
     EXPECT_GE(mem, 64ull << 20);
   }
-  if (auto cpu = cg->CpuNanos()) EXPECT_GT(*cpu, 0u);
+  if (auto cpu = cg->CpuNanos()) {
+    EXPECT_GT(*cpu, 0u);
+  }
   EXPECT_EQ(cg->KillAll(5000), 1);
   int st = 0;
   ::waitpid(child, &st, 0);

@@ -3,6 +3,7 @@
 Every test gets its own data dir and daemon on a free port (port 0). Waits
 poll with a deadline; nothing sleeps to synchronise.
 """
+import glob
 import json
 import os
 import shutil
@@ -186,15 +187,34 @@ def podman(*args, check=True, timeout=600):
                           check=check, timeout=timeout)
 
 
+def fnv1a_hex(text):
+    """Fnv1aHex (src/common/fnv1a.h): FNV-1a, 64 bits, 16 hex digits."""
+    h = 1469598103934665603
+    for b in text.encode():
+        h ^= b
+        h = (h * 1099511628211) % (1 << 64)
+    return "%016x" % h
+
+
 def instance_tag(data_dir):
     """InstanceTag (src/server/launch_builder.cc): 8 hex digits of the FNV-1a
     hash of the daemon's absolute data directory; its containers' names end
     in it."""
-    h = 1469598103934665603
-    for b in os.path.abspath(data_dir).encode():
-        h ^= b
-        h = (h * 1099511628211) % (1 << 64)
-    return ("%016x" % h)[:8]
+    return fnv1a_hex(os.path.abspath(data_dir))[:8]
+
+
+def cgroups_of(data_dir, job_id):
+    """The cgroup directories, in every hierarchy, named for a replica of one
+    job (ReplicaCgroupName, src/replica/replica_cgroup.cc): the replica's own
+    and those a container engine made at its --cgroup-parent."""
+    found = []
+    for replica in glob.glob(os.path.join(data_dir, "jobs", job_id, "**", "workerpool*"),
+                             recursive=True):
+        cookie = os.path.realpath(replica)
+        tail = "".join(c for c in os.path.basename(cookie) if c.isalnum() or c in "-_.")[:44]
+        name = "r-" + fnv1a_hex(cookie) + ("-" + tail if tail else "")
+        found += glob.glob("/sys/fs/cgroup/**/stoker/" + name, recursive=True)
+    return sorted(found)
 
 
 def containers_of(data_dir, job_id):
@@ -357,6 +377,9 @@ class StokerTestCase(unittest.TestCase):
 
     def containers_of(self, job_id):
         return containers_of(self.data, job_id)
+
+    def cgroups_of(self, job_id):
+        return cgroups_of(self.data, job_id)
 
     def replica_dir(self, job_id, replica="workerpool0-0"):
         return os.path.join(self.data, "jobs", job_id, replica)

@@ -182,6 +182,9 @@ class ContainerJobTest(StokerTestCase):
         self.assertTrue(any("runs in a container: image " + TRAINER in e
                             for e in self.events(plain)), self.events(plain))
         self.assertEqual(self.containers_of(plain), [])  # removed at the end
+        # And its cgroups, in every hierarchy (podman makes its own in all).
+        wait_for(lambda: self.cgroups_of(plain) == [], 10,
+                 "the replica's cgroups to be removed: %s" % self.cgroups_of(plain))
         # The job's variables went to the container through a file only the
         # supervisor may read, never onto the engine's command line.
         env_file = os.path.join(self.replica_dir(plain), "container.env")
@@ -296,6 +299,8 @@ class ContainerJobTest(StokerTestCase):
         self.stoker("jobs", "cancel", j)
         self.assertEqual(self.wait_state(j, timeout=60)["state"], "JOB_STATE_CANCELLED")
         self.assertEqual(self.containers_of(j), [])
+        wait_for(lambda: self.cgroups_of(j) == [], 10,
+                 "the replica's cgroups to be removed: %s" % self.cgroups_of(j))
 
     def test_a_container_job_survives_kill_9_of_stokerd_and_ends_once(self):
         gate = os.path.join(self.data, "buckets", "gate", "open")
