@@ -302,9 +302,8 @@ RegionPrices Regional(const std::string& region, const RegionPrices& us) {
       a.vertex = MakeRate(base->usd_per_hour * rate * 1.15, "C", kK80RegionalVertex);
     }
   }
-  for (int i = 0; i < kRegionalGpuPriceCount; ++i) {
-    const RegionalGpuPrice& p = kRegionalGpuPrices[i];
-    auto row = out.accelerators.find(p.accelerator);
+  for (const RegionalRow& p : S2GpuTable().rows) {
+    auto row = out.accelerators.find(p.name);
     if (region != p.region || row == out.accelerators.end()) continue;
     row->second.compute_engine = MakeRate(p.compute_engine, "A", kS2);
     row->second.spot = MakeRate(p.spot, "C", kS2Spot);
@@ -316,10 +315,8 @@ RegionPrices Regional(const std::string& region, const RegionPrices& us) {
 // The regions where S2 lists `accelerator`, comma-separated; "" when none.
 std::string RegionsSelling(const std::string& accelerator) {
   std::vector<std::string> regions;
-  for (int i = 0; i < kRegionalGpuPriceCount; ++i) {
-    if (accelerator == kRegionalGpuPrices[i].accelerator) {
-      regions.push_back(kRegionalGpuPrices[i].region);
-    }
+  for (const RegionalRow& p : S2GpuTable().rows) {
+    if (accelerator == p.name) regions.push_back(p.region);
   }
   return Join(regions, ", ");
 }

@@ -114,12 +114,11 @@ TEST(RegionsTest, TheMegaA3IsPricedWhereS1PricesIt) {
 TEST(RegionsTest, GeneratedUsCentral1GpuRowsAgreeWithTheHandTable) {
   Catalog c = Catalog::BuiltIn();
   int checked = 0;
-  for (int i = 0; i < internal::kRegionalGpuPriceCount; ++i) {
-    const internal::RegionalGpuPrice& p = internal::kRegionalGpuPrices[i];
-    if (std::string(p.region) != "us-central1") continue;
-    const AcceleratorPrice& a = c.Prices("us-central1")->accelerators.at(p.accelerator);
-    EXPECT_DOUBLE_EQ(a.compute_engine->usd_per_hour, p.compute_engine) << p.accelerator;
-    EXPECT_DOUBLE_EQ(a.spot->usd_per_hour, p.spot) << p.accelerator;
+  for (const internal::RegionalRow& p : internal::S2GpuTable().rows) {
+    if (p.region != "us-central1") continue;
+    const AcceleratorPrice& a = c.Prices("us-central1")->accelerators.at(p.name);
+    EXPECT_DOUBLE_EQ(a.compute_engine->usd_per_hour, p.compute_engine) << p.name;
+    EXPECT_DOUBLE_EQ(a.spot->usd_per_hour, p.spot) << p.name;
     ++checked;
   }
   EXPECT_EQ(checked, 4);  // T4, V100, P100, P4 (S2 has no K80)

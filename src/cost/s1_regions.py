@@ -36,6 +36,12 @@ MACHINES = (
 )
 
 
+def write_number(x):
+    """`x` as YAML: the shortest text that reads back as the same double
+    (Python's repr), or null for None (no figure)."""
+    return "null" if x is None else repr(float(x))
+
+
 def main():
     data = yaml.safe_load(open(sys.argv[1]))
     generated = data["about"]["generated"]
