@@ -1,6 +1,6 @@
 // The price tables shipped with Stoker (Catalog::BuiltIn): us-central1 list
 // prices with their sources and dates (docs/prices.md, keep the two in step),
-// the other regions' from S1's per-region table (catalog_regions.cc) by the
+// the other regions' from S1's per-region table (prices/s1_regions.yaml) by the
 // rules below, legacy AI Platform machine names, and own-hardware defaults.
 #include <map>
 #include <optional>
@@ -277,14 +277,13 @@ RegionPrices Regional(const std::string& region, const RegionPrices& us) {
     m.spot.reset();
     m.vertex.reset();
   }
-  for (int i = 0; i < kRegionalPriceCount; ++i) {
-    const RegionalPrice& p = kRegionalPrices[i];
-    auto row = out.machines.find(p.machine_type);
+  for (const RegionalRow& p : S1MachineTable().rows) {
+    auto row = out.machines.find(p.name);
     if (region != p.region || row == out.machines.end()) continue;
     MachinePrice& m = row->second;
     m.compute_engine = MakeRate(p.compute_engine, "A", kS1);
     m.spot = MakeRate(p.spot, "A", kS1Spot);
-    const MachinePrice& base = us.machines.at(p.machine_type);
+    const MachinePrice& base = us.machines.at(p.name);
     if (base.compute_engine && base.vertex && base.compute_engine->usd_per_hour > 0) {
       m.vertex =
           MakeRate(p.compute_engine * base.vertex->usd_per_hour / base.compute_engine->usd_per_hour,
@@ -333,8 +332,8 @@ const LegacyMachine* FindLegacy(const std::string& name) {
 // Why a shipped row lacks a figure, for the reason text.
 std::string WhyMissing(const std::string& name, const std::string& region) {
   bool sold = false;  // S1 prices the machine type in the region
-  for (int i = 0; i < kRegionalPriceCount; ++i) {
-    sold = sold || (region == kRegionalPrices[i].region && name == kRegionalPrices[i].machine_type);
+  for (const RegionalRow& p : S1MachineTable().rows) {
+    sold = sold || (region == p.region && name == p.name);
   }
   if (name == "a3-megagpu-8g" && sold) {
     return "no Vertex estimate for a3-megagpu-8g (no us-central1 Vertex figure to scale); set "
@@ -381,8 +380,7 @@ Catalog Catalog::BuiltIn() {
   RegionPrices& us = c.regions_["us-central1"];
   us.machines = internal::BuiltInMachines();
   us.accelerators = internal::BuiltInAccelerators();
-  for (int i = 0; i < internal::kRegionCount; ++i) {
-    const std::string region = internal::kRegions[i];
+  for (const std::string& region : internal::S1MachineTable().regions) {
     if (region != "us-central1") c.regions_[region] = internal::Regional(region, us);
   }
   c.own_ = internal::BuiltInOwnHardware();

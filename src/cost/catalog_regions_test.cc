@@ -50,15 +50,14 @@ TEST(RegionsTest, EveryRegionHasEveryMachineRow) {
 TEST(RegionsTest, GeneratedUsCentral1RowsAgreeWithTheHandTable) {
   Catalog c = Catalog::BuiltIn();
   int checked = 0;
-  for (int i = 0; i < internal::kRegionalPriceCount; ++i) {
-    const internal::RegionalPrice& p = internal::kRegionalPrices[i];
-    if (std::string(p.region) != "us-central1") continue;
-    const MachinePrice& m = c.Prices("us-central1")->machines.at(p.machine_type);
-    ASSERT_TRUE(m.compute_engine) << p.machine_type;
+  for (const internal::RegionalRow& p : internal::S1MachineTable().rows) {
+    if (p.region != "us-central1") continue;
+    const MachinePrice& m = c.Prices("us-central1")->machines.at(p.name);
+    ASSERT_TRUE(m.compute_engine) << p.name;
     EXPECT_NEAR(m.compute_engine->usd_per_hour, p.compute_engine, p.compute_engine * 5e-4)
-        << p.machine_type;
-    ASSERT_TRUE(m.spot) << p.machine_type;
-    EXPECT_NEAR(m.spot->usd_per_hour, p.spot, p.spot * 2e-3) << p.machine_type;
+        << p.name;
+    ASSERT_TRUE(m.spot) << p.name;
+    EXPECT_NEAR(m.spot->usd_per_hour, p.spot, p.spot * 2e-3) << p.name;
     ++checked;
   }
   EXPECT_EQ(checked, 44);  // all but a3-megagpu-8g, which S1 does not price there

@@ -137,6 +137,11 @@ Result<RegionalTable> ParseRegionalTable(std::string_view text, const std::strin
   return table;
 }
 
+const RegionalTable& S1MachineTable() {
+  static const RegionalTable table = ShippedTable("s1_regions.yaml", "machine_type");
+  return table;
+}
+
 const RegionalTable& S2GpuTable() {
   static const RegionalTable table = ShippedTable("s2_gpu_regions.yaml", "accelerator");
   return table;

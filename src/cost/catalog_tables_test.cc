@@ -33,6 +33,13 @@ TEST(PriceTablesTest, EveryShippedTableParses) {
   EXPECT_EQ(s2->regions.size(), 14u);
   EXPECT_EQ(s2->rows.size(), 32u);
   EXPECT_EQ(S2GpuTable().rows.size(), 32u);
+
+  Result<RegionalTable> s1 =
+      ParseRegionalTable(PriceTableText("s1_regions.yaml"), "s1_regions.yaml", "machine_type");
+  ASSERT_TRUE(s1.ok()) << s1.status().message();
+  EXPECT_EQ(s1->regions, s2->regions);  // S2 was read in the regions S1 prices
+  EXPECT_EQ(s1->rows.size(), 624u);
+  EXPECT_EQ(S1MachineTable().rows.size(), 624u);
 }
 
 TEST(PriceTablesTest, ReadsRowsWithExactFiguresAndNullSpot) {
