@@ -1,6 +1,6 @@
 // Internal to cost/: what the catalog's files share. catalog.cc prices a
-// replica, catalog_prices.cc holds the shipped price tables (Catalog::BuiltIn),
-// catalog_tables.cc reads the per-region ones the build embeds from prices/,
+// replica, catalog_prices.cc makes the shipped catalog (Catalog::BuiltIn) from
+// the price tables the build embeds from prices/, which catalog_tables.cc reads,
 // catalog_config.cc reads the config's `cost:` section (Catalog::Apply). Not a
 // public header; only cost/catalog*.cc (and the generated price_tables.cc)
 // include it.
@@ -8,6 +8,7 @@
 // All functions are pure and thread-safe.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,11 +39,11 @@ bool IsWhole(double c);
 // A legacy AI Platform machine name and the Compute Engine machine (and
 // GPUs) it was built on.
 struct LegacyMachine {
-  const char* name;
-  const char* machine_type;
-  const char* gpu_type;  // "" = none
-  int gpu_count;
-  double usd_2019;  // S4b, 2019-11-04
+  std::string name;
+  std::string machine_type;
+  std::string gpu_type;  // "" = none
+  int gpu_count = 0;
+  double usd_2019 = 0;  // S4b, 2019-11-04
 };
 // The row of a legacy name (standard, complex_model_m_gpu, ...); nullptr for any other.
 const LegacyMachine* FindLegacy(const std::string& name);
@@ -85,6 +86,27 @@ Result<RegionalTable> ParseRegionalTable(std::string_view text, const std::strin
 // field; catalog_test parses every table, so a bad one fails the tests first.
 const RegionalTable& S1MachineTable();
 const RegionalTable& S2GpuTable();
+
+// The us-central1 figures read by hand (prices/us_central1.yaml): machine
+// types, accelerators, legacy AI Platform names. A machine's rate the table
+// gives as a bare number has an empty confidence and source: the catalog's
+// rule for that market grades it (catalog_prices.cc).
+struct HandPrices {
+  std::map<std::string, MachinePrice> machines;
+  std::map<std::string, AcceleratorPrice> accelerators;
+  std::vector<LegacyMachine> legacy_machines;
+};
+
+// Parses the hand-read table (the format us_central1.yaml's header
+// describes). InvalidArgument naming `file`, the entry (machines[3]) and the
+// field on a syntax error, a missing or unknown key, a figure that is not a
+// number >= 0, a grade not A, B or C, a repeated name, or a legacy name's GPU
+// that is not among the accelerators.
+Result<HandPrices> ParseHandPrices(std::string_view text, const std::string& file);
+
+// prices/us_central1.yaml, parsed on first use (thread-safe); a malformed
+// table aborts as S1MachineTable's does.
+const HandPrices& UsCentral1Prices();
 
 // The power of a GPU type whose purchase price is not published, so that a
 // config entry that gives only the purchase price still counts power.

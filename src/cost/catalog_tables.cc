@@ -1,10 +1,12 @@
-// The one reader of the per-region price tables (prices/*.yaml), which the
-// build embeds as text (embed_price_tables.cmake, decision 0046).
+// The one reader of the price tables (prices/*.yaml: the per-region ones and
+// the hand-read us-central1 one), which the build embeds as text
+// (embed_price_tables.cmake, decision 0046).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,17 +34,20 @@ Result<double> ReadFigure(const YAML::Node& node, const std::string& where, bool
   return v;
 }
 
-// `node` as a non-empty name; InvalidArgument naming `where` otherwise.
+// `node` as a non-empty string; InvalidArgument naming `where` otherwise.
 Result<std::string> ReadName(const YAML::Node& node, const std::string& where) {
   if (!node.IsScalar() || node.Scalar().empty()) {
-    return InvalidArgument(where + ": must be a name");
+    return InvalidArgument(where + ": must be a non-empty string");
   }
   return node.Scalar();
 }
 
-// Every key of the map `node` is one of `keys`; InvalidArgument naming `where` otherwise.
-Status CheckKeys(const YAML::Node& node, const std::vector<std::string>& keys,
-                 const std::string& where) {
+// Every key of the map `node` is one of `required` or `optional`, and every
+// one of `required` is there; InvalidArgument naming `where` otherwise.
+Status CheckKeys(const YAML::Node& node, const std::vector<std::string>& required,
+                 const std::vector<std::string>& optional, const std::string& where) {
+  std::vector<std::string> keys = required;
+  keys.insert(keys.end(), optional.begin(), optional.end());
   for (const auto& entry : node) {
     const std::string key = entry.first.Scalar();
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
@@ -50,8 +55,32 @@ Status CheckKeys(const YAML::Node& node, const std::vector<std::string>& keys,
                              ")");
     }
   }
-  for (const std::string& key : keys) {
+  for (const std::string& key : required) {
     if (!node[key]) return InvalidArgument(where + ": missing " + key);
+  }
+  return OkStatus();
+}
+
+// `text` as YAML; InvalidArgument naming `file` (and the line) when it is
+// empty or does not parse.
+Result<YAML::Node> LoadTable(std::string_view text, const std::string& file) {
+  if (text.empty()) return InvalidArgument(file + ": empty, or not embedded in this build");
+  try {
+    return YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument(file + ": line " + std::to_string(e.mark.line + 1) + ", column " +
+                           std::to_string(e.mark.column + 1) + ": " + e.msg);
+  }
+}
+
+// Calls `read(entry, "PATH[i]")` for each entry of the list `list` (PATH
+// names it, e.g. "FILE: prices"), stopping at the first error;
+// InvalidArgument when `list` is not a list.
+template <typename Read>
+Status ForEachEntry(const YAML::Node& list, const std::string& path, Read read) {
+  if (!list.IsSequence()) return InvalidArgument(path + ": must be a list");
+  for (size_t i = 0; i < list.size(); ++i) {
+    STOKER_RETURN_IF_ERROR(read(list[i], path + "[" + std::to_string(i) + "]"));
   }
   return OkStatus();
 }
@@ -79,7 +108,8 @@ Result<RegionalRow> ReadRow(const YAML::Node& node, const std::string& where,
     return InvalidArgument(where + ": must be a map of region, " + name_key +
                            ", compute_engine, spot");
   }
-  STOKER_RETURN_IF_ERROR(CheckKeys(node, {"region", name_key, "compute_engine", "spot"}, where));
+  STOKER_RETURN_IF_ERROR(
+      CheckKeys(node, {"region", name_key, "compute_engine", "spot"}, {}, where));
   RegionalRow row;
   STOKER_ASSIGN_OR_RETURN(row.region, ReadName(node["region"], where + ".region"));
   if (std::find(regions.begin(), regions.end(), row.region) == regions.end()) {
@@ -92,11 +122,124 @@ Result<RegionalRow> ReadRow(const YAML::Node& node, const std::string& where,
   return row;
 }
 
-// The embedded table `name`, parsed; aborts when it is malformed (a broken
-// build: catalog_test parses every table first).
-RegionalTable ShippedTable(const char* name, const char* name_key) {
-  const std::string file = std::string("src/cost/prices/") + name;
-  Result<RegionalTable> table = ParseRegionalTable(PriceTableText(name), file, name_key);
+// A rate: null (none), a bare number when `bare_ok` (its confidence and
+// source left empty for the market's rule), or {usd, grade, source}.
+Result<std::optional<Rate>> ReadTableRate(const YAML::Node& node, const std::string& where,
+                                          bool bare_ok) {
+  if (node.IsNull()) return std::optional<Rate>();
+  if (bare_ok && node.IsScalar()) {
+    STOKER_ASSIGN_OR_RETURN(double usd, ReadFigure(node, where, false));
+    return std::optional<Rate>(Rate{usd, "", ""});
+  }
+  if (!node.IsMap()) {
+    return InvalidArgument(where + ": must be null, " + (bare_ok ? "a number >= 0, " : "") +
+                           "or a map of usd, grade, source");
+  }
+  STOKER_RETURN_IF_ERROR(CheckKeys(node, {"usd", "grade", "source"}, {}, where));
+  Rate r;
+  STOKER_ASSIGN_OR_RETURN(r.usd_per_hour, ReadFigure(node["usd"], where + ".usd", false));
+  STOKER_ASSIGN_OR_RETURN(r.confidence, ReadName(node["grade"], where + ".grade"));
+  if (r.confidence != "A" && r.confidence != "B" && r.confidence != "C") {
+    return InvalidArgument(where + ".grade: must be A, B or C (got '" + r.confidence + "')");
+  }
+  STOKER_ASSIGN_OR_RETURN(r.source, ReadName(node["source"], where + ".source"));
+  return std::optional<Rate>(std::move(r));
+}
+
+// `node` as a whole number from `min` to 1024; InvalidArgument naming `where` otherwise.
+Result<int> ReadCount(const YAML::Node& node, const std::string& where, int min) {
+  Result<double> v = ReadFigure(node, where, false);
+  if (!v.ok() || !IsWhole(*v) || *v < min || *v > 1024) {
+    return InvalidArgument(where + ": must be a whole number from " + std::to_string(min) +
+                           " to 1024");
+  }
+  return static_cast<int>(*v);
+}
+
+// The optional gpu_type and gpu_count of a machine or a legacy name: both or
+// neither, gpu_count at least 1.
+Status ReadBundledGpus(const YAML::Node& node, const std::string& where, std::string& gpu_type,
+                       int& gpu_count) {
+  if (!node["gpu_type"] && !node["gpu_count"]) return OkStatus();
+  if (!node["gpu_type"] || !node["gpu_count"]) {
+    return InvalidArgument(where + ": gpu_type and gpu_count go together (set both or neither)");
+  }
+  STOKER_ASSIGN_OR_RETURN(gpu_type, ReadName(node["gpu_type"], where + ".gpu_type"));
+  STOKER_ASSIGN_OR_RETURN(gpu_count, ReadCount(node["gpu_count"], where + ".gpu_count", 1));
+  return OkStatus();
+}
+
+// machines[i]: {name, vcpus, memory_gb, [gpu_type, gpu_count,] compute_engine, spot, vertex}.
+Status ReadMachine(const YAML::Node& node, const std::string& where, HandPrices& out) {
+  if (!node.IsMap()) return InvalidArgument(where + ": must be a map");
+  STOKER_RETURN_IF_ERROR(
+      CheckKeys(node, {"name", "vcpus", "memory_gb", "compute_engine", "spot", "vertex"},
+                {"gpu_type", "gpu_count"}, where));
+  STOKER_ASSIGN_OR_RETURN(std::string name, ReadName(node["name"], where + ".name"));
+  MachinePrice m;
+  STOKER_ASSIGN_OR_RETURN(m.vcpus, ReadFigure(node["vcpus"], where + ".vcpus", false));
+  STOKER_ASSIGN_OR_RETURN(m.memory_gb, ReadFigure(node["memory_gb"], where + ".memory_gb", false));
+  STOKER_RETURN_IF_ERROR(ReadBundledGpus(node, where, m.gpu_type, m.gpu_count));
+  STOKER_ASSIGN_OR_RETURN(m.compute_engine,
+                          ReadTableRate(node["compute_engine"], where + ".compute_engine", true));
+  STOKER_ASSIGN_OR_RETURN(m.spot, ReadTableRate(node["spot"], where + ".spot", true));
+  STOKER_ASSIGN_OR_RETURN(m.vertex, ReadTableRate(node["vertex"], where + ".vertex", true));
+  if (!out.machines.emplace(name, std::move(m)).second) {
+    return InvalidArgument(where + ".name: " + name + " is listed twice");
+  }
+  return OkStatus();
+}
+
+// accelerators[i]: {name, compute_engine, spot, vertex, n1_counts}.
+Status ReadAccelerator(const YAML::Node& node, const std::string& where, HandPrices& out) {
+  if (!node.IsMap()) return InvalidArgument(where + ": must be a map");
+  STOKER_RETURN_IF_ERROR(
+      CheckKeys(node, {"name", "compute_engine", "spot", "vertex", "n1_counts"}, {}, where));
+  STOKER_ASSIGN_OR_RETURN(std::string name, ReadName(node["name"], where + ".name"));
+  AcceleratorPrice a;
+  STOKER_ASSIGN_OR_RETURN(a.compute_engine,
+                          ReadTableRate(node["compute_engine"], where + ".compute_engine", false));
+  STOKER_ASSIGN_OR_RETURN(a.spot, ReadTableRate(node["spot"], where + ".spot", false));
+  STOKER_ASSIGN_OR_RETURN(a.vertex, ReadTableRate(node["vertex"], where + ".vertex", false));
+  STOKER_RETURN_IF_ERROR(ForEachEntry(node["n1_counts"], where + ".n1_counts",
+                                      [&a](const YAML::Node& count, const std::string& at) {
+                                        STOKER_ASSIGN_OR_RETURN(int n, ReadCount(count, at, 1));
+                                        a.n1_counts.push_back(n);
+                                        return OkStatus();
+                                      }));
+  if (!out.accelerators.emplace(name, std::move(a)).second) {
+    return InvalidArgument(where + ".name: " + name + " is listed twice");
+  }
+  return OkStatus();
+}
+
+// legacy_machines[i]: {name, machine_type, [gpu_type, gpu_count,] usd_2019};
+// its GPU one of the accelerators read before.
+Status ReadLegacy(const YAML::Node& node, const std::string& where, HandPrices& out) {
+  if (!node.IsMap()) return InvalidArgument(where + ": must be a map");
+  STOKER_RETURN_IF_ERROR(
+      CheckKeys(node, {"name", "machine_type", "usd_2019"}, {"gpu_type", "gpu_count"}, where));
+  LegacyMachine l;
+  STOKER_ASSIGN_OR_RETURN(l.name, ReadName(node["name"], where + ".name"));
+  STOKER_ASSIGN_OR_RETURN(l.machine_type, ReadName(node["machine_type"], where + ".machine_type"));
+  STOKER_RETURN_IF_ERROR(ReadBundledGpus(node, where, l.gpu_type, l.gpu_count));
+  if (!l.gpu_type.empty() && !out.accelerators.count(l.gpu_type)) {
+    return InvalidArgument(where + ".gpu_type: " + l.gpu_type + " is not among the accelerators");
+  }
+  STOKER_ASSIGN_OR_RETURN(l.usd_2019, ReadFigure(node["usd_2019"], where + ".usd_2019", false));
+  for (const LegacyMachine& before : out.legacy_machines) {
+    if (before.name == l.name)
+      return InvalidArgument(where + ".name: " + l.name + " is listed twice");
+  }
+  out.legacy_machines.push_back(std::move(l));
+  return OkStatus();
+}
+
+// The embedded table `name` as `parse` reads it; aborts when it is malformed
+// (a broken build: catalog_test parses every table first).
+template <typename Parse>
+auto ShippedTable(const char* name, Parse parse) {
+  auto table = parse(PriceTableText(name), std::string("src/cost/prices/") + name);
   if (!table.ok()) {
     std::fprintf(stderr, "stoker: the built-in price table is broken: %s\n",
                  table.status().message().c_str());
@@ -109,42 +252,69 @@ RegionalTable ShippedTable(const char* name, const char* name_key) {
 
 Result<RegionalTable> ParseRegionalTable(std::string_view text, const std::string& file,
                                          const std::string& name_key) {
-  if (text.empty()) return InvalidArgument(file + ": empty, or not embedded in this build");
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return InvalidArgument(file + ": line " + std::to_string(e.mark.line + 1) + ", column " +
-                           std::to_string(e.mark.column + 1) + ": " + e.msg);
-  }
+  STOKER_ASSIGN_OR_RETURN(YAML::Node root, LoadTable(text, file));
   if (!root.IsMap()) return InvalidArgument(file + ": must be a map of regions and prices");
-  STOKER_RETURN_IF_ERROR(CheckKeys(root, {"regions", "prices"}, file));
+  STOKER_RETURN_IF_ERROR(CheckKeys(root, {"regions", "prices"}, {}, file));
   RegionalTable table;
   STOKER_ASSIGN_OR_RETURN(table.regions, ReadRegions(root["regions"], file));
-  const YAML::Node prices = root["prices"];
-  if (!prices.IsSequence()) return InvalidArgument(file + ": prices: must be a list");
   std::map<std::pair<std::string, std::string>, size_t> seen;  // (region, name) -> entry
-  for (size_t i = 0; i < prices.size(); ++i) {
-    const std::string where = file + ": prices[" + std::to_string(i) + "]";
-    STOKER_ASSIGN_OR_RETURN(RegionalRow row, ReadRow(prices[i], where, name_key, table.regions));
-    auto [it, added] = seen.emplace(std::make_pair(row.region, row.name), i);
-    if (!added) {
-      return InvalidArgument(where + ": " + row.region + " " + row.name + " repeats prices[" +
-                             std::to_string(it->second) + "]");
-    }
-    table.rows.push_back(std::move(row));
-  }
+  STOKER_RETURN_IF_ERROR(ForEachEntry(
+      root["prices"], file + ": prices", [&](const YAML::Node& node, const std::string& where) {
+        STOKER_ASSIGN_OR_RETURN(RegionalRow row, ReadRow(node, where, name_key, table.regions));
+        auto [it, added] = seen.emplace(std::make_pair(row.region, row.name), table.rows.size());
+        if (!added) {
+          return InvalidArgument(where + ": " + row.region + " " + row.name + " repeats prices[" +
+                                 std::to_string(it->second) + "]");
+        }
+        table.rows.push_back(std::move(row));
+        return OkStatus();
+      }));
   return table;
 }
 
 const RegionalTable& S1MachineTable() {
-  static const RegionalTable table = ShippedTable("s1_regions.yaml", "machine_type");
+  static const RegionalTable table =
+      ShippedTable("s1_regions.yaml", [](std::string_view text, const std::string& file) {
+        return ParseRegionalTable(text, file, "machine_type");
+      });
   return table;
 }
 
 const RegionalTable& S2GpuTable() {
-  static const RegionalTable table = ShippedTable("s2_gpu_regions.yaml", "accelerator");
+  static const RegionalTable table =
+      ShippedTable("s2_gpu_regions.yaml", [](std::string_view text, const std::string& file) {
+        return ParseRegionalTable(text, file, "accelerator");
+      });
   return table;
+}
+
+Result<HandPrices> ParseHandPrices(std::string_view text, const std::string& file) {
+  STOKER_ASSIGN_OR_RETURN(YAML::Node root, LoadTable(text, file));
+  if (!root.IsMap()) {
+    return InvalidArgument(file + ": must be a map of machines, accelerators, legacy_machines");
+  }
+  STOKER_RETURN_IF_ERROR(
+      CheckKeys(root, {"machines", "accelerators", "legacy_machines"}, {"sources"}, file));
+  if (root["sources"] && !root["sources"].IsSequence()) {
+    return InvalidArgument(file + ": sources: must be a list (of the texts rates cite)");
+  }
+  HandPrices out;
+  auto into = [&out](Status (*read)(const YAML::Node&, const std::string&, HandPrices&)) {
+    return [&out, read](const YAML::Node& node, const std::string& where) {
+      return read(node, where, out);
+    };
+  };
+  STOKER_RETURN_IF_ERROR(ForEachEntry(root["machines"], file + ": machines", into(ReadMachine)));
+  STOKER_RETURN_IF_ERROR(
+      ForEachEntry(root["accelerators"], file + ": accelerators", into(ReadAccelerator)));
+  STOKER_RETURN_IF_ERROR(
+      ForEachEntry(root["legacy_machines"], file + ": legacy_machines", into(ReadLegacy)));
+  return out;
+}
+
+const HandPrices& UsCentral1Prices() {
+  static const HandPrices prices = ShippedTable("us_central1.yaml", ParseHandPrices);
+  return prices;
 }
 
 }  // namespace stoker::cost::internal

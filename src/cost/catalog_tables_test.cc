@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "cost/catalog_internal.h"
 
@@ -40,6 +41,90 @@ TEST(PriceTablesTest, EveryShippedTableParses) {
   EXPECT_EQ(s1->regions, s2->regions);  // S2 was read in the regions S1 prices
   EXPECT_EQ(s1->rows.size(), 624u);
   EXPECT_EQ(S1MachineTable().rows.size(), 624u);
+
+  Result<HandPrices> us = ParseHandPrices(PriceTableText("us_central1.yaml"), "us_central1.yaml");
+  ASSERT_TRUE(us.ok()) << us.status().message();
+  EXPECT_EQ(us->machines.size(), 43u);  // n1-standard-2 and n1-highcpu-8 are derived
+  EXPECT_EQ(us->accelerators.size(), 10u);
+  EXPECT_EQ(us->legacy_machines.size(), 7u);
+}
+
+// The hand-read table: a bare machine figure is left for the market's rule
+// to grade; a {usd, grade, source} rate keeps its own.
+TEST(PriceTablesTest, ReadsTheHandTable) {
+  Result<HandPrices> t = ParseHandPrices(R"(
+sources:
+  - &S3 "S3 Vertex pricing page 2026-10-07"
+machines:
+  - {name: n1-standard-4, vcpus: 4, memory_gb: 15, compute_engine: 0.1900, spot: null,
+     vertex: {usd: 0.21849885, grade: A, source: *S3}}
+  - {name: g2-standard-4, vcpus: 4, memory_gb: 16, gpu_type: NVIDIA_L4, gpu_count: 1,
+     compute_engine: 0.7068, spot: 0.3973, vertex: 0.8129}
+accelerators:
+  - {name: NVIDIA_TESLA_K80, compute_engine: {usd: 0.45, grade: B, source: S4b}, spot: null,
+     vertex: null, n1_counts: [1, 2, 4, 8]}
+legacy_machines:
+  - {name: standard_gpu, machine_type: n1-standard-8, gpu_type: NVIDIA_TESLA_K80, gpu_count: 1,
+     usd_2019: 0.83}
+)",
+                                         kFile);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  const MachinePrice& n4 = t->machines.at("n1-standard-4");
+  EXPECT_EQ(n4.compute_engine->usd_per_hour, 0.19);
+  EXPECT_EQ(n4.compute_engine->source, "");  // the market's rule grades it
+  EXPECT_FALSE(n4.spot);
+  EXPECT_EQ(n4.vertex->confidence, "A");
+  EXPECT_EQ(n4.vertex->source, "S3 Vertex pricing page 2026-10-07");
+  EXPECT_EQ(t->machines.at("g2-standard-4").gpu_type, "NVIDIA_L4");
+  const AcceleratorPrice& k80 = t->accelerators.at("NVIDIA_TESLA_K80");
+  EXPECT_EQ(k80.compute_engine->confidence, "B");
+  EXPECT_FALSE(k80.vertex);
+  EXPECT_EQ(k80.n1_counts, (std::vector<int>{1, 2, 4, 8}));
+  ASSERT_EQ(t->legacy_machines.size(), 1u);
+  EXPECT_EQ(t->legacy_machines[0].gpu_count, 1);
+  EXPECT_EQ(t->legacy_machines[0].usd_2019, 0.83);
+}
+
+// The error of parsing a hand table whose lists are `lists` ("" when it parses).
+std::string HandErrorOf(const std::string& lists) {
+  Result<HandPrices> t = ParseHandPrices(lists, kFile);
+  return t.ok() ? std::string() : t.status().message();
+}
+
+TEST(PriceTablesTest, ABadHandTableNamesTheFileEntryAndField) {
+  const std::string k80 =
+      "accelerators:\n  - {name: K80, compute_engine: null, spot: null, vertex: null, "
+      "n1_counts: []}\n";
+  const std::string no_legacy = "legacy_machines: []\n";
+  EXPECT_EQ(HandErrorOf("machines:\n  - {name: a, vcpus: 1, memory_gb: 1, compute_engine: 1, "
+                        "spot: 1, vertex: {usd: 1, grade: D, source: x}}\n" +
+                        k80 + no_legacy),
+            "prices/test.yaml: machines[0].vertex.grade: must be A, B or C (got 'D')");
+  EXPECT_EQ(HandErrorOf("machines: []\naccelerators:\n  - {name: T4, compute_engine: 0.35, "
+                        "spot: null, vertex: null, n1_counts: [1]}\n" +
+                        no_legacy),
+            "prices/test.yaml: accelerators[0].compute_engine: must be null, or a map of usd, "
+            "grade, source");
+  EXPECT_EQ(HandErrorOf("machines:\n  - {name: a, vcpus: 1, memory_gb: 1, gpu_type: L4, "
+                        "compute_engine: 1, spot: 1, vertex: 1}\n" +
+                        k80 + no_legacy),
+            "prices/test.yaml: machines[0]: gpu_type and gpu_count go together (set both or "
+            "neither)");
+  EXPECT_EQ(HandErrorOf("machines:\n  - {name: a, vcpus: 1, memory_gb: 1, compute_engine: 1, "
+                        "spot: 1, vertex: 1}\n  - {name: a, vcpus: 2, memory_gb: 1, "
+                        "compute_engine: 1, spot: 1, vertex: 1}\n" +
+                        k80 + no_legacy),
+            "prices/test.yaml: machines[1].name: a is listed twice");
+  EXPECT_EQ(HandErrorOf("machines: []\n" + k80 +
+                        "legacy_machines:\n  - {name: standard_gpu, machine_type: n1-standard-8, "
+                        "gpu_type: T4, gpu_count: 1, usd_2019: 0.83}\n"),
+            "prices/test.yaml: legacy_machines[0].gpu_type: T4 is not among the accelerators");
+  EXPECT_EQ(HandErrorOf("machines: []\naccelerators:\n  - {name: T4, compute_engine: null, "
+                        "spot: null, vertex: null, n1_counts: [1, 0]}\n" +
+                        no_legacy),
+            "prices/test.yaml: accelerators[0].n1_counts[1]: must be a whole number from 1 to "
+            "1024");
+  EXPECT_EQ(HandErrorOf("machines: []\n" + k80), "prices/test.yaml: missing legacy_machines");
 }
 
 TEST(PriceTablesTest, ReadsRowsWithExactFiguresAndNullSpot) {
