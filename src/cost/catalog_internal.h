@@ -111,11 +111,27 @@ const HandPrices& UsCentral1Prices();
 // The power of a GPU type whose purchase price is not published, so that a
 // config entry that gives only the purchase price still counts power.
 struct KnownWatts {
-  const char* gpu_type;
-  double watts;
-  const char* source;
+  std::string gpu_type;
+  double watts = 0;
+  std::string source;
 };
 // nullptr when the GPU type's power is not known.
 const KnownWatts* FindKnownWatts(const std::string& gpu_type);
+
+// The own-hardware defaults (prices/own_hardware.yaml).
+struct OwnHardwareTable {
+  OwnHardware own;  // usd_per_kwh, pue, the GPUs with a purchase price; no node
+  std::vector<KnownWatts> known_watts;
+};
+
+// Parses the own-hardware table (the format own_hardware.yaml shows).
+// InvalidArgument naming `file`, the entry (gpus[1]) and the field on a syntax
+// error, a missing or unknown key, a figure out of range (pue >= 1,
+// life_years > 0, the others >= 0), or a GPU type listed twice.
+Result<OwnHardwareTable> ParseOwnHardware(std::string_view text, const std::string& file);
+
+// prices/own_hardware.yaml, parsed on first use (thread-safe); a malformed
+// table aborts as S1MachineTable's does.
+const OwnHardwareTable& OwnHardwareDefaults();
 
 }  // namespace stoker::cost::internal

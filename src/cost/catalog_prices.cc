@@ -2,7 +2,8 @@
 // prices with their sources and dates (prices/us_central1.yaml; docs/prices.md,
 // keep the two in step) and the rules that grade them and derive the rows it
 // lacks, the other regions' from the per-region tables (prices/s1_regions.yaml,
-// prices/s2_gpu_regions.yaml) by the rules below, and own-hardware defaults.
+// prices/s2_gpu_regions.yaml) by the rules below, and own-hardware defaults
+// (prices/own_hardware.yaml).
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -53,15 +54,6 @@ std::optional<Rate> MakeRate(double usd, const char* confidence, const char* sou
   if (usd < 0) return std::nullopt;
   return Rate{usd, confidence, source};
 }
-
-// Power of GPUs without a published purchase price, so that a config entry
-// that gives only the purchase price still counts power (reference §5).
-constexpr KnownWatts kKnownWatts[] = {
-    {"NVIDIA_L4", 72, "L4 72 W, spec aggregators"},
-    {"NVIDIA_TESLA_T4", 70, "T4 70 W, spec aggregators"},
-    {"NVIDIA_TESLA_V100", 250, "V100 PCIe 250 W (SXM2 300 W), spec aggregators"},
-    {"NVIDIA_TESLA_K80", 300, "K80 300 W max, hobbyist write-up"},
-};
 
 // `r`, graded and sourced as `confidence` and `source` say when the table gave
 // a bare number (no grade or source of its own).
@@ -123,26 +115,6 @@ std::map<std::string, MachinePrice> BuiltInMachines() {
     machines["n1-highcpu-8"] = m;
   }
   return machines;
-}
-
-OwnHardware BuiltInOwnHardware() {
-  OwnHardware own;
-  // §5: own hardware. Datacenter prices are press reports and drift.
-  own.usd_per_kwh = 0.15;
-  own.pue = 1.0;
-  own.gpus["NVIDIA_H100_80GB"] = {
-      30000, 3, 350,
-      "S8 H100 PCIe ~$30,000 (FT report via press 2023-08-15); 350 W (NVIDIA PB-11133-001_v02, "
-      "2022-11)"};
-  own.gpus["NVIDIA_A100_80GB"] = {
-      10000, 3, 300,
-      "S8 A100 80GB ~$10,000 (CNBC 2023-02-23); 300 W PCIe (SXM4 400 W; thundercompute.com "
-      "spec table)"};
-  own.gpus["NVIDIA_GEFORCE_RTX_4090"] = {
-      1599, 3, 450, "S8 RTX 4090 $1,599 MSRP at launch 2022-10-12; 450 W TGP (launch coverage)"};
-  own.gpus["NVIDIA_GEFORCE_RTX_5090"] = {
-      1999, 3, 575, "S8 RTX 5090 $1,999 MSRP (Founders Edition) 2025-01-30; 575 W (LTT Labs)"};
-  return own;
 }
 
 // Another region's rows from us-central1's: the shapes and N1 counts stay;
@@ -247,7 +219,7 @@ std::string WhyMissing(const std::string& name, const std::string& region) {
 }
 
 const KnownWatts* FindKnownWatts(const std::string& gpu_type) {
-  for (const KnownWatts& k : kKnownWatts) {
+  for (const KnownWatts& k : OwnHardwareDefaults().known_watts) {
     if (gpu_type == k.gpu_type) return &k;
   }
   return nullptr;
@@ -265,7 +237,7 @@ Catalog Catalog::BuiltIn() {
   for (const std::string& region : internal::S1MachineTable().regions) {
     if (region != "us-central1") c.regions_[region] = internal::Regional(region, us);
   }
-  c.own_ = internal::BuiltInOwnHardware();
+  c.own_ = internal::OwnHardwareDefaults().own;
   return c;
 }
 

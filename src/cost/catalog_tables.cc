@@ -1,5 +1,5 @@
-// The one reader of the price tables (prices/*.yaml: the per-region ones and
-// the hand-read us-central1 one), which the build embeds as text
+// The one reader of the price tables (prices/*.yaml: the per-region ones, the
+// hand-read us-central1 one, own hardware), which the build embeds as text
 // (embed_price_tables.cmake, decision 0046).
 #include <algorithm>
 #include <cmath>
@@ -235,6 +235,51 @@ Status ReadLegacy(const YAML::Node& node, const std::string& where, HandPrices& 
   return OkStatus();
 }
 
+// gpus[i]: {gpu_type, purchase_usd, life_years, watts, source}.
+Status ReadOwnGpu(const YAML::Node& node, const std::string& where, OwnHardwareTable& out) {
+  if (!node.IsMap()) return InvalidArgument(where + ": must be a map");
+  STOKER_RETURN_IF_ERROR(
+      CheckKeys(node, {"gpu_type", "purchase_usd", "life_years", "watts", "source"}, {}, where));
+  STOKER_ASSIGN_OR_RETURN(std::string gpu, ReadName(node["gpu_type"], where + ".gpu_type"));
+  Asset a;
+  STOKER_ASSIGN_OR_RETURN(a.purchase_usd,
+                          ReadFigure(node["purchase_usd"], where + ".purchase_usd", false));
+  STOKER_ASSIGN_OR_RETURN(a.life_years,
+                          ReadFigure(node["life_years"], where + ".life_years", false));
+  if (a.life_years == 0) return InvalidArgument(where + ".life_years: must be a number > 0");
+  STOKER_ASSIGN_OR_RETURN(a.watts, ReadFigure(node["watts"], where + ".watts", false));
+  STOKER_ASSIGN_OR_RETURN(a.source, ReadName(node["source"], where + ".source"));
+  if (!out.own.gpus.emplace(gpu, std::move(a)).second) {
+    return InvalidArgument(where + ".gpu_type: " + gpu + " is listed twice");
+  }
+  return OkStatus();
+}
+
+// known_watts[i]: {gpu_type, watts, source}.
+Status ReadKnownWatts(const YAML::Node& node, const std::string& where, OwnHardwareTable& out) {
+  if (!node.IsMap()) return InvalidArgument(where + ": must be a map");
+  STOKER_RETURN_IF_ERROR(CheckKeys(node, {"gpu_type", "watts", "source"}, {}, where));
+  KnownWatts k;
+  STOKER_ASSIGN_OR_RETURN(k.gpu_type, ReadName(node["gpu_type"], where + ".gpu_type"));
+  STOKER_ASSIGN_OR_RETURN(k.watts, ReadFigure(node["watts"], where + ".watts", false));
+  STOKER_ASSIGN_OR_RETURN(k.source, ReadName(node["source"], where + ".source"));
+  for (const KnownWatts& before : out.known_watts) {
+    if (before.gpu_type == k.gpu_type) {
+      return InvalidArgument(where + ".gpu_type: " + k.gpu_type + " is listed twice");
+    }
+  }
+  out.known_watts.push_back(std::move(k));
+  return OkStatus();
+}
+
+// `read` bound to `out`, for ForEachEntry.
+template <typename Table>
+auto Into(Table& out, Status (*read)(const YAML::Node&, const std::string&, Table&)) {
+  return [&out, read](const YAML::Node& node, const std::string& where) {
+    return read(node, where, out);
+  };
+}
+
 // The embedded table `name` as `parse` reads it; aborts when it is malformed
 // (a broken build: catalog_test parses every table first).
 template <typename Parse>
@@ -299,22 +344,40 @@ Result<HandPrices> ParseHandPrices(std::string_view text, const std::string& fil
     return InvalidArgument(file + ": sources: must be a list (of the texts rates cite)");
   }
   HandPrices out;
-  auto into = [&out](Status (*read)(const YAML::Node&, const std::string&, HandPrices&)) {
-    return [&out, read](const YAML::Node& node, const std::string& where) {
-      return read(node, where, out);
-    };
-  };
-  STOKER_RETURN_IF_ERROR(ForEachEntry(root["machines"], file + ": machines", into(ReadMachine)));
   STOKER_RETURN_IF_ERROR(
-      ForEachEntry(root["accelerators"], file + ": accelerators", into(ReadAccelerator)));
+      ForEachEntry(root["machines"], file + ": machines", Into(out, ReadMachine)));
   STOKER_RETURN_IF_ERROR(
-      ForEachEntry(root["legacy_machines"], file + ": legacy_machines", into(ReadLegacy)));
+      ForEachEntry(root["accelerators"], file + ": accelerators", Into(out, ReadAccelerator)));
+  STOKER_RETURN_IF_ERROR(
+      ForEachEntry(root["legacy_machines"], file + ": legacy_machines", Into(out, ReadLegacy)));
   return out;
 }
 
 const HandPrices& UsCentral1Prices() {
   static const HandPrices prices = ShippedTable("us_central1.yaml", ParseHandPrices);
   return prices;
+}
+
+Result<OwnHardwareTable> ParseOwnHardware(std::string_view text, const std::string& file) {
+  STOKER_ASSIGN_OR_RETURN(YAML::Node root, LoadTable(text, file));
+  if (!root.IsMap()) {
+    return InvalidArgument(file + ": must be a map of usd_per_kwh, pue, gpus, known_watts");
+  }
+  STOKER_RETURN_IF_ERROR(CheckKeys(root, {"usd_per_kwh", "pue", "gpus", "known_watts"}, {}, file));
+  OwnHardwareTable out;
+  STOKER_ASSIGN_OR_RETURN(out.own.usd_per_kwh,
+                          ReadFigure(root["usd_per_kwh"], file + ": usd_per_kwh", false));
+  STOKER_ASSIGN_OR_RETURN(out.own.pue, ReadFigure(root["pue"], file + ": pue", false));
+  if (out.own.pue < 1) return InvalidArgument(file + ": pue: must be a number >= 1");
+  STOKER_RETURN_IF_ERROR(ForEachEntry(root["gpus"], file + ": gpus", Into(out, ReadOwnGpu)));
+  STOKER_RETURN_IF_ERROR(
+      ForEachEntry(root["known_watts"], file + ": known_watts", Into(out, ReadKnownWatts)));
+  return out;
+}
+
+const OwnHardwareTable& OwnHardwareDefaults() {
+  static const OwnHardwareTable table = ShippedTable("own_hardware.yaml", ParseOwnHardware);
+  return table;
 }
 
 }  // namespace stoker::cost::internal

@@ -47,6 +47,12 @@ TEST(PriceTablesTest, EveryShippedTableParses) {
   EXPECT_EQ(us->machines.size(), 43u);  // n1-standard-2 and n1-highcpu-8 are derived
   EXPECT_EQ(us->accelerators.size(), 10u);
   EXPECT_EQ(us->legacy_machines.size(), 7u);
+
+  Result<OwnHardwareTable> own =
+      ParseOwnHardware(PriceTableText("own_hardware.yaml"), "own_hardware.yaml");
+  ASSERT_TRUE(own.ok()) << own.status().message();
+  EXPECT_EQ(own->own.gpus.size(), 4u);
+  EXPECT_EQ(own->known_watts.size(), 4u);
 }
 
 // The hand-read table: a bare machine figure is left for the market's rule
@@ -181,6 +187,30 @@ TEST(PriceTablesTest, ASyntaxErrorOrAnEmptyTextIsRefused) {
   EXPECT_EQ(ErrorOf(""), "prices/test.yaml: empty, or not embedded in this build");
   EXPECT_EQ(ErrorOf("- a\n- b\n"), "prices/test.yaml: must be a map of regions and prices");
   EXPECT_TRUE(PriceTableText("no_such_table.yaml").empty());
+}
+
+// The error of parsing an own-hardware table ("" when it parses).
+std::string OwnErrorOf(const std::string& text) {
+  Result<OwnHardwareTable> t = ParseOwnHardware(text, kFile);
+  return t.ok() ? std::string() : t.status().message();
+}
+
+TEST(PriceTablesTest, ABadOwnHardwareTableNamesTheFileEntryAndField) {
+  const std::string gpu =
+      "  - {gpu_type: H100, purchase_usd: 30000, life_years: 3, watts: 350, source: S8}\n";
+  EXPECT_EQ(OwnErrorOf("usd_per_kwh: 0.15\npue: 1\ngpus:\n" + gpu + "known_watts: []\n"), "");
+  EXPECT_EQ(OwnErrorOf("usd_per_kwh: 0.15\npue: 0.9\ngpus: []\nknown_watts: []\n"),
+            "prices/test.yaml: pue: must be a number >= 1");
+  EXPECT_EQ(OwnErrorOf("usd_per_kwh: 0.15\npue: 1\ngpus:\n" + gpu +
+                       "  - {gpu_type: A100, purchase_usd: 1, life_years: 0, watts: 1, source: x}\n"
+                       "known_watts: []\n"),
+            "prices/test.yaml: gpus[1].life_years: must be a number > 0");
+  EXPECT_EQ(OwnErrorOf("usd_per_kwh: 0.15\npue: 1\ngpus:\n" + gpu + gpu + "known_watts: []\n"),
+            "prices/test.yaml: gpus[1].gpu_type: H100 is listed twice");
+  EXPECT_EQ(OwnErrorOf("usd_per_kwh: 0.15\npue: 1\ngpus: []\nknown_watts:\n"
+                       "  - {gpu_type: L4, watt: 72, source: x}\n"),
+            "prices/test.yaml: known_watts[0]: unknown key 'watt' (expected gpu_type, watts, "
+            "source)");
 }
 
 }  // namespace
