@@ -91,6 +91,7 @@ struct ReplicaLaunch {
 struct JobLaunch {
   int64_t job_id = 0;
   int attempt = 0;
+  std::string user;                           // who submitted the job ("" = nobody named)
   std::vector<ReplicaLaunch> replicas;        // in rank order: pool, then index
   std::map<std::string, std::string> labels;  // the job's labels (e.g. slurm-partition)
   // jobSpec.scheduling.priority (-1000..1000, higher first), for executors

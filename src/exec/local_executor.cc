@@ -44,7 +44,7 @@ fs::path LocalExecutor::ReplicaDir(int64_t job_id, int attempt, const std::strin
 Status LocalExecutor::Launch(const JobLaunch& launch) {
   ReplicaDirPlan plan{data_dir_, data_dir_ / "jobs", std::nullopt, isolation_};
   if (accounts_) {
-    STOKER_ASSIGN_OR_RETURN(plan.run_as, accounts_(launch.job_id));
+    STOKER_ASSIGN_OR_RETURN(plan.run_as, accounts_(launch.user));
   }
   for (const ReplicaLaunch& r : launch.replicas) {
     fs::path dir = ReplicaDir(launch.job_id, launch.attempt, r.name);

@@ -250,7 +250,7 @@ Status SlurmExecutor::Launch(const JobLaunch& launch) {
   ReplicaDirPlan plan{options_.data_dir.empty() ? options_.shared_dir : options_.data_dir,
                       options_.shared_dir / "jobs", std::nullopt, options_.isolation};
   if (options_.trainer_accounts) {
-    STOKER_ASSIGN_OR_RETURN(plan.run_as, options_.trainer_accounts(launch.job_id));
+    STOKER_ASSIGN_OR_RETURN(plan.run_as, options_.trainer_accounts(launch.user));
   }
   json replicas = json::array();
   for (const ReplicaLaunch& r : launch.replicas) {

@@ -19,6 +19,7 @@ JobLaunch TwoReplicas() {
   JobLaunch l;
   l.job_id = 12;
   l.attempt = 1;
+  l.user = "ann";
   ReplicaLaunch chief;
   chief.name = "workerpool0-0";
   chief.cpus = 4;
@@ -253,8 +254,8 @@ class SlurmLaunchTest : public ::testing::Test {
 TEST_F(SlurmLaunchTest, TheTrainerAccountGoesIntoLaunchJsonAsLocally) {
   RunAs me{"me", static_cast<uint32_t>(::geteuid()), static_cast<uint32_t>(::getegid())};
   SlurmOptions o = Opts();
-  o.trainer_accounts = [&](int64_t job_id) -> Result<std::optional<RunAs>> {
-    EXPECT_EQ(job_id, 12);
+  o.trainer_accounts = [&](const std::string& user) -> Result<std::optional<RunAs>> {
+    EXPECT_EQ(user, "ann");
     return std::optional<RunAs>(me);
   };
   SlurmExecutor e(o);
@@ -290,7 +291,7 @@ TEST_F(SlurmLaunchTest, HandsOverTheOutputDirInTheDataDirWhenSharedDirIsElsewher
   o.data_dir = tmp_ / "data";
   std::filesystem::path out = o.data_dir / "buckets/stoker-default/12";
   std::filesystem::create_directories(out);
-  o.trainer_accounts = [](int64_t) -> Result<std::optional<RunAs>> {
+  o.trainer_accounts = [](const std::string&) -> Result<std::optional<RunAs>> {
     return std::optional<RunAs>(RunAs{"nobody", 65534, 65534});
   };
   SlurmExecutor e(o);
@@ -331,7 +332,7 @@ TEST_F(SlurmLaunchTest, TheIsolationPlanKeepsTheJobReadOnlyAndTheWorkDirWritable
 
 TEST_F(SlurmLaunchTest, ARefusedAccountFailsTheLaunchBeforeSlurmIsAsked) {
   SlurmOptions o = Opts();
-  o.trainer_accounts = [](int64_t) -> Result<std::optional<RunAs>> {
+  o.trainer_accounts = [](const std::string&) -> Result<std::optional<RunAs>> {
     return PermissionDenied("replicas would run as 'root', which has uid 0");
   };
   SlurmExecutor e(o);

@@ -17,9 +17,10 @@
 
 namespace stoker::exec {
 
-// The account that runs `job_id`'s replicas; nullopt = the supervisor's own
-// account. An error fails the launch with its message.
-using TrainerAccounts = std::function<Result<std::optional<RunAs>>(int64_t job_id)>;
+// The account that runs the replicas of a job `user` submitted
+// (JobLaunch::user); nullopt = the supervisor's own account. An error fails
+// the launch with its message.
+using TrainerAccounts = std::function<Result<std::optional<RunAs>>(const std::string& user)>;
 
 // What PrepareReplicaDir needs to know of an executor.
 struct ReplicaDirPlan {

@@ -105,6 +105,7 @@ Result<exec::JobLaunch> BuildJobLaunch(const LaunchInputs& in) {
   const spec::CustomJobSpec& spec = in.job->job_spec;
   exec::JobLaunch launch;
   launch.job_id = rec.id;
+  launch.user = rec.user;
   launch.attempt = rec.attempt;
   launch.labels = in.job->labels;
   launch.priority = spec.scheduling.priority;

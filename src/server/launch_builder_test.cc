@@ -31,6 +31,7 @@ class LaunchBuilderTest : public ::testing::Test {
                    {"scheduling", {{"timeout", "600s"}, {"priority", 7}}}}}};
     job_ = spec::ParseCustomJob(spec).value();
     rec_.id = 12;
+    rec_.user = "bob";
     rec_.attempt = 1;
     rec_.project = "p";
     rec_.location = "l";
@@ -84,6 +85,7 @@ TEST_F(LaunchBuilderTest, EveryReplicaOfTheAllocationInItsOrderWithTheJobsSettin
   exec::JobLaunch launch = BuildJobLaunch(in_).value();
   EXPECT_EQ(launch.job_id, 12);
   EXPECT_EQ(launch.attempt, 1);
+  EXPECT_EQ(launch.user, "bob");  // whose account runs it (TrainerAccounts)
   EXPECT_EQ(launch.priority, 7);
   EXPECT_EQ(launch.labels.at("team"), "nlp");
   ASSERT_EQ(launch.replicas.size(), 3u);

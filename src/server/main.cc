@@ -87,15 +87,15 @@ std::string LocalUserName() {
   return name;
 }
 
-// Which Unix account runs the replicas of `job_id` (auth::TrainerAccount,
-// with the name resolved here): nullopt = stokerd's own account.
-Result<std::optional<exec::RunAs>> TrainerAccountFor(store::Store& store, auth::AuthStore& users,
+// Which Unix account runs the replicas of a job `user` submitted
+// (auth::TrainerAccount, with the name resolved here): nullopt = stokerd's
+// own account.
+Result<std::optional<exec::RunAs>> TrainerAccountFor(auth::AuthStore& users,
                                                      const auth::TrainerPolicy& policy,
-                                                     int64_t job_id) {
-  STOKER_ASSIGN_OR_RETURN(store::JobRecord job, store.GetJob(job_id));
+                                                     const std::string& user) {
   std::string mapped;
-  if (!job.user.empty()) {
-    if (auto u = users.GetUser(job.user); u.ok()) mapped = u->unix_user;
+  if (!user.empty()) {
+    if (auto u = users.GetUser(user); u.ok()) mapped = u->unix_user;
   }
   STOKER_ASSIGN_OR_RETURN(std::optional<std::string> account, auth::TrainerAccount(policy, mapped));
   if (!account) return std::optional<exec::RunAs>();
@@ -104,7 +104,7 @@ Result<std::optional<exec::RunAs>> TrainerAccountFor(store::Store& store, auth::
   std::vector<char> buf(16384);
   if (::getpwnam_r(account->c_str(), &pw, buf.data(), buf.size(), &found) != 0 || !found) {
     return FailedPrecondition(
-        "replicas of user '" + job.user + "' should run as Unix account '" + *account +
+        "replicas of user '" + user + "' should run as Unix account '" + *account +
         "', which does not exist on this machine; create it, or map the user to another account "
         "(stoker admin users add NAME --unix-user U), or set default_unix_user in the config");
   }
@@ -339,17 +339,16 @@ std::unique_ptr<exec::Environments> MakeEnvironments(const config::Config& confi
 }
 
 // The executor the config names, built by the registry with everything it
-// needs. `store` and `users` must outlive it.
+// needs. `users` must outlive it.
 Result<std::unique_ptr<exec::Executor>> MakeExecutor(const config::Config& config,
-                                                     const fs::path& data, store::Store& store,
-                                                     auth::AuthStore& users,
+                                                     const fs::path& data, auth::AuthStore& users,
                                                      const auth::TrainerPolicy& policy) {
   exec::ExecutorConfig executor_config;
   executor_config.kind = config.executor;
   executor_config.data_dir = data;
   executor_config.runner = fs::absolute(config.runner);
-  executor_config.trainer_accounts = [&store, &users, policy](int64_t job_id) {
-    return TrainerAccountFor(store, users, policy, job_id);
+  executor_config.trainer_accounts = [&users, policy](const std::string& user) {
+    return TrainerAccountFor(users, policy, user);
   };
   executor_config.isolation = IsolationPlanFor(config, data);
   executor_config.slurm = config.slurm;  // the `slurm:` section's keys; the registry the rest
@@ -470,7 +469,7 @@ int main(int argc, char** argv) {
   auth::TrainerPolicy policy{::geteuid() == 0, config->default_unix_user,
                              config->allow_root_trainers, bucket_gid};
   LogTrainerPolicy(policy, *config);
-  auto made = MakeExecutor(*config, data, **store, **users, policy);
+  auto made = MakeExecutor(*config, data, **users, policy);
   if (!made.ok()) return Fail(made.status().message());
   std::unique_ptr<exec::Executor> executor = std::move(*made);
   admission::Admission admission(
