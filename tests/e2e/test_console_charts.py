@@ -199,8 +199,17 @@ class ConsoleChartsTest(ConsoleBase):
 
         # Wall time on the x axis: clock times.
         Select(d.find_element(By.ID, "x-axis")).select_by_value("wall")
-        self.until(d, lambda d: all(":" in t.text for t in self.metric_chart(d, title)
-                                    .find_elements(By.CSS_SELECTOR, "text.x-tick")), "clock times")
+        seen = []  # the last ticks read, for the message if they never become clock times
+
+        def clock_times(d):
+            seen[:] = [t.text for t in self.metric_chart(d, title)
+                       .find_elements(By.CSS_SELECTOR, "text.x-tick")]
+            return all(":" in t for t in seen)
+        try:
+            self.until(d, clock_times, "clock times")
+        except AssertionError as e:
+            raise AssertionError("%s; the last x ticks read: %s; x-axis: %s" % (
+                e, seen, d.find_element(By.ID, "x-axis").get_attribute("value"))) from e
 
     def test_several_jobs_are_overlaid_and_tabulated(self):
         ids = [self.submit(python_job("scaled-%d" % k, SCALED, env=[("SCALE", str(k))]))
