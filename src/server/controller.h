@@ -2,10 +2,10 @@
 //
 // It owns the job table (job_table.h): the active jobs and what they hold,
 // which its concern units read and change: attempts (attempts.h), usage
-// and budgets (usage_meter.h), launches (launcher.h); the controller keeps
-// the loop, the inbox, recovery and scheduling. The
-// scheduling policy (scheduler/policy.h) decides which queued job starts
-// where, from a snapshot the loop builds when something changed. API handlers tell it about new
+// and budgets (usage_meter.h), launches (launcher.h), and scheduling
+// (scheduling_bridge.h: the policy's snapshot and decision, wait reasons,
+// the queue and node views); the controller keeps the loop, the inbox,
+// adoption and recovery. API handlers tell it about new
 // jobs and cancel requests after they are durable in the store; it also finds them on its own at
 // start (Recover), so a crash between the store commit and the notification loses nothing. Each
 // state change is committed to the store before anything acts on it, and a launch is idempotent, so
@@ -38,9 +38,9 @@
 #include "server/job_table.h"
 #include "server/launcher.h"
 #include "server/retention.h"
+#include "server/scheduling_bridge.h"
 #include "server/study_driver.h"
 #include "server/usage_meter.h"
-#include "server/warm_holdings.h"
 #include "spec/custom_job.h"
 #include "spec/study.h"
 #include "storage/buckets.h"
@@ -115,25 +115,9 @@ class Controller final : public api::ControlPlane, private TrialJobs {
   }
   void Loop();
   void Tick();
+  // Takes a job into the table (from the inbox, the study driver or the
+  // store at recovery); one found PENDING is launched again.
   void Adopt(store::JobRecord rec);
-  // Launches the placed attempt; a launch error fails the job.
-  void LaunchOrFail(ActiveJob& a);
-
-  // Scheduling (policy.h): the snapshot of the table, the decision, and
-  // what the loop does with it.
-  void Schedule();
-  // Builds the policy's view of the cluster and brings fair share to `now_us`.
-  scheduler::Snapshot TakeSnapshot(int64_t now_us);
-  // run_history_'s expected run time of an active job (0 = unknown).
-  int64_t ExpectedRunS(ActiveJob& a);
-  void StartPlaced(ActiveJob& a, const scheduler::StartJob& start, const std::string& ahead_of);
-  // Fails a job past its maxWaitDuration; otherwise adds its new wait reason
-  // (and an event, when due) to `notes`, which Schedule commits at once.
-  void RecordWait(ActiveJob& a, const scheduler::WaitingJob& w, int64_t now_us,
-                  std::vector<store::Store::WaitNote>& notes);
-  void PublishViews(const scheduler::Snapshot& snap, const scheduler::Decision& d);
-  // Executors that place replicas themselves (Slurm): launch queued jobs at once.
-  void HandOverQueued();
 
   const config::Config& config_;
   const resources::Node& node_;
@@ -161,15 +145,9 @@ class Controller final : public api::ControlPlane, private TrialJobs {
   UsageMeter usage_;
   Attempts attempts_;
   Launcher launcher_;
-  WarmHoldings warm_holdings_{config_.data_dir / "warm"};  // booked when warm starts are on
-  int64_t last_schedule_us_ = 0;
+  SchedulingBridge bridge_;   // also serves the API's Queue and Nodes, from any thread
   RetentionState retention_;  // finished replica dirs (retention.h)
   StudyDriver studies_;       // the tuning jobs
-
-  // Views for the API, replaced after each decision.
-  mutable std::mutex view_mu_;
-  std::vector<QueueEntry> queue_view_;
-  nlohmann::json nodes_view_ = nlohmann::json::object();
   std::thread thread_;
 };
 
