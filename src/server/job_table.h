@@ -2,9 +2,10 @@
 // what every concern keeps of it, the ended attempts whose replicas are
 // still being stopped, and the funnel through which every job changes state.
 //
-// The concern units (attempts.h, usage_meter.h, launcher.h and the
-// controller's scheduling) each read and write the table; none of them
-// calls another. All of it is loop-thread state.
+// The concern units (attempts.h, usage_meter.h, launcher.h and
+// scheduling_bridge.h) each read and write the table; a unit calls another
+// only through its public interface and in one direction (server/README.md).
+// All of it is loop-thread state.
 #pragma once
 
 #include <cstdint>
