@@ -198,7 +198,9 @@ TEST_F(UsageMeterTest, ASharedGpuIsJudgedByTheReplicasOwnProcessesAndStalePoints
   // Fresh points saying the same: idle by its own use, told once a
   // minute later.
   for (int i = 0; i < 8; ++i) {
-    if (i == 5) EXPECT_EQ(CountEvents(a.rec.id, "under 15% busy"), 0);  // 50 s
+    if (i == 5) {
+      EXPECT_EQ(CountEvents(a.rec.id, "under 15% busy"), 0);  // 50 s
+    }
     clock_.Advance(10 * kSecond);
     p.t = static_cast<double>(clock_.NowMicros()) / 1e6;
     files_.SetTelemetry({a.rec.id, a.rec.attempt, "workerpool0-0"},
