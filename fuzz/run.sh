@@ -18,7 +18,12 @@ TARGETS=("$@")
 BUILD=${STOKER_FUZZ_BUILD:-build-fuzz}
 JOBS=${STOKER_FUZZ_JOBS:-2}
 
-CC=clang CXX=clang++ cmake -S . -B "$BUILD" -DSTOKER_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null ||
+# A unity build, with Ninja for a new build dir, as scripts/build.sh makes
+# build/ (decision 0047).
+gen=()
+[ ! -f "$BUILD/CMakeCache.txt" ] && command -v ninja >/dev/null && gen=(-G Ninja)
+CC=clang CXX=clang++ cmake -S . -B "$BUILD" "${gen[@]}" -DSTOKER_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 >/dev/null ||
   { echo "run.sh: configuring $BUILD with clang failed" >&2; exit 2; }
 cmake --build "$BUILD" -j"$JOBS" --target "${TARGETS[@]}" ||
   { echo "run.sh: building the fuzz targets failed" >&2; exit 2; }

@@ -3,7 +3,7 @@
 # run the tests), from Debian's archive.
 set -euo pipefail
 packages=(
-  build-essential cmake pkg-config git
+  build-essential cmake ninja-build pkg-config git
   libboost-dev nlohmann-json3-dev libyaml-cpp-dev libsqlite3-dev sqlite3 libcli11-dev
   libspdlog-dev libarchive-dev libssl-dev libeigen3-dev
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -5,10 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-# Only what the quick start runs: the daemon, the CLI and the supervisor, as
-# a unity build (scripts/test.sh builds everything, tests and benchmarks too,
-# one translation unit per file).
-STOKER_QUICK_BUILD=1 scripts/build.sh stokerd stoker stoker-run
+# Only what the quick start runs: the daemon, the CLI and the supervisor
+# (scripts/test.sh builds everything, tests and benchmarks too; in the same
+# build dir, so neither recompiles what the other built).
+scripts/build.sh stokerd stoker stoker-run
 export PATH="$PWD/build/bin:$PATH"
 data=$(mktemp -d)
 /usr/bin/python3 examples/titanic/make_data.py --out "$data"
