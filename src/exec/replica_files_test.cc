@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/files.h"
+#include "replica/replica_contract.h"
 #include "replica/replica_processes.h"
 
 namespace stoker::exec {
@@ -79,6 +81,26 @@ class ReplicaFilesTest : public ::testing::Test {
   fs::path dir_;
   std::vector<pid_t> children_;
 };
+
+// launch.json reads back as the contract says, and is replaced whole when
+// written again (recovery), with no temp file left beside it.
+TEST_F(ReplicaFilesTest, LaunchJsonIsReplacedWholeWhenWrittenAgain) {
+  ReplicaLaunch r;
+  r.name = "workerpool0-0";
+  r.argv = {"python3", "-m", "trainer.task"};
+  ASSERT_TRUE(WriteLaunchFile(dir_, r).ok());
+  auto first = replica::ParseLaunchSpec(ReadFile(dir_ / "launch.json").value());
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->argv, r.argv);
+  r.argv = {"python3", "-m", "trainer.other"};
+  ASSERT_TRUE(WriteLaunchFile(dir_, r).ok());
+  auto second = replica::ParseLaunchSpec(ReadFile(dir_ / "launch.json").value());
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(second->argv, r.argv);
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(e.path().filename(), "launch.json");  // no temp file left
+  }
+}
 
 TEST_F(ReplicaFilesTest, TrainerJsonIsReadThroughTheContractAndOnlyAsTheSupervisorsOwn) {
   EXPECT_FALSE(ReadTrainerInfo(dir_).has_value());  // none yet

@@ -88,6 +88,7 @@ RotatingLog::~RotatingLog() {
 }
 
 void RotatingLog::OpenTimes(bool fresh) {
+  times_pending_ = false;
   if (times_fd_ >= 0) ::close(times_fd_);
   times_fd_ = -1;
   file_marked_ = false;
@@ -107,6 +108,7 @@ void RotatingLog::OpenTimes(bool fresh) {
 }
 
 void RotatingLog::Mark(std::string_view part, int64_t now) {
+  if (times_pending_) OpenTimes(/*fresh=*/false);
   if (times_fd_ < 0) return;
   uint64_t base = files_.front().start + size_;
   size_t pos = 0;
@@ -159,7 +161,9 @@ Status RotatingLog::Open() {
   }
   size_ = static_cast<uint64_t>(st.st_size);
   files_ = {{FileName(0), static_cast<uint64_t>(st.st_ino), 0}};
-  OpenTimes(/*fresh=*/false);
+  // output.times is opened at the first mark: for a trainer's log that is
+  // after the fork, one file creation fewer on the way to its start.
+  times_pending_ = true;
   return OkStatus();
 }
 

@@ -87,7 +87,8 @@ class RotatingLog {
   RotatingLog(const RotatingLog&) = delete;
   RotatingLog& operator=(const RotatingLog&) = delete;
 
-  // Opens (creating) output.log and output.times for appending.
+  // Opens (creating) output.log for appending; output.times at the first
+  // write that earns a mark.
   Status Open();
   // Appends `data`, rotating as PlanWrite says, and marks its lines' time.
   // Errors name the file.
@@ -109,6 +110,7 @@ class RotatingLog {
   uint64_t size_ = 0;
   std::vector<LogFile> files_;  // newest first; [0] is output.log
   int times_fd_ = -1;           // output.times; -1 when marks failed
+  bool times_pending_ = false;  // opened at the next Mark (Open defers it)
   bool times_failed_ = false;
   bool at_line_start_ = true;  // the next byte written starts a line
   bool file_marked_ = false;   // output.times has a mark for this output.log

@@ -134,6 +134,19 @@ TEST_F(RotatingLogTest, MarksTheFirstLineThenAtMostOneLinePerInterval) {
   EXPECT_EQ(ReadLogMarks(dir_, 21, 28), (std::vector<LogMark>{want[0]}));
 }
 
+// The times file is made at the first line, not at Open: for a trainer's
+// log that is after its fork (one file creation fewer before it starts).
+TEST_F(RotatingLogTest, MakesTheTimesFileAtTheFirstLine) {
+  FakeMicros clock;
+  RotatingLog log(dir_, {.max_bytes = 0}, clock.Clock());
+  ASSERT_TRUE(log.Open().ok());
+  EXPECT_TRUE(fs::exists(dir_ / "output.log"));
+  EXPECT_FALSE(fs::exists(dir_ / "output.times"));
+  EXPECT_TRUE(ReadLogMarks(dir_, 0, 100).empty());
+  ASSERT_TRUE(log.Write("first\n").ok());
+  EXPECT_EQ(ReadLogMarks(dir_, 0, 100), (std::vector<LogMark>{{0, clock.now}}));
+}
+
 TEST_F(RotatingLogTest, KeepsTheTimesWithinTheLogsSizePlusTheSlack) {
   FakeMicros clock;
   RotatingLog log(dir_, {.max_bytes = 0}, clock.Clock());
