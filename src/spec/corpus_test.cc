@@ -45,11 +45,16 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// The cases are listed when the test binary starts, also by ctest's test
+// discovery, which runs it without the tests' environment: so the source
+// tree comes from the build (STOKER_CORPUS_DIR, an absolute path; __FILE__
+// can be relative, e.g. under ccache's base_dir), and STOKER_SOURCE_DIR
+// overrides it.
 fs::path CorpusDir() {
   if (const char* src = std::getenv("STOKER_SOURCE_DIR"); src != nullptr && *src != '\0') {
     return fs::path(src) / "tests" / "corpus";
   }
-  return fs::path(__FILE__).parent_path().parent_path().parent_path() / "tests" / "corpus";
+  return STOKER_CORPUS_DIR;
 }
 
 std::string ReadFile(const fs::path& p) {
