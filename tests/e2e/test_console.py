@@ -94,13 +94,25 @@ class ConsoleBase(harness.StokerTestCase):
         return d
 
     def until(self, driver, predicate, what, timeout=WAIT):
-        """Polls predicate(driver) (exceptions count as not yet)."""
+        """Polls predicate(driver) (exceptions count as not yet). When it
+        times out, the page as it was is kept beside the screenshots
+        (<test>-timeout.png and .html) and the message names them."""
         def probe():
             try:
                 return predicate(driver)
             except WebDriverException:
                 return None
-        return harness.wait_for(probe, timeout, what)
+        try:
+            return harness.wait_for(probe, timeout, what)
+        except AssertionError as e:
+            base = os.path.join(artifacts_dir(), self.id().rsplit(".", 1)[-1] + "-timeout")
+            try:
+                driver.save_screenshot(base + ".png")
+                with open(base + ".html", "w") as f:
+                    f.write(driver.page_source)
+            except (WebDriverException, OSError) as kept:
+                base = "not kept: %s" % kept
+            raise AssertionError("%s (the page: %s.png/.html)" % (e, base)) from e
 
     def text(self, driver, css):
         found = driver.find_elements(By.CSS_SELECTOR, css)
