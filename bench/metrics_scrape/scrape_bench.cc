@@ -34,6 +34,7 @@ namespace {
 class ViewControlPlane final : public api::ControlPlane {
  public:
   void Submitted(const store::JobRecord&) override {}
+  void SubmitFailed(int64_t) override {}
   void CancelRequested(int64_t) override {}
   void StudySubmitted(int64_t) override {}
   void StudyCancelRequested(int64_t) override {}

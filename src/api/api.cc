@@ -204,9 +204,12 @@ Result<store::JobRecord> CreateCustomJob(const ApiDeps& d, const spec::CustomJob
   record.spec = std::move(admitted.spec);
   // After any the caller's form added (AI Platform fields it does not act on).
   record.warnings.insert(record.warnings.end(), admitted.warnings.begin(), admitted.warnings.end());
-  STOKER_ASSIGN_OR_RETURN(store::JobRecord rec, d.store->CreateJob(record));
-  d.control_plane->Submitted(rec);
-  return rec;
+  // The control loop is told before the commit's fsync, so that placing the
+  // job overlaps it (decision 0048).
+  store::Store::CreateWatcher watcher{
+      [&](const store::JobRecord& inserted) { d.control_plane->Submitted(inserted); },
+      [&](int64_t id) { d.control_plane->SubmitFailed(id); }};
+  return d.store->CreateJob(record, &watcher);
 }
 
 namespace {

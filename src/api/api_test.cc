@@ -24,6 +24,7 @@ using nlohmann::json;
 class FakeControlPlane final : public ControlPlane {
  public:
   void Submitted(const store::JobRecord& job) override { submitted.push_back(job.id); }
+  void SubmitFailed(int64_t job_id) override { failed.push_back(job_id); }
   void CancelRequested(int64_t job_id) override { cancelled.push_back(job_id); }
   void StudySubmitted(int64_t study_id) override { studies.push_back(study_id); }
   void StudyCancelRequested(int64_t study_id) override { studies_cancelled.push_back(study_id); }
@@ -34,7 +35,7 @@ class FakeControlPlane final : public ControlPlane {
   }
 
   std::vector<std::string> notes;
-  std::vector<int64_t> submitted, cancelled, studies, studies_cancelled;
+  std::vector<int64_t> submitted, failed, cancelled, studies, studies_cancelled;
   std::vector<QueueEntry> queue;
 };
 

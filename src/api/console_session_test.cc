@@ -100,6 +100,7 @@ TEST(ConsoleSessionTest, RefusesOtherOrigins) {
 class FakeControlPlane final : public ControlPlane {
  public:
   void Submitted(const store::JobRecord&) override {}
+  void SubmitFailed(int64_t) override {}
   void CancelRequested(int64_t job_id) override { cancelled.push_back(job_id); }
   void StudySubmitted(int64_t) override {}
   void StudyCancelRequested(int64_t) override {}

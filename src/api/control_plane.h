@@ -1,5 +1,5 @@
 // What the API needs from the control plane (DESIGN.md §2): notifications
-// after a route committed an intent to the store, and the views the
+// of the intents a route stores, and the views the
 // scheduler publishes. server::Controller implements it; route tests use a
 // fake. So src/api depends on this interface, never on src/server.
 //
@@ -22,8 +22,14 @@ class ControlPlane {
  public:
   virtual ~ControlPlane() = default;
 
-  // A job was stored as QUEUED.
+  // A job was inserted as QUEUED and its commit is in flight
+  // (store::Store::CreateWatcher): the loop may place it and prepare what
+  // needs no record while the commit's fsync runs; its first store write
+  // about the job waits for the commit and fails if the commit did.
   virtual void Submitted(const store::JobRecord& job) = 0;
+  // The commit of a job told as Submitted failed: the job does not exist
+  // (and its id may come again with a later job).
+  virtual void SubmitFailed(int64_t job_id) = 0;
   // A job's cancel request was stored (store::Store::RequestCancel).
   virtual void CancelRequested(int64_t job_id) = 0;
   // A tuning job was stored as QUEUED.

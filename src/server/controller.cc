@@ -127,6 +127,10 @@ void Controller::Submitted(const store::JobRecord& job) {
   Tell([&] { inbox_submitted_.push_back(job); });
 }
 
+void Controller::SubmitFailed(int64_t job_id) {
+  Tell([&] { inbox_not_stored_.push_back(job_id); });
+}
+
 void Controller::StudySubmitted(int64_t study_id) {
   Tell([&] { inbox_studies_.insert(study_id); });
 }
@@ -161,8 +165,8 @@ void Controller::Loop() {
     RunOnce();
     lock.lock();
     if (stop_) break;
-    if (inbox_submitted_.empty() && inbox_cancel_.empty() && inbox_studies_.empty() &&
-        inbox_study_cancel_.empty()) {
+    if (inbox_submitted_.empty() && inbox_not_stored_.empty() && inbox_cancel_.empty() &&
+        inbox_studies_.empty() && inbox_study_cancel_.empty()) {
       cv_.wait_for(lock, std::chrono::milliseconds(config_.poll_interval_ms));
     }
   }
@@ -170,11 +174,13 @@ void Controller::Loop() {
 
 void Controller::RunOnce() {
   std::vector<store::JobRecord> submitted;
+  std::vector<int64_t> not_stored;
   std::set<int64_t> cancels, studies, study_cancels;
   std::vector<std::pair<int64_t, std::string>> notes;
   {
     std::lock_guard lock(mu_);
     notes.swap(inbox_notes_);
+    not_stored.swap(inbox_not_stored_);
     submitted.swap(inbox_submitted_);
     cancels.swap(inbox_cancel_);
     studies.swap(inbox_studies_);
@@ -182,6 +188,10 @@ void Controller::RunOnce() {
   }
   for (int64_t id : studies) studies_.Adopt(id);
   for (int64_t id : study_cancels) studies_.CancelRequested(id);
+  // Before the submissions: a failed commit is told before its id can be
+  // inserted again, so a later job with the same id is in `submitted` or
+  // in a later turn, never taken away here.
+  for (int64_t id : not_stored) Forget(id);
   for (store::JobRecord& rec : submitted) {
     if (!table_.active.count(rec.id)) Adopt(std::move(rec));
   }
@@ -229,6 +239,16 @@ void Controller::Adopt(store::JobRecord rec) {
   if (pending) {
     bridge_.LaunchOrFail(table_.active[id]);
   }
+}
+
+void Controller::Forget(int64_t job_id) {
+  auto it = table_.active.find(job_id);
+  // Its moves failed (the store never had it), so it is still QUEUED and
+  // holds nothing.
+  if (it == table_.active.end() || it->second.rec.state != JobState::kQueued) return;
+  spdlog::warn("job {}: its submission was not stored; forgotten", job_id);
+  table_.active.erase(it);
+  table_.schedule_dirty = true;
 }
 
 void Controller::Tick() {

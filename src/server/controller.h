@@ -89,9 +89,10 @@ class Controller final : public api::ControlPlane, private TrialJobs {
   // drives studies, schedules, applies retention.
   void RunOnce();
 
-  // api::ControlPlane: thread-safe notifications from API handlers after
-  // the store commit, and the views of the last decision.
+  // api::ControlPlane: thread-safe notifications from API handlers (a
+  // submission's before its commit ends), and the views of the last decision.
   void Submitted(const store::JobRecord& job) override;
+  void SubmitFailed(int64_t job_id) override;
   void CancelRequested(int64_t job_id) override;
   void StudySubmitted(int64_t study_id) override;
   void StudyCancelRequested(int64_t study_id) override;
@@ -118,6 +119,8 @@ class Controller final : public api::ControlPlane, private TrialJobs {
   // Takes a job into the table (from the inbox, the study driver or the
   // store at recovery); one found PENDING is launched again.
   void Adopt(store::JobRecord rec);
+  // Takes a job whose submission's commit failed out of the table.
+  void Forget(int64_t job_id);
 
   const config::Config& config_;
   const resources::Node& node_;
@@ -131,6 +134,7 @@ class Controller final : public api::ControlPlane, private TrialJobs {
   std::condition_variable cv_;
   bool stop_ = false;
   std::vector<store::JobRecord> inbox_submitted_;
+  std::vector<int64_t> inbox_not_stored_;  // SubmitFailed
   std::set<int64_t> inbox_cancel_;
   std::set<int64_t> inbox_studies_;
   std::set<int64_t> inbox_study_cancel_;

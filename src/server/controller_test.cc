@@ -425,6 +425,42 @@ json GpuPool(int gpus) {
           {"containerSpec", {{"imageUri", "local/sh"}, {"command", {"/bin/sh", "-c", "train"}}}}};
 }
 
+// The API tells the loop of a submission before its commit ends (decision
+// 0048). A submission whose commit failed never reaches the store: the loop
+// cannot move it, and forgets it when told, before a later job that got the
+// same id (told in the same turn) is taken in.
+TEST_F(ControllerTest, ASubmissionWhoseCommitFailedIsForgottenAndItsIdCanComeAgain) {
+  int64_t first = Submit(Job({Pool("true")}));
+  store::JobRecord phantom = Get(first);
+  phantom.id = first + 1;  // the id the store gives next
+  phantom.state = JobState::kQueued;
+  phantom.allocation = json();
+  controller_->Submitted(phantom);
+  controller_->RunOnce();
+  // Placed, but its PENDING could not be recorded: nothing launched.
+  EXPECT_FALSE(executor_.launched(Key{phantom.id, 0, "workerpool0-0"}));
+  EXPECT_FALSE(store_->GetJob(phantom.id).ok());
+
+  // The failed commit is told, then a new submission gets the same id.
+  controller_->SubmitFailed(phantom.id);
+  auto parsed = spec::ParseCustomJob(Job({Pool("sleep 1")}));
+  auto admitted = admission_.AdmitJob(*parsed);
+  store::NewJob nj{.project = "p", .location = "l", .display_name = "again", .spec = admitted->spec};
+  nj.user = "ada";
+  store::JobRecord again = store_->CreateJob(nj).value();
+  ASSERT_EQ(again.id, phantom.id);
+  controller_->Submitted(again);
+  controller_->RunOnce();
+  ASSERT_TRUE(executor_.launched(Key{again.id, 0, "workerpool0-0"}));
+  // Launched from its own spec, not from the forgotten one's.
+  const exec::JobLaunch& launch = executor_.launches().back();
+  EXPECT_EQ(launch.job_id, again.id);
+  EXPECT_EQ(launch.replicas[0].argv.back(), "sleep 1");
+  EXPECT_EQ(Get(again.id).state, JobState::kPending);
+  EXPECT_EQ(Get(again.id).display_name, "again");
+  EXPECT_TRUE(controller_->Queue().empty());
+}
+
 class PreemptionTest : public ControllerTest {
  protected:
   void SetUp() override {

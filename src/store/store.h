@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -264,11 +265,26 @@ class Store {
                                              const Clock& clock = SystemClock());
   ~Store();
 
+  // Told about a job of CreateJob's transaction around its commit, so that
+  // the control loop can start on it while the commit's fsync runs. Both are
+  // called with the store's lock held: they must return at once and must
+  // not call the store.
+  struct CreateWatcher {
+    // The row is inserted and its commit is in flight. Any store call about
+    // the job waits for the commit (the store's lock) and finds the job
+    // only if the commit succeeded.
+    std::function<void(const JobRecord&)> inserted;
+    // That commit failed: the job does not exist, and its id may be given
+    // to a later job.
+    std::function<void(int64_t id)> not_committed;
+  };
+
   // Inserts a QUEUED job with its first event. Returns it with its new id.
   // Concurrent calls are committed together (group commit: one transaction
   // and one fsync for a batch); each call still returns only after its own
   // job is durable, and a failing insert fails only its own call.
-  Result<JobRecord> CreateJob(const NewJob& job);
+  // `watcher`, when given, is told before and (on failure) after the commit.
+  Result<JobRecord> CreateJob(const NewJob& job, const CreateWatcher* watcher = nullptr);
   Result<JobRecord> GetJob(int64_t id);
   // The job submitted through the legacy API as `legacy_job_id` in `project`.
   Result<JobRecord> GetJobByLegacyId(const std::string& project, const std::string& legacy_job_id);
@@ -415,6 +431,7 @@ class Store {
   // commits everything queued so far while the others wait.
   struct PendingCreate {
     const NewJob* job;
+    const CreateWatcher* watcher;
     std::optional<Result<JobRecord>> result;
   };
   std::mutex batch_mu_;

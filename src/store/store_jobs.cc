@@ -144,8 +144,8 @@ Result<JobRecord> Store::InsertJob(const NewJob& job, int64_t now) {
   return r;
 }
 
-Result<JobRecord> Store::CreateJob(const NewJob& job) {
-  PendingCreate me{&job, std::nullopt};
+Result<JobRecord> Store::CreateJob(const NewJob& job, const CreateWatcher* watcher) {
+  PendingCreate me{&job, watcher, std::nullopt};
   std::unique_lock batch_lock(batch_mu_);
   batch_.push_back(&me);
   while (!me.result) {
@@ -167,10 +167,19 @@ Result<JobRecord> Store::CreateJob(const NewJob& job) {
         results.assign(batch.size(), SqliteError(db_, "begin"));
       } else {
         // A failed INSERT rolls back only its own statement; the rest commit.
-        for (PendingCreate* p : batch) results.push_back(InsertJob(*p->job, now));
+        for (PendingCreate* p : batch) {
+          results.push_back(InsertJob(*p->job, now));
+          if (results.back().ok() && p->watcher && p->watcher->inserted) {
+            p->watcher->inserted(*results.back());
+          }
+        }
         Status committed = txn.Commit();
         if (!committed.ok()) {
-          for (auto& r : results) r = committed;
+          for (size_t i = 0; i < batch.size(); ++i) {
+            const CreateWatcher* w = batch[i]->watcher;
+            if (results[i].ok() && w && w->not_committed) w->not_committed(results[i]->id);
+            results[i] = committed;
+          }
         }
       }
       for (size_t i = 0; i < batch.size(); ++i) batch[i]->result = std::move(results[i]);

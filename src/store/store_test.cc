@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,6 +52,66 @@ TEST_F(StoreTest, CreatedJobIsQueuedWithAnEventAndSurvivesReopen) {
   ASSERT_TRUE(events.ok());
   ASSERT_EQ(events->size(), 1u);
   EXPECT_EQ((*events)[0].to, JobState::kQueued);
+}
+
+// How many rows of `jobs` have `id`, as another connection (another
+// process) sees the database: only what is committed.
+int CommittedRows(const std::filesystem::path& dir, int64_t id) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2((dir / "stoker.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr),
+            SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  sqlite3_prepare_v2(db, "SELECT count(*) FROM jobs WHERE id = ?", -1, &s, nullptr);
+  sqlite3_bind_int64(s, 1, id);
+  int n = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int(s, 0) : -1;
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  return n;
+}
+
+TEST_F(StoreTest, TheWatcherIsToldOfAJobBeforeItsCommitAndCreateJobReturnsAfterIt) {
+  auto store = std::move(Store::Open(dir_)).value();
+  int64_t told = 0;
+  int committed_when_told = -1;
+  Store::CreateWatcher watcher{[&](const JobRecord& r) {
+                                 told = r.id;
+                                 committed_when_told = CommittedRows(dir_, r.id);
+                               },
+                               [](int64_t) { ADD_FAILURE() << "the commit did not fail"; }};
+  JobRecord job = store->CreateJob(Job("a"), &watcher).value();
+  EXPECT_EQ(told, job.id);
+  EXPECT_EQ(committed_when_told, 0);  // told while the commit was in flight
+  EXPECT_EQ(CommittedRows(dir_, job.id), 1);
+}
+
+TEST_F(StoreTest, AFailedCommitIsToldAndLeavesNoJobAndAUsableStore) {
+  auto store = std::move(Store::Open(dir_)).value();
+  int64_t before = store->CreateJob(Job("before")).value().id;
+  // The commit writes the WAL: a file size limit of one byte makes that
+  // write fail (EFBIG, as a full disk would), after the row was inserted.
+  struct rlimit saved {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
+  int64_t inserted = 0, not_committed = 0;
+  Store::CreateWatcher watcher{[&](const JobRecord& r) {
+                                 inserted = r.id;
+                                 struct rlimit one = {1, saved.rlim_max};
+                                 ::setrlimit(RLIMIT_FSIZE, &one);
+                               },
+                               [&](int64_t id) { not_committed = id; }};
+  auto failed = store->CreateJob(Job("lost"), &watcher);
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  ::signal(SIGXFSZ, old_handler);
+
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(inserted, before + 1);
+  EXPECT_EQ(not_committed, inserted);
+  EXPECT_EQ(store->GetJob(inserted).status().code(), Code::kNotFound);
+  // The store goes on; the id comes again with the next job.
+  JobRecord next = store->CreateJob(Job("next")).value();
+  EXPECT_EQ(next.id, inserted);
+  EXPECT_EQ(store->GetJob(next.id).value().display_name, "next");
+  EXPECT_EQ(store->GetJob(before).value().display_name, "before");
 }
 
 TEST_F(StoreTest, TransitionRequiresTheExpectedFromState) {
