@@ -62,13 +62,19 @@ LaunchSettings Launcher::SettingsFor(const spec::CustomJob& job) {
   return s;
 }
 
-Status Launcher::Launch(const ActiveJob& a) {
+Launcher::Prepared Launcher::Prepare(const ActiveJob& a) {
   std::vector<std::string> notes;
   Result<exec::JobLaunch> launch = Build(a, notes);
-  Status s = launch.ok() ? executor_.Launch(*launch) : launch.status();
-  for (const std::string& note : notes) (void)store_.AddEvent(a.rec.id, note);
+  return {std::move(launch), std::move(notes)};
+}
+
+Status Launcher::Start(int64_t job_id, Prepared prepared) {
+  Status s = prepared.launch.ok() ? executor_.Launch(*prepared.launch) : prepared.launch.status();
+  for (const std::string& note : prepared.notes) (void)store_.AddEvent(job_id, note);
   return s;
 }
+
+Status Launcher::Launch(const ActiveJob& a) { return Start(a.rec.id, Prepare(a)); }
 
 Result<exec::JobLaunch> Launcher::Build(const ActiveJob& a, std::vector<std::string>& notes) {
   const spec::CustomJobSpec& spec = a.job.job_spec;

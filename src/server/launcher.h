@@ -31,11 +31,27 @@ class Launcher {
   Launcher(const config::Config& config, storage::Buckets& buckets,
            const exec::Environments& environments, exec::Executor& executor, store::Store& store);
 
-  // Launches the attempt `a` holds (its allocation is stored). Idempotent,
-  // as the executor's Launch. The job's launch events (which path runs each
-  // pool's image, mounts left out) are written after the executor's launch:
-  // each is a transaction, which the start path does not wait for. An
-  // error (with the field and the fix) fails the job.
+  // A launch built and its files made, not yet handed to the executor:
+  // `launch` holds the error (with the field and the fix) when it could
+  // not be built; `notes` are the job's launch events (which path runs each
+  // pool's image, mounts left out).
+  struct Prepared {
+    Result<exec::JobLaunch> launch;
+    std::vector<std::string> notes;
+  };
+  // Builds the launch of the attempt `a` holds, with `a.rec.allocation`
+  // (whether or not it is stored yet), and makes what it needs on disk:
+  // the output and checkpoint directories, nfsMounts links, the staged
+  // packages checked. Idempotent, and reads or writes nothing in the store:
+  // the scheduling pass runs it before the PENDING commit, so that it
+  // overlaps the submission's own commit (decision 0048).
+  Prepared Prepare(const ActiveJob& a);
+  // Hands `prepared` to the executor (its build error, if any, is the
+  // result), then writes its notes as the job's events: each is a
+  // transaction, which the start path does not wait for. Idempotent, as
+  // the executor's Launch. An error fails the job.
+  Status Start(int64_t job_id, Prepared prepared);
+  // Prepare, then Start: the attempt's allocation is stored.
   Status Launch(const ActiveJob& a);
 
   // The settings a replica of `job` gets (its grace: the preemption grace

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "common/time.h"
 #include "server/preemption.h"
@@ -283,21 +284,27 @@ void SchedulingBridge::StartPlaced(ActiveJob& a, const scheduler::StartJob& star
                     " because it ends (scheduling.timeout) before that job can start");
   }
   json allocation = {{"node", node_.name}, {"replicas", replicas}};
+  // The launch's files first: a job submitted a moment ago may still have
+  // its commit's fsync running, which the PENDING commit below waits for
+  // (decision 0048). Nothing starts before that commit.
+  json before = std::exchange(a.rec.allocation, allocation);
+  Launcher::Prepared launch = launcher_.Prepare(a);
   // Not synced: this machine runs the replicas, so a crash of the machine
   // ends them too, and recovery finds the job QUEUED again or its replicas'
   // claims (store.h, TransitionUpdate::synced). A crash of stokerd alone
   // keeps the commit. The fsync (~1 ms) is off the start path.
   if (!funnel_.Move(a, JobState::kPending, "resources allocated on " + node_.name,
                     {.allocation = allocation, .synced = false})) {
+    a.rec.allocation = std::move(before);
     return;
   }
-  a.rec.allocation = allocation;
   a.rec.wait_reason.clear();
   a.wait_jobs_ahead = -1;
   a.replicas = names;
   a.placed = start.replicas;
   a.placed_us = clock_.NowMicros();
-  LaunchOrFail(a);
+  Status s = launcher_.Start(a.rec.id, std::move(launch));
+  if (!s.ok()) funnel_.Finish(a, JobState::kFailed, "launch failed", kRpcInternal, s.message());
   // After the launch, as the launch's own events: each is a commit.
   for (const std::string& n : notes) (void)store_.AddEvent(a.rec.id, n);
 }

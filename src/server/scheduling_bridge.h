@@ -64,7 +64,9 @@ class SchedulingBridge {
   void Schedule();
   // Launches the attempt `a` holds (its allocation is stored); a launch
   // error fails the job. Idempotent, as the executor's Launch: the
-  // controller calls it again for a job it finds PENDING. Loop thread.
+  // controller calls it again for a job it finds PENDING. (A job the pass
+  // places itself has its launch prepared before its PENDING commit, and
+  // started after it: Launcher::Prepare.) Loop thread.
   void LaunchOrFail(ActiveJob& a);
 
   // The views of the last pass (api::ControlPlane::Queue and Nodes): empty
