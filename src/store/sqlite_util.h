@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -13,11 +14,56 @@
 
 namespace stoker::store::sqlite_util {
 
-// A prepared statement that finalizes itself.
+// The prepared statements of one connection, kept for reuse by their SQL
+// text, so that a statement run again is not compiled again (an UPDATE of
+// jobs compiles its triggers: ~40 us). Stmt takes from the cache of its
+// connection (Of) and gives the statement back, reset, when it ends. The
+// caller holds the connection's lock, as for any use of the connection.
+class StatementCache {
+ public:
+  // Registers the cache as `db`'s. It must end before the connection closes.
+  explicit StatementCache(sqlite3* db);
+  // Finalizes every statement it keeps and unregisters.
+  ~StatementCache();
+  StatementCache(const StatementCache&) = delete;
+  StatementCache& operator=(const StatementCache&) = delete;
+
+  // The cache registered for `db`, or nullptr.
+  static StatementCache* Of(sqlite3* db);
+  // A kept statement for `sql`, taken out of the cache (a second Stmt of
+  // the same text meanwhile prepares its own); nullptr when none is kept.
+  sqlite3_stmt* Take(const std::string& sql);
+  // Keeps `stmt` (prepared from `sql`), reset and unbound; finalizes it
+  // when one is kept already or the cache is full.
+  void Give(std::string sql, sqlite3_stmt* stmt);
+
+ private:
+  sqlite3* db_;
+  std::map<std::string, sqlite3_stmt*> kept_;
+};
+
+// A prepared statement: from its connection's StatementCache when it has
+// one (and given back at the end), else prepared here and finalized.
 class Stmt {
  public:
-  Stmt(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
-  ~Stmt() { sqlite3_finalize(stmt_); }
+  Stmt(sqlite3* db, const char* sql) : cache_(StatementCache::Of(db)) {
+    if (cache_) {
+      sql_ = sql;
+      stmt_ = cache_->Take(sql_);
+      if (stmt_) {
+        rc_ = SQLITE_OK;
+        return;
+      }
+    }
+    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+  }
+  ~Stmt() {
+    if (cache_ && stmt_) {
+      cache_->Give(std::move(sql_), stmt_);
+    } else {
+      sqlite3_finalize(stmt_);
+    }
+  }
   Stmt(const Stmt&) = delete;
   Stmt& operator=(const Stmt&) = delete;
 
@@ -54,6 +100,8 @@ class Stmt {
   }
 
  private:
+  StatementCache* cache_;
+  std::string sql_;  // with a cache: the key to give the statement back under
   sqlite3_stmt* stmt_ = nullptr;
   int rc_;
 };

@@ -107,11 +107,16 @@ Result<std::unique_ptr<Store>> Store::Open(const std::filesystem::path& data_dir
   }
   sqlite3_busy_timeout(reader, 5000);
   store->reader_ = reader;
+  // After the migration: no statement is kept across a schema change.
+  store->db_statements_ = std::make_unique<sqlite_util::StatementCache>(db);
+  store->reader_statements_ = std::make_unique<sqlite_util::StatementCache>(reader);
   return store;
 }
 
 Store::Store(sqlite3* db, const Clock& clock) : db_(db), clock_(clock) {}
 Store::~Store() {
+  reader_statements_.reset();
+  db_statements_.reset();
   sqlite3_close(reader_);
   sqlite3_close(db_);
 }

@@ -31,6 +31,10 @@ struct sqlite3;
 
 namespace stoker::store {
 
+namespace sqlite_util {
+class StatementCache;
+}
+
 struct JobRecord {
   int64_t id = 0;
   std::string project;
@@ -425,6 +429,10 @@ class Store {
   sqlite3* db_;
   std::mutex reader_mu_;
   sqlite3* reader_ = nullptr;  // read-only: the ledger's long reads
+  // Each connection's prepared statements, kept for reuse (under the
+  // connection's mutex); they end before the connections close.
+  std::unique_ptr<sqlite_util::StatementCache> db_statements_;
+  std::unique_ptr<sqlite_util::StatementCache> reader_statements_;
   const Clock& clock_;
 
   // Group commit of CreateJob: callers queue; one of them (the leader)
