@@ -205,6 +205,25 @@ std::string ReplicaCgroupName(std::string_view cookie) {
   return std::string("r-") + hex + (tail.empty() ? "" : "-" + tail);
 }
 
+std::string StandbyCgroupName(pid_t pid) { return "s-" + std::to_string(pid); }
+
+void RemoveStaleStandbyCgroups(const CgroupLayout& layout) {
+  const std::string main = layout.kind == CgroupLayout::Kind::kV2 ? "unified" : "freezer";
+  auto parent = layout.parents.find(main);
+  if (parent == layout.parents.end()) return;
+  std::error_code ec;
+  for (fs::directory_iterator it(parent->second, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.rfind("s-", 0) != 0 || name.size() < 3 ||
+        name.find_first_not_of("0123456789", 2) != std::string::npos || name.size() > 12) {
+      continue;
+    }
+    pid_t pid = static_cast<pid_t>(std::stol(name.substr(2)));
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to ask)
+    if (auto cg = ReplicaCgroup::Open(layout, name)) (void)cg->Remove();
+  }
+}
+
 std::string MemoryAmount(uint64_t bytes) {
   double gib = static_cast<double>(bytes) / (1024.0 * 1024 * 1024);
   char buf[32];
@@ -243,22 +262,42 @@ Result<ReplicaCgroup> ReplicaCgroup::Create(const CgroupLayout& layout, const st
     WriteSmall(parent.parent_path() / "cgroup.subtree_control", "+memory +pids");
     WriteSmall(parent / "cgroup.subtree_control", "+memory +pids");
   }
-  if (memory_limit_bytes > 0) {
-    const std::string limit = std::to_string(memory_limit_bytes);
-    bool set = false;
-    if (auto it = cg.dirs_.find("memory"); it != cg.dirs_.end()) {
-      set = WriteSmall(it->second / "memory.limit_in_bytes", limit);
-      // No swapping past the limit (the file exists with swap accounting).
-      if (set && fs::exists(it->second / "memory.memsw.limit_in_bytes")) {
-        WriteSmall(it->second / "memory.memsw.limit_in_bytes", limit);
-      }
-    } else if (auto u = cg.dirs_.find("unified"); u != cg.dirs_.end()) {
-      set = WriteSmall(u->second / "memory.max", limit);
-      if (set) WriteSmall(u->second / "memory.swap.max", "0");
-    }
-    if (set) cg.memory_limit_ = memory_limit_bytes;
-  }
+  cg.SetMemoryLimit(memory_limit_bytes);
   return cg;
+}
+
+void ReplicaCgroup::SetMemoryLimit(uint64_t bytes) {
+  if (bytes == 0) return;
+  const std::string limit = std::to_string(bytes);
+  bool set = false;
+  if (auto it = dirs_.find("memory"); it != dirs_.end()) {
+    set = WriteSmall(it->second / "memory.limit_in_bytes", limit);
+    // No swapping past the limit (the file exists with swap accounting).
+    if (set && fs::exists(it->second / "memory.memsw.limit_in_bytes")) {
+      WriteSmall(it->second / "memory.memsw.limit_in_bytes", limit);
+    }
+  } else if (auto u = dirs_.find("unified"); u != dirs_.end()) {
+    set = WriteSmall(u->second / "memory.max", limit);
+    if (set) WriteSmall(u->second / "memory.swap.max", "0");
+  }
+  if (set) memory_limit_ = bytes;
+}
+
+Status ReplicaCgroup::Rename(const std::string& name, uint64_t memory_limit_bytes) {
+  std::map<std::string, fs::path> renamed;
+  for (const auto& [controller, dir] : dirs_) {
+    fs::path to = dir.parent_path() / name;
+    if (::rename(dir.c_str(), to.c_str()) != 0) {
+      std::string why = std::strerror(errno);
+      for (const auto& [c, done] : renamed) (void)::rename(done.c_str(), dirs_.at(c).c_str());
+      return Internal("cannot rename cgroup " + dir.string() + " to " + to.string() + ": " + why);
+    }
+    renamed[controller] = to;
+  }
+  dirs_ = std::move(renamed);
+  name_ = name;
+  SetMemoryLimit(memory_limit_bytes);
+  return OkStatus();
 }
 
 std::optional<ReplicaCgroup> ReplicaCgroup::Open(const CgroupLayout& layout,

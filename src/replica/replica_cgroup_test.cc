@@ -197,6 +197,66 @@ TEST_F(RealCgroupTest, RemoveTakesWhatAContainerEngineMadeInEveryHierarchy) {
   }
 }
 
+// A standby supervisor makes its cgroup before it knows its replica; at the
+// replica's start a rename gives it the replica's name and its limit, and it
+// contains what runs in it like one made then.
+TEST_F(RealCgroupTest, ACgroupMadeAheadBecomesTheReplicasByARename) {
+  const std::string ahead_name = StandbyCgroupName(::getpid());
+  auto cg = ReplicaCgroup::Create(layout_, ahead_name, 0);
+  ASSERT_TRUE(cg.ok()) << cg.status().ToString();
+  ASSERT_TRUE(cg->Rename(name_, 96ull << 20).ok());
+  EXPECT_EQ(cg->name(), name_);
+  EXPECT_FALSE(ReplicaCgroup::Open(layout_, ahead_name).has_value());
+  for (const auto& [controller, parent] : layout_.parents) {
+    EXPECT_TRUE(fs::is_directory(parent / name_)) << controller;
+    EXPECT_FALSE(fs::exists(parent / ahead_name)) << controller;
+  }
+  if (layout_.parents.count("memory")) {
+    std::ifstream limit(layout_.parents.at("memory") / name_ / "memory.limit_in_bytes");
+    uint64_t bytes = 0;
+    limit >> bytes;
+    EXPECT_EQ(bytes, 96ull << 20);
+    EXPECT_EQ(cg->memory_limit(), 96ull << 20);
+  }
+  pid_t child = StartIn(*cg, "exec /bin/sleep 300");
+  for (int i = 0; i < 200 && cg->Pids().empty(); ++i) ::usleep(5000);
+  std::vector<pid_t> in = cg->Pids();
+  EXPECT_NE(std::find(in.begin(), in.end(), child), in.end());
+  EXPECT_GE(cg->KillAll(5000), 1);
+  int st = 0;
+  ::waitpid(child, &st, 0);
+  EXPECT_TRUE(cg->Remove().ok());
+  EXPECT_FALSE(ReplicaCgroup::Open(layout_, name_).has_value());
+}
+
+TEST_F(RealCgroupTest, ARenameToANameInUseFailsAndKeepsTheOldNameEverywhere) {
+  const std::string ahead_name = StandbyCgroupName(::getpid());
+  auto taken = ReplicaCgroup::Create(layout_, name_, 0);
+  auto cg = ReplicaCgroup::Create(layout_, ahead_name, 0);
+  ASSERT_TRUE(taken.ok() && cg.ok());
+  EXPECT_FALSE(cg->Rename(name_, 0).ok());
+  EXPECT_EQ(cg->name(), ahead_name);
+  for (const auto& [controller, parent] : layout_.parents) {
+    EXPECT_TRUE(fs::is_directory(parent / ahead_name)) << controller;
+  }
+  EXPECT_TRUE(cg->Remove().ok());
+  EXPECT_TRUE(taken->Remove().ok());
+}
+
+TEST_F(RealCgroupTest, TheCgroupsOfStandbysThatAreGoneAreRemovedAndALiveOnesKept) {
+  pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  int st = 0;
+  ASSERT_EQ(::waitpid(gone, &st, 0), gone);
+  auto left = ReplicaCgroup::Create(layout_, StandbyCgroupName(gone), 0);
+  auto mine = ReplicaCgroup::Create(layout_, StandbyCgroupName(::getpid()), 0);
+  ASSERT_TRUE(left.ok() && mine.ok());
+  RemoveStaleStandbyCgroups(layout_);
+  EXPECT_FALSE(ReplicaCgroup::Open(layout_, StandbyCgroupName(gone)).has_value());
+  EXPECT_TRUE(ReplicaCgroup::Open(layout_, StandbyCgroupName(::getpid())).has_value());
+  EXPECT_TRUE(mine->Remove().ok());
+}
+
 TEST_F(RealCgroupTest, CountsTheMembersMemoryAndCpu) {
   auto cg = ReplicaCgroup::Create(layout_, name_, 0);
   ASSERT_TRUE(cg.ok()) << cg.status().ToString();

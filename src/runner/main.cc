@@ -91,21 +91,23 @@ void OutputToRunnerLog(const std::string& dir) {
 
 // `stoker-run --standby` (stokerd's SupervisorPool, exec/supervisor_pool.h):
 // waits for a replica directory on stdin, a pipe only stokerd writes: one
-// absolute path, then end of file. Returns it, or exits 0 when the pipe ends
-// empty (stokerd is gone or needs no more standbys) and 2 on anything else.
-std::string AwaitReplicaDir() {
+// absolute path, then end of file. Returns it; or "" with `exit_code` 0 when
+// the pipe ends empty (stokerd is gone or needs no more standbys), 2 on
+// anything else.
+std::string AwaitReplicaDir(int* exit_code) {
   std::string dir;
   char buf[512];
+  *exit_code = 2;
   for (;;) {
     ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) ::_exit(2);
+    if (n < 0) return "";
     if (n == 0) break;
     dir.append(buf, static_cast<size_t>(n));
-    if (dir.size() > PATH_MAX) ::_exit(2);
+    if (dir.size() > PATH_MAX) return "";
   }
-  if (dir.empty()) ::_exit(0);
-  if (dir[0] != '/' || dir.find('\0') != std::string::npos) ::_exit(2);
+  if (dir.empty()) *exit_code = 0;
+  if (dir.empty() || dir[0] != '/' || dir.find('\0') != std::string::npos) return "";
   return dir;
 }
 
@@ -121,6 +123,30 @@ void ShowReplicaDirInArgv(int argc, char** argv, const std::string& dir) {
   if (shown.size() > static_cast<size_t>(end - begin)) return;
   std::memcpy(begin, shown.data(), shown.size());
   std::memset(begin + shown.size(), 0, static_cast<size_t>(end - begin) - shown.size());
+}
+
+// A standby supervisor: what does not depend on the replica is done before
+// the wait (the cgroup layout, the group lookup's modules, a cgroup made
+// ahead under StandbyCgroupName), then it waits for its replica directory.
+int RunStandby(int argc, char** argv) {
+  namespace runner = stoker::runner;
+  const runner::CgroupLayout& layout = runner::ThisProcessCgroupLayout();
+  runner::WarmUpGroupLookup();
+  runner::RemoveStaleStandbyCgroups(layout);
+  runner::SupervisorHooks hooks;
+  if (auto cg = runner::ReplicaCgroup::Create(layout, runner::StandbyCgroupName(::getpid()), 0);
+      cg.ok()) {
+    hooks.cgroup_ahead = std::move(*cg);
+  }
+  int exit_code = 0;
+  std::string dir = AwaitReplicaDir(&exit_code);
+  if (dir.empty()) {
+    if (hooks.cgroup_ahead) (void)hooks.cgroup_ahead->Remove();
+    return exit_code;
+  }
+  ShowReplicaDirInArgv(argc, argv, dir);
+  OutputToRunnerLog(dir);
+  return runner::RunSupervisor(dir, std::move(hooks));
 }
 
 std::string Env(const char* name, const char* fallback = nullptr) {
@@ -252,13 +278,7 @@ int main(int argc, char** argv) {
   // started with (the trainer gets 022, or 002 with the bucket group).
   ::umask(::umask(0) | 022);
   if ((argc == 2 || argc == 3) && std::strcmp(argv[1], "--standby") == 0) {
-    // Before the wait, what does not depend on the replica.
-    (void)stoker::runner::ThisProcessCgroupLayout();
-    stoker::runner::WarmUpGroupLookup();
-    std::string dir = AwaitReplicaDir();
-    ShowReplicaDirInArgv(argc, argv, dir);
-    OutputToRunnerLog(dir);
-    return stoker::runner::RunSupervisor(dir);
+    return RunStandby(argc, argv);
   }
   bool detach = false, slurm = false;
   std::string dir, job_dir;

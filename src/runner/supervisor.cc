@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/files.h"
@@ -86,6 +87,9 @@ class Supervisor {
   Supervisor(fs::path dir, SupervisorHooks hooks)
       : dir_(std::move(dir)), cookie_(ReplicaCookie(dir_)), hooks_(std::move(hooks)) {}
   ~Supervisor() {
+    // A cgroup made ahead that the replica did not take (claimed by another
+    // supervisor, or ended before its cgroup): nothing ever ran in it.
+    if (hooks_.cgroup_ahead) (void)hooks_.cgroup_ahead->Remove();
     pump_.reset();  // before the log it writes to
     for (int fd : {sfd_, lock_fd_, claim_fd_, null_fd_}) {
       if (fd >= 0) ::close(fd);
@@ -186,8 +190,19 @@ class Supervisor {
 
 void Supervisor::MakeCgroup(const LaunchSpec& spec) {
   limits_ = spec.limits;
-  Result<ReplicaCgroup> cg = ReplicaCgroup::Create(
-      ThisProcessCgroupLayout(), ReplicaCgroupName(cookie_), spec.limits.memory_bytes);
+  const std::string name = ReplicaCgroupName(cookie_);
+  if (hooks_.cgroup_ahead) {
+    std::optional<ReplicaCgroup> ahead = std::exchange(hooks_.cgroup_ahead, std::nullopt);
+    Status renamed = ahead->Rename(name, spec.limits.memory_bytes);
+    if (renamed.ok()) {
+      cgroup_ = std::move(ahead);
+      return;
+    }
+    LogDiagnostic(renamed.message() + "; making the replica's cgroup instead");
+    (void)ahead->Remove();
+  }
+  Result<ReplicaCgroup> cg =
+      ReplicaCgroup::Create(ThisProcessCgroupLayout(), name, spec.limits.memory_bytes);
   if (!cg.ok()) {
     cgroup_note_ = "not contained in a cgroup (" + cg.status().message() +
                    "): its processes are found by process tree and environment instead";

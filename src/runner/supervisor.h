@@ -26,10 +26,12 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "common/status.h"
 #include "replica/launch.h"
+#include "replica/replica_cgroup.h"
 
 namespace stoker::runner {
 
@@ -41,7 +43,7 @@ namespace stoker::runner {
 // (no lock, no claim, no status.json could be written), with the reason on
 // stderr.
 //
-// `hooks` are for stoker-run --slurm; both may be empty.
+// `hooks` are for stoker-run --slurm and --standby; all may be empty.
 using SpecRewrite = std::function<Status(LaunchSpec&)>;
 struct SupervisorHooks {
   // Completes launch.json after the claim with what depends on the
@@ -58,6 +60,10 @@ struct SupervisorHooks {
   // cold, with this as the start note's reason (the Slurm executor: Slurm
   // kills whatever runs outside its step).
   std::string no_warm_reason;
+  // A cgroup made ahead (a standby supervisor's, StandbyCgroupName): it
+  // becomes the replica's by a rename instead of a new cgroup being made,
+  // and is removed when the supervisor ends without using it.
+  std::optional<ReplicaCgroup> cgroup_ahead;
 };
 int RunSupervisor(const std::filesystem::path& dir, SupervisorHooks hooks = {});
 

@@ -1,6 +1,7 @@
 """Supervisors started ahead of their replicas (exec/supervisor_pool.h,
 decision 0041): stokerd keeps two `stoker-run --standby` processes waiting;
 a launch hands one its replica directory. Real stokerd and stoker-run."""
+import glob
 import json
 import os
 import signal
@@ -25,11 +26,25 @@ def standbys_of(daemon_pid):
     return sorted(found)
 
 
+def standby_cgroups(pid):
+    """The cgroups a standby supervisor made ahead (StandbyCgroupName,
+    src/replica/replica_cgroup.h), in every hierarchy it made one."""
+    return sorted(glob.glob("/sys/fs/cgroup/**/stoker/s-%d" % pid, recursive=True))
+
+
+def can_make_cgroups():
+    return os.geteuid() == 0 and os.path.isdir("/sys/fs/cgroup")
+
+
 class StandbySupervisorsTest(StokerTestCase):
     def test_a_standby_supervises_the_replica_and_shows_its_directory(self):
         daemon = self.daemon.proc.pid
         first = wait_for(lambda: len(standbys_of(daemon)) == 2 and standbys_of(daemon), 30,
                          "two standby supervisors")
+        if can_make_cgroups():
+            # Each made its cgroup before it knew its replica.
+            for pid in first:
+                wait_for(lambda: standby_cgroups(pid), 10, "standby %d's cgroup" % pid)
         gate = os.path.join(self.tmp, "gate")
         job_id = self.submit(container_job(
             "standby", "while [ ! -e %s ]; do sleep 0.05; done; echo done" % gate))
@@ -47,6 +62,13 @@ class StandbySupervisorsTest(StokerTestCase):
         refilled = wait_for(lambda: len(standbys_of(daemon)) == 2 and standbys_of(daemon), 30,
                             "the pool to refill")
         self.assertNotIn(runner["pid"], refilled)
+        if can_make_cgroups():
+            # The one that took the replica renamed its cgroup to the
+            # replica's, where the trainer runs.
+            self.assertEqual(standby_cgroups(runner["pid"]), [])
+            trainer = json.loads(read_text(os.path.join(dir_, "trainer.json")))
+            self.assertTrue(self.cgroups_of(job_id))
+            self.assertIn("/stoker/r-", read_text("/proc/%d/cgroup" % trainer["pid"]))
         open(gate, "w").close()
         self.assertEqual(self.wait_state(job_id)["state"], "JOB_STATE_SUCCEEDED")
         self.assertIn("done", read_text(os.path.join(dir_, "output.log")))
@@ -54,6 +76,9 @@ class StandbySupervisorsTest(StokerTestCase):
         # They end with the daemon: nothing waits for a daemon that is gone.
         self.daemon.kill(signal.SIGKILL)
         wait_for(lambda: not any(pid_alive(p) for p in refilled), 10, "the standbys to exit")
+        # ... and take the cgroups they made ahead with them.
+        for pid in refilled:
+            self.assertEqual(standby_cgroups(pid), [])
 
     def test_jobs_with_more_replicas_than_standbys_all_start(self):
         # Four replicas a job, two standbys: the rest start the slow way.
