@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/micro.h"
 #include "replica/replica_cgroup.h"
 
 using stoker::runner::CgroupLayout;
@@ -28,16 +29,11 @@ using stoker::runner::ReplicaCgroup;
 
 namespace {
 
-double NowMs() {
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+using stoker::bench::NowMs;
 
-void Print(const char* what, std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  std::printf("| %s | %.3f | %.3f | %.3f |\n", what, v[n / 2], v[n * 9 / 10], v[n * 99 / 100]);
+void Print(const char* what, const std::vector<double>& v) {
+  stoker::bench::Percentiles p = stoker::bench::PercentilesOf(v);
+  std::printf("| %s | %.3f | %.3f | %.3f |\n", what, p.p50, p.p90, p.p99);
 }
 
 // fork + exec /bin/true + reap; the child first joins `fds` when given.

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/micro.h"
 #include "runner/isolation.h"
 
 using stoker::runner::Isolation;
@@ -28,17 +29,11 @@ using stoker::runner::IsolationSpec;
 
 namespace {
 
-double NowMs() {
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+using stoker::bench::NowMs;
 
-void Print(const char* who, const char* what, std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  std::printf("| %s | %s | %.2f | %.2f | %.2f |\n", who, what, v[n / 2], v[n * 9 / 10],
-              v[std::min(n - 1, n * 99 / 100)]);
+void Print(const char* who, const char* what, const std::vector<double>& v) {
+  stoker::bench::Percentiles p = stoker::bench::PercentilesOf(v);
+  std::printf("| %s | %s | %.2f | %.2f | %.2f |\n", who, what, p.p50, p.p90, p.p99);
 }
 
 }  // namespace

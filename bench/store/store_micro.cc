@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/micro.h"
 #include "store/store.h"
 
 namespace {
@@ -23,16 +24,11 @@ namespace {
 using nlohmann::json;
 using stoker::spec::JobState;
 
-double NowUs() {
-  return std::chrono::duration<double, std::micro>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+double NowUs() { return stoker::bench::NowMs() * 1000; }
 
-void Print(const char* what, std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  std::printf("| %s | %.0f | %.0f | %.0f |\n", what, v[n / 2], v[n * 9 / 10], v[n * 99 / 100]);
+void Print(const char* what, const std::vector<double>& v) {
+  stoker::bench::Percentiles p = stoker::bench::PercentilesOf(v);
+  std::printf("| %s | %.0f | %.0f | %.0f |\n", what, p.p50, p.p90, p.p99);
 }
 
 }  // namespace
