@@ -445,7 +445,8 @@ TEST_F(ControllerTest, ASubmissionWhoseCommitFailedIsForgottenAndItsIdCanComeAga
   controller_->SubmitFailed(phantom.id);
   auto parsed = spec::ParseCustomJob(Job({Pool("sleep 1")}));
   auto admitted = admission_.AdmitJob(*parsed);
-  store::NewJob nj{.project = "p", .location = "l", .display_name = "again", .spec = admitted->spec};
+  store::NewJob nj{
+      .project = "p", .location = "l", .display_name = "again", .spec = admitted->spec};
   nj.user = "ada";
   store::JobRecord again = store_->CreateJob(nj).value();
   ASSERT_EQ(again.id, phantom.id);
@@ -453,7 +454,8 @@ TEST_F(ControllerTest, ASubmissionWhoseCommitFailedIsForgottenAndItsIdCanComeAga
   controller_->RunOnce();
   ASSERT_TRUE(executor_.launched(Key{again.id, 0, "workerpool0-0"}));
   // Launched from its own spec, not from the forgotten one's.
-  const exec::JobLaunch& launch = executor_.launches().back();
+  const std::vector<exec::JobLaunch> launches = executor_.launches();  // a copy
+  const exec::JobLaunch& launch = launches.back();
   EXPECT_EQ(launch.job_id, again.id);
   EXPECT_EQ(launch.replicas[0].argv.back(), "sleep 1");
   EXPECT_EQ(Get(again.id).state, JobState::kPending);
