@@ -82,14 +82,25 @@ class StandbySupervisorsTest(StokerTestCase):
 
     def test_jobs_with_more_replicas_than_standbys_all_start(self):
         # Four replicas a job, two standbys: the rest start the slow way.
-        # Every replica's trainer starts; the job ends with its chief (a
-        # worker still running then is stopped, as on Vertex).
-        workers = [{"machineSpec": {"machineType": "e2-standard-2"}, "replicaCount": 3,
-                    "containerSpec": {"imageUri": IMAGE, "command": ["/bin/sh", "-c", "echo w"]}}]
-        ids = [self.submit(container_job("wide%d" % i, "echo chief", pools=workers))
-               for i in range(3)]
-        for job_id in ids:
+        # Every replica's trainer starts. The job ends with its chief (a
+        # worker still running then is stopped, as on Vertex), so the chief
+        # waits (30 s at most) until its three workers have started: a worker
+        # that never starts fails the check below, one that starts late is
+        # not stopped before it ran.
+        ids = []
+        for i in range(3):
+            started = os.path.join(self.tmp, "started%d" % i)
+            os.mkdir(started)
+            worker = "touch %s/w.$$; echo w" % started
+            chief = ("i=0; while [ $(ls %s | wc -l) -lt 3 ] && [ $i -lt 600 ]; do "
+                     "sleep 0.05; i=$((i+1)); done; echo chief" % started)
+            workers = [{"machineSpec": {"machineType": "e2-standard-2"}, "replicaCount": 3,
+                        "containerSpec": {"imageUri": IMAGE,
+                                          "command": ["/bin/sh", "-c", worker]}}]
+            ids.append(self.submit(container_job("wide%d" % i, chief, pools=workers)))
+        for i, job_id in enumerate(ids):
             self.assertEqual(self.wait_state(job_id)["state"], "JOB_STATE_SUCCEEDED", job_id)
+            self.assertEqual(len(os.listdir(os.path.join(self.tmp, "started%d" % i))), 3, job_id)
             for r in ["workerpool0-0", "workerpool1-0", "workerpool1-1", "workerpool1-2"]:
                 dir_ = self.replica_dir(job_id, r)
                 status = wait_for(lambda: os.path.exists(os.path.join(dir_, "status.json")) and
@@ -97,6 +108,7 @@ class StandbySupervisorsTest(StokerTestCase):
                                   "%s of job %s to end" % (r, job_id))
                 self.assertIn(status["state"], ("exited", "cancelled"), (job_id, r, status))
                 self.assertTrue(os.path.exists(os.path.join(dir_, "trainer.json")), (job_id, r))
+
 
 if __name__ == "__main__":
     import unittest
