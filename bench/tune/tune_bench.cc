@@ -2,8 +2,8 @@
 // of one GP suggestion, and the suite's definitions for the Optuna side.
 // Driven by bench/tune/run.sh.
 //
-//   tune-bench regret  [--seeds N] [--budget B] [--functions a,b] [--methods m,n]
-//                      [--shard K/N] [--out F]
+//   tune-bench regret  [--seeds N] [--first-seed S] [--budget B] [--functions a,b]
+//                      [--methods m,n] [--shard K/N] [--out F]
 //   tune-bench latency [--reps R] [--out F]
 //   tune-bench spec                 # the suite's spaces as JSON (optuna_bench.py reads it)
 //   tune-bench eval                 # JSON lines in: {"function","seed","trial","params"};
@@ -15,6 +15,8 @@
 // observed value so far) minus the optimum. The samplers are never told the
 // budget, so the smaller budgets are read off the 100-trial run. Entries with
 // parallel = p ask p trials per round, all asked before any is evaluated.
+// Seeds S … S + N − 1 (S = 0 by default): a later run with --first-seed adds
+// seeds to an earlier one without repeating its studies.
 // Methods: stoker-gp, stoker-random, stoker-quasi (and ablations, see MakeMethod).
 #include <algorithm>
 #include <chrono>
@@ -95,7 +97,7 @@ std::vector<double> RunStudy(const Entry& e, const std::string& method, int seed
 }
 
 struct RegretArgs {
-  int seeds = 20, budget = 100, shard = 0, shards = 1;
+  int seeds = 20, first_seed = 0, budget = 100, shard = 0, shards = 1;
   std::string functions, methods = "stoker-gp,stoker-random";
 };
 
@@ -111,7 +113,7 @@ int Regret(const RegretArgs& args, FILE* out) {
     }
     for (const auto& method : Split(args.methods)) {
       auto start_all = std::chrono::steady_clock::now();
-      for (int seed = 0; seed < args.seeds; ++seed) {
+      for (int seed = args.first_seed; seed < args.first_seed + args.seeds; ++seed) {
         auto start = std::chrono::steady_clock::now();
         auto incumbent = RunStudy(e, method, seed, args.budget);
         std::fprintf(out,
@@ -201,11 +203,12 @@ int Latency(int reps, FILE* out) {
 }
 
 int Usage() {
-  std::fprintf(stderr,
-               "usage: tune-bench regret [--seeds N] [--budget B] [--functions a,b] "
-               "[--methods m,n] [--shard K/N] [--out FILE]\n"
-               "       tune-bench latency [--reps R] [--out FILE]\n"
-               "       tune-bench spec | eval\n");
+  std::fprintf(
+      stderr,
+      "usage: tune-bench regret [--seeds N] [--first-seed S] [--budget B] [--functions a,b] "
+      "[--methods m,n] [--shard K/N] [--out FILE]\n"
+      "       tune-bench latency [--reps R] [--out FILE]\n"
+      "       tune-bench spec | eval\n");
   return 2;
 }
 
@@ -223,10 +226,16 @@ int main(int argc, char** argv) {
   RegretArgs args;
   int reps = 3;
   std::string out_path = "-";
+  if (argc % 2 != 0) {  // flags come in pairs after the mode
+    std::fprintf(stderr, "flag %s has no value\n", argv[argc - 1]);
+    return Usage();
+  }
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--seeds") {
       args.seeds = std::stoi(value);
+    } else if (flag == "--first-seed") {
+      args.first_seed = std::stoi(value);
     } else if (flag == "--budget") {
       args.budget = std::stoi(value);
     } else if (flag == "--functions") {
