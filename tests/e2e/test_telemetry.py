@@ -33,7 +33,9 @@ class TelemetryTest(StokerTestCase):
         def busy_points():
             replicas = self.telemetry(job_id)["replicas"]  # none while the job is queued
             points = replicas[0]["points"] if replicas else []
-            busy = [p for p in points if p["cpuPercent"] > 50 and p["rssBytes"] > 60 << 20]
+            # Busy: a fifth of a core at least (a whole one on a quiet
+            # machine; 2 cores shared by 5 runnable processes give each 40 %).
+            busy = [p for p in points if p["cpuPercent"] > 20 and p["rssBytes"] > 60 << 20]
             return points if len(busy) >= 2 else None
         points = wait_for(busy_points, 60, "samples of a busy trainer")
         self.assertGreaterEqual(points[-1]["processes"], 1)
