@@ -16,7 +16,11 @@ for b in stokerd stoker stoker-run; do cp "$build/bin/$b" "$out/bin/"; done
 strip "$out"/bin/* 2>/dev/null || true
 cp -r src/python "$out/share/stoker/python"
 find "$out/share/stoker/python" -name '__pycache__' -prune -exec rm -rf {} +
-for b in "$out"/bin/*; do
+# libarchive is loaded on first use (src/storage/libarchive.h), so ldd does
+# not list it: its libraries come from ldd of the library itself.
+arch=$(ldconfig -p | awk '/libarchive\.so\.13 / {print $NF; exit}')
+for b in "$out"/bin/* $arch; do
+  [ "$b" = "$arch" ] && echo "$arch"
   ldd "$b" | awk '/=> \// {print $3}'
 done | sort -u | while read -r lib; do
   case "$(basename "$lib")" in

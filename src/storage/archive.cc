@@ -1,7 +1,5 @@
 #include "storage/archive.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +9,7 @@
 #include <system_error>
 
 #include "common/files.h"
+#include "storage/libarchive.h"
 #include "storage/storage_internal.h"
 
 namespace stoker::storage {
@@ -19,25 +18,29 @@ namespace {
 
 using internal::IsInside;
 
+// libarchive's functions: valid once LoadLibArchive() succeeded, which each
+// entry point below checks first.
+const LibArchive& Lib() { return **LoadLibArchive(); }
+
 constexpr char kNotTarGzHint[] =
     ": not a gzip-compressed tar archive (build one with 'python3 setup.py sdist' or let "
     "'stoker jobs submit --package-path' pack it)";
 
 struct ReadDeleter {
-  void operator()(struct archive* a) const { archive_read_free(a); }
+  void operator()(struct archive* a) const { Lib().archive_read_free(a); }
 };
 struct WriteDeleter {
-  void operator()(struct archive* a) const { archive_write_free(a); }
+  void operator()(struct archive* a) const { Lib().archive_write_free(a); }
 };
 struct EntryDeleter {
-  void operator()(archive_entry* e) const { archive_entry_free(e); }
+  void operator()(archive_entry* e) const { Lib().archive_entry_free(e); }
 };
 using ReadPtr = std::unique_ptr<struct archive, ReadDeleter>;
 using WritePtr = std::unique_ptr<struct archive, WriteDeleter>;
 using EntryPtr = std::unique_ptr<archive_entry, EntryDeleter>;
 
 std::string ErrorString(struct archive* a) {
-  const char* s = archive_error_string(a);
+  const char* s = Lib().archive_error_string(a);
   return s ? s : "unknown libarchive error";
 }
 
@@ -104,8 +107,8 @@ class EntryRules {
   // archive root ("" for the root itself) and `*hardlink` the normalised
   // hard-link target, if any.
   Status Check(archive_entry* e, std::string* normalized, std::string* hardlink) {
-    const char* raw_c = archive_entry_pathname(e);
-    if (raw_c == nullptr) raw_c = archive_entry_pathname_utf8(e);
+    const char* raw_c = Lib().archive_entry_pathname(e);
+    if (raw_c == nullptr) raw_c = Lib().archive_entry_pathname_utf8(e);
     std::string raw = raw_c ? raw_c : "";
     if (++entries_ > limits_.max_entries) {
       return InvalidArgument(name_ + ": has more than " + std::to_string(limits_.max_entries) +
@@ -118,7 +121,7 @@ class EntryRules {
     *normalized = path;
     hardlink->clear();
 
-    if (const char* hl = archive_entry_hardlink(e); hl != nullptr) {
+    if (const char* hl = Lib().archive_entry_hardlink(e); hl != nullptr) {
       std::string target = NormalizeEntryPath(hl, &problem);
       if (!problem.empty()) {
         return Refuse(raw, "is a hard link to '" + std::string(hl) + "', which " + problem);
@@ -127,9 +130,9 @@ class EntryRules {
       links_.push_back({raw, {}, target, /*hard=*/true});
       *hardlink = target;
     } else {
-      switch (archive_entry_filetype(e)) {
+      switch (Lib().archive_entry_filetype(e)) {
         case AE_IFREG: {
-          int64_t size = archive_entry_size(e);
+          int64_t size = Lib().archive_entry_size(e);
           if (size > 0) bytes_ += static_cast<uint64_t>(size);
           if (bytes_ > limits_.max_total_bytes) {
             return InvalidArgument(name_ + ": unpacks to more than " +
@@ -141,7 +144,7 @@ class EntryRules {
         case AE_IFDIR:
           break;
         case AE_IFLNK: {
-          const char* t = archive_entry_symlink(e);
+          const char* t = Lib().archive_entry_symlink(e);
           std::string target = t ? t : "";
           if (target.empty()) return Refuse(raw, "is a symlink with an empty target");
           if (target.front() == '/') {
@@ -240,24 +243,24 @@ class EntryRules {
 };
 
 ReadPtr NewTarGzReader() {
-  ReadPtr a(archive_read_new());
+  ReadPtr a(Lib().archive_read_new());
   // Only gzip and tar: anything else (zip, bzip2, plain text) fails to open
   // or is caught by the filter check in FirstHeader.
-  archive_read_support_filter_gzip(a.get());
-  archive_read_support_format_tar(a.get());
+  Lib().archive_read_support_filter_gzip(a.get());
+  Lib().archive_read_support_format_tar(a.get());
   return a;
 }
 
 // Reads the first header and checks that the stream really is tar inside
 // gzip. ARCHIVE_EOF is returned as-is for the caller's emptiness rule.
 Result<int> FirstHeader(struct archive* a, archive_entry** e, const std::string& name) {
-  int r = archive_read_next_header(a, e);
+  int r = Lib().archive_read_next_header(a, e);
   if (r != ARCHIVE_OK && r != ARCHIVE_WARN && r != ARCHIVE_EOF) {
     return InvalidArgument(name + kNotTarGzHint + " [" + ErrorString(a) + "]");
   }
   bool gzip = false;
-  for (int i = 0; i < archive_filter_count(a); ++i) {
-    if (archive_filter_code(a, i) == ARCHIVE_FILTER_GZIP) gzip = true;
+  for (int i = 0; i < Lib().archive_filter_count(a); ++i) {
+    if (Lib().archive_filter_code(a, i) == ARCHIVE_FILTER_GZIP) gzip = true;
   }
   if (!gzip) return InvalidArgument(name + kNotTarGzHint + " [not gzip-compressed]");
   return r;
@@ -271,7 +274,7 @@ Status CheckAll(struct archive* a, const std::string& name, const ArchiveLimits&
   std::string path, hardlink;
   while (r != ARCHIVE_EOF) {
     STOKER_RETURN_IF_ERROR(rules.Check(e, &path, &hardlink));
-    r = archive_read_next_header(a, &e);
+    r = Lib().archive_read_next_header(a, &e);
     if (r != ARCHIVE_OK && r != ARCHIVE_WARN && r != ARCHIVE_EOF) {
       return InvalidArgument(name + ": corrupt archive after entry '" + path +
                              "': " + ErrorString(a));
@@ -315,8 +318,9 @@ Status CheckSdistToken(const std::string& value, const std::string& what, bool v
 }  // namespace
 
 Status CheckTarGz(std::string_view data, const std::string& name, const ArchiveLimits& limits) {
+  STOKER_RETURN_IF_ERROR(LoadLibArchive().status());
   ReadPtr a = NewTarGzReader();
-  if (archive_read_open_memory(a.get(), data.data(), data.size()) != ARCHIVE_OK) {
+  if (Lib().archive_read_open_memory(a.get(), data.data(), data.size()) != ARCHIVE_OK) {
     return InvalidArgument(name + kNotTarGzHint + " [" + ErrorString(a.get()) + "]");
   }
   return CheckAll(a.get(), name, limits);
@@ -324,24 +328,26 @@ Status CheckTarGz(std::string_view data, const std::string& name, const ArchiveL
 
 Result<std::optional<std::string>> ReadTarGzFile(
     std::string_view data, const std::function<bool(std::string_view)>& wanted, size_t max_bytes) {
+  STOKER_RETURN_IF_ERROR(LoadLibArchive().status());
   ReadPtr a = NewTarGzReader();
-  if (archive_read_open_memory(a.get(), data.data(), data.size()) != ARCHIVE_OK) {
+  if (Lib().archive_read_open_memory(a.get(), data.data(), data.size()) != ARCHIVE_OK) {
     return InvalidArgument(std::string("not a gzip-compressed tar archive [") +
                            ErrorString(a.get()) + "]");
   }
   archive_entry* e = nullptr;
-  while (archive_read_next_header(a.get(), &e) == ARCHIVE_OK) {
-    const char* raw = archive_entry_pathname(e);
+  while (Lib().archive_read_next_header(a.get(), &e) == ARCHIVE_OK) {
+    const char* raw = Lib().archive_entry_pathname(e);
     std::string_view path = raw ? raw : "";
     if (path.substr(0, 2) == "./") path.remove_prefix(2);
-    if (archive_entry_filetype(e) != AE_IFREG || !wanted(path)) continue;
-    if (archive_entry_size(e) < 0 || static_cast<uint64_t>(archive_entry_size(e)) > max_bytes) {
+    if (Lib().archive_entry_filetype(e) != AE_IFREG || !wanted(path)) continue;
+    if (Lib().archive_entry_size(e) < 0 ||
+        static_cast<uint64_t>(Lib().archive_entry_size(e)) > max_bytes) {
       return std::optional<std::string>();
     }
-    std::string out(static_cast<size_t>(archive_entry_size(e)), '\0');
+    std::string out(static_cast<size_t>(Lib().archive_entry_size(e)), '\0');
     size_t got = 0;
     while (got < out.size()) {
-      la_ssize_t n = archive_read_data(a.get(), out.data() + got, out.size() - got);
+      la_ssize_t n = Lib().archive_read_data(a.get(), out.data() + got, out.size() - got);
       if (n < 0) {
         return InvalidArgument("cannot read " + std::string(path) + ": " + ErrorString(a.get()));
       }
@@ -355,15 +361,17 @@ Result<std::optional<std::string>> ReadTarGzFile(
 }
 
 Status CheckTarGzFd(int fd, const std::string& name, const ArchiveLimits& limits) {
+  STOKER_RETURN_IF_ERROR(LoadLibArchive().status());
   if (::lseek(fd, 0, SEEK_SET) != 0) return Internal(name + ": cannot seek to its start");
   ReadPtr a = NewTarGzReader();
-  if (archive_read_open_fd(a.get(), fd, 64 * 1024) != ARCHIVE_OK) {
+  if (Lib().archive_read_open_fd(a.get(), fd, 64 * 1024) != ARCHIVE_OK) {
     return InvalidArgument(name + kNotTarGzHint + " [" + ErrorString(a.get()) + "]");
   }
   return CheckAll(a.get(), name, limits);
 }
 
 Status ExtractTarGz(const fs::path& archive, const fs::path& dest, const ArchiveLimits& limits) {
+  STOKER_RETURN_IF_ERROR(LoadLibArchive().status());
   const std::string name = archive.string();
   std::error_code ec;
   if (!fs::is_regular_file(archive, ec)) {
@@ -372,7 +380,7 @@ Status ExtractTarGz(const fs::path& archive, const fs::path& dest, const Archive
   // Pass 1: every rule, including the cross-entry ones, before writing a byte.
   {
     ReadPtr a = NewTarGzReader();
-    if (archive_read_open_filename(a.get(), archive.c_str(), 64 * 1024) != ARCHIVE_OK) {
+    if (Lib().archive_read_open_filename(a.get(), archive.c_str(), 64 * 1024) != ARCHIVE_OK) {
       return InvalidArgument(name + kNotTarGzHint + " [" + ErrorString(a.get()) + "]");
     }
     STOKER_RETURN_IF_ERROR(CheckAll(a.get(), name, limits));
@@ -386,17 +394,18 @@ Status ExtractTarGz(const fs::path& archive, const fs::path& dest, const Archive
   // Pass 2: extract, re-checking each entry (the file could have changed) and
   // each link against the real file system.
   ReadPtr in = NewTarGzReader();
-  if (archive_read_open_filename(in.get(), archive.c_str(), 64 * 1024) != ARCHIVE_OK) {
+  if (Lib().archive_read_open_filename(in.get(), archive.c_str(), 64 * 1024) != ARCHIVE_OK) {
     return InvalidArgument(name + kNotTarGzHint + " [" + ErrorString(in.get()) + "]");
   }
-  WritePtr out(archive_write_disk_new());
+  WritePtr out(Lib().archive_write_disk_new());
   // Entry names are rewritten to absolute paths under the canonical `root`
   // (a multi-threaded daemon cannot chdir into `dest`), so libarchive's
   // ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS cannot be used; EntryRules refuses
   // absolute names before the rewrite instead. No OWNER/PERM flags: owners
   // are not restored and the modes set below go through the umask.
-  archive_write_disk_set_options(out.get(), ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
-                                                ARCHIVE_EXTRACT_SECURE_SYMLINKS);
+  Lib().archive_write_disk_set_options(out.get(), ARCHIVE_EXTRACT_TIME |
+                                                      ARCHIVE_EXTRACT_SECURE_NODOTDOT |
+                                                      ARCHIVE_EXTRACT_SECURE_SYMLINKS);
   EntryRules rules(name, limits);
   uint64_t written = 0;
   archive_entry* e = nullptr;
@@ -405,7 +414,7 @@ Status ExtractTarGz(const fs::path& archive, const fs::path& dest, const Archive
   while (r != ARCHIVE_EOF) {
     STOKER_RETURN_IF_ERROR(rules.Check(e, &path, &hardlink));
     if (path.empty()) {  // "./": the root itself, which is `dest`
-      r = archive_read_next_header(in.get(), &e);
+      r = Lib().archive_read_next_header(in.get(), &e);
       if (r != ARCHIVE_OK && r != ARCHIVE_WARN && r != ARCHIVE_EOF) break;
       continue;
     }
@@ -424,38 +433,39 @@ Status ExtractTarGz(const fs::path& archive, const fs::path& dest, const Archive
         return InvalidArgument(name + ": entry '" + path + "' is a hard link to '" + hardlink +
                                "', which is not a file unpacked from this archive; refusing");
       }
-      archive_entry_set_hardlink(e, link_to.c_str());
-    } else if (archive_entry_filetype(e) == AE_IFLNK) {
-      fs::path real = fs::weakly_canonical(target.parent_path() / archive_entry_symlink(e), ec);
+      Lib().archive_entry_set_hardlink(e, link_to.c_str());
+    } else if (Lib().archive_entry_filetype(e) == AE_IFLNK) {
+      fs::path real =
+          fs::weakly_canonical(target.parent_path() / Lib().archive_entry_symlink(e), ec);
       if (ec || !IsInside(real, root)) {
         return InvalidArgument(name + ": entry '" + path + "' is a symlink that resolves to " +
                                real.string() + ", outside " + root.string() + "; refusing");
       }
     }
-    archive_entry_set_pathname(e, target.c_str());
-    mode_t perm = archive_entry_perm(e);
-    if (archive_entry_filetype(e) == AE_IFDIR) {
-      archive_entry_set_perm(e, 0755);
-    } else if (archive_entry_filetype(e) == AE_IFREG) {
-      archive_entry_set_perm(e, (perm & 0111) ? 0755 : 0644);
+    Lib().archive_entry_set_pathname(e, target.c_str());
+    mode_t perm = Lib().archive_entry_perm(e);
+    if (Lib().archive_entry_filetype(e) == AE_IFDIR) {
+      Lib().archive_entry_set_perm(e, 0755);
+    } else if (Lib().archive_entry_filetype(e) == AE_IFREG) {
+      Lib().archive_entry_set_perm(e, (perm & 0111) ? 0755 : 0644);
     }
-    if (archive_write_header(out.get(), e) < ARCHIVE_WARN) {
+    if (Lib().archive_write_header(out.get(), e) < ARCHIVE_WARN) {
       return InvalidArgument(name + ": cannot unpack entry '" + path +
                              "': " + ErrorString(out.get()));
     }
-    if (archive_entry_size(e) > 0) {
+    if (Lib().archive_entry_size(e) > 0) {
       const void* buf = nullptr;
       size_t size = 0;
       la_int64_t offset = 0;
       int dr;
-      while ((dr = archive_read_data_block(in.get(), &buf, &size, &offset)) == ARCHIVE_OK) {
+      while ((dr = Lib().archive_read_data_block(in.get(), &buf, &size, &offset)) == ARCHIVE_OK) {
         written += size;
         if (written > limits.max_total_bytes) {
           return InvalidArgument(name + ": unpacks to more than " +
                                  std::to_string(limits.max_total_bytes) + " bytes (at '" + path +
                                  "'); keep data out of the package and read it from a bucket");
         }
-        if (archive_write_data_block(out.get(), buf, size, offset) < ARCHIVE_WARN) {
+        if (Lib().archive_write_data_block(out.get(), buf, size, offset) < ARCHIVE_WARN) {
           return Internal(name + ": cannot write '" + target.string() +
                           "': " + ErrorString(out.get()));
         }
@@ -465,11 +475,11 @@ Status ExtractTarGz(const fs::path& archive, const fs::path& dest, const Archive
                                "': " + ErrorString(in.get()));
       }
     }
-    if (archive_write_finish_entry(out.get()) < ARCHIVE_WARN) {
+    if (Lib().archive_write_finish_entry(out.get()) < ARCHIVE_WARN) {
       return Internal(name + ": cannot finish '" + target.string() +
                       "': " + ErrorString(out.get()));
     }
-    r = archive_read_next_header(in.get(), &e);
+    r = Lib().archive_read_next_header(in.get(), &e);
     if (r != ARCHIVE_OK && r != ARCHIVE_WARN && r != ARCHIVE_EOF) break;
   }
   if (r != ARCHIVE_EOF) {
@@ -477,7 +487,7 @@ Status ExtractTarGz(const fs::path& archive, const fs::path& dest, const Archive
                            "': " + ErrorString(in.get()));
   }
   STOKER_RETURN_IF_ERROR(rules.Finish());
-  if (archive_write_close(out.get()) != ARCHIVE_OK) {
+  if (Lib().archive_write_close(out.get()) != ARCHIVE_OK) {
     return Internal(name + ": cannot finish unpacking into " + root.string() + ": " +
                     ErrorString(out.get()));
   }
@@ -560,6 +570,7 @@ Status AddExtraFiles(const std::vector<SdistFile>& extra_files, const std::strin
 Result<std::string> PackSdist(const fs::path& package_dir, const std::string& name,
                               const std::string& version,
                               const std::vector<SdistFile>& extra_files) {
+  STOKER_RETURN_IF_ERROR(LoadLibArchive().status());
   STOKER_RETURN_IF_ERROR(CheckSdistToken(name, "package name", /*version=*/false));
   STOKER_RETURN_IF_ERROR(CheckSdistToken(version, "package version", /*version=*/true));
   std::error_code ec;
@@ -603,37 +614,38 @@ Result<std::string> PackSdist(const fs::path& package_dir, const std::string& na
             [](const SdistMember& a, const SdistMember& b) { return a.path < b.path; });
 
   std::string bytes;
-  WritePtr a(archive_write_new());
-  if (archive_write_add_filter_gzip(a.get()) != ARCHIVE_OK ||
-      archive_write_set_format_pax_restricted(a.get()) != ARCHIVE_OK ||
+  WritePtr a(Lib().archive_write_new());
+  if (Lib().archive_write_add_filter_gzip(a.get()) != ARCHIVE_OK ||
+      Lib().archive_write_set_format_pax_restricted(a.get()) != ARCHIVE_OK ||
       // No timestamp in the gzip header: the same tree gives the same bytes.
-      archive_write_set_options(a.get(), "gzip:!timestamp") != ARCHIVE_OK ||
-      archive_write_set_bytes_in_last_block(a.get(), 1) != ARCHIVE_OK ||
-      archive_write_open(a.get(), &bytes, ArchiveOpen, ArchiveWrite, ArchiveClose) != ARCHIVE_OK) {
+      Lib().archive_write_set_options(a.get(), "gzip:!timestamp") != ARCHIVE_OK ||
+      Lib().archive_write_set_bytes_in_last_block(a.get(), 1) != ARCHIVE_OK ||
+      Lib().archive_write_open(a.get(), &bytes, ArchiveOpen, ArchiveWrite, ArchiveClose) !=
+          ARCHIVE_OK) {
     return Internal("cannot start packing " + dir.string() + ": " + ErrorString(a.get()));
   }
   for (SdistMember& m : members) {
     if (!m.dir && !m.source.empty()) {
       STOKER_ASSIGN_OR_RETURN(m.content, ReadFile(m.source));
     }
-    EntryPtr e(archive_entry_new());
-    archive_entry_set_pathname(e.get(), m.path.c_str());
-    archive_entry_set_filetype(e.get(), m.dir ? AE_IFDIR : AE_IFREG);
-    archive_entry_set_perm(e.get(), (m.dir || m.executable) ? 0755 : 0644);
-    archive_entry_set_size(e.get(), m.dir ? 0 : static_cast<la_int64_t>(m.content.size()));
-    archive_entry_set_mtime(e.get(), 0, 0);
-    archive_entry_set_uid(e.get(), 0);
-    archive_entry_set_gid(e.get(), 0);
-    if (archive_write_header(a.get(), e.get()) != ARCHIVE_OK ||
+    EntryPtr e(Lib().archive_entry_new());
+    Lib().archive_entry_set_pathname(e.get(), m.path.c_str());
+    Lib().archive_entry_set_filetype(e.get(), m.dir ? AE_IFDIR : AE_IFREG);
+    Lib().archive_entry_set_perm(e.get(), (m.dir || m.executable) ? 0755 : 0644);
+    Lib().archive_entry_set_size(e.get(), m.dir ? 0 : static_cast<la_int64_t>(m.content.size()));
+    Lib().archive_entry_set_mtime(e.get(), 0, 0);
+    Lib().archive_entry_set_uid(e.get(), 0);
+    Lib().archive_entry_set_gid(e.get(), 0);
+    if (Lib().archive_write_header(a.get(), e.get()) != ARCHIVE_OK ||
         (!m.dir && !m.content.empty() &&
-         archive_write_data(a.get(), m.content.data(), m.content.size()) !=
+         Lib().archive_write_data(a.get(), m.content.data(), m.content.size()) !=
              static_cast<la_ssize_t>(m.content.size()))) {
       return Internal("cannot pack " + m.path + ": " + ErrorString(a.get()));
     }
     m.content.clear();
     m.content.shrink_to_fit();
   }
-  if (archive_write_close(a.get()) != ARCHIVE_OK) {
+  if (Lib().archive_write_close(a.get()) != ARCHIVE_OK) {
     return Internal("cannot finish packing " + dir.string() + ": " + ErrorString(a.get()));
   }
   return bytes;

@@ -41,6 +41,10 @@ class StandbySupervisorsTest(StokerTestCase):
         daemon = self.daemon.proc.pid
         first = wait_for(lambda: len(standbys_of(daemon)) == 2 and standbys_of(daemon), 30,
                          "two standby supervisors")
+        for pid in first:
+            # A supervisor loads libarchive only to unpack a package
+            # (src/storage/libarchive.h), not at every start.
+            self.assertNotIn("libarchive", read_text("/proc/%d/maps" % pid))
         if can_make_cgroups():
             # Each made its cgroup before it knew its replica.
             for pid in first:
