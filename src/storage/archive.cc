@@ -370,6 +370,21 @@ Status CheckTarGzFd(int fd, const std::string& name, const ArchiveLimits& limits
   return CheckAll(a.get(), name, limits);
 }
 
+namespace {
+
+// What an unpacked entry's mode becomes (the umask applies on top):
+// directories 0755, files 0755 when any execute bit is set, else 0644.
+void SetUnpackedPerm(archive_entry* e) {
+  mode_t perm = Lib().archive_entry_perm(e);
+  if (Lib().archive_entry_filetype(e) == AE_IFDIR) {
+    Lib().archive_entry_set_perm(e, 0755);
+  } else if (Lib().archive_entry_filetype(e) == AE_IFREG) {
+    Lib().archive_entry_set_perm(e, (perm & 0111) ? 0755 : 0644);
+  }
+}
+
+}  // namespace
+
 Status ExtractTarGz(const fs::path& archive, const fs::path& dest, const ArchiveLimits& limits) {
   STOKER_RETURN_IF_ERROR(LoadLibArchive().status());
   const std::string name = archive.string();
@@ -443,12 +458,7 @@ Status ExtractTarGz(const fs::path& archive, const fs::path& dest, const Archive
       }
     }
     Lib().archive_entry_set_pathname(e, target.c_str());
-    mode_t perm = Lib().archive_entry_perm(e);
-    if (Lib().archive_entry_filetype(e) == AE_IFDIR) {
-      Lib().archive_entry_set_perm(e, 0755);
-    } else if (Lib().archive_entry_filetype(e) == AE_IFREG) {
-      Lib().archive_entry_set_perm(e, (perm & 0111) ? 0755 : 0644);
-    }
+    SetUnpackedPerm(e);
     if (Lib().archive_write_header(out.get(), e) < ARCHIVE_WARN) {
       return InvalidArgument(name + ": cannot unpack entry '" + path +
                              "': " + ErrorString(out.get()));
