@@ -52,6 +52,8 @@ std::unique_ptr<stoker::tune::Sampler> MakeMethod(const std::string& method, uin
   // stoker-gp-notr: GpBoSampler before the trust region became the default.
   if (method == "stoker-gp-tr") options.trust_region = true;
   if (method == "stoker-gp-notr") options.trust_region = false;
+  // stoker-gp-notrend: GpBoSampler before the quadratic trend became the default.
+  if (method == "stoker-gp-notrend") options.quadratic_trend = false;
   return std::make_unique<stoker::tune::GpBoSampler>(options);
 }
 

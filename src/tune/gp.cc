@@ -16,6 +16,9 @@ constexpr double kJitter = 1e-9;
 constexpr double kLogLengthSd = 1.5;
 constexpr double kLogSignalMean = 0.0, kLogSignalSd = 1.0;
 constexpr double kLogNoiseMean = -7.0, kLogNoiseSd = 2.5;  // e^-7 ≈ 1e-3
+// The trend's prior sits well below the signal's (q2 ≈ 0.007 against s2 ≈ 1),
+// so the trend is used where the data ask for it; bounds q2 ∈ [1e-4, 10].
+constexpr double kLogTrendMean = -5.0, kLogTrendSd = 2.5;
 
 double LogLengthMean(int d) { return std::log(0.5) + 0.5 * std::log(std::max(1, d)); }
 
@@ -37,43 +40,74 @@ inline double Matern(double r2) {
 
 }  // namespace
 
-GaussianProcess::GaussianProcess(std::vector<bool> categorical)
-    : categorical_(std::move(categorical)) {
+GaussianProcess::GaussianProcess(std::vector<bool> categorical, bool quadratic_trend)
+    : categorical_(std::move(categorical)), quadratic_trend_(quadratic_trend) {
   theta_ = PriorMode();
 }
 
 Eigen::VectorXd GaussianProcess::PriorMode() const {
   const int d = dims();
-  Eigen::VectorXd t(d + 2);
+  Eigen::VectorXd t(theta_size());
   t.head(d).setConstant(LogLengthMean(d));
   t[d] = kLogSignalMean;
   t[d + 1] = kLogNoiseMean;
+  if (quadratic_trend_) t[d + 2] = kLogTrendMean;
   return t;
 }
 
 void GaussianProcess::ThetaBounds(Eigen::VectorXd* lo, Eigen::VectorXd* hi) const {
   const int d = dims();
-  lo->resize(d + 2);
-  hi->resize(d + 2);
+  lo->resize(theta_size());
+  hi->resize(theta_size());
   lo->head(d).setConstant(std::log(0.01));
   hi->head(d).setConstant(std::log(100.0));
   (*lo)[d] = std::log(0.01);
   (*hi)[d] = std::log(100.0);
   (*lo)[d + 1] = std::log(1e-6);
   (*hi)[d + 1] = std::log(2.0);
+  if (quadratic_trend_) {
+    (*lo)[d + 2] = std::log(1e-4);
+    (*hi)[d + 2] = std::log(10.0);
+  }
 }
 
-Eigen::MatrixXd GaussianProcess::Cross(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) const {
+Eigen::MatrixXd GaussianProcess::Centred(const Eigen::MatrixXd& x) const {
+  const int d = dims();
+  int numeric = 0;
+  for (int j = 0; j < d; ++j) numeric += categorical_[j] ? 0 : 1;
+  const double scale = std::sqrt(12.0 / std::max(1, numeric));
+  Eigen::MatrixXd u = Eigen::MatrixXd::Zero(d, x.cols());
+  for (int c = 0; c < x.cols(); ++c) {
+    for (int j = 0; j < d; ++j) {
+      if (!categorical_[j] && x(j, c) != kInactive) u(j, c) = scale * (x(j, c) - 0.5);
+    }
+  }
+  return u;
+}
+
+Eigen::MatrixXd GaussianProcess::TrendFeatures(const Eigen::MatrixXd& ua,
+                                               const Eigen::MatrixXd& ub) {
+  Eigen::MatrixXd v = ua.transpose() * ub;
+  return (1.0 + v.array()).square().matrix();
+}
+
+Eigen::MatrixXd GaussianProcess::Cross(const Eigen::MatrixXd& b, const Eigen::MatrixXd& ub) const {
+  const Eigen::MatrixXd& a = x_;
   const int d = dims();
   Eigen::VectorXd w(d);
   for (int j = 0; j < d; ++j) w[j] = std::exp(-2.0 * theta_[j]);
   const double s2 = std::exp(theta_[d]);
+  const double q2 = quadratic_trend_ ? std::exp(theta_[d + 2]) : 0.0;
   Eigen::MatrixXd k(a.cols(), b.cols());
   for (int c = 0; c < b.cols(); ++c) {
     for (int i = 0; i < a.cols(); ++i) {
       double r2 = 0;
       for (int j = 0; j < d; ++j) r2 += w[j] * Delta(a(j, i), b(j, c), categorical_[j]);
       k(i, c) = s2 * Matern(r2);
+      if (quadratic_trend_) {
+        double v = 1.0 + u_.col(i).dot(ub.col(c));
+        k(i, c) += q2 * v * v;
+      }
     }
   }
   return k;
@@ -91,6 +125,10 @@ std::vector<Eigen::MatrixXd> GaussianProcess::PairwiseDeltas(const Eigen::Matrix
         delta[j](c, i) = v;
       }
     }
+  }
+  if (quadratic_trend_) {
+    Eigen::MatrixXd u = Centred(x);
+    delta.push_back(TrendFeatures(u, u));
   }
   return delta;
 }
@@ -119,7 +157,9 @@ double GaussianProcess::NegLogPosterior(const std::vector<Eigen::MatrixXd>& delt
       if (grad != nullptr) gf(i, c) = 5.0 / 3.0 * (1.0 + kSqrt5 * r) * e;
     }
   }
-  Eigen::MatrixXd k = kf;
+  Eigen::MatrixXd kt;
+  if (quadratic_trend_) kt = std::exp(theta[d + 2]) * delta[d];
+  Eigen::MatrixXd k = quadratic_trend_ ? Eigen::MatrixXd(kf + kt) : kf;
   k.diagonal().array() += n2 + kJitter;
   Eigen::LLT<Eigen::MatrixXd> llt(k);
   if (llt.info() != Eigen::Success) return std::numeric_limits<double>::infinity();
@@ -133,8 +173,9 @@ double GaussianProcess::NegLogPosterior(const std::vector<Eigen::MatrixXd>& delt
   for (int j = 0; j < d; ++j) nlp += 0.5 * std::pow((theta[j] - mu_l) / kLogLengthSd, 2);
   nlp += 0.5 * std::pow((theta[d] - kLogSignalMean) / kLogSignalSd, 2);
   nlp += 0.5 * std::pow((theta[d + 1] - kLogNoiseMean) / kLogNoiseSd, 2);
+  if (quadratic_trend_) nlp += 0.5 * std::pow((theta[d + 2] - kLogTrendMean) / kLogTrendSd, 2);
   if (grad != nullptr) {
-    grad->resize(d + 2);
+    grad->resize(theta_size());
     Eigen::MatrixXd wm = llt.solve(Eigen::MatrixXd::Identity(n, n));
     wm.noalias() -= alpha * alpha.transpose();  // W = K⁻¹ − ααᵀ
     Eigen::MatrixXd wg = wm.cwiseProduct(gf);
@@ -146,6 +187,10 @@ double GaussianProcess::NegLogPosterior(const std::vector<Eigen::MatrixXd>& delt
                  (theta[d] - kLogSignalMean) / (kLogSignalSd * kLogSignalSd);
     (*grad)[d + 1] =
         0.5 * n2 * wm.trace() + (theta[d + 1] - kLogNoiseMean) / (kLogNoiseSd * kLogNoiseSd);
+    if (quadratic_trend_) {
+      (*grad)[d + 2] = 0.5 * wm.cwiseProduct(kt).sum() +
+                       (theta[d + 2] - kLogTrendMean) / (kLogTrendSd * kLogTrendSd);
+    }
   }
   return nlp;
 }
@@ -182,7 +227,7 @@ bool GaussianProcess::Fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
   // Cholesky each, far cheaper than an L-BFGS run) of the prior mode and
   // options.screen draws from the prior.
   std::vector<Eigen::VectorXd> starts;
-  if (warm.size() == d + 2) starts.push_back(warm.cwiseMax(lo).cwiseMin(hi));
+  if (warm.size() == theta_size()) starts.push_back(warm.cwiseMax(lo).cwiseMin(hi));
   if (static_cast<int>(starts.size()) < options.restarts) {
     std::normal_distribution<double> normal(0.0, 1.0);
     std::vector<std::pair<double, Eigen::VectorXd>> screened;
@@ -192,6 +237,7 @@ bool GaussianProcess::Fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
       for (int j = 0; j < d; ++j) t[j] += kLogLengthSd * normal(rng);
       t[d] += 0.5 * normal(rng);
       t[d + 1] += 1.5 * normal(rng);
+      if (quadratic_trend_) t[d + 2] += kLogTrendSd * normal(rng);
       t = t.cwiseMax(lo).cwiseMin(hi);
       screened.emplace_back(NegLogPosterior(delta, yf, t, nullptr), t);
     }
@@ -220,7 +266,8 @@ bool GaussianProcess::Fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
 bool GaussianProcess::SetData(const Eigen::MatrixXd& x, const Eigen::VectorXd& y) {
   const int d = dims();
   x_ = x;
-  Eigen::MatrixXd k = Cross(x, x);
+  if (quadratic_trend_) u_ = Centred(x);
+  Eigen::MatrixXd k = Cross(x, u_);
   k.diagonal().array() += std::exp(theta_[d + 1]) + kJitter;
   llt_.compute(k);
   if (llt_.info() != Eigen::Success) {
@@ -238,12 +285,16 @@ bool GaussianProcess::SetData(const Eigen::MatrixXd& x, const Eigen::VectorXd& y
 void GaussianProcess::Predict(const Eigen::MatrixXd& xs, Eigen::VectorXd* mean,
                               Eigen::VectorXd* var) const {
   const int d = dims();
-  Eigen::MatrixXd ks = Cross(x_, xs);
+  Eigen::MatrixXd us = quadratic_trend_ ? Centred(xs) : Eigen::MatrixXd();
+  Eigen::MatrixXd ks = Cross(xs, us);
   *mean = ks.transpose() * alpha_;
   llt_.matrixL().solveInPlace(ks);
-  *var = (std::exp(theta_[d]) - ks.colwise().squaredNorm().transpose().array())
-             .cwiseMax(1e-12)
-             .matrix();
+  Eigen::VectorXd prior = Eigen::VectorXd::Constant(xs.cols(), std::exp(theta_[d]));
+  if (quadratic_trend_) {
+    Eigen::ArrayXd v = us.colwise().squaredNorm().transpose().array();
+    prior.array() += std::exp(theta_[d + 2]) * (1.0 + v).square();
+  }
+  *var = (prior.array() - ks.colwise().squaredNorm().transpose().array()).cwiseMax(1e-12).matrix();
 }
 
 }  // namespace stoker::tune

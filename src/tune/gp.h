@@ -9,7 +9,15 @@
 // Observation noise variance n2 is added on the diagonal. The mean is zero:
 // callers standardise the outputs.
 //
-// Hyperparameters θ = (log l_1..log l_D, log s2, log n2) maximise the log
+// Optional quadratic trend (universal kriging with a Bayesian quadratic
+// mean): k += q2 (1 + v(a, b))², v(a, b) = (12 / D_num) Σ_j u_j(a) u_j(b),
+// u_j = x_j − ½ over the active numeric slots (0 elsewhere), so that v ≈ 1
+// at a uniform point. Its feature space is every constant, linear and
+// quadratic form of the centred inputs, rotated ones included, so a bowl or
+// an oblique valley that an axis-aligned stationary kernel cannot carry
+// across the box is modelled globally; q2 → 0 when the data do not want it.
+//
+// Hyperparameters θ = (log l_1..log l_D, log s2, log n2[, log q2]) maximise the log
 // marginal likelihood plus log-normal priors (a MAP fit), within bounds,
 // by projected L-BFGS from several starts. Not thread-safe; pure.
 #pragma once
@@ -36,10 +44,10 @@ struct GpFitOptions {
 class GaussianProcess {
  public:
   // categorical[j]: slot j is compared for equality only.
-  explicit GaussianProcess(std::vector<bool> categorical);
+  explicit GaussianProcess(std::vector<bool> categorical, bool quadratic_trend = false);
 
-  // Points are columns of x (D × n). `warm` (size D + 2, may be empty) is the
-  // first start. Returns false when no start gave a positive-definite kernel.
+  // Points are columns of x (D × n). `warm` (size theta_size(), may be empty)
+  // is the first start. Returns false when no start gave a positive-definite kernel.
   bool Fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, const GpFitOptions& options,
            const Eigen::VectorXd& warm, Rng& rng);
   // Conditions on (x, y) with the current hyperparameters.
@@ -51,6 +59,7 @@ class GaussianProcess {
   const Eigen::VectorXd& theta() const { return theta_; }
   void set_theta(const Eigen::VectorXd& theta) { theta_ = theta; }
   int dims() const { return static_cast<int>(categorical_.size()); }
+  int theta_size() const { return dims() + (quadratic_trend_ ? 3 : 2); }
 
   // Negative log posterior of θ on (x, y) and its gradient (for tests).
   double NegLogPosterior(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
@@ -60,14 +69,23 @@ class GaussianProcess {
   Eigen::VectorXd PriorMode() const;
 
  private:
+  // Per-slot squared distances δ_j, then (with the trend) the matrix (1 + v)².
   std::vector<Eigen::MatrixXd> PairwiseDeltas(const Eigen::MatrixXd& x) const;
   double NegLogPosterior(const std::vector<Eigen::MatrixXd>& delta, const Eigen::VectorXd& y,
                          const Eigen::VectorXd& theta, Eigen::VectorXd* grad) const;
-  Eigen::MatrixXd Cross(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) const;
+  // k(x_i, b_c) for the conditioned points x_ and the columns of b; ub is
+  // Centred(b) when the trend is on (else unused).
+  Eigen::MatrixXd Cross(const Eigen::MatrixXd& b, const Eigen::MatrixXd& ub) const;
+  // The columns of x as the trend's scaled, centred u (numeric active slots).
+  Eigen::MatrixXd Centred(const Eigen::MatrixXd& x) const;
+  // (1 + v(a_i, b_c))² of the trend, from Centred(a) and Centred(b).
+  static Eigen::MatrixXd TrendFeatures(const Eigen::MatrixXd& ua, const Eigen::MatrixXd& ub);
 
   std::vector<bool> categorical_;
+  bool quadratic_trend_;
   Eigen::VectorXd theta_;
   Eigen::MatrixXd x_;
+  Eigen::MatrixXd u_;  // Centred(x_), with the trend
   Eigen::VectorXd alpha_;
   Eigen::LLT<Eigen::MatrixXd> llt_;
 };

@@ -437,10 +437,10 @@ std::vector<Assignment> GpBoSampler::Suggest(const Space& space,
   // 3. Fit.
   std::vector<bool> categorical(d);
   for (int j = 0; j < d; ++j) categorical[j] = enc.IsCategorical(j);
-  GaussianProcess gp(categorical);
+  GaussianProcess gp(categorical, options_.quadratic_trend);
   GpFitOptions fit = options_.fit;
   Eigen::VectorXd warm;
-  const bool full_refit = last_theta_.size() != d + 2 || done.size() % 10 == 0;
+  const bool full_refit = last_theta_.size() != gp.theta_size() || done.size() % 10 == 0;
   if (!full_refit) {
     warm = last_theta_;
     fit.restarts = options_.warm_restarts;

@@ -42,6 +42,55 @@ TEST(GaussianProcessTest, GradientMatchesFiniteDifferences) {
   }
 }
 
+TEST(GaussianProcessTest, GradientWithTheQuadraticTrendMatchesFiniteDifferences) {
+  Rng rng(5);
+  Eigen::MatrixXd x = RandomPoints(3, 20, rng);
+  x(2, 4) = kInactive;
+  for (int c = 0; c < 20; ++c) x(1, c) = c % 2;
+  Eigen::VectorXd y(20);
+  for (int c = 0; c < 20; ++c) y[c] = std::pow(x(0, c) + x(2, c) - 1.1, 2) - 0.2 * x(1, c);
+  GaussianProcess gp({false, true, false}, /*quadratic_trend=*/true);
+  ASSERT_EQ(gp.theta_size(), 6);
+  Eigen::VectorXd theta(6);
+  theta << std::log(0.4), std::log(0.7), std::log(1.5), -0.3, std::log(1e-2), std::log(0.2);
+  Eigen::VectorXd grad;
+  double f = gp.NegLogPosterior(x, y, theta, &grad);
+  ASSERT_TRUE(std::isfinite(f));
+  ASSERT_EQ(grad.size(), 6);
+  for (int k = 0; k < theta.size(); ++k) {
+    Eigen::VectorXd tp = theta, tm = theta;
+    tp[k] += 1e-5;
+    tm[k] -= 1e-5;
+    double fd =
+        (gp.NegLogPosterior(x, y, tp, nullptr) - gp.NegLogPosterior(x, y, tm, nullptr)) / 2e-5;
+    EXPECT_NEAR(grad[k], fd, 1e-4 * std::max(1.0, std::fabs(fd))) << "component " << k;
+  }
+}
+
+TEST(GaussianProcessTest, QuadraticTrendCarriesAnObliqueBowlAcrossTheBox) {
+  // f = (x0 + x1 - 1)² + 3 (x0 - x1)²: a rotated bowl, sampled only in the
+  // lower-left quarter; the trend must place its minimum near (0.5, 0.5)
+  // where the stationary kernel alone reverts to the mean.
+  Rng rng(13);
+  Eigen::MatrixXd x = 0.45 * RandomPoints(2, 30, rng);
+  auto f = [](double a, double b) { return std::pow(a + b - 1, 2) + 3 * std::pow(a - b, 2); };
+  Eigen::VectorXd y(30);
+  for (int c = 0; c < 30; ++c) y[c] = f(x(0, c), x(1, c));
+  const double mu = y.mean(), sd = std::sqrt((y.array() - mu).square().mean());
+  y = (y.array() - mu) / sd;
+  Eigen::MatrixXd centre(2, 1);
+  centre << 0.5, 0.5;
+  const double truth = (f(0.5, 0.5) - mu) / sd;
+  Eigen::VectorXd with_trend, without, var;
+  GaussianProcess trend({false, false}, true), plain({false, false});
+  ASSERT_TRUE(trend.Fit(x, y, {}, {}, rng));
+  ASSERT_TRUE(plain.Fit(x, y, {}, {}, rng));
+  trend.Predict(centre, &with_trend, &var);
+  plain.Predict(centre, &without, &var);
+  EXPECT_LT(std::fabs(with_trend[0] - truth), 0.1 * std::fabs(truth));
+  EXPECT_LT(std::fabs(with_trend[0] - truth), 0.5 * std::fabs(without[0] - truth));
+}
+
 TEST(GaussianProcessTest, FitRecoversTheOrderOfLengthScales) {
   // Fast variation along x0, slow along x1, none along x2.
   Rng rng(11);
