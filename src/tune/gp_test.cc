@@ -19,6 +19,25 @@ Eigen::MatrixXd RandomPoints(int d, int n, Rng& rng) {
   return x;
 }
 
+// The analytic gradient of the negative log posterior at theta, component by
+// component, against central differences.
+void ExpectGradientMatchesFiniteDifferences(const GaussianProcess& gp, const Eigen::MatrixXd& x,
+                                            const Eigen::VectorXd& y,
+                                            const Eigen::VectorXd& theta) {
+  Eigen::VectorXd grad;
+  double f = gp.NegLogPosterior(x, y, theta, &grad);
+  ASSERT_TRUE(std::isfinite(f));
+  ASSERT_EQ(grad.size(), theta.size());
+  for (int k = 0; k < theta.size(); ++k) {
+    Eigen::VectorXd tp = theta, tm = theta;
+    tp[k] += 1e-5;
+    tm[k] -= 1e-5;
+    double fd =
+        (gp.NegLogPosterior(x, y, tp, nullptr) - gp.NegLogPosterior(x, y, tm, nullptr)) / 2e-5;
+    EXPECT_NEAR(grad[k], fd, 1e-4 * std::max(1.0, std::fabs(fd))) << "component " << k;
+  }
+}
+
 TEST(GaussianProcessTest, GradientMatchesFiniteDifferences) {
   Rng rng(7);
   Eigen::MatrixXd x = RandomPoints(3, 25, rng);
@@ -29,17 +48,7 @@ TEST(GaussianProcessTest, GradientMatchesFiniteDifferences) {
   GaussianProcess gp({false, true, false});
   Eigen::VectorXd theta(5);
   theta << std::log(0.3), std::log(0.8), std::log(2.0), 0.2, std::log(1e-2);
-  Eigen::VectorXd grad;
-  double f = gp.NegLogPosterior(x, y, theta, &grad);
-  ASSERT_TRUE(std::isfinite(f));
-  for (int k = 0; k < theta.size(); ++k) {
-    Eigen::VectorXd tp = theta, tm = theta;
-    tp[k] += 1e-5;
-    tm[k] -= 1e-5;
-    double fd =
-        (gp.NegLogPosterior(x, y, tp, nullptr) - gp.NegLogPosterior(x, y, tm, nullptr)) / 2e-5;
-    EXPECT_NEAR(grad[k], fd, 1e-4 * std::max(1.0, std::fabs(fd))) << "component " << k;
-  }
+  ExpectGradientMatchesFiniteDifferences(gp, x, y, theta);
 }
 
 TEST(GaussianProcessTest, GradientWithTheQuadraticTrendMatchesFiniteDifferences) {
@@ -53,18 +62,7 @@ TEST(GaussianProcessTest, GradientWithTheQuadraticTrendMatchesFiniteDifferences)
   ASSERT_EQ(gp.theta_size(), 6);
   Eigen::VectorXd theta(6);
   theta << std::log(0.4), std::log(0.7), std::log(1.5), -0.3, std::log(1e-2), std::log(0.2);
-  Eigen::VectorXd grad;
-  double f = gp.NegLogPosterior(x, y, theta, &grad);
-  ASSERT_TRUE(std::isfinite(f));
-  ASSERT_EQ(grad.size(), 6);
-  for (int k = 0; k < theta.size(); ++k) {
-    Eigen::VectorXd tp = theta, tm = theta;
-    tp[k] += 1e-5;
-    tm[k] -= 1e-5;
-    double fd =
-        (gp.NegLogPosterior(x, y, tp, nullptr) - gp.NegLogPosterior(x, y, tm, nullptr)) / 2e-5;
-    EXPECT_NEAR(grad[k], fd, 1e-4 * std::max(1.0, std::fabs(fd))) << "component " << k;
-  }
+  ExpectGradientMatchesFiniteDifferences(gp, x, y, theta);
 }
 
 TEST(GaussianProcessTest, QuadraticTrendCarriesAnObliqueBowlAcrossTheBox) {
