@@ -82,6 +82,10 @@ class IsolationCase(StokerTestCase):
         a_dir = self.replica_dir(a)
         wait_for(lambda: os.path.exists(os.path.join(a_dir, "work", "mine.txt")), 30,
                  "job A's file")
+        # The supervisor copies A's stdout to output.log on its own time (slower
+        # under ASan): wait for the secret there too, so B's read finds it.
+        wait_for(lambda: "A-LOG-SECRET" in read_text(os.path.join(a_dir, "output.log")), 30,
+                 "job A's log line")
         b = self.submit_as(bob, container_job("b", ATTACK.format(a_dir=a_dir, data=self.data)))
         final = self.wait_state(b)
         log = self.stoker("jobs", "logs", b).stdout
