@@ -431,6 +431,17 @@ std::vector<Entry> Build() {
                        Place::kScattered, 11));
   s.push_back(BoxEntry("rosenbrock4", kSfu + ", native (the earlier benchmark's)", 4, -5, 10,
                        Rosenbrock, one4, Place::kNative));
+  // Most of a tuning space is often irrelevant to the objective (the test of
+  // SAASBO, Eriksson & Jankowiak 2021): Hartmann-6 read from 6 of 20
+  // parameters, the other 14 ignored.
+  s.push_back(WithOptimum(
+      BoxEntry(
+          "hartmann6-in20", kSfu + " Hartmann-6, native, in 6 of 20 parameters", 20, 0, 1,
+          [](const Vec& z) {
+            return Hartmann6({z[1], z[4], z[8], z[11], z[15], z[18]});
+          },
+          Vec(20, 0), Place::kNative),
+      -3.32236801141551));
   s.push_back(Mixed());
   s.push_back(Conditional());
   s.push_back(LogScaled());
