@@ -70,12 +70,18 @@ export function smooth(points, weight) {
   });
 }
 
+// Multiples of a 1-2-5 step inside [lo, hi], each rounded to the step's own
+// decimals: rounding to significant digits instead merged the ticks of a
+// few milliseconds of unix time and pushed some off the axis.
 function linearTicks(lo, hi, n) {
   const raw = (hi - lo) / n;
   const mag = Math.pow(10, Math.floor(Math.log10(raw)));
   const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw);
+  const decimals = Math.min(20, Math.max(0, -Math.floor(Math.log10(step) + 1e-9)));
   const ticks = [];
-  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) ticks.push(Number(v.toPrecision(12)));
+  for (let k = Math.ceil(lo / step - 1e-9); k * step <= hi + step * 1e-9; k++) {
+    ticks.push(Number((k * step).toFixed(decimals)));
+  }
   return ticks;
 }
 
@@ -86,6 +92,13 @@ function logTicks(lo, hi) {
   for (let e = a; e <= b; e++) for (const m of mult) ticks.push(Number((m * Math.pow(10, e)).toPrecision(12)));
   const inside = ticks.filter((v) => v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9));
   return inside.length >= 2 ? inside : [lo, hi];
+}
+
+// A unix time as the local clock time, with milliseconds when asked.
+export function timeLabel(t, fraction) {
+  const d = new Date(t * 1000);
+  if (!fraction) return d.toLocaleTimeString();
+  return d.toLocaleTimeString([], { hour: "numeric", minute: "2-digit", second: "2-digit", fractionalSecondDigits: 3 });
 }
 
 // An axis over [lo, hi] (linear or log10): to pixels in [p0, p1] and back.
@@ -207,8 +220,10 @@ export function chart(series, opts) {
       axes.append(svg("text", { x: L - 4, y: ys.px(v) + 4, "text-anchor": "end" }, fmtNum(v)));
     }
     const xt = opts.xTime && xs.ticks.length > 4 ? xs.ticks.filter((_, i) => i % 2 === 0) : xs.ticks;
+    const subSecond = opts.xTime && xt.length > 1 && xt[1] - xt[0] < 1;
     for (const v of xt) {
-      axes.append(svg("text", { x: xs.px(v), y: H - B + 14, "text-anchor": "middle", class: "x-tick" }, xLabel(v)));
+      axes.append(svg("text", { x: xs.px(v), y: H - B + 14, "text-anchor": "middle", class: "x-tick" },
+        xLabel(v, subSecond)));
     }
     if (opts.xLabel) {
       axes.append(svg("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle", class: "axis-label" },
@@ -262,8 +277,9 @@ export function chart(series, opts) {
     return root;
   }
 
-  function xLabel(v) {
-    if (opts.xTime) return new Date(v * 1000).toLocaleTimeString();
+  // `fraction`: with milliseconds, for ticks less than a second apart.
+  function xLabel(v, fraction) {
+    if (opts.xTime) return timeLabel(v, fraction);
     if (opts.xRelative) return fmtDuration(v);
     return fmtNum(v);
   }
