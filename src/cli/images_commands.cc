@@ -22,6 +22,7 @@
 #include <iostream>
 #include <memory>
 #include <set>
+#include <thread>
 
 #include "cli/commands.h"
 #include "common/files.h"
@@ -275,8 +276,8 @@ Result<std::string> Capture(const exec::ContainerEngine& engine, const std::stri
   return r.out;
 }
 
-// The engine's images, newest first.
-Result<std::vector<json>> ListImages(const exec::ContainerEngine& engine) {
+// The engine's images, newest first: one listing.
+Result<std::vector<json>> ListImagesOnce(const exec::ContainerEngine& engine) {
   std::vector<json> out;
   try {
     if (engine.name == "podman") {
@@ -318,6 +319,19 @@ Result<std::vector<json>> ListImages(const exec::ContainerEngine& engine) {
     return a["created"].get<std::string>() > b["created"].get<std::string>();
   });
   return out;
+}
+
+// The engine's images, newest first. A failed listing is asked again, five
+// times in all, 0.1, 0.2, 0.4 and 0.8 s apart: podman fails its whole listing when another
+// process removes an image under it ("image not known", or a manifest that
+// "does not exist": podman issue #24800), docker when an id from `images -q`
+// is gone by `inspect`. A store that is really broken fails all five.
+Result<std::vector<json>> ListImages(const exec::ContainerEngine& engine) {
+  for (int attempt = 1;; ++attempt) {
+    Result<std::vector<json>> listed = ListImagesOnce(engine);
+    if (listed.ok() || attempt == 5) return listed;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 << (attempt - 1)));
+  }
 }
 
 // "270 MB", "1.36 GB": as the engines print sizes (powers of 1000, three

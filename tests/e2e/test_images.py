@@ -17,6 +17,7 @@ import subprocess
 import tarfile
 import tempfile
 import textwrap
+import threading
 import unittest
 
 from harness import (BASE_IMAGE, STOKER, podman, podman_flags, podman_setup_error,
@@ -106,6 +107,37 @@ class PodmanImagesTest(ImagesTestBase):
     def listed_json(self, *where):
         out = self.listed(*where) if where else self.listed("--format", "json")
         return {i["name"]: i for i in json.loads(out)}
+
+    def test_list_while_another_process_removes_images(self):
+        # podman's own listing fails when an image disappears under it
+        # ("image not known", podman issue #24800); a proof run hit it while
+        # another test removed its images. `stoker images list` asks again.
+        ctx = os.path.dirname(self.write("churn/Dockerfile", "FROM %s\nLABEL churn=1\n" % BASE))
+        stop = threading.Event()
+        churned = []
+
+        def churn():
+            k = 0
+            while not stop.is_set():
+                name = self.image("churn%d" % k)
+                with open(os.path.join(ctx, "Dockerfile"), "w") as f:
+                    f.write("FROM %s\nLABEL churn=%d-%d\n" % (BASE, PID, k))
+                podman("build", "-q", "-t", name, ctx, check=False)
+                podman("rmi", "--force", name, check=False)
+                churned.append(name)
+                k += 1
+                stop.wait(0.3)
+        worker = threading.Thread(target=churn)
+        worker.start()
+        try:
+            for _ in range(12):
+                r = self.stoker("images", "list", "--format", "json")
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn(BASE, {i["name"] for i in json.loads(r.stdout)})
+        finally:
+            stop.set()
+            worker.join()
+        self.assertGreater(len(churned), 0)
 
     def test_build_run_list_and_remove(self):
         image = self.image("hello")
