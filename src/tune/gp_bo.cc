@@ -423,9 +423,14 @@ std::vector<Assignment> GpBoSampler::Suggest(const Space& space,
   while (static_cast<int>(out.size()) < count &&
          (static_cast<int>(done.size() + pending.size() + out.size()) < n_init || n_feasible < 2)) {
     Assignment a;
-    for (int attempt = 0; attempt < 64; ++attempt) {
-      a = enc.Decode(FromCube(enc, halton.Point(index++)));
-      if (!taken.count(Key(a))) break;
+    if (index == 1 && options_.centre_first) {
+      ++index;  // the centre takes the design's first point
+      a = enc.Decode(FromCube(enc, std::vector<double>(d, 0.5)));
+    } else {
+      for (int attempt = 0; attempt < 64; ++attempt) {
+        a = enc.Decode(FromCube(enc, halton.Point(index++)));
+        if (!taken.count(Key(a))) break;
+      }
     }
     take(std::move(a));
   }

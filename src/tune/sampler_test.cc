@@ -209,6 +209,43 @@ TEST(GpBoSamplerTest, ABatchOfEightHasPairwiseDistinctPoints) {
   EXPECT_GT(min_dist, 1e-3);
 }
 
+TEST(GpBoSamplerTest, AStudysFirstTrialIsTheCentreOfTheSpace) {
+  Space space{{Num("x", ParameterKind::kDouble, 0, 10), Num("n", ParameterKind::kInteger, 1, 5),
+               Num("lr", ParameterKind::kDouble, 1e-4, 1, ScaleType::kLog), Disc("b", {0.1, 1, 10}),
+               Cat("c", {"a", "b", "c"})}};
+  auto expect_centre = [](const Assignment& a) {
+    EXPECT_DOUBLE_EQ(Num(a, "x"), 5.0);
+    EXPECT_DOUBLE_EQ(Num(a, "n"), 3.0);
+    EXPECT_NEAR(Num(a, "lr"), 1e-2, 1e-12);  // geometric middle of a log range
+    EXPECT_DOUBLE_EQ(Num(a, "b"), 1.0);
+    EXPECT_EQ(std::get<std::string>(a.at("c")), "b");
+  };
+  Rng rng(1);
+  GpBoSampler gp;
+  auto first = gp.Suggest(space, {}, {}, 1, rng);
+  ASSERT_EQ(first.size(), 1u);
+  expect_centre(first[0]);
+  // A parallel first round holds the centre once; the rest are the design's.
+  GpBoSampler batch_gp;
+  auto batch = batch_gp.Suggest(space, {}, {}, 4, rng);
+  ASSERT_EQ(batch.size(), 4u);
+  expect_centre(batch[0]);
+  for (size_t i = 1; i < batch.size(); ++i) EXPECT_NE(Key(batch[i]), Key(batch[0]));
+  // The second trial continues the design whether or not the first is done.
+  auto second = gp.Suggest(space, {{first[0], 1.0, true}}, {}, 1, rng);
+  auto second_pending = gp.Suggest(space, {}, first, 1, rng);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(Key(second[0]), Key(batch[1]));
+  EXPECT_EQ(Key(second_pending[0]), Key(batch[1]));
+  // Off: the first trial is the design's first point, not the centre.
+  GpBoOptions off;
+  off.centre_first = false;
+  GpBoSampler plain(off);
+  auto plain_first = plain.Suggest(space, {}, {}, 1, rng);
+  ASSERT_EQ(plain_first.size(), 1u);
+  EXPECT_NE(Key(plain_first[0]), Key(first[0]));
+}
+
 TEST(GpBoSamplerTest, TrustRegionShrinksAroundAnIncumbentThatIsNeverBeaten) {
   Space space;
   for (const char* name : {"a", "b", "c", "d"}) {
