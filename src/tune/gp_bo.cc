@@ -377,6 +377,23 @@ Region TrustRegion(const Encoding& enc, const std::vector<double>& center,
   return r;
 }
 
+// The initial design's point number *index (1-based, one per trial of the
+// study), which it advances: the centre of the space first when
+// centre_first, else the Halton sequence, skipping points already taken.
+Assignment DesignPoint(const Encoding& enc, const ScrambledHalton& halton, bool centre_first,
+                       const std::set<std::string>& taken, uint64_t* index) {
+  if (*index == 1 && centre_first) {
+    ++*index;  // the centre takes the design's first point
+    return enc.Decode(FromCube(enc, std::vector<double>(enc.size(), 0.5)));
+  }
+  Assignment a;
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    a = enc.Decode(FromCube(enc, halton.Point((*index)++)));
+    if (!taken.count(Key(a))) break;
+  }
+  return a;
+}
+
 }  // namespace
 
 std::vector<Assignment> GpBoSampler::Suggest(const Space& space,
@@ -422,17 +439,7 @@ std::vector<Assignment> GpBoSampler::Suggest(const Space& space,
   uint64_t index = done.size() + pending.size() + 1;
   while (static_cast<int>(out.size()) < count &&
          (static_cast<int>(done.size() + pending.size() + out.size()) < n_init || n_feasible < 2)) {
-    Assignment a;
-    if (index == 1 && options_.centre_first) {
-      ++index;  // the centre takes the design's first point
-      a = enc.Decode(FromCube(enc, std::vector<double>(d, 0.5)));
-    } else {
-      for (int attempt = 0; attempt < 64; ++attempt) {
-        a = enc.Decode(FromCube(enc, halton.Point(index++)));
-        if (!taken.count(Key(a))) break;
-      }
-    }
-    take(std::move(a));
+    take(DesignPoint(enc, halton, options_.centre_first, taken, &index));
   }
   if (static_cast<int>(out.size()) >= count) return out;
 
