@@ -5,7 +5,7 @@
 #   SEEDS=5 bench/tune/run.sh         # quicker
 #   METHODS=stoker-gp-notr,stoker-gp bench/tune/run.sh   # before/after the trust region
 # Needs Debian's python3-optuna and python3-scipy (for QMC); always runs
-# /usr/bin/python3. About 40 minutes on 2 idle cores (an estimate: RESULTS.md).
+# /usr/bin/python3. About 20 minutes on 2 idle cores (RESULTS.md, 2026-11-30).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SEEDS=${SEEDS:-20}
