@@ -100,7 +100,8 @@ class AiPlatformIdsTest(StokerTestCase):
         r = self.stoker("jobs", "describe", "hp_job_1")
         self.assertIn("state: SUCCEEDED", r.stdout)
         self.assertIn("completedTrialCount: 2", r.stdout)
-        self.assertRegex(r.stdout, r"\n\s+1\s+SUCCEEDED\s+0\.\d+\s+7\s+.*layers=\d lr=")
+        # Trial 1 is the centre of the space: lr 10^-2 (the log-scale middle), acc 1.
+        self.assertRegex(r.stdout, r"\n\s+1\s+SUCCEEDED\s+1\s+7\s+layers=[23] lr=0\.0100")
         self.assertRegex(r.stdout, r"\n\s+2\s+SUCCEEDED\s+")
         # ... as JSON the legacy Job, as `ai-platform jobs describe` gives it.
         d = json.loads(self.stoker("--format", "json", "jobs", "describe", "hp_job_1").stdout)
