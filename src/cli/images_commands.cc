@@ -323,9 +323,10 @@ Result<std::vector<json>> ListImagesOnce(const exec::ContainerEngine& engine) {
 
 // The engine's images, newest first. A failed listing is asked again, five
 // times in all, 0.1, 0.2, 0.4 and 0.8 s apart: podman fails its whole
-// listing when another process removes an image under it ("image not known", or a manifest that
-// "does not exist": podman issue #24800), docker when an id from `images -q`
-// is gone by `inspect`. A store that is really broken fails all five.
+// listing when another process removes an image under it ("image not
+// known", or a manifest that "does not exist": podman issue #24800), docker
+// when an id from `images -q` is gone by `inspect`. A store that is really
+// broken fails all five.
 Result<std::vector<json>> ListImages(const exec::ContainerEngine& engine) {
   for (int attempt = 1;; ++attempt) {
     Result<std::vector<json>> listed = ListImagesOnce(engine);
